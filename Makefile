@@ -1,0 +1,27 @@
+# Each target creates .venv when it is missing and installs what it needs, so `make demo` and
+# `make test` work as the first command on a fresh machine (Python >= 3.10 and a package registry).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[$*]'
+	touch $@
+
+demo: $(VENV)/.installed-examples
+	$(PY) examples/train_digits.py
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache

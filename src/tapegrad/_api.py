@@ -1,0 +1,380 @@
+"""Reverse-mode API: ``grad``, ``value_and_grad``, ``get_grad``, ``vjp``, ``stop_gradient``.
+
+Argument handling and MindSpore's return conventions (DESIGN.md §1.1) live here; the differentiation
+itself is ``_tape.vjp_flat`` on flat lists of leaves.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._core import Boxed, Tracer
+from tapegrad._params import Parameter, ParameterTuple, substitute
+from tapegrad._tape import vjp_flat
+from tapegrad.numpy._creation import ones_like, zeros_like
+from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
+
+
+# ---- argument checks at grad(...) time ---------------------------------------------------------
+def _select_positions(grad_position):
+    """``grad_position`` as ``(positions tuple or None, single)``; the one place its rules live.
+
+    Raises:
+        TypeError: not an int, a tuple of ints or None (bools are refused).
+        ValueError: a negative or repeated position, or an empty tuple.
+    """
+    if grad_position is None:
+        return None, False
+    single = not isinstance(grad_position, tuple)
+    items = (grad_position,) if single else grad_position
+    if not items:
+        raise ValueError("grad_position=() selects no input; pass an int, a non-empty tuple of ints, or "
+                         "None together with weights=")
+    for p in items:
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"grad_position must be an int or a tuple of ints, got {grad_position!r} "
+                            f"(element of type {type(p).__name__}); e.g. grad_position=0 or (0, 1)")
+        if p < 0:
+            raise ValueError(f"grad_position {int(p)} is negative; positions count from 0 (first "
+                             "positional argument)")
+    positions = tuple(operator.index(p) for p in items)
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"grad_position {grad_position!r} repeats a position; list each input once")
+    return positions, single
+
+
+class _WeightsSpec:
+    """The Parameters of ``weights=`` and how to rebuild their gradients' structure."""
+
+    def __init__(self, weights):
+        self.single = isinstance(weights, Parameter)
+        self.as_tuple = isinstance(weights, (ParameterTuple, list, tuple))
+        if self.single:
+            self.params, self.treedef = [weights], None
+        else:
+            leaves, self.treedef = _tree.tree_flatten(list(weights) if self.as_tuple else weights)
+            for leaf in leaves:
+                if not isinstance(leaf, Parameter):
+                    raise TypeError(f"weights must be Parameters (one, a ParameterTuple, a list/tuple or a "
+                                    f"pytree of them), found a {type(leaf).__name__}; wrap arrays in "
+                                    "tg.Parameter or pass them as arguments with grad_position")
+            self.params = leaves
+
+    def rebuild(self, grads):
+        if self.single:
+            return grads[0]
+        if self.as_tuple:
+            return tuple(grads)
+        return _tree.tree_unflatten(self.treedef, grads)
+
+
+def _check_flag(value, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True or False), got {value!r}")
+
+
+class _GradSpec:
+    def __init__(self, grad_position, weights, has_aux, return_ids):
+        _check_flag(has_aux, "has_aux")
+        _check_flag(return_ids, "return_ids")
+        if grad_position is None and weights is None:
+            raise ValueError("grad_position and weights are both None, so there is nothing to "
+                             "differentiate: give grad_position (e.g. 0) or weights (e.g. "
+                             "net.trainable_params())")
+        self.positions, self.single_position = _select_positions(grad_position)
+        self.weights = None if weights is None else _WeightsSpec(weights)
+        self.has_aux = has_aux
+        self.return_ids = return_ids
+
+
+# ---- leaves ------------------------------------------------------------------------------------
+def _differentiable_leaf(leaf, where: str):
+    """A leaf at a differentiated position as a float array; Python floats become 0-d arrays."""
+    if isinstance(leaf, Boxed):
+        leaf = leaf.unbox()
+    if isinstance(leaf, float):
+        return np.asarray(leaf)
+    if isinstance(leaf, (bool, int, complex)) or not hasattr(leaf, "dtype"):
+        kind = type(leaf).__name__
+        raise TypeError(f"{where} is a {kind}; gradients need floating-point arrays. Pass a float "
+                        "array (e.g. np.asarray(x, dtype=np.float32)) or leave it out of grad_position")
+    if np.dtype(leaf.dtype).kind != "f":
+        raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating dtype. Cast it "
+                        "(x.astype(np.float32)) or leave it out of grad_position")
+    return leaf
+
+
+def _as_result(x):
+    """NumPy scalars from 0-d reductions become 0-d arrays (arrays at rest are arrays)."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
+def _flatten_outputs(out):
+    leaves, treedef = _tree.tree_flatten(out)
+    return [leaf.unbox() if isinstance(leaf, Boxed) else leaf for leaf in leaves], treedef
+
+
+def _stop_gradient_tree(tree):
+    return _tree.tree_map(lambda x: _as_result(_stop_gradient_leaf(x)), tree)
+
+
+# ---- grad and value_and_grad -------------------------------------------------------------------
+def _grad_call(fn, spec: _GradSpec, args, kwargs):
+    """Run ``fn`` on a tape; returns ``(value, aux tuple, gradients in MindSpore's structure)``."""
+    positions = spec.positions or ()
+    for p in positions:
+        if p >= len(args):
+            raise IndexError(f"grad_position {p} is out of range: the function was called with "
+                             f"{len(args)} positional argument(s); positions count from 0")
+    in_trees, primals = [], []
+    for p in positions:
+        leaves, treedef = _tree.tree_flatten(args[p])
+        primals += [_differentiable_leaf(leaf, f"the input at grad_position {p}") for leaf in leaves]
+        in_trees.append((p, treedef, len(leaves)))
+    params = spec.weights.params if spec.weights else []
+    primals += [_differentiable_leaf(prm.value, f"Parameter {prm.name!r}") for prm in params]
+    box = {}
+
+    def flat_fun(*tracers):
+        call_args, start = list(args), 0
+        for p, treedef, n in in_trees:
+            call_args[p] = _tree.tree_unflatten(treedef, list(tracers[start:start + n]))
+            start += n
+        with substitute(dict(zip(params, tracers[start:]))):
+            out = fn(*call_args, **kwargs)
+        out, box["aux"] = _split_aux(out, spec.has_aux, "grad")
+        leaves, box["treedef"] = _flatten_outputs(out)
+        return leaves
+
+    out_primals, pullback = vjp_flat(flat_fun, primals)
+    for i, o in enumerate(out_primals):
+        dtype = np.result_type(o) if not hasattr(o, "dtype") else o.dtype
+        if np.dtype(dtype).kind not in "fc":
+            raise TypeError(f"output leaf {i} has dtype {dtype}, which is not differentiable; return float "
+                            "outputs (cast with .astype(np.float32)) or pass the integer ones as aux "
+                            "with has_aux=True")
+    in_cts = pullback([ones_like(o) for o in out_primals], free=True)
+    grads = [_as_result(ct) if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
+    value = _tree.tree_unflatten(box["treedef"], [_as_result(o) for o in out_primals])
+    return value, box["aux"], _assemble(spec, in_trees, grads, params)
+
+
+def _split_aux(out, has_aux: bool, api: str):
+    if not has_aux:
+        return out, ()
+    if not isinstance(out, (tuple, list)) or len(out) < 2:
+        raise ValueError(f"{api}(has_aux=True) needs the function to return a tuple (out, aux1, ...) with "
+                         f"at least two elements, got {type(out).__name__}"
+                         f"{'' if not isinstance(out, (tuple, list)) else f' of length {len(out)}'}; "
+                         "return (loss, aux) or set has_aux=False")
+    return out[0], tuple(_stop_gradient_tree(a) for a in out[1:])
+
+
+def _assemble(spec, in_trees, grads, params):
+    """MindSpore's return structure (DESIGN.md §1.1), with ``(id, g)`` pairs under ``return_ids``."""
+    input_grads, start = [], 0
+    for p, treedef, n in in_trees:
+        g = _tree.tree_unflatten(treedef, grads[start:start + n])
+        input_grads.append((p, g) if spec.return_ids else g)
+        start += n
+    weight_grads = grads[start:]
+    if spec.return_ids:
+        weight_grads = [(prm.name, g) for prm, g in zip(params, weight_grads)]
+    inputs_part = None
+    if spec.positions is not None:
+        inputs_part = input_grads[0] if spec.single_position else tuple(input_grads)
+    if spec.weights is None:
+        return inputs_part
+    weights_part = spec.weights.rebuild(weight_grads)
+    return weights_part if spec.positions is None else (inputs_part, weights_part)
+
+
+def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
+    """The gradient of ``fn``, as MindSpore's ``grad``.
+
+    Every leaf of ``fn``'s output gets a sensitivity of ones, so the result is the gradient of the sum
+    of all output elements (``g_i = sum_j dy_j/dx_i``, as MindSpore, Paddle and nnabla); for other
+    sensitivities use :func:`vjp`.
+
+    Args:
+        fn: a function of pytrees of arrays returning a pytree of float arrays (with ``has_aux``, a
+            tuple ``(out, aux1, ...)`` of which only ``out`` is differentiated).
+        grad_position: which positional inputs: an int, a tuple of ints, or None (weights only).
+        weights: Parameters to differentiate: one ``Parameter``, a ``ParameterTuple``/list/tuple, or a
+            pytree (a dict, say) of Parameters.
+        has_aux: ``fn`` returns ``(out, aux1, ...)``; the aux outputs pass through ``stop_gradient``.
+        return_ids: each input gradient becomes ``(position, g)`` and each weight gradient
+            ``(param.name, g)``; :func:`get_grad` picks one out.
+
+    Returns:
+        A function of ``fn``'s arguments returning, by ``grad_position`` / ``weights``:
+
+        - int ``i`` / None: the gradient of input ``i``, a pytree shaped like it;
+        - tuple ``(i, j, ...)`` / None: a tuple of those, in that order (a 1-tuple stays a 1-tuple);
+        - None / one Parameter: its gradient;
+        - None / ParameterTuple, list or tuple: a tuple of gradients (``[]`` gives ``()``);
+        - None / a dict or other pytree of Parameters: gradients in the same structure;
+        - both given: ``(inputs_part, weights_part)``.
+
+        With ``has_aux=True`` the function returns ``(gradients, (aux1, ...))``. Each gradient has its
+        input's shape and dtype (float32 stays float32; a Python float gives a 0-d float64 array);
+        inputs the output does not depend on get zeros.
+
+    Raises:
+        ValueError: ``grad_position`` and ``weights`` both None; a negative or repeated position; an
+            empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
+        TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
+            are not Parameters; ``has_aux``/``return_ids`` not a bool; (at the call) an integer, bool or
+            non-numeric leaf at a differentiated position; a non-float output.
+        IndexError: (at the call) a position beyond the arguments given.
+
+    Example:
+        >>> import numpy as np, tapegrad as tg
+        >>> f = lambda x, y, z: (x * y * z).sum()
+        >>> x, y, z = np.array([1., 2.]), np.array([-2., 3.]), np.array([0., 1.])
+        >>> tg.grad(f, grad_position=(1, 2))(x, y, z)
+        (array([0., 2.]), array([-2.,  6.]))
+    """
+    spec = _GradSpec(grad_position, weights, has_aux, return_ids)
+
+    @functools.wraps(fn)
+    def grad_fn(*args, **kwargs):
+        _, aux, grads = _grad_call(fn, spec, args, kwargs)
+        return (grads, aux) if spec.has_aux else grads
+    return grad_fn
+
+
+def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
+    """``fn``'s value and its gradient (arguments as :func:`grad`).
+
+    Returns:
+        A function returning ``(value, gradients)``; with ``has_aux=True``,
+        ``((out, aux1, ...), gradients)``. ``gradients`` has :func:`grad`'s structure.
+    """
+    spec = _GradSpec(grad_position, weights, has_aux, return_ids)
+
+    @functools.wraps(fn)
+    def value_and_grad_fn(*args, **kwargs):
+        value, aux, grads = _grad_call(fn, spec, args, kwargs)
+        return ((value, *aux) if spec.has_aux else value), grads
+    return value_and_grad_fn
+
+
+def get_grad(gradients, identifier):
+    """One gradient from a ``return_ids=True`` result.
+
+    Args:
+        gradients: what ``grad(..., return_ids=True)`` returned.
+        identifier: a position (int), a Parameter, or a Parameter's name.
+
+    Raises:
+        RuntimeError: no gradient with that identifier is in ``gradients``.
+    """
+    key = identifier.name if isinstance(identifier, Parameter) else identifier
+    stack = [gradients]
+    while stack:
+        item = stack.pop()
+        if _is_id_pair(item):
+            if type(item[0]) is type(key) and item[0] == key:
+                return item[1]
+        elif isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    raise RuntimeError(f"get_grad: no gradient with identifier {key!r}; the result holds positions and "
+                       "Parameter names only for what grad_position/weights selected, with return_ids=True")
+
+
+def _is_id_pair(item) -> bool:
+    return (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], (int, str))
+            and not isinstance(item[0], bool))
+
+
+# ---- vjp ---------------------------------------------------------------------------------------
+def vjp(fn, *primals, has_aux=False):
+    """``fn``'s output and its vector-Jacobian product function, as JAX's ``vjp``.
+
+    Args:
+        fn: a function of the pytrees ``primals`` returning a pytree of arrays (with ``has_aux``,
+            ``(out, aux...)``).
+        *primals: the point; float array leaves (Python floats are accepted).
+        has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
+
+    Returns:
+        ``(out, vjp_fn)`` or ``(out, vjp_fn, aux)``. ``vjp_fn(ct)`` takes a cotangent shaped like
+        ``out`` (a None leaf, or None for all of it, means ones: Paddle's ``grad_outputs``) and returns
+        a tuple with one cotangent per primal, each shaped like it. It may be called any number of
+        times, and its results are differentiable again.
+
+    Raises:
+        TypeError: a non-float primal leaf; a cotangent leaf whose dtype is not the output's.
+        ValueError: a cotangent whose structure or shapes differ from ``out``'s.
+    """
+    flat, in_trees = [], []
+    for i, primal in enumerate(primals):
+        leaves, treedef = _tree.tree_flatten(primal)
+        flat += [_differentiable_leaf(leaf, f"primal {i}") for leaf in leaves]
+        in_trees.append((treedef, len(leaves)))
+    box = {}
+
+    def flat_fun(*tracers):
+        call_args, start = [], 0
+        for treedef, n in in_trees:
+            call_args.append(_tree.tree_unflatten(treedef, list(tracers[start:start + n])))
+            start += n
+        out, aux = _split_aux(fn(*call_args), has_aux, "vjp")
+        box["aux"] = aux[0] if len(aux) == 1 else aux
+        leaves, box["treedef"] = _flatten_outputs(out)
+        return leaves
+
+    out_primals, pullback = vjp_flat(flat_fun, flat)
+    out_treedef = box["treedef"]
+    out = _tree.tree_unflatten(out_treedef, [_as_result(o) for o in out_primals])
+
+    def vjp_fn(ct=None):
+        cts = _check_cotangents(ct, out_treedef, out_primals)
+        in_cts = pullback(cts)
+        grads = [_as_result(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat)]
+        result, start = [], 0
+        for treedef, n in in_trees:
+            result.append(_tree.tree_unflatten(treedef, grads[start:start + n]))
+            start += n
+        return tuple(result)
+    return (out, vjp_fn, box["aux"]) if has_aux else (out, vjp_fn)
+
+
+def _check_cotangents(ct, out_treedef, out_primals):
+    if ct is None:
+        return [ones_like(o) for o in out_primals]
+    leaves, treedef = _tree.tree_flatten(ct, none_is_leaf=True)
+    expected = _tree.tree_flatten(_tree.tree_unflatten(out_treedef, out_primals), none_is_leaf=True)[1]
+    if treedef != expected:
+        raise ValueError(f"vjp_fn: the cotangent's structure {treedef} does not match the output's "
+                         f"{expected}; pass one array (or None for ones) per output leaf")
+    cts = []
+    for i, (c, o) in enumerate(zip(leaves, out_primals)):
+        if c is None:
+            cts.append(ones_like(o))
+            continue
+        if isinstance(c, Boxed):
+            c = c.unbox()
+        if isinstance(c, (int, float)):
+            c = ones_like(o) * c
+        o_shape = tuple(np.shape(o)) if not hasattr(o, "shape") else tuple(o.shape)
+        if tuple(c.shape) != o_shape:
+            raise ValueError(f"vjp_fn: cotangent {i} has shape {tuple(c.shape)}, but output {i} has shape "
+                             f"{o_shape}; pass a cotangent shaped like the output")
+        o_dtype = o.dtype if hasattr(o, "dtype") else np.result_type(o)
+        if c.dtype != o_dtype:
+            raise TypeError(f"vjp_fn: cotangent {i} has dtype {c.dtype}, but output {i} has dtype {o_dtype}; "
+                            f"cast it with .astype({o_dtype})")
+        cts.append(c)
+    return cts
+
+
+def stop_gradient(x):
+    """``x`` (a pytree) unchanged, seen by every transform as a constant: no gradient flows back."""
+    return _tree.tree_map(_stop_gradient_leaf, x)

@@ -1,0 +1,233 @@
+"""The dispatch spine: primitives, the trace stack, tracers and ``bind``.
+
+The layering follows JAX's Autodidax: every operation is a :class:`Primitive`; ``bind`` finds the
+highest-level tracer among the operands and hands the primitive to that tracer's trace, which processes
+it (usually by binding it again one level down). With no tracer among the operands the primitive runs
+its ``impl`` on concrete arrays (the :class:`EvalTrace` at level 0).
+
+Each transform pushes a :class:`MainTrace` with a fresh level onto a stack held in a ``ContextVar``, so
+nested transforms in one thread, and concurrent ones in different threads or tasks, never see each
+other's state. Tracers keep a reference to their trace; the checks compare with ``is``, which is what
+keeps nested transforms from confusing their perturbations.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Callable, NamedTuple
+
+from tapegrad.errors import ConcretizationError
+
+
+class ShapedArray(NamedTuple):
+    """The abstract value of an array: what staging (jit) knows of it."""
+
+    shape: tuple
+    dtype: Any
+
+
+class Primitive:
+    """A named operation and all of its rules.
+
+    Array operands are positional; static parameters are keyword-only and hashable. The rules:
+
+    - ``impl(*arrays, **params)``: runs on the backend (``xp`` of the operands);
+    - ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype, for staging;
+    - ``vjp_rules[i](ct, ans, *primals, **params)``: the cotangent of operand ``i`` (None: zero);
+    - ``jvp_rule`` and ``batch_rule``: filled by the forward-mode and vmap layers.
+
+    ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
+    ``stop_gradient``): reverse mode then tapes nothing for them.
+    """
+
+    __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.impl: Callable | None = None
+        self.abstract_eval: Callable | None = None
+        self.vjp_rules: tuple | None = None
+        self.jvp_rule: Callable | None = None
+        self.batch_rule: Callable | None = None
+        self.nondiff = False
+
+    def bind(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def def_impl(self, impl):
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule):
+        self.abstract_eval = rule
+        return rule
+
+    def __repr__(self):
+        return f"Primitive({self.name!r})"
+
+
+class MainTrace:
+    """One active transform: its level on the stack, its Trace class, and data it keeps while open."""
+
+    __slots__ = ("level", "trace_type", "global_data", "trace", "active")
+
+    def __init__(self, level: int, trace_type: type, global_data: Any = None):
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.active = True
+        self.trace = trace_type(self)
+
+    def __repr__(self):
+        return f"MainTrace(level={self.level}, {self.trace_type.__name__})"
+
+
+_trace_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("tapegrad_trace_stack", default=())
+
+
+@contextlib.contextmanager
+def new_main(trace_type: type, global_data: Any = None):
+    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises."""
+    stack = _trace_stack.get()
+    main = MainTrace(len(stack) + 1, trace_type, global_data)
+    token = _trace_stack.set(stack + (main,))
+    try:
+        yield main
+    finally:
+        main.active = False
+        _trace_stack.reset(token)
+
+
+def trace_stack() -> tuple:
+    """The open transforms, innermost last (for tests and error messages)."""
+    return _trace_stack.get()
+
+
+class Trace:
+    """How one transform processes primitives; one instance per MainTrace."""
+
+    __slots__ = ("main", "level")
+
+    def __init__(self, main: MainTrace | None):
+        self.main = main
+        self.level = 0 if main is None else main.level
+
+    def process_primitive(self, prim: Primitive, args: tuple, params: dict):
+        raise NotImplementedError
+
+
+class EvalTrace(Trace):
+    """Level 0: run the primitive on concrete arrays."""
+
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        return prim.impl(*args, **params)
+
+
+eval_trace = EvalTrace(None)
+
+
+class Tracer:
+    """A value inside a transform. Subclasses hold what their trace needs (a primal, a tape node...).
+
+    Array behaviour (operators, methods, NumPy's protocols) comes from
+    ``tapegrad.numpy._operators.ArrayOperators``, which every concrete tracer class mixes in.
+    """
+
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def array_namespace(self):
+        """The array module (numpy or cupy) of the arrays this tracer stands for."""
+        raise NotImplementedError
+
+    def concrete_value(self):
+        """The concrete array behind this tracer, where the transform has one (eager reverse mode)."""
+        raise ConcretizationError(
+            f"{self!r} is abstract here, so Python cannot branch on it or convert it with "
+            "float()/int()/bool(): mark the argument static (static_argnums) or use tnp.where")
+
+    def __float__(self):
+        return float(self.concrete_value())
+
+    def __int__(self):
+        return int(self.concrete_value())
+
+    def __bool__(self):
+        return bool(self.concrete_value())
+
+    def __complex__(self):
+        return complex(self.concrete_value())
+
+    def item(self, *args):
+        value = self.concrete_value()
+        return value.item(*args) if hasattr(value, "item") else value
+
+    def tolist(self):
+        return self.concrete_value().tolist()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+
+class Boxed:
+    """A holder that operations see through (``Parameter``): ``bind`` replaces it with ``unbox()``."""
+
+    __slots__ = ()
+
+    def unbox(self):
+        raise NotImplementedError
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``."""
+    top = eval_trace
+    for arg in args:
+        if isinstance(arg, Tracer):
+            trace = arg._trace
+            if trace.level > top.level:
+                top = trace
+            elif trace.level == top.level and trace is not top:
+                _raise_escaped(prim, arg)
+        elif isinstance(arg, (Boxed, list, tuple)):
+            return bind(prim, *[_lift_operand(a) for a in args], **params)
+    return top.process_primitive(prim, args, params)
+
+
+def _lift_operand(a):
+    if isinstance(a, Boxed):
+        return a.unbox()
+    if isinstance(a, (list, tuple)):
+        return sequence_to_array(a)
+    return a
+
+
+def sequence_to_array(seq):
+    """A list or tuple operand as an array; ``tapegrad.numpy`` replaces this with ``tnp.array``,
+    which stacks traced elements differentiably."""
+    import numpy
+    return numpy.asarray(seq)
+
+
+def _raise_escaped(prim, tracer):
+    raise RuntimeError(
+        f"'{prim.name}' got a tracer of a transform that is no longer running ({tracer!r}). A value "
+        "computed inside grad/vjp leaked out (stored in a global, a closure or a Parameter); return "
+        "it from the function instead.")

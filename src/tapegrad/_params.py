@@ -1,0 +1,171 @@
+"""Parameters: identity-bearing, mutable holders of one array (MindSpore ``Parameter``, Flax NNX
+``Variable``), and the substitution scope through which transforms see them.
+
+Reading ``p.value`` inside ``grad(..., weights=...)`` returns the tracer that ``grad`` substituted
+for ``p``; the map lives in a ``ContextVar``, so nested and concurrent transforms each see their own.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+
+import numpy as np
+
+from tapegrad._backend import default_namespace
+from tapegrad._core import Boxed, Tracer
+from tapegrad.numpy._operators import ArrayOperators
+
+_substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
+                                                                default=None)
+_unnamed = itertools.count()
+
+
+@contextlib.contextmanager
+def substitute(mapping: dict):
+    """Within the block, ``p.value`` is ``mapping[p]`` for each Parameter ``p`` in ``mapping``."""
+    current = _substitutions.get()
+    merged = dict(current) if current else {}
+    merged.update(mapping)
+    token = _substitutions.set(merged)
+    try:
+        yield
+    finally:
+        _substitutions.reset(token)
+
+
+def _as_array(value):
+    if isinstance(value, Boxed):
+        value = value.unbox()
+    if isinstance(value, Tracer):
+        raise TypeError("a Parameter holds a concrete array, not a traced value: return the new value "
+                        "from the transformed function and assign it outside")
+    if hasattr(value, "__array_namespace__"):
+        return value
+    return default_namespace().asarray(value)
+
+
+class Parameter(ArrayOperators, Boxed):
+    """A named, mutable array that models and ``grad(weights=...)`` refer to by identity.
+
+    Args:
+        value: the initial array (NumPy or CuPy; scalars and lists are converted with the default
+            backend).
+        name: a name for ``return_ids`` and ``get_grad``. Left None, a module gives it its dotted
+            attribute path (``"fc1.weight"``); a standalone Parameter is called ``"param<k>"``.
+        requires_grad: whether ``Module.trainable_params()`` lists it.
+
+    It behaves as its value in expressions (operators, ``tnp`` and ``np`` functions); outside
+    transforms ``np.asarray(p)`` is the array. Parameters hash and compare by identity in dicts.
+    """
+
+    __slots__ = ("_data", "_name", "_auto_named", "requires_grad", "__weakref__")
+    __hash__ = object.__hash__
+
+    def __init__(self, value, name: str | None = None, requires_grad: bool = True):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Parameter: name must be a str or None, got {type(name).__name__}")
+        self._data = _as_array(value)
+        self._name = name
+        self._auto_named = name is None  # a module may (re)name it with its attribute path
+        self.requires_grad = bool(requires_grad)
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            self._name = f"param{next(_unnamed)}"
+        return self._name
+
+    @name.setter
+    def name(self, name: str):
+        self._name = name
+        self._auto_named = False
+
+    def set_default_name(self, name: str) -> None:
+        """Name it ``name`` unless the user gave it a name (modules call this with attribute paths)."""
+        if self._auto_named:
+            self._name = name
+
+    @property
+    def value(self):
+        """The current value: the substituted tracer inside a transform, else the stored array."""
+        subs = _substitutions.get()
+        if subs:
+            v = subs.get(self)
+            if v is not None:
+                return v
+        return self._data
+
+    def unbox(self):
+        return self.value
+
+    def assign(self, value) -> "Parameter":
+        """Replace the stored array (same shape and dtype); returns the Parameter.
+
+        Raises:
+            ValueError: ``value`` has another shape or dtype (make a new Parameter instead).
+            TypeError: ``value`` is a traced value.
+        """
+        new = _as_array(value)
+        if tuple(new.shape) != tuple(self._data.shape) or new.dtype != self._data.dtype:
+            raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
+                             f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
+                             "the value first")
+        self._data = new
+        return self
+
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def size(self):
+        return self._data.size
+
+    def __len__(self):
+        return len(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.value
+        if isinstance(value, Tracer):
+            return value.__array__(dtype)
+        return np.asarray(value, dtype=dtype)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __repr__(self):
+        return f"Parameter(name={self._name!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+class ParameterTuple(tuple):
+    """An ordered tuple of Parameters (MindSpore's ``ParameterTuple``): ``weights=`` gives a tuple of
+    gradients in this order.
+
+    Raises:
+        TypeError: an element is not a Parameter.
+    """
+
+    def __new__(cls, params=()):
+        params = tuple(params)
+        for i, p in enumerate(params):
+            if not isinstance(p, Parameter):
+                raise TypeError(f"ParameterTuple: element {i} is a {type(p).__name__}, not a Parameter")
+        return super().__new__(cls, params)
+
+    def __repr__(self):
+        return f"ParameterTuple({', '.join(p.name for p in self)})"

@@ -1,0 +1,157 @@
+"""Reverse mode: the tape (HIPS autograd's design on Autodidax's trace stack).
+
+``VJPTrace`` binds each primitive one level down (so the primal may itself be a tracer of an outer
+transform), records a :class:`Node` with its parents and residuals, and returns a ``VJPTracer``.
+Only operations with a differentiated operand are recorded; primitives marked ``nondiff`` are not.
+
+The backward pass runs after the trace is popped, iteratively in reverse topological order: a
+10^6-operation chain needs no recursion. Because the trace is popped first, the rules' own operations
+are recorded by whatever transform is outside, which gives grad-of-grad and every other nesting with
+no extra machinery.
+"""
+from __future__ import annotations
+
+from tapegrad._core import Tracer, Trace, bind, new_main
+from tapegrad.numpy._elementwise import add
+from tapegrad.numpy._operators import ArrayOperators
+
+
+class Node:
+    """One recorded operation: the primitive, its residuals (operands and result), and its parents
+    as ``(operand index, parent node)`` pairs. Leaves (the differentiated inputs) have no primitive."""
+
+    __slots__ = ("prim", "primals", "params", "ans", "parents")
+
+    def __init__(self, prim, primals, params, ans, parents):
+        self.prim = prim
+        self.primals = primals
+        self.params = params
+        self.ans = ans
+        self.parents = parents
+
+
+class VJPTracer(ArrayOperators, Tracer):
+    __slots__ = ("primal", "node")
+
+    def __init__(self, trace, primal, node):
+        self._trace = trace
+        self.primal = primal
+        self.node = node
+
+    @property
+    def shape(self):
+        return self.primal.shape
+
+    @property
+    def dtype(self):
+        return self.primal.dtype
+
+    def array_namespace(self):
+        from tapegrad._backend import namespace_of
+        return namespace_of(self.primal)
+
+    def concrete_value(self):
+        """The primal: in eager reverse mode it is concrete, so ``float()``/``bool()`` work."""
+        return self.primal
+
+    def __repr__(self):
+        return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
+
+
+class VJPTrace(Trace):
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        primals = list(args)
+        parents = []
+        for i, a in enumerate(args):
+            if type(a) is VJPTracer and a._trace is self:
+                primals[i] = a.primal
+                parents.append((i, a.node))
+        ans = bind(prim, *primals, **params)
+        if prim.nondiff:
+            return ans
+        rules = prim.vjp_rules
+        if rules is None:
+            raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
+        return VJPTracer(self, ans, Node(prim, primals, params, ans, parents))
+
+
+def _toposort(root: Node):
+    """Nodes reachable from ``root``, each after every node that consumes it (autograd's order)."""
+    child_counts = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in child_counts:
+            child_counts[node] += 1
+        else:
+            child_counts[node] = 1
+            stack.extend(parent for _, parent in node.parents)
+    childless = [root]
+    while childless:
+        node = childless.pop()
+        yield node
+        for _, parent in node.parents:
+            if child_counts[parent] == 1:
+                childless.append(parent)
+            else:
+                child_counts[parent] -= 1
+
+
+def backward(out_nodes, out_cts, in_nodes, free: bool):
+    """Cotangents of ``in_nodes`` given ``out_cts`` on ``out_nodes`` (None where nothing flows).
+
+    ``free`` drops each node's residuals once its rule has run (``grad``); a reusable ``vjp_fn``
+    keeps them.
+    """
+    root = Node(None, None, None, None, tuple((i, n) for i, n in enumerate(out_nodes) if n is not None))
+    cts = {}
+    for node, ct in zip(out_nodes, out_cts):
+        if node is not None and ct is not None:
+            cts[node] = ct if node not in cts else add(cts[node], ct)
+    wanted = set(in_nodes)
+    results = {}
+    for node in _toposort(root):
+        ct = cts.pop(node, None)
+        if ct is None:
+            continue
+        if node in wanted:
+            results[node] = ct
+        prim = node.prim
+        if prim is None:
+            continue
+        rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
+        for argnum, parent in node.parents:
+            parent_ct = rules[argnum](ct, ans, *primals, **params)
+            if parent_ct is not None:
+                previous = cts.get(parent)
+                cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+        if free:
+            node.primals = node.ans = None
+    return [results.get(node) for node in in_nodes]
+
+
+def vjp_flat(fun, primals):
+    """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
+
+    Returns:
+        ``(out_primals, pullback)``. ``pullback(out_cts, free=False)`` maps one cotangent per output
+        (None: zero) to one per input (None where no gradient reaches it).
+    """
+    with new_main(VJPTrace) as main:
+        trace = main.trace
+        in_nodes = [Node(None, None, None, None, ()) for _ in primals]
+        outs = fun(*[VJPTracer(trace, x, node) for x, node in zip(primals, in_nodes)])
+        out_primals, out_nodes = [], []
+        for out in outs:
+            if type(out) is VJPTracer and out._trace is trace:
+                out_primals.append(out.primal)
+                out_nodes.append(out.node)
+            else:
+                out_primals.append(out)
+                out_nodes.append(None)
+
+    def pullback(out_cts, free: bool = False):
+        return backward(out_nodes, out_cts, in_nodes, free)
+    return out_primals, pullback

@@ -1,0 +1,108 @@
+"""Creation functions. New arrays are constants (never traced) on the default backend, except
+``array``/``asarray`` of sequences holding traced values, which stack them differentiably."""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import default_namespace, namespace_of
+from tapegrad._core import Boxed, Tracer
+
+
+def _contains_traced(obj) -> bool:
+    if isinstance(obj, (Tracer, Boxed)):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_contains_traced(o) for o in obj)
+    return False
+
+
+def array(object, dtype=None, copy=True):
+    """An array from ``object`` (array, scalar or nested sequence), as ``numpy.array``.
+
+    Nested lists of traced values are stacked with ``tnp.stack``, so ``tnp.array([t1, t2])`` is
+    differentiable in ``t1`` and ``t2``. A traced value passes through (cast to ``dtype`` if given).
+    """
+    from tapegrad.numpy._elementwise import astype
+    from tapegrad.numpy._shape import stack
+    if isinstance(object, Boxed):
+        object = object.unbox()
+    if isinstance(object, Tracer):
+        return object if dtype is None else astype(object, dtype)
+    if isinstance(object, (list, tuple)) and _contains_traced(object):
+        out = stack([array(o) for o in object])
+        return out if dtype is None else astype(out, dtype)
+    xp = namespace_of(object) if hasattr(object, "__array_namespace__") else default_namespace()
+    return xp.array(object, dtype=dtype, copy=copy)
+
+
+def as_operand(a):
+    """Lists and tuples (of traced values, say) become arrays; anything else passes through."""
+    return array(a) if isinstance(a, (list, tuple)) else a
+
+
+def asarray(a, dtype=None):
+    """As :func:`array`, without copying an array that already has ``dtype``."""
+    return array(a, dtype=dtype, copy=None)
+
+
+def zeros(shape, dtype=float):
+    return default_namespace().zeros(shape, dtype)
+
+
+def ones(shape, dtype=float):
+    return default_namespace().ones(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    return default_namespace().full(shape, fill_value, dtype)
+
+
+def empty(shape, dtype=float):
+    return default_namespace().empty(shape, dtype)
+
+
+def eye(N, M=None, k=0, dtype=float):
+    return default_namespace().eye(N, M, k, dtype=dtype)
+
+
+def identity(n, dtype=float):
+    return default_namespace().identity(n, dtype=dtype)
+
+
+def arange(*args, **kwargs):
+    return default_namespace().arange(*args, **kwargs)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    return default_namespace().linspace(start, stop, num, endpoint, retstep, dtype, axis)
+
+
+def _like_args(a, dtype, shape):
+    if isinstance(a, Boxed):
+        a = a.unbox()
+    if not hasattr(a, "shape"):
+        a = np.asarray(a)
+    return namespace_of(a), a.shape if shape is None else shape, a.dtype if dtype is None else dtype
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """Zeros with ``a``'s shape, dtype and backend; a constant, never traced (also for a tracer ``a``)."""
+    xp, shape, dtype = _like_args(a, dtype, shape)
+    return xp.zeros(shape, dtype)
+
+
+def ones_like(a, dtype=None, shape=None):
+    """Ones with ``a``'s shape, dtype and backend; a constant, never traced."""
+    xp, shape, dtype = _like_args(a, dtype, shape)
+    return xp.ones(shape, dtype)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """``fill_value`` with ``a``'s shape, dtype and backend; a constant, never traced."""
+    xp, shape, dtype = _like_args(a, dtype, shape)
+    return xp.full(shape, fill_value, dtype)
+
+
+def empty_like(a, dtype=None, shape=None):
+    xp, shape, dtype = _like_args(a, dtype, shape)
+    return xp.empty(shape, dtype)

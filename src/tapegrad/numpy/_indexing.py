@@ -1,0 +1,180 @@
+"""Indexing: ``x[idx]`` (basic, integer-array and boolean), its transpose ``index_add``, ``index_set``,
+the functional updates ``x.at[idx].set/add/get`` (JAX's spelling), ``take`` and ``take_along_axis``.
+
+An index is split into a hashable static spec (ints, slices, None, Ellipsis, and placeholders) and
+its index arrays, which travel as (non-differentiable) operands.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import Boxed, Tracer, bind
+from tapegrad.numpy._rules import defvjp_argnum, primitive
+
+
+# ---- index specs ---------------------------------------------------------------------------------
+def encode_index(idx):
+    """``(spec, arrays)``: a hashable description of ``idx`` and the index arrays it holds."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    spec, arrays = [], []
+    for item in idx:
+        if isinstance(item, Boxed):
+            item = item.unbox()
+        if item is None:
+            spec.append(("newaxis",))
+        elif item is Ellipsis:
+            spec.append(("ellipsis",))
+        elif isinstance(item, slice):
+            spec.append(("slice", _opt_index(item.start), _opt_index(item.stop), _opt_index(item.step)))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            spec.append(("int", operator.index(item)))
+        else:
+            arr = item if isinstance(item, Tracer) or hasattr(item, "__array_namespace__") else np.asarray(item)
+            if arr.dtype.kind not in "iub":
+                raise IndexError(f"index arrays must be integer or boolean, got dtype {arr.dtype}")
+            spec.append(("array", len(arrays)))
+            arrays.append(arr)
+    return tuple(spec), arrays
+
+
+def _opt_index(v):
+    return None if v is None else operator.index(v)
+
+
+def decode_index(spec, arrays):
+    out = []
+    for item in spec:
+        kind = item[0]
+        if kind == "slice":
+            out.append(slice(*item[1:]))
+        elif kind == "int":
+            out.append(item[1])
+        elif kind == "array":
+            out.append(arrays[item[1]])
+        elif kind == "newaxis":
+            out.append(None)
+        else:
+            out.append(Ellipsis)
+    return tuple(out)
+
+
+def _has_arrays(spec) -> bool:
+    return any(item[0] == "array" for item in spec)
+
+
+# ---- primitives ----------------------------------------------------------------------------------
+getitem_p = primitive("getitem", lambda x, *arrays, idx: x[decode_index(idx, arrays)])
+defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
+              bind(index_add_p, _zeros_of(x), ct, *arrays, idx=idx) if argnum == 0 else None)
+
+
+def _zeros_of(x):
+    from tapegrad.numpy._creation import zeros_like
+    return zeros_like(x)
+
+
+def _index_add_impl(x, y, *arrays, idx):
+    xp = namespace_of(x, y)
+    out = xp.array(x, copy=True)
+    index = decode_index(idx, arrays)
+    if _has_arrays(idx):  # repeated indices must accumulate: ufunc.at, not +=
+        xp.add.at(out, index, y)
+    else:
+        out[index] += y
+    return out
+
+
+def _index_set_impl(x, y, *arrays, idx):
+    out = namespace_of(x, y).array(x, copy=True)
+    out[decode_index(idx, arrays)] = y
+    return out
+
+
+def _update_vjp(zero_x_part: bool):
+    def rule(argnum, ct, ans, x, y, *arrays, idx):
+        from tapegrad.numpy._elementwise import unbroadcast
+        if argnum == 0:
+            return bind(index_set_p, ct, 0.0, *arrays, idx=idx) if zero_x_part else ct
+        if argnum == 1:
+            return unbroadcast(bind(getitem_p, ct, *arrays, idx=idx), y)
+        return None
+    return rule
+
+
+index_add_p = primitive("index_add", _index_add_impl)
+index_set_p = primitive("index_set", _index_set_impl)
+defvjp_argnum(index_add_p, _update_vjp(zero_x_part=False))
+defvjp_argnum(index_set_p, _update_vjp(zero_x_part=True))
+
+
+def getitem(x, idx):
+    """``x[idx]`` with NumPy's basic, integer-array and boolean indexing."""
+    spec, arrays = encode_index(idx)
+    return bind(getitem_p, x, *arrays, idx=spec)
+
+
+class IndexUpdateRef:
+    """``x.at[idx]``: functional updates that return a new array (JAX's ``.at`` spelling)."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self):
+        return getitem(self.array, self.index)
+
+    def set(self, values):
+        """A copy of the array with ``values`` written at the index (broadcast as in assignment)."""
+        spec, arrays = encode_index(self.index)
+        return bind(index_set_p, self.array, values, *arrays, idx=spec)
+
+    def add(self, values):
+        """A copy of the array with ``values`` added at the index; repeated indices accumulate."""
+        spec, arrays = encode_index(self.index)
+        return bind(index_add_p, self.array, values, *arrays, idx=spec)
+
+
+class IndexUpdateHelper:
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return IndexUpdateRef(self.array, index)
+
+
+# ---- gathers -------------------------------------------------------------------------------------
+def take(a, indices, axis=None):
+    """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``)."""
+    from tapegrad.numpy._shape import ravel
+    if axis is None:
+        return getitem(ravel(a), indices)
+    ndim = len(a.shape) if hasattr(a, "shape") else np.ndim(a)
+    axis = operator.index(axis) % ndim
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+def take_along_axis(arr, indices, axis):
+    """``arr`` gathered along ``axis`` by ``indices`` of the same rank, as ``numpy.take_along_axis``."""
+    from tapegrad.numpy._shape import ravel
+    if axis is None:
+        return getitem(ravel(arr), indices)
+    shape = tuple(arr.shape)
+    indices = indices if hasattr(indices, "shape") else np.asarray(indices)
+    axis = operator.index(axis) % len(shape)
+    xp = namespace_of(indices)
+    index = []
+    for dim in range(len(shape)):
+        if dim == axis:
+            index.append(indices)
+        else:
+            view = [1] * len(shape)
+            view[dim] = shape[dim]
+            index.append(xp.arange(shape[dim]).reshape(view))
+    return getitem(arr, tuple(index))

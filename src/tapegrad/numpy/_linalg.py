@@ -1,0 +1,176 @@
+"""Products: ``matmul`` and ``einsum`` primitives; ``dot``, ``tensordot``, ``inner``, ``outer``,
+``vdot`` on top of them."""
+from __future__ import annotations
+
+import operator
+import string
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _shape
+from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
+
+
+def _ndim(x) -> int:
+    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+
+
+# ---- matmul --------------------------------------------------------------------------------------
+def _matmul_vjp_x(ct, ans, x, y):
+    from tapegrad.numpy._elementwise import unbroadcast
+    if _ndim(x) == 1 and _ndim(y) == 1:
+        return unbroadcast(ct * y, x)
+    if _ndim(y) == 1:  # (..., m, k) @ (k,) -> (..., m)
+        return unbroadcast(_shape.expand_dims(ct, -1) * y, x)
+    if _ndim(x) == 1:  # (k,) @ (..., k, n) -> (..., n)
+        return unbroadcast(_shape.squeeze(matmul(y, _shape.expand_dims(ct, -1)), -1), x)
+    return unbroadcast(matmul(ct, _shape.swapaxes(y, -1, -2)), x)
+
+
+def _matmul_vjp_y(ct, ans, x, y):
+    from tapegrad.numpy._elementwise import unbroadcast
+    if _ndim(x) == 1 and _ndim(y) == 1:
+        return unbroadcast(ct * x, y)
+    if _ndim(x) == 1:  # (k,) @ (..., k, n): gy[..., k, n] = x[k] ct[..., n]
+        return unbroadcast(_shape.expand_dims(x, -1) * _shape.expand_dims(ct, -2), y)
+    if _ndim(y) == 1:  # (..., m, k) @ (k,): gy[k] = sum x[..., m, k] ct[..., m]
+        return unbroadcast(_shape.squeeze(matmul(_shape.swapaxes(x, -1, -2), _shape.expand_dims(ct, -1)), -1), y)
+    return unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
+
+
+matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
+defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
+
+
+def matmul(x1, x2):
+    """Matrix product with broadcasting over leading axes, as ``numpy.matmul`` (the ``@`` operator)."""
+    return bind(matmul_p, x1, x2)
+
+
+# ---- einsum --------------------------------------------------------------------------------------
+def _parse_einsum(subscripts: str, shapes) -> tuple[tuple[str, ...], str]:
+    """Explicit subscripts with no ellipsis and no size-1 broadcasting.
+
+    ``...`` becomes unused letters; where one operand has size 1 on a letter that another operand
+    has longer, the size-1 operand gets a fresh letter of its own (summing over a length-1 axis is
+    the same as broadcasting it), so every letter has one size and the vjp einsums are well formed.
+    """
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        lhs, out = subscripts.split("->")
+    else:
+        lhs, out = subscripts, None
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum: {len(ins)} subscripts for {len(shapes)} operands")
+    used = set(subscripts) - set(".,->")
+    free = [c for c in string.ascii_letters if c not in used]
+    n_ell = max((len(s) - (len(sub) - 3) for sub, s in zip(ins, shapes) if "..." in sub), default=0)
+    ell = "".join(free[:n_ell])
+    del free[:n_ell]
+    ins = [sub.replace("...", ell[n_ell - (len(s) - (len(sub) - 3)):]) if "..." in sub else sub
+           for sub, s in zip(ins, shapes)]
+    if out is None:
+        counts = {c: "".join(ins).count(c) for c in set("".join(ins))}
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    sizes = {}
+    for sub, s in zip(ins, shapes):
+        for c, d in zip(sub, s):
+            sizes[c] = max(sizes.get(c, 1), d)
+    renamed = []
+    for sub, s in zip(ins, shapes):
+        chars = list(sub)
+        for k, (c, d) in enumerate(zip(sub, s)):
+            if d == 1 and sizes[c] != 1:
+                chars[k] = free.pop(0)
+        renamed.append("".join(chars))
+    return tuple(renamed), out
+
+
+def _einsum_vjp(argnum, ct, ans, *operands, subscripts, optimize):
+    """``d/d operand_i`` is an einsum of ``ct`` with the other operands (autograd's ``grad_einsum``)."""
+    ins, out = subscripts.split("->")
+    ins = ins.split(",")
+    target = ins[argnum]
+    if len(set(target)) != len(target):
+        raise NotImplementedError(f"einsum vjp: operand {argnum} repeats an index ({target!r}); take the "
+                                  "diagonal with tnp.diagonal or an index array first")
+    others = [s for j, s in enumerate(ins) if j != argnum]
+    present = set(out).union(*others)
+    kept = "".join(c for c in target if c in present)
+    g = einsum(",".join([out] + others) + "->" + kept, ct, *[o for j, o in enumerate(operands) if j != argnum],
+               optimize=optimize)
+    shape = tuple(operands[argnum].shape)
+    if kept != target:  # letters only this operand has were summed out: broadcast back along them
+        g = _shape.broadcast_to(_shape.reshape(g, tuple(d if c in present else 1 for c, d in zip(target, shape))),
+                                shape)
+    from tapegrad.numpy._elementwise import unbroadcast
+    return unbroadcast(g, operands[argnum])
+
+
+einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:
+                     namespace_of(*ops).einsum(subscripts, *ops, optimize=optimize))
+defvjp_argnum(einsum_p, _einsum_vjp)
+
+
+def einsum(subscripts, *operands, optimize=False):
+    """Einstein summation, as ``numpy.einsum`` (string subscripts, ``...`` and implicit output).
+
+    Gradients are einsums again; an operand whose subscripts repeat an index (a diagonal) is not
+    differentiable yet.
+    """
+    shapes = [tuple(o.shape) if hasattr(o, "shape") else np.shape(o) for o in operands]
+    ins, out = _parse_einsum(subscripts, shapes)
+    optimize = optimize if isinstance(optimize, (bool, str)) else bool(optimize)
+    return bind(einsum_p, *operands, subscripts=",".join(ins) + "->" + out, optimize=optimize)
+
+
+# ---- built on einsum and matmul ------------------------------------------------------------------
+def tensordot(a, b, axes=2):
+    """Sum of products over ``axes`` of ``a`` and ``b``, as ``numpy.tensordot``."""
+    na, nb = _ndim(a), _ndim(b)
+    if isinstance(axes, (int, np.integer)):
+        axes_a, axes_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        axes_a, axes_b = ([axes[0]] if isinstance(axes[0], (int, np.integer)) else list(axes[0]),
+                          [axes[1]] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
+    axes_a = [operator.index(i) % na for i in axes_a]
+    axes_b = [operator.index(i) % nb for i in axes_b]
+    letters = iter(string.ascii_letters)
+    sub_a = [next(letters) for _ in range(na)]
+    sub_b = [next(letters) for _ in range(nb)]
+    for i, j in zip(axes_a, axes_b):
+        sub_b[j] = sub_a[i]
+    out = [c for i, c in enumerate(sub_a) if i not in axes_a] + [c for j, c in enumerate(sub_b) if j not in axes_b]
+    return einsum("".join(sub_a) + "," + "".join(sub_b) + "->" + "".join(out), a, b)
+
+
+def dot(a, b):
+    """``numpy.dot``: a product for scalars, ``matmul`` up to 2-D, a last-by-second-last sum beyond."""
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        return a * b
+    if na <= 2 and nb <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([na - 1], [max(nb - 2, 0)]))
+
+
+def inner(a, b):
+    """Sum of products over the last axes, as ``numpy.inner``."""
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return a * b
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def outer(a, b):
+    """``ravel(a)[:, None] * ravel(b)[None, :]``, as ``numpy.outer``."""
+    return _shape.expand_dims(_shape.ravel(a), 1) * _shape.expand_dims(_shape.ravel(b), 0)
+
+
+def vdot(a, b):
+    """Dot product of the flattened arrays (real inputs)."""
+    return dot(_shape.ravel(a), _shape.ravel(b))

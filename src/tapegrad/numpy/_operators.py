@@ -1,0 +1,181 @@
+"""Array behaviour for tracers and Parameters: Python operators, the methods users reach for, and
+NumPy's dispatch protocols (``__array_ufunc__``, ``__array_function__``), so ``np.sin(x)`` and
+``np.einsum(...)`` inside a transformed function trace like ``tnp.sin(x)``.
+
+What is not handled fails loudly (a ``TypeError`` naming the function), never by silently dropping
+the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversionError`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad.errors import TracerArrayConversionError
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _indexing, _linalg
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _shape
+
+floor_divide_p, floor_divide = ew._binary("floor_divide", nondiff=True)
+
+
+def _shape_args(args):
+    """``reshape(2, 3)`` and ``reshape((2, 3))`` both mean shape ``(2, 3)``."""
+    return args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) else args
+
+
+class ArrayOperators:
+    """Mixin: operators and methods, each one call into ``tapegrad.numpy``."""
+
+    __slots__ = ()
+    __array_priority__ = 1000
+
+    # arithmetic
+    def __add__(self, other): return ew.add(self, other)
+    def __radd__(self, other): return ew.add(other, self)
+    def __sub__(self, other): return ew.subtract(self, other)
+    def __rsub__(self, other): return ew.subtract(other, self)
+    def __mul__(self, other): return ew.multiply(self, other)
+    def __rmul__(self, other): return ew.multiply(other, self)
+    def __truediv__(self, other): return ew.divide(self, other)
+    def __rtruediv__(self, other): return ew.divide(other, self)
+    def __floordiv__(self, other): return floor_divide(self, other)
+    def __rfloordiv__(self, other): return floor_divide(other, self)
+    def __pow__(self, other): return ew.power(self, other)
+    def __rpow__(self, other): return ew.power(other, self)
+    def __matmul__(self, other): return _linalg.matmul(self, other)
+    def __rmatmul__(self, other): return _linalg.matmul(other, self)
+    def __neg__(self): return ew.negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return ew.abs(self)
+
+    # comparisons and logic (elementwise, not differentiable)
+    def __lt__(self, other): return ew.less(self, other)
+    def __le__(self, other): return ew.less_equal(self, other)
+    def __gt__(self, other): return ew.greater(self, other)
+    def __ge__(self, other): return ew.greater_equal(self, other)
+    def __eq__(self, other): return ew.equal(self, other)
+    def __ne__(self, other): return ew.not_equal(self, other)
+    def __and__(self, other): return ew.bitwise_and(self, other)
+    def __rand__(self, other): return ew.bitwise_and(other, self)
+    def __or__(self, other): return ew.bitwise_or(self, other)
+    def __ror__(self, other): return ew.bitwise_or(other, self)
+    def __xor__(self, other): return ew.bitwise_xor(self, other)
+    def __rxor__(self, other): return ew.bitwise_xor(other, self)
+    def __invert__(self): return ew.invert(self)
+    __hash__ = None
+
+    # indexing
+    def __getitem__(self, idx): return _indexing.getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        raise TypeError("traced arrays are immutable: instead of x[idx] = v write x = x.at[idx].set(v) "
+                        "(or .add(v)), which returns the updated array")
+
+    @property
+    def at(self):
+        """Functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.get()``."""
+        return _indexing.IndexUpdateHelper(self)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # methods
+    @property
+    def T(self): return _shape.transpose(self)
+    def sum(self, axis=None, dtype=None, keepdims=False): return red.sum(self, axis, dtype, keepdims)
+    def mean(self, axis=None, dtype=None, keepdims=False): return red.mean(self, axis, dtype, keepdims)
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False): return red.var(self, axis, dtype, ddof, keepdims)
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False): return red.std(self, axis, dtype, ddof, keepdims)
+    def prod(self, axis=None, dtype=None, keepdims=False): return red.prod(self, axis, dtype, keepdims)
+    def max(self, axis=None, keepdims=False): return red.amax(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return red.amin(self, axis, keepdims)
+    def argmax(self, axis=None, keepdims=False): return red.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return red.argmin(self, axis, keepdims)
+    def all(self, axis=None, keepdims=False): return red.all(self, axis, keepdims)
+    def any(self, axis=None, keepdims=False): return red.any(self, axis, keepdims)
+    def cumsum(self, axis=None, dtype=None): return red.cumsum(self, axis, dtype)
+    def reshape(self, *shape, order="C"): return _shape.reshape(self, _shape_args(shape), order)
+    def transpose(self, *axes): return _shape.transpose(self, _shape_args(axes) if axes else None)
+    def swapaxes(self, axis1, axis2): return _shape.swapaxes(self, axis1, axis2)
+    def squeeze(self, axis=None): return _shape.squeeze(self, axis)
+    def ravel(self): return _shape.ravel(self)
+    def flatten(self): return _shape.ravel(self)
+    def repeat(self, repeats, axis=None): return _shape.repeat(self, repeats, axis)
+    def take(self, indices, axis=None): return _indexing.take(self, indices, axis)
+    def astype(self, dtype): return ew.astype(self, dtype)
+    def clip(self, min=None, max=None): return ew.clip(self, min, max)
+    def round(self, decimals=0): return ew.round(self, decimals)
+    def dot(self, other): return _linalg.dot(self, other)
+    def copy(self): return self
+
+    # NumPy protocols
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"cannot convert a traced value ({self!r}) to a NumPy array: inside a function being "
+            "transformed, compute with tapegrad.numpy (import tapegrad.numpy as tnp) or plain NumPy "
+            "functions, which dispatch to it, instead of np.asarray / np.array")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if kwargs.get("out") is not None:
+            raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on traced values; "
+                            "use the returned array (tapegrad never writes into arrays)")
+        kwargs.pop("out", None)
+        if method == "reduce" and ufunc.__name__ in _UFUNC_REDUCTIONS:
+            return _UFUNC_REDUCTIONS[ufunc.__name__](*inputs, **kwargs)
+        fn = _UFUNCS.get(ufunc.__name__)
+        if method != "__call__" or fn is None or kwargs:
+            spelled = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            extra = f" with {sorted(kwargs)}" if kwargs and fn is not None else ""
+            raise TypeError(f"{spelled}{extra} is not supported on traced values by tapegrad.numpy; "
+                            "rewrite it with supported tapegrad.numpy functions")
+        return fn(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _FUNCTIONS.get(func)
+        if fn is None:
+            raise TypeError(f"numpy.{_qualified(func)} is not supported on traced values: tapegrad.numpy "
+                            "does not implement it; rewrite it with supported tapegrad.numpy functions")
+        if kwargs.get("out") is not None:
+            raise TypeError(f"numpy.{_qualified(func)}: out= is not supported on traced values")
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        return fn(*args, **kwargs)
+
+
+def _qualified(func) -> str:
+    module = getattr(func, "__module__", "") or ""
+    return ("linalg." if "linalg" in module else "") + func.__name__
+
+
+_UFUNCS = {
+    "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
+    "true_divide": ew.divide, "power": ew.power, "float_power": ew.power, "negative": ew.negative,
+    "positive": lambda x: x, "absolute": ew.abs, "fabs": ew.abs, "sign": ew.sign, "exp": ew.exp,
+    "expm1": ew.expm1, "log": ew.log, "log1p": ew.log1p, "log2": ew.log2, "log10": ew.log10,
+    "sqrt": ew.sqrt, "square": ew.square, "reciprocal": ew.reciprocal, "sin": ew.sin, "cos": ew.cos,
+    "tan": ew.tan, "tanh": ew.tanh, "sinh": ew.sinh, "cosh": ew.cosh, "arcsin": ew.arcsin,
+    "arccos": ew.arccos, "arctan": ew.arctan, "floor": ew.floor, "ceil": ew.ceil,
+    "maximum": ew.maximum, "minimum": ew.minimum, "logaddexp": ew.logaddexp, "arctan2": ew.arctan2,
+    "equal": ew.equal, "not_equal": ew.not_equal, "less": ew.less, "less_equal": ew.less_equal,
+    "greater": ew.greater, "greater_equal": ew.greater_equal, "logical_and": ew.logical_and,
+    "logical_or": ew.logical_or, "logical_xor": ew.logical_xor, "logical_not": ew.logical_not,
+    "isfinite": ew.isfinite, "isnan": ew.isnan, "isinf": ew.isinf, "matmul": _linalg.matmul,
+    "bitwise_and": ew.bitwise_and, "bitwise_or": ew.bitwise_or, "bitwise_xor": ew.bitwise_xor,
+    "invert": ew.invert, "floor_divide": floor_divide,
+}
+
+_UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
+
+_FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
+
+
+def register_numpy_functions(namespace: dict, linalg_namespace: dict) -> None:
+    """Map every NumPy function whose name ``tapegrad.numpy`` defines to our version of it."""
+    for name, fn in namespace.items():
+        np_fn = getattr(np, name, None)
+        if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
+            _FUNCTIONS[np_fn] = fn
+    for name, fn in linalg_namespace.items():
+        np_fn = getattr(np.linalg, name, None)
+        if callable(fn) and callable(np_fn):
+            _FUNCTIONS[np_fn] = fn

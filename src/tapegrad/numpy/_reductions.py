@@ -1,0 +1,223 @@
+"""Reductions: sum, max/min, prod, cumsum, arg-reductions, all/any; mean, var and std on top.
+
+Axes are normalised to a sorted tuple of non-negative ints (or None for all axes) before binding, so
+the static parameters are hashable and rules see one spelling.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._rules import def_nondiff, defvjp, primitive
+
+
+def normalize_axis(axis, ndim: int, name: str = "axis"):
+    """``axis`` (None, int or sequence of ints, negatives allowed) as None or a sorted tuple."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < builtins.max(ndim, 1):
+            raise np.exceptions.AxisError(f"{name} {a} is out of bounds for an array of dimension {ndim}")
+        out.append(a % builtins.max(ndim, 1) if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} {axis!r} repeats an axis")
+    return tuple(sorted(out))
+
+
+def _ndim(x) -> int:
+    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+
+
+def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
+    """``ct`` of a reduction, reshaped so that it broadcasts against the operand (size-1 reduced axes)."""
+    if keepdims:
+        return ct
+    if axis is None:
+        return _shape.reshape(ct, (1,) * len(x_shape))
+    return _shape.reshape(ct, tuple(1 if i in axis else d for i, d in enumerate(x_shape)))
+
+
+def _reduce_impl(name):
+    def impl(x, *, axis, keepdims):
+        return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
+    return impl
+
+
+# ---- sum -----------------------------------------------------------------------------------------
+sum_p = primitive("sum", _reduce_impl("sum"))
+defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims:
+       _shape.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):
+    """Sum over ``axis`` (None: all), as ``numpy.sum``; ``dtype`` converts ``a`` first."""
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    return bind(sum_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+# ---- max and min ---------------------------------------------------------------------------------
+def _minmax_vjp(ct, ans, x, *, axis, keepdims):
+    """The gradient goes to the elements equal to the extreme, split evenly among ties (as JAX)."""
+    winners = ew.astype(ew.equal(x, keep_reduced(ans, x.shape, axis, keepdims)), x.dtype)
+    counts = sum(winners, axis=axis, keepdims=True)
+    return keep_reduced(ct, x.shape, axis, keepdims) * (winners / counts)
+
+
+amax_p = primitive("amax", _reduce_impl("max"))
+amin_p = primitive("amin", _reduce_impl("min"))
+defvjp(amax_p, _minmax_vjp)
+defvjp(amin_p, _minmax_vjp)
+
+
+def amax(a, axis=None, keepdims=False):
+    """Maximum over ``axis``; ties share the gradient evenly."""
+    a = as_operand(a)
+    return bind(amax_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+def amin(a, axis=None, keepdims=False):
+    """Minimum over ``axis``; ties share the gradient evenly."""
+    a = as_operand(a)
+    return bind(amin_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+max = amax
+min = amin
+
+
+# ---- prod ----------------------------------------------------------------------------------------
+def _prod_tree(x, axis, keepdims):
+    """``prod`` as a tree of pairwise multiplications (JAX's ``_reduce_prod_tree``).
+
+    Differentiating the tree gives every order of derivative exactly, zeros in ``x`` included, with
+    O(n) work and no division by ``x``.
+    """
+    from tapegrad.numpy._creation import ones_like
+    shape = tuple(x.shape)
+    axes = tuple(range(len(shape))) if axis is None else axis
+    rest = tuple(i for i in range(len(shape)) if i not in axes)
+    x = _shape.reshape(_shape.transpose(x, rest + axes), tuple(shape[i] for i in rest) + (-1,))
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = _shape.concatenate([x, ones_like(x, shape=tuple(x.shape[:-1]) + (1,))], axis=-1)
+        x = x[..., 0::2] * x[..., 1::2]
+    if keepdims:
+        return _shape.reshape(x, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return _shape.reshape(x, tuple(shape[i] for i in rest))
+
+
+def _prod_vjp(ct, ans, x, *, axis, keepdims):
+    from tapegrad._tape import vjp_flat
+    _, pullback = vjp_flat(lambda x: [_prod_tree(x, axis, keepdims)], [x])
+    return pullback([ct])[0]
+
+
+prod_p = primitive("prod", _reduce_impl("prod"))
+defvjp(prod_p, _prod_vjp)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False):
+    """Product over ``axis``; its gradient is exact where ``a`` has zeros, at every order."""
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    return bind(prod_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+# ---- cumsum --------------------------------------------------------------------------------------
+cumsum_p = primitive("cumsum", lambda x, *, axis: namespace_of(x).cumsum(x, axis=axis))
+defvjp(cumsum_p, lambda ct, ans, x, *, axis: _shape.flip(cumsum(_shape.flip(ct, axis), axis), axis))
+
+
+def cumsum(a, axis=None, dtype=None):
+    """Running sum along ``axis`` (None: over the flattened array), as ``numpy.cumsum``."""
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    if axis is None:
+        a, axis = _shape.ravel(a), 0
+    return bind(cumsum_p, a, axis=normalize_axis(axis, _ndim(a))[0])
+
+
+# ---- integer and boolean results -----------------------------------------------------------------
+def _arg_impl(name):
+    def impl(x, *, axis, keepdims):
+        return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
+    return impl
+
+
+argmax_p = primitive("argmax", _arg_impl("argmax"))
+argmin_p = primitive("argmin", _arg_impl("argmin"))
+all_p = primitive("all", _reduce_impl("all"))
+any_p = primitive("any", _reduce_impl("any"))
+for _p in (argmax_p, argmin_p, all_p, any_p):
+    def_nondiff(_p)
+
+
+def _single_axis(axis, a):
+    return None if axis is None else normalize_axis(axis, _ndim(a))[0]
+
+
+def argmax(a, axis=None, keepdims=False):
+    a = as_operand(a)
+    return bind(argmax_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
+
+
+def argmin(a, axis=None, keepdims=False):
+    a = as_operand(a)
+    return bind(argmin_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
+
+
+def all(a, axis=None, keepdims=False):
+    a = as_operand(a)
+    return bind(all_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+def any(a, axis=None, keepdims=False):
+    a = as_operand(a)
+    return bind(any_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
+# ---- composites ----------------------------------------------------------------------------------
+def _count(a, axis) -> int:
+    shape = a.shape if hasattr(a, "shape") else np.shape(a)
+    axes = normalize_axis(axis, len(shape))
+    n = 1
+    for i, d in enumerate(shape):
+        if axes is None or i in axes:
+            n *= d
+    return n
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32)."""
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    return sum(a, axis=axis, keepdims=keepdims) / _count(a, axis)
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Variance ``sum((a - mean)**2) / (count - ddof)``, as ``numpy.var``."""
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    centred = a - mean(a, axis=axis, keepdims=True)
+    return sum(centred * centred, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Standard deviation, ``sqrt(var)``; its gradient is infinite where the variance is 0."""
+    return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))

@@ -1,0 +1,92 @@
+"""How primitives are declared: impl, abstract eval and vjp rules, in one place per primitive.
+
+A vjp rule is ``rule(ct, ans, *primals, **params) -> cotangent of one operand``. Rules are written in
+tapegrad operations, never raw numpy/cupy, so a gradient is itself differentiable.
+
+Rules take the cotangent first and are called at backward time, rather than returning a closure at
+forward time (HIPS autograd's spelling): no closure is built for every forward operation, which is most
+of the per-op cost of a tape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import Primitive, ShapedArray
+
+
+def primitive(name: str, impl, abstract_eval=None) -> Primitive:
+    """A new primitive with its impl; abstract eval defaults to evaluating on zero-stride dummies."""
+    prim = Primitive(name)
+    prim.def_impl(impl)
+    prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
+    return prim
+
+
+def defvjp(prim: Primitive, *rules) -> None:
+    """Give ``prim`` one vjp rule per operand; a None rule means a zero cotangent for that operand."""
+    prim.vjp_rules = rules
+
+
+def def_nondiff(prim: Primitive) -> None:
+    """``prim``'s derivative is zero everywhere (or it returns integers/booleans): tape nothing."""
+    prim.nondiff = True
+
+
+# ---- abstract evaluation -------------------------------------------------------------------------
+
+def aval_of(x) -> ShapedArray:
+    """Shape and dtype of an operand (Python scalars are weak: they take NumPy 2's promotion)."""
+    if isinstance(x, (bool, int, float, complex)):
+        return ShapedArray((), type(x))
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+
+
+def _dummy(aval: ShapedArray):
+    if isinstance(aval.dtype, type) and aval.dtype in (bool, int, float, complex):
+        return aval.dtype(0)
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+
+
+def _abstract_eval_by_dummies(prim: Primitive):
+    """Shape/dtype inference by running ``impl`` on zero-stride arrays of the operands' shapes.
+
+    Exact for every primitive (NumPy itself decides shapes and promotion); used where no cheaper rule
+    is written. Costs one impl call at trace time, never at run time.
+    """
+    def abstract_eval(*avals, **params):
+        with np.errstate(all="ignore"):
+            out = prim.impl(*[_dummy(a) for a in avals], **params)
+        return ShapedArray(tuple(np.shape(out)), np.result_type(out))
+    return abstract_eval
+
+
+def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
+    """Elementwise float functions: integers and booleans promote as NumPy does (to float64)."""
+    dtype = np.dtype(aval.dtype)
+    return ShapedArray(aval.shape, dtype if dtype.kind in "fc" else np.dtype(np.float64))
+
+
+def same_abstract_eval(aval: ShapedArray) -> ShapedArray:
+    return aval
+
+
+
+
+def defvjp_argnum(prim: Primitive, rule) -> None:
+    """One rule for every operand of a primitive with any number of them (``concatenate``,
+    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)``."""
+    prim.vjp_rules = _ArgnumRules(rule)
+
+
+class _ArgnumRules:
+    """Indexable like a tuple of rules: ``rules[i]`` is the rule for operand ``i``."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def __getitem__(self, argnum):
+        rule = self.rule
+        return lambda ct, ans, *primals, **params: rule(argnum, ct, ans, *primals, **params)

@@ -1,0 +1,224 @@
+"""Shape primitives (reshape, transpose, broadcast_to, concatenate, pad) and the shape functions
+built on them (ravel, squeeze, expand_dims, swapaxes, moveaxis, stack, split, repeat, tile, flip)."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _reductions
+from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
+
+
+def _shape_of(x) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _infer_shape(size: int, shape) -> tuple:
+    """``shape`` with one ``-1`` resolved, as ``numpy.reshape`` resolves it."""
+    shape = tuple(operator.index(d) for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        shape = tuple(size // known if known and d == -1 else d for d in shape)
+    return shape
+
+
+# ---- reshape -------------------------------------------------------------------------------------
+reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
+defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, _shape_of(x)))
+
+
+def reshape(a, shape, order="C"):
+    """``a`` with a new shape (one entry may be -1), as ``numpy.reshape``; only C order."""
+    if order != "C":
+        raise NotImplementedError("reshape: only order='C' is supported")
+    old = _shape_of(a)
+    size = 1
+    for d in old:
+        size *= d
+    shape = _infer_shape(size, shape)
+    if shape == old:
+        return a
+    return bind(reshape_p, a, shape=shape)
+
+
+def ravel(a):
+    return reshape(a, (-1,))
+
+
+# ---- transpose -----------------------------------------------------------------------------------
+transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
+defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
+
+
+def transpose(a, axes=None):
+    """Permute the axes (reverse them when ``axes`` is None), as ``numpy.transpose``."""
+    ndim = len(_shape_of(a))
+    axes = tuple(range(ndim))[::-1] if axes is None else tuple(operator.index(i) % builtins.max(ndim, 1) for i in axes)
+    if sorted(axes) != list(range(ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of the {ndim} axes")
+    if axes == tuple(range(ndim)):
+        return a
+    return bind(transpose_p, a, axes=axes)
+
+
+def swapaxes(a, axis1, axis2):
+    ndim = len(_shape_of(a))
+    perm = list(range(ndim))
+    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+    return transpose(a, perm)
+
+
+def _axes_tuple(axes, ndim: int) -> tuple:
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    return tuple(operator.index(a) % ndim for a in axes)
+
+
+def moveaxis(a, source, destination):
+    """Move axes ``source`` to positions ``destination``, as ``numpy.moveaxis``."""
+    ndim = len(_shape_of(a))
+    source, destination = _axes_tuple(source, ndim), _axes_tuple(destination, ndim)
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis):
+    shape = list(_shape_of(a))
+    n_new = 1 if isinstance(axis, (int, np.integer)) else len(axis)
+    for ax in sorted(_axes_tuple(axis, len(shape) + n_new)):
+        shape.insert(ax, 1)
+    return reshape(a, tuple(shape))
+
+
+def squeeze(a, axis=None):
+    shape = _shape_of(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(shape) if d == 1)
+    else:
+        axes = _reductions.normalize_axis(axis, len(shape))
+        if builtins.any(shape[i] != 1 for i in axes):
+            raise ValueError(f"squeeze: cannot select an axis of length other than 1 (axis={axis})")
+    return reshape(a, tuple(d for i, d in enumerate(shape) if i not in axes))
+
+
+# ---- broadcasting --------------------------------------------------------------------------------
+broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
+defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: _unbroadcast(ct, x))
+
+
+def _unbroadcast(ct, x):
+    from tapegrad.numpy._elementwise import unbroadcast
+    return unbroadcast(ct, x)
+
+
+def broadcast_to(array, shape):
+    shape = _infer_shape(-1, shape)
+    if _shape_of(array) == shape:
+        return array
+    return bind(broadcast_to_p, array, shape=shape)
+
+
+def broadcast_arrays(*args):
+    shape = np.broadcast_shapes(*(_shape_of(a) for a in args))
+    return [broadcast_to(a, shape) for a in args]
+
+
+# ---- concatenate and friends ---------------------------------------------------------------------
+concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).concatenate(xs, axis=axis))
+
+
+def _concatenate_vjp(argnum, ct, ans, *xs, axis):
+    start = builtins.sum(_shape_of(x)[axis] for x in xs[:argnum])
+    index = (slice(None),) * axis + (slice(start, start + _shape_of(xs[argnum])[axis]),)
+    return ct[index]
+
+
+defvjp_argnum(concatenate_p, _concatenate_vjp)
+
+
+def concatenate(arrays, axis=0):
+    """Join ``arrays`` along an existing ``axis`` (None: flatten first), as ``numpy.concatenate``."""
+    arrays = list(arrays)
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    axis = _reductions.normalize_axis(axis, len(_shape_of(arrays[0])))[0]
+    return bind(concatenate_p, *arrays, axis=axis)
+
+
+def stack(arrays, axis=0):
+    """Join ``arrays`` along a new ``axis``."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array")
+    out_ndim = len(_shape_of(arrays[0])) + 1
+    axis = operator.index(axis) % out_ndim
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into pieces along ``axis`` (equal sections or at indices), as ``numpy.split``."""
+    n = _shape_of(ary)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        if n % indices_or_sections:
+            raise ValueError(f"split: axis of length {n} does not divide into {indices_or_sections} equal sections")
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step)) if step else [0] * (indices_or_sections + 1)
+    else:
+        bounds = [0] + [operator.index(i) for i in indices_or_sections] + [n]
+    axis = operator.index(axis) % len(_shape_of(ary))
+    return [ary[(slice(None),) * axis + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+# ---- pad -----------------------------------------------------------------------------------------
+pad_p = primitive("pad", lambda x, *, pad_width, constant_values:
+                  namespace_of(x).pad(x, pad_width, mode="constant", constant_values=constant_values))
+defvjp(pad_p, lambda ct, ans, x, *, pad_width, constant_values:
+       ct[tuple(slice(lo, lo + d) for (lo, _), d in zip(pad_width, _shape_of(x)))])
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    """Pad with a constant, as ``numpy.pad``; other modes are not supported yet."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode={mode!r} is not supported; only 'constant'")
+    ndim = len(_shape_of(array))
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (ndim, 2))
+    widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    return bind(pad_p, array, pad_width=widths, constant_values=constant_values)
+
+
+# ---- repeat, tile, flip --------------------------------------------------------------------------
+def repeat(a, repeats, axis=None):
+    """Repeat elements, as ``numpy.repeat``: a gather, so the gradient sums the copies."""
+    from tapegrad.numpy._indexing import take
+    if axis is None:
+        a, axis = ravel(a), 0
+    n = _shape_of(a)[axis]
+    index = np.repeat(np.arange(n), repeats)
+    return take(a, index, axis=axis)
+
+
+def tile(A, reps):
+    """Tile ``A`` ``reps`` times, as ``numpy.tile``: a broadcast, so the gradient sums the tiles."""
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    shape = _shape_of(A)
+    ndim = builtins.max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + tuple(shape)
+    reps = (1,) * (ndim - len(reps)) + reps
+    interleaved = reshape(A, tuple(x for d in shape for x in (1, d)))
+    tiled = broadcast_to(interleaved, tuple(x for r, d in zip(reps, shape) for x in (r, d)))
+    return reshape(tiled, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along ``axis`` (None: all axes)."""
+    ndim = len(_shape_of(m))
+    axes = range(ndim) if axis is None else _reductions.normalize_axis(axis, ndim)
+    return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(ndim))]
