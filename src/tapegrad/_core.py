@@ -208,6 +208,8 @@ def bind(prim: Primitive, *args, **params):
                 _raise_escaped(prim, arg)
         elif isinstance(arg, (Boxed, list, tuple)):
             return bind(prim, *[_lift_operand(a) for a in args], **params)
+    if top.main is not None and not top.main.active:
+        _raise_escaped(prim, args)
     return top.process_primitive(prim, args, params)
 
 
@@ -226,8 +228,8 @@ def sequence_to_array(seq):
     return numpy.asarray(seq)
 
 
-def _raise_escaped(prim, tracer):
+def _raise_escaped(prim, operands):
     raise RuntimeError(
-        f"'{prim.name}' got a tracer of a transform that is no longer running ({tracer!r}). A value "
+        f"'{prim.name}' got a tracer of a transform that is no longer running ({operands!r}). A value "
         "computed inside grad/vjp leaked out (stored in a global, a closure or a Parameter); return "
         "it from the function instead.")
