@@ -16,6 +16,8 @@ import contextlib
 import contextvars
 from typing import Any, Callable, NamedTuple
 
+import numpy
+
 from tapegrad.errors import ConcretizationError
 
 
@@ -196,19 +198,28 @@ class Boxed:
         raise NotImplementedError
 
 
+_CONCRETE_TYPES = frozenset([numpy.ndarray, float, int, bool, complex, numpy.float16, numpy.float32,
+                             numpy.float64, numpy.int32, numpy.int64, numpy.bool_, numpy.complex64,
+                             numpy.complex128])
+
+
 def bind(prim: Primitive, *args, **params):
     """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``."""
     top = eval_trace
     for arg in args:
+        if type(arg) in _CONCRETE_TYPES:  # the common case, decided with one set lookup
+            continue
         if isinstance(arg, Tracer):
             trace = arg._trace
             if trace.level > top.level:
                 top = trace
             elif trace.level == top.level and trace is not top:
-                _raise_escaped(prim, arg)
+                _raise_escaped(prim, args)
         elif isinstance(arg, (Boxed, list, tuple)):
             return bind(prim, *[_lift_operand(a) for a in args], **params)
-    if top.main is not None and not top.main.active:
+    if top is eval_trace:  # the EvalTrace, inlined: this is the hot path of every operation
+        return prim.impl(*args, **params)
+    if not top.main.active:
         _raise_escaped(prim, args)
     return top.process_primitive(prim, args, params)
 
@@ -224,7 +235,6 @@ def _lift_operand(a):
 def sequence_to_array(seq):
     """A list or tuple operand as an array; ``tapegrad.numpy`` replaces this with ``tnp.array``,
     which stacks traced elements differentiably."""
-    import numpy
     return numpy.asarray(seq)
 
 

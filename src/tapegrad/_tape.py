@@ -11,16 +11,26 @@ no extra machinery.
 """
 from __future__ import annotations
 
+import itertools
+import operator
+
 from tapegrad._core import Tracer, Trace, bind, new_main
 from tapegrad.numpy._elementwise import add
 from tapegrad.numpy._operators import ArrayOperators
 
 
+_sequence = itertools.count()
+
+
 class Node:
     """One recorded operation: the primitive, its residuals (operands and result), and its parents
-    as ``(operand index, parent node)`` pairs. Leaves (the differentiated inputs) have no primitive."""
+    as ``(operand index, parent node)`` pairs. Leaves (the differentiated inputs) have no primitive.
 
-    __slots__ = ("prim", "primals", "params", "ans", "parents")
+    ``seq`` numbers nodes in creation order, which is a topological order of the tape: a node is
+    always created after its parents.
+    """
+
+    __slots__ = ("prim", "primals", "params", "ans", "parents", "seq")
 
     def __init__(self, prim, primals, params, ans, parents):
         self.prim = prim
@@ -28,6 +38,7 @@ class Node:
         self.params = params
         self.ans = ans
         self.parents = parents
+        self.seq = next(_sequence)
 
 
 class VJPTracer(ArrayOperators, Tracer):
@@ -68,58 +79,51 @@ class VJPTrace(Trace):
             if type(a) is VJPTracer and a._trace is self:
                 primals[i] = a.primal
                 parents.append((i, a.node))
-        ans = bind(prim, *primals, **params)
+        if self.level == 1:  # no transform below this one: the primals are concrete arrays
+            ans = prim.impl(*primals, **params)
+        else:
+            ans = bind(prim, *primals, **params)
         if prim.nondiff:
             return ans
-        rules = prim.vjp_rules
-        if rules is None:
+        if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
         return VJPTracer(self, ans, Node(prim, primals, params, ans, parents))
 
 
-def _toposort(root: Node):
-    """Nodes reachable from ``root``, each after every node that consumes it (autograd's order)."""
-    child_counts = {}
-    stack = [root]
+def _reverse_topological(out_nodes):
+    """The nodes that reach ``out_nodes``, consumers before producers (latest created first)."""
+    seen = {node for node in out_nodes if node is not None}
+    stack = list(seen)
     while stack:
-        node = stack.pop()
-        if node in child_counts:
-            child_counts[node] += 1
-        else:
-            child_counts[node] = 1
-            stack.extend(parent for _, parent in node.parents)
-    childless = [root]
-    while childless:
-        node = childless.pop()
-        yield node
-        for _, parent in node.parents:
-            if child_counts[parent] == 1:
-                childless.append(parent)
-            else:
-                child_counts[parent] -= 1
+        for _, parent in stack.pop().parents:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen, key=_by_seq, reverse=True)
+
+
+_by_seq = operator.attrgetter("seq")
 
 
 def backward(out_nodes, out_cts, in_nodes, free: bool):
     """Cotangents of ``in_nodes`` given ``out_cts`` on ``out_nodes`` (None where nothing flows).
 
+    Visits only the nodes that reach an output, each once, after all of its consumers; no recursion.
     ``free`` drops each node's residuals once its rule has run (``grad``); a reusable ``vjp_fn``
     keeps them.
     """
-    root = Node(None, None, None, None, tuple((i, n) for i, n in enumerate(out_nodes) if n is not None))
     cts = {}
     for node, ct in zip(out_nodes, out_cts):
         if node is not None and ct is not None:
             cts[node] = ct if node not in cts else add(cts[node], ct)
-    wanted = set(in_nodes)
     results = {}
-    for node in _toposort(root):
+    for node in _reverse_topological(out_nodes):
         ct = cts.pop(node, None)
         if ct is None:
             continue
-        if node in wanted:
-            results[node] = ct
         prim = node.prim
-        if prim is None:
+        if prim is None:  # a leaf: one of the differentiated inputs
+            results[node] = ct
             continue
         rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
         for argnum, parent in node.parents:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._core import bind
 from tapegrad.errors import TracerArrayConversionError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _indexing, _linalg
@@ -24,27 +25,28 @@ def _shape_args(args):
 
 
 class ArrayOperators:
-    """Mixin: operators and methods, each one call into ``tapegrad.numpy``."""
+    """Mixin: operators and methods, each one call into ``tapegrad.numpy`` (arithmetic binds its
+    primitive directly: it is the hottest path of every traced program)."""
 
     __slots__ = ()
     __array_priority__ = 1000
 
     # arithmetic
-    def __add__(self, other): return ew.add(self, other)
-    def __radd__(self, other): return ew.add(other, self)
-    def __sub__(self, other): return ew.subtract(self, other)
-    def __rsub__(self, other): return ew.subtract(other, self)
-    def __mul__(self, other): return ew.multiply(self, other)
-    def __rmul__(self, other): return ew.multiply(other, self)
-    def __truediv__(self, other): return ew.divide(self, other)
-    def __rtruediv__(self, other): return ew.divide(other, self)
+    def __add__(self, other): return bind(ew.add_p, self, other)
+    def __radd__(self, other): return bind(ew.add_p, other, self)
+    def __sub__(self, other): return bind(ew.subtract_p, self, other)
+    def __rsub__(self, other): return bind(ew.subtract_p, other, self)
+    def __mul__(self, other): return bind(ew.multiply_p, self, other)
+    def __rmul__(self, other): return bind(ew.multiply_p, other, self)
+    def __truediv__(self, other): return bind(ew.divide_p, self, other)
+    def __rtruediv__(self, other): return bind(ew.divide_p, other, self)
     def __floordiv__(self, other): return floor_divide(self, other)
     def __rfloordiv__(self, other): return floor_divide(other, self)
-    def __pow__(self, other): return ew.power(self, other)
-    def __rpow__(self, other): return ew.power(other, self)
+    def __pow__(self, other): return bind(ew.power_p, self, other)
+    def __rpow__(self, other): return bind(ew.power_p, other, self)
     def __matmul__(self, other): return _linalg.matmul(self, other)
     def __rmatmul__(self, other): return _linalg.matmul(other, self)
-    def __neg__(self): return ew.negative(self)
+    def __neg__(self): return bind(ew.negative_p, self)
     def __pos__(self): return self
     def __abs__(self): return ew.abs(self)
 

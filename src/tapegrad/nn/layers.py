@@ -1,0 +1,217 @@
+"""Layers: ``Dense`` (MindSpore's fully connected layer), ``Sequential``, and activation modules."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+import tapegrad.numpy as tnp
+from tapegrad._backend import default_namespace
+from tapegrad._params import Parameter
+from tapegrad.nn import functional as F
+from tapegrad.nn import init
+from tapegrad.nn._module import Module
+
+_ACTIVATIONS = {
+    "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "gelu": F.gelu, "silu": F.silu, "swish": F.silu,
+    "elu": F.elu, "leaky_relu": F.leaky_relu, "softplus": F.softplus, "softmax": F.softmax,
+    "log_softmax": F.log_softmax,
+}
+
+_INITIALIZERS = {
+    "zeros": init.zeros, "ones": init.ones, "xavier_uniform": init.xavier_uniform,
+    "xavier_normal": init.xavier_normal, "kaiming_uniform": init.kaiming_uniform,
+    "he_uniform": init.kaiming_uniform, "kaiming_normal": init.kaiming_normal, "he_normal": init.kaiming_normal,
+}
+
+
+def _resolve_activation(activation):
+    if activation is None or callable(activation):
+        return activation
+    if isinstance(activation, str) and activation.lower() in _ACTIVATIONS:
+        return _ACTIVATIONS[activation.lower()]
+    raise ValueError(f"activation must be a callable, None or one of {sorted(_ACTIVATIONS)}, got "
+                     f"{activation!r}")
+
+
+def _initial_value(spec, shape: tuple, dtype, rng, bound: float, what: str):
+    """The starting array of one Parameter from its ``*_init`` argument (see :class:`Dense`)."""
+    if spec is None:
+        value = init.uniform(shape, dtype, rng, -bound, bound)
+    elif isinstance(spec, str):
+        if spec not in _INITIALIZERS:
+            raise ValueError(f"{what}: unknown initialiser {spec!r}; use one of {sorted(_INITIALIZERS)}, "
+                             "an array, or a callable (shape, dtype, rng) -> array")
+        value = _INITIALIZERS[spec](shape, dtype, rng)
+    elif isinstance(spec, numbers.Number) and not isinstance(spec, bool):
+        value = init.constant(shape, dtype, rng, spec)
+    elif callable(spec) and not isinstance(spec, Parameter):
+        value = spec(shape, dtype, rng)
+    else:
+        value = spec
+    if isinstance(value, Parameter):
+        value = value.value
+    if hasattr(value, "__array_namespace__"):
+        value = value.astype(dtype, copy=True)
+    else:
+        value = np.array(value, dtype=dtype)
+    if tuple(value.shape) != shape:
+        raise ValueError(f"{what} has shape {tuple(value.shape)}, but the layer needs {shape}; give an array "
+                         f"of shape {shape} or a callable (shape, dtype, rng) -> array")
+    return default_namespace().asarray(value) if isinstance(value, np.ndarray) else value
+
+
+class Dense(Module):
+    """Fully connected layer ``activation(x @ weight.T + bias)`` (MindSpore's ``nn.Dense``, PyTorch's
+    ``nn.Linear``).
+
+    Args:
+        in_channels: size of the last axis of the input.
+        out_channels: size of the last axis of the output.
+        weight_init: how ``weight`` (shape ``(out_channels, in_channels)``) starts:
+
+            - None: ``U(-1/sqrt(in_channels), 1/sqrt(in_channels))``, PyTorch's default (the same as
+              ``init.kaiming_uniform(a=sqrt(5))`` and MindSpore's ``HeUniform(sqrt(5))``);
+            - an array of that shape (copied, cast to ``dtype``);
+            - a Python number: every element equal to it;
+            - a callable ``(shape, dtype, rng) -> array``, e.g. ``nn.init.xavier_uniform`` or
+              ``functools.partial(nn.init.normal, std=0.01)``;
+            - a name: ``"zeros"``, ``"ones"``, ``"xavier_uniform"``, ``"xavier_normal"``,
+              ``"kaiming_uniform"``/``"he_uniform"``, ``"kaiming_normal"``/``"he_normal"`` (the
+              functions of ``nn.init`` with their default options).
+        bias_init: the same for ``bias`` (shape ``(out_channels,)``); None also draws from
+            ``U(-1/sqrt(in_channels), 1/sqrt(in_channels))``, as PyTorch.
+        has_bias: False leaves the bias out (``self.bias`` is None).
+        activation: applied to the output: None, a callable (a function or a module such as
+            ``nn.ReLU()``), or a name: ``"relu"``, ``"tanh"``, ``"sigmoid"``, ``"gelu"``, ``"silu"``
+            (``"swish"``), ``"elu"``, ``"leaky_relu"``, ``"softplus"``, ``"softmax"``,
+            ``"log_softmax"``.
+        dtype: of the Parameters (float32 by default).
+        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
+
+    Input ``(..., in_channels)``; output ``(..., out_channels)``, of the result dtype of the input and
+    the weights (float32 weights on a float32 input give float32).
+
+    Raises:
+        ValueError: a non-positive size; an initial array of the wrong shape; an unknown activation
+            or initialiser name; (at the call) an input whose last axis is not ``in_channels``.
+        TypeError: sizes that are not integers.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, weight_init=None, bias_init=None,
+                 has_bias: bool = True, activation=None, dtype=np.float32, seed=None):
+        super().__init__()
+        for what, size in (("in_channels", in_channels), ("out_channels", out_channels)):
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+                raise TypeError(f"Dense: {what} must be an int, got {size!r}")
+            if size <= 0:
+                raise ValueError(f"Dense: {what} must be positive, got {size}")
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.has_bias = bool(has_bias)
+        self.activation_name = activation if isinstance(activation, str) else getattr(
+            activation, "__name__", None if activation is None else type(activation).__name__)
+        self.activation = _resolve_activation(activation)
+        dtype = np.dtype(dtype)
+        rng = np.random.default_rng(seed)
+        bound = 1.0 / math.sqrt(self.in_channels)
+        self.weight = Parameter(_initial_value(weight_init, (self.out_channels, self.in_channels), dtype, rng,
+                                               bound, "Dense weight_init"))
+        self.bias = Parameter(_initial_value(bias_init, (self.out_channels,), dtype, rng, bound,
+                                             "Dense bias_init")) if self.has_bias else None
+
+    def __call__(self, x):
+        shape = getattr(x, "shape", None)
+        if shape is not None and (len(shape) == 0 or shape[-1] != self.in_channels):
+            raise ValueError(f"Dense({self.in_channels}, {self.out_channels}): the input's last axis must "
+                             f"have length {self.in_channels}, got an input of shape {tuple(shape)}")
+        out = tnp.matmul(x, tnp.transpose(self.weight.value))
+        if self.bias is not None:
+            out = out + self.bias.value
+        if self.activation is not None:
+            out = self.activation(out)
+        return out
+
+    def extra_repr(self) -> str:
+        text = f"in_channels={self.in_channels}, out_channels={self.out_channels}"
+        if not self.has_bias:
+            text += ", has_bias=False"
+        if self.activation_name is not None:
+            text += f", activation={self.activation_name}"
+        return text
+
+
+class Sequential(Module):
+    """Layers called one after the other: ``Sequential(a, b, c)(x) == c(b(a(x)))``.
+
+    Args:
+        *layers: Modules or plain callables (``tnp.tanh``, a lambda); a single list or tuple of them
+            is accepted too. They are kept in ``self.layers``, so their Parameters are named
+            ``"layers.0.weight"``, ``"layers.2.bias"``, ...
+
+    Indexing gives a layer (``seq[0]``), slicing a new ``Sequential`` sharing the layers.
+
+    Raises:
+        TypeError: a layer that is not callable.
+    """
+
+    def __init__(self, *layers):
+        super().__init__()
+        if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
+            layers = tuple(layers[0])
+        for i, layer in enumerate(layers):
+            if not callable(layer):
+                raise TypeError(f"Sequential: layer {i} is a {type(layer).__name__}, which is not callable; "
+                                "pass Modules or functions")
+        self.layers = list(layers)
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def append(self, layer) -> "Sequential":
+        """Add ``layer`` at the end; returns ``self``."""
+        if not callable(layer):
+            raise TypeError(f"Sequential.append: a {type(layer).__name__} is not callable")
+        self.layers.append(layer)
+        return self
+
+    def __len__(self):
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(self.layers[index])
+        return self.layers[index]
+
+    def __repr__(self):
+        lines = ["Sequential("]
+        for i, layer in enumerate(self.layers):
+            text = repr(layer) if isinstance(layer, Module) else getattr(layer, "__name__", repr(layer))
+            lines.append(f"  ({i}): " + text.replace("\n", "\n  "))
+        return "\n".join(lines) + "\n)"
+
+
+class ReLU(Module):
+    """``max(x, 0)`` as a module (:func:`tapegrad.nn.functional.relu`)."""
+
+    def __call__(self, x):
+        return F.relu(x)
+
+
+class Tanh(Module):
+    """``tanh(x)`` as a module."""
+
+    def __call__(self, x):
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """``1 / (1 + exp(-x))`` as a module (:func:`tapegrad.nn.functional.sigmoid`)."""
+
+    def __call__(self, x):
+        return F.sigmoid(x)
