@@ -143,10 +143,9 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
         for p, treedef, n in in_trees:
             call_args[p] = _tree.tree_unflatten(treedef, list(tracers[start:start + n]))
             start += n
-        with substitute(dict(zip(params, tracers[start:]))):
-            out = fn(*call_args, **kwargs)
-        out, box["aux"] = _split_aux(out, spec.has_aux, "grad")
-        leaves, box["treedef"] = _flatten_outputs(out)
+        with substitute(dict(zip(params, tracers[start:]))):  # a returned Parameter reads as its tracer
+            out, box["aux"] = _split_aux(fn(*call_args, **kwargs), spec.has_aux, "grad")
+            leaves, box["treedef"] = _flatten_outputs(out)
         return leaves
 
     out_primals, pullback = vjp_flat(flat_fun, primals)

@@ -21,8 +21,8 @@ from tapegrad.numpy._operators import floor_divide, register_numpy_functions
 from tapegrad.numpy._reductions import (all, amax, amin, any, argmax, argmin, cumsum, max, mean, min, prod,
                                         std, sum, var)
 from tapegrad.numpy._shape import (broadcast_arrays, broadcast_to, concatenate, expand_dims, flip,
-                                   moveaxis, pad, ravel, repeat, reshape, split, squeeze, stack, swapaxes,
-                                   tile, transpose)
+                                   moveaxis, ndim, pad, ravel, repeat, reshape, result_type, shape, size,
+                                   split, squeeze, stack, swapaxes, tile, transpose)
 from numpy import (bool_, complex64, complex128, dtype, e, float16, float32, float64, inf, int8, int16,
                    int32, int64, nan, newaxis, pi, uint8)
 
@@ -38,7 +38,7 @@ __all__ = [
     "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
     "matmul", "max", "maximum", "mean", "min", "minimum", "moveaxis", "multiply", "negative",
     "not_equal", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "repeat",
-    "reshape", "round", "sign", "sin", "sinh", "split", "sqrt", "square", "squeeze", "stack", "std",
+    "reshape", "result_type", "round", "shape", "size", "ndim", "sign", "sin", "sinh", "split", "sqrt", "square", "squeeze", "stack", "std",
     "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
     "transpose", "true_divide", "var", "vdot", "where", "zeros", "zeros_like",
     "bool_", "complex64", "complex128", "dtype", "e", "float16", "float32", "float64", "inf", "int8",

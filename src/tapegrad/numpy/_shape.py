@@ -17,6 +17,31 @@ def _shape_of(x) -> tuple:
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
+def shape(a) -> tuple:
+    """``a``'s shape (also of a traced value), as ``numpy.shape``."""
+    return _shape_of(a)
+
+
+def ndim(a) -> int:
+    return len(_shape_of(a))
+
+
+def size(a, axis=None) -> int:
+    dims = _shape_of(a)
+    if axis is not None:
+        return dims[axis]
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def result_type(*arrays_and_dtypes):
+    """NumPy's ``result_type``, with traced values standing for their dtype."""
+    return np.result_type(*[a.dtype if hasattr(a, "dtype") and not isinstance(a, np.ndarray) else a
+                            for a in arrays_and_dtypes])
+
+
 def _infer_shape(size: int, shape) -> tuple:
     """``shape`` with one ``-1`` resolved, as ``numpy.reshape`` resolves it."""
     shape = tuple(operator.index(d) for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
