@@ -47,6 +47,11 @@ def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
     return _shape.reshape(ct, tuple(1 if i in axis else d for i, d in enumerate(x_shape)))
 
 
+def _reduce(prim, a, axis, keepdims):
+    a = as_operand(a)
+    return bind(prim, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+
+
 def _reduce_impl(name):
     def impl(x, *, axis, keepdims):
         return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
@@ -61,10 +66,9 @@ defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims:
 
 def sum(a, axis=None, dtype=None, keepdims=False):
     """Sum over ``axis`` (None: all), as ``numpy.sum``; ``dtype`` converts ``a`` first."""
-    a = as_operand(a)
     if dtype is not None:
-        a = ew.astype(a, dtype)
-    return bind(sum_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+        a = ew.astype(as_operand(a), dtype)
+    return _reduce(sum_p, a, axis, keepdims)
 
 
 # ---- max and min ---------------------------------------------------------------------------------
@@ -83,14 +87,12 @@ defvjp(amin_p, _minmax_vjp)
 
 def amax(a, axis=None, keepdims=False):
     """Maximum over ``axis``; ties share the gradient evenly."""
-    a = as_operand(a)
-    return bind(amax_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _reduce(amax_p, a, axis, keepdims)
 
 
 def amin(a, axis=None, keepdims=False):
     """Minimum over ``axis``; ties share the gradient evenly."""
-    a = as_operand(a)
-    return bind(amin_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _reduce(amin_p, a, axis, keepdims)
 
 
 max = amax
@@ -130,10 +132,9 @@ defvjp(prod_p, _prod_vjp)
 
 def prod(a, axis=None, dtype=None, keepdims=False):
     """Product over ``axis``; its gradient is exact where ``a`` has zeros, at every order."""
-    a = as_operand(a)
     if dtype is not None:
-        a = ew.astype(a, dtype)
-    return bind(prod_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+        a = ew.astype(as_operand(a), dtype)
+    return _reduce(prod_p, a, axis, keepdims)
 
 
 # ---- cumsum --------------------------------------------------------------------------------------
@@ -152,14 +153,8 @@ def cumsum(a, axis=None, dtype=None):
 
 
 # ---- integer and boolean results -----------------------------------------------------------------
-def _arg_impl(name):
-    def impl(x, *, axis, keepdims):
-        return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
-    return impl
-
-
-argmax_p = primitive("argmax", _arg_impl("argmax"))
-argmin_p = primitive("argmin", _arg_impl("argmin"))
+argmax_p = primitive("argmax", _reduce_impl("argmax"))
+argmin_p = primitive("argmin", _reduce_impl("argmin"))
 all_p = primitive("all", _reduce_impl("all"))
 any_p = primitive("any", _reduce_impl("any"))
 for _p in (argmax_p, argmin_p, all_p, any_p):
@@ -181,13 +176,11 @@ def argmin(a, axis=None, keepdims=False):
 
 
 def all(a, axis=None, keepdims=False):
-    a = as_operand(a)
-    return bind(all_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _reduce(all_p, a, axis, keepdims)
 
 
 def any(a, axis=None, keepdims=False):
-    a = as_operand(a)
-    return bind(any_p, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _reduce(any_p, a, axis, keepdims)
 
 
 # ---- composites ----------------------------------------------------------------------------------
