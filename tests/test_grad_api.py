@@ -909,3 +909,16 @@ class TestNumpyDispatch:
         g = tg.grad(f, grad_position=0, weights=p)(np.array([3.0, 4.0]))
         assert_array(g[0], [2.0, 0.0])
         assert_array(g[1], [3.0, 0.0])
+
+
+def test_parameter_keeps_numpy_scalars_as_0d_arrays_and_tuple_membership_is_by_identity():
+    p = tg.Parameter(np.float32(1.0))
+    assert isinstance(p._data, np.ndarray) and p._data.shape == () and p.dtype == np.float32
+    p.assign(np.float32(2.0))
+    assert isinstance(p._data, np.ndarray) and float(p) == 2.0
+    q = tg.Parameter(np.ones(3))
+    params = tg.ParameterTuple([q, p])
+    assert p in params and tg.Parameter(np.ones(3)) not in params
+    assert params.index(p) == 1 and params.count(q) == 1
+    with pytest.raises(ValueError, match="not in"):
+        params.index(tg.Parameter(np.ones(1)))

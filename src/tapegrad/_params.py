@@ -40,6 +40,8 @@ def _as_array(value):
     if isinstance(value, Tracer):
         raise TypeError("a Parameter holds a concrete array, not a traced value: return the new value "
                         "from the transformed function and assign it outside")
+    if isinstance(value, np.generic):  # NumPy scalars have __array_namespace__ but are immutable scalars
+        return np.asarray(value)
     if hasattr(value, "__array_namespace__"):
         return value
     return default_namespace().asarray(value)
@@ -166,6 +168,19 @@ class ParameterTuple(tuple):
             if not isinstance(p, Parameter):
                 raise TypeError(f"ParameterTuple: element {i} is a {type(p).__name__}, not a Parameter")
         return super().__new__(cls, params)
+
+    def __contains__(self, item) -> bool:
+        """Membership by identity (``==`` on Parameters is elementwise, as on arrays)."""
+        return any(p is item for p in self)
+
+    def index(self, item, *args) -> int:
+        for i, p in enumerate(self):
+            if p is item:
+                return i
+        raise ValueError(f"{item!r} is not in this ParameterTuple")
+
+    def count(self, item) -> int:
+        return sum(p is item for p in self)
 
     def __repr__(self):
         return f"ParameterTuple({', '.join(p.name for p in self)})"
