@@ -2,10 +2,8 @@
 import json
 import pathlib
 
-import matplotlib
 import pytest
 
-matplotlib.use("Agg")
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
