@@ -132,8 +132,14 @@ true_divide = divide
 
 
 def _balanced_eq(x, ans, y, ct):
-    """``ct`` where ``x`` won, half of it where ``x`` and ``y`` tie, 0 elsewhere (as JAX and autograd)."""
-    return where(equal(x, ans), where(equal(y, ans), ct * 0.5, ct), 0.0)
+    """``ct`` where ``x`` won, half of it where ``x`` and ``y`` tie, 0 elsewhere (as JAX and autograd).
+
+    Multiplies by masks rather than selecting with ``where``: on an unpatterned mask (``maximum(h, 0)``
+    as a ReLU) NumPy's ``where`` mispredicts branches and is ~20x slower than a multiply.
+    """
+    won = astype(equal(x, ans), ct.dtype)
+    tied = astype(equal(y, ans), ct.dtype)
+    return ct * (won * (1.0 - 0.5 * tied))
 
 
 maximum_p, maximum = _binary("maximum", lambda ct, ans, x, y: unbroadcast(_balanced_eq(x, ans, y, ct), x),

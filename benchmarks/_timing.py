@@ -1,0 +1,116 @@
+"""Timing helpers shared by the benchmarks (not a benchmark itself).
+
+Every contestant of one benchmark is timed in the same process, interleaved: each repeat runs every
+contestant once (``number`` calls each) in turn, so slow drifts of the machine (thermal, other
+processes) hit all of them alike. After a warm-up call per contestant, we keep the per-call time of
+each repeat and report the **minimum** over repeats (the usual ``timeit`` statistic: the run least
+disturbed by the rest of the machine); the median is kept too, for the verbose table.
+
+The garbage collector stays **enabled** while timing (unlike ``timeit``'s default): a tape allocates
+many small objects, and a user's program pays for the collections they trigger.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import time
+
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def apply_thread_flag(argv) -> None:
+    """``--threads N`` in ``argv`` caps BLAS/OpenMP threads (must run before NumPy is imported)."""
+    if "--threads" in argv:
+        n = str(int(argv[argv.index("--threads") + 1]))
+        for var in THREAD_VARS:
+            os.environ[var] = n
+
+
+def blas_threads() -> str:
+    """The thread cap in effect, as set by ``--threads`` or the environment ("default" if none)."""
+    return os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "default"
+
+
+class Timing:
+    """Per-call seconds of one contestant: ``best`` (min over repeats) and ``median``."""
+
+    __slots__ = ("name", "samples")
+
+    def __init__(self, name):
+        self.name = name
+        self.samples = []
+
+    @property
+    def best(self) -> float:
+        return min(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def calibrate(fn, target_s: float = 0.05) -> int:
+    """How many calls of ``fn`` make one sample of about ``target_s`` seconds (at least 1)."""
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    n = 1
+    while dt * n < target_s / 4 and n < 1_000_000:
+        n *= 2
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    dt = (time.perf_counter() - t0) / n
+    return max(1, int(target_s / max(dt, 1e-9)))
+
+
+def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warmup: int = 3) -> dict:
+    """Time each callable in ``contestants`` (name -> zero-argument callable), interleaved.
+
+    Returns:
+        name -> :class:`Timing` with ``repeat`` samples of seconds per call.
+    """
+    for fn in contestants.values():
+        for _ in range(warmup):
+            fn()
+    numbers = {name: calibrate(fn, target_s) for name, fn in contestants.items()}
+    timings = {name: Timing(name) for name in contestants}
+    gc_was_enabled = gc.isenabled()
+    gc.enable()
+    try:
+        for _ in range(repeat):
+            for name, fn in contestants.items():
+                n = numbers[name]
+                gc.collect()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                timings[name].samples.append((time.perf_counter() - t0) / n)
+    finally:
+        if not gc_was_enabled:
+            gc.disable()
+    return timings
+
+
+def format_table(headers, rows) -> str:
+    """A plain-text table with right-aligned columns (first column left-aligned)."""
+    cells = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for k, r in enumerate(cells):
+        parts = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append("  ".join(parts))
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def try_import(name):
+    """The module, or None when it is not installed (optional peers: autograd, torch)."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
