@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import statistics
 import time
 
@@ -114,3 +115,12 @@ def try_import(name):
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def standalone_main(run, table, verdict, argv=None):
+    """Run one benchmark on its own (``python benchmarks/bench_X.py``): its table, then its verdict."""
+    argv = sys.argv[1:] if argv is None else argv
+    results = run(quick="--quick" in argv)
+    print(table(results))
+    print(verdict(results))
+    return results

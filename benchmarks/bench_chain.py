@@ -25,7 +25,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, format_table, interleaved, try_import  # noqa: E402
+from _timing import apply_thread_flag, standalone_main, format_table, interleaved, try_import  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
@@ -195,11 +195,7 @@ def verdict(results) -> str:
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    results = run(quick="--quick" in argv)
-    print(table(results))
-    print(verdict(results))
-    return results
+    return standalone_main(run, table, verdict, argv)
 
 
 if __name__ == "__main__":

@@ -73,12 +73,16 @@ class VJPTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        primals = list(args)
-        parents = []
-        for i, a in enumerate(args):
-            if type(a) is VJPTracer and a._trace is self:
-                primals[i] = a.primal
-                parents.append((i, a.node))
+        if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
+            (a,) = args
+            primals, parents = (a.primal,), ((0, a.node),)
+        else:
+            primals = list(args)
+            parents = []
+            for i, a in enumerate(args):
+                if type(a) is VJPTracer and a._trace is self:
+                    primals[i] = a.primal
+                    parents.append((i, a.node))
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
             ans = prim.impl(*primals, **params)
         else:
