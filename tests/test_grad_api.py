@@ -922,3 +922,17 @@ def test_parameter_keeps_numpy_scalars_as_0d_arrays_and_tuple_membership_is_by_i
     assert params.index(p) == 1 and params.count(q) == 1
     with pytest.raises(ValueError, match="not in"):
         params.index(tg.Parameter(np.ones(1)))
+
+
+def test_get_grad_accepts_numpy_integer_positions():
+    result = tg.grad(lambda x, y: x * y, grad_position=(0, 1), return_ids=True)(1.0, 2.0)
+    assert tg.get_grad(result, np.int64(1)) == 1.0
+
+
+def test_parameter_refuses_in_place_arithmetic():
+    p = tg.Parameter(np.ones(2), name="w")
+    with pytest.raises(TypeError, match="assign"):
+        p += 1.0
+    q = tg.Parameter(np.ones(2), name="q")
+    with pytest.raises(TypeError, match="assign"):
+        q *= 2.0

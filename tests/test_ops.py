@@ -470,3 +470,76 @@ def test_abstract_eval_matches_impl():
         aval = prim.abstract_eval(*[aval_of(a) for a in args], **params)
         assert aval.shape == np.shape(out), prim
         assert np.dtype(aval.dtype) == np.result_type(out), prim
+
+
+# ---- cases a review found ---------------------------------------------------------------------
+def test_ufunc_reduce_defaults_to_axis_0():
+    x = np.arange(6.0).reshape(2, 3)
+    value, g = tg.value_and_grad(lambda x: (np.add.reduce(x) ** 2).sum())(x)
+    np.testing.assert_allclose(value, (np.add.reduce(x) ** 2).sum())
+    np.testing.assert_allclose(g, np.broadcast_to(2 * x.sum(0), (2, 3)))
+    np.testing.assert_allclose(tg.vjp(lambda x: np.maximum.reduce(x), x)[0], [3.0, 4.0, 5.0])
+    with pytest.raises(TypeError, match="not supported"):
+        tg.grad(lambda x: np.add.reduce(x, initial=1.0).sum())(x)
+
+
+def test_at_set_with_repeated_indices_gives_only_the_surviving_write_a_gradient():
+    x, v = np.zeros(3), np.array([10.0, 20.0])
+    f = lambda x, v: (x.at[np.array([0, 0])].set(v) * np.array([1.0, 2.0, 3.0])).sum()  # noqa: E731
+    gx, gv = tg.grad(f, grad_position=(0, 1))(x, v)
+    np.testing.assert_allclose(gx, [0.0, 2.0, 3.0])
+    np.testing.assert_allclose(gv, [0.0, 1.0])  # NumPy keeps the last write
+    check_grads(lambda x, v: x.at[np.array([0, 0, 2])].set(v), (x, np.array([1.0, 2.0, 3.0])), name="at-set")
+
+
+def test_at_multiply_min_max():
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(tg.vjp(lambda x: x.at[np.array([0, 2])].multiply(3.0), x)[0], [3.0, 2.0, 9.0])
+    np.testing.assert_allclose(tg.vjp(lambda x: x.at[1:].min(2.5), x)[0], [1.0, 2.0, 2.5])
+    np.testing.assert_allclose(tg.vjp(lambda x: x.at[:2].max(1.5), x)[0], [1.5, 2.0, 3.0])
+    check_grads(lambda x, v: x.at[np.array([0, 2])].multiply(v), (x * 1.5, np.array([1.0, 2.0])), name="at-multiply")
+    check_grads(lambda x, v: x.at[1:].min(v), (x, np.array([2.5, 0.5])), name="at-min")
+    check_grads(lambda x, v: x.at[x > 1.5].max(v), (x, np.array(2.5)), name="at-max")
+    with pytest.raises(ValueError, match="repeats a position"):
+        tg.grad(lambda x: x.at[np.array([0, 0])].max(1.0).sum())(x)
+
+
+def test_assignment_that_drops_leading_ones_differentiates():
+    x, v = np.zeros((3, 2)), np.ones((1, 2))
+    gx, gv = tg.grad(lambda x, v: (x.at[1:, 0].set(v) * 2.0).sum(), (0, 1))(x, v)
+    np.testing.assert_allclose(gv, [[2.0, 2.0]])
+    np.testing.assert_allclose(gx, [[2.0, 2.0], [0.0, 2.0], [0.0, 2.0]])
+
+
+def test_concatenate_and_stack_keep_each_operands_dtype():
+    x32 = np.ones(2, np.float32)
+    assert tg.grad(lambda x: tnp.concatenate([x, np.zeros(2)]).sum())(x32).dtype == np.float32
+    assert tg.grad(lambda x: tnp.stack([x, np.zeros(2)]).sum())(x32).dtype == np.float32
+    assert tg.vjp(lambda x: tnp.concatenate([x, np.zeros(2)]), x32)[1](np.ones(4))[0].dtype == np.float32
+
+
+def test_power_mixed_second_derivative_at_zero_exponent():
+    dfdx = lambda x, y: tg.grad(lambda x, y: x ** y)(x, y)  # noqa: E731
+    np.testing.assert_allclose(tg.grad(dfdx, grad_position=1)(np.asarray(2.0), np.asarray(0.0)), 0.5)
+    check_grads(lambda x, y: x ** y, (np.array([0.5, 1.5, 2.0]), np.array([[0.0], [2.0]])), order=2, name="power")
+    assert tg.grad(lambda x: (x ** 0.0).sum())(np.array([0.0, 2.0])).tolist() == [0.0, 0.0]
+
+
+def test_float_power_computes_in_float64():
+    x = np.array([1.5, 2.0], np.float32)
+    out = tg.vjp(lambda x: np.float_power(x, 2.0), x)[0]
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, np.float_power(x, 2.0))
+    assert tg.grad(lambda x: np.float_power(x, 2.0).sum())(x).dtype == np.float32
+
+
+@pytest.mark.parametrize("fn", [
+    lambda p, q, y: tnp.dot([p, q], y), lambda p, q, y: tnp.einsum("i,i", [p, q], y),
+    lambda p, q, y: tnp.linalg.norm([p, q]), lambda p, q, y: tnp.flip([p, q])[0] * y[0],
+    lambda p, q, y: tnp.reshape([p, q, p, q], (2, 2))[1, 1], lambda p, q, y: tnp.outer([p, q], y).sum(),
+    lambda p, q, y: tnp.concatenate([[p], [q]])[1], lambda p, q, y: tnp.take([p, q], 1),
+    lambda p, q, y: tnp.tile([p, q], 2).sum(), lambda p, q, y: tnp.pad([p, q], 1).sum(),
+])
+def test_lists_of_tracers_work_in_every_function(fn):
+    y = np.array([3.0, 4.0])
+    check_grads(lambda p, q: fn(p, q, y), (np.asarray(1.0), np.asarray(2.0)), order=2)

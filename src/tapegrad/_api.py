@@ -273,6 +273,8 @@ def get_grad(gradients, identifier):
         RuntimeError: no gradient with that identifier is in ``gradients``.
     """
     key = identifier.name if isinstance(identifier, Parameter) else identifier
+    if isinstance(key, np.integer):
+        key = int(key)
     stack = [gradients]
     while stack:
         item = stack.pop()

@@ -150,6 +150,12 @@ class Parameter(ArrayOperators, Boxed):
     def __bool__(self):
         return bool(self.value)
 
+    def _refuse_inplace(self, other):
+        raise TypeError(f"in-place arithmetic on Parameter {self.name!r} would replace it with a plain "
+                        "array; write p.assign(p.value + v) (or -, *, /) to change its value")
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ipow__ = __imatmul__ = _refuse_inplace
+
     def __repr__(self):
         return f"Parameter(name={self._name!r}, shape={self.shape}, dtype={self.dtype})"
 

@@ -31,6 +31,9 @@ def unbroadcast(ct, x):
     shape, ct_shape = x.shape, ct.shape
     if ct_shape != shape:
         lead = len(ct_shape) - len(shape)
+        if lead < 0:  # assignment also broadcasts by dropping leading 1s: x.at[i].set(v[None])
+            ct = _shape.reshape(ct, (1,) * -lead + tuple(ct_shape))
+            ct_shape, lead = ct.shape, 0
         axes = tuple(range(lead)) + tuple(
             lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1)
         if axes:
@@ -156,9 +159,10 @@ def _power_vjp_x(ct, ans, x, y):
     """``y * x**(y-1)``, and exactly 0 where ``y == 0`` (``d/dx x**0 = 0``, also at ``x = 0``)."""
     if isinstance(y, (int, float)):
         return unbroadcast(ct * (y * x ** (y - 1)), x) if y != 0 else zeros_like(x)
-    y_is_0 = equal(y, 0)
-    safe_y_minus_1 = where(y_is_0, 1.0, y - 1.0)
-    return unbroadcast(where(y_is_0, 0.0, ct * y * x ** safe_y_minus_1), x)
+    # guard only the point x = y = 0 (where x**(y-1) is inf and y is 0): elsewhere the product stays
+    # differentiable in y, so the mixed partial d/dy (y x**(y-1)) = 1/x at y = 0 comes out right
+    base = where(logical_and(equal(x, 0), equal(y, 0)), 1.0, x)
+    return unbroadcast(ct * (y * base ** (y - 1.0)), x)
 
 
 def _power_vjp_y(ct, ans, x, y):
@@ -169,6 +173,11 @@ def _power_vjp_y(ct, ans, x, y):
 
 
 power_p, power = _binary("power", _power_vjp_x, _power_vjp_y)
+
+
+def float_power(x1, x2):
+    """``x1 ** x2`` computed in float64 (at least), as ``numpy.float_power``."""
+    return power(astype(x1, _shape.result_type(x1, np.float64)), x2)
 
 equal_p, equal = _binary("equal", nondiff=True)
 not_equal_p, not_equal = _binary("not_equal", nondiff=True)

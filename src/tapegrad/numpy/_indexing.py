@@ -12,6 +12,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
+from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp_argnum, primitive
 
 
@@ -94,21 +95,37 @@ def _index_set_impl(x, y, *arrays, idx):
     return out
 
 
-def _update_vjp(zero_x_part: bool):
+def surviving_writes(shape, arrays, idx):
+    """Boolean mask over ``x[idx]`` for an ``x`` of ``shape``: True where that write is the one an
+    assignment keeps. With repeated integer indices only one write per position survives; the mask
+    is found by assigning write numbers the same way the values were assigned."""
+    xp = namespace_of(*arrays)
+    index = decode_index(idx, arrays)
+    slots = xp.zeros(shape, dtype=np.int64)
+    written_shape = slots[index].shape
+    numbers = xp.arange(int(np.prod(written_shape)), dtype=np.int64).reshape(written_shape)
+    slots[index] = numbers
+    return slots[index] == numbers
+
+
+def _update_vjp(is_set: bool):
     def rule(argnum, ct, ans, x, y, *arrays, idx):
         from tapegrad.numpy._elementwise import unbroadcast
-        if argnum == 0:
-            return bind(index_set_p, ct, 0.0, *arrays, idx=idx) if zero_x_part else ct
-        if argnum == 1:
-            return unbroadcast(bind(getitem_p, ct, *arrays, idx=idx), y)
-        return None
+        if argnum == 0:  # set: the written positions no longer depend on x
+            return bind(index_set_p, ct, 0.0, *arrays, idx=idx) if is_set else ct
+        if argnum != 1:
+            return None
+        ct_y = bind(getitem_p, ct, *arrays, idx=idx)
+        if is_set and _has_arrays(idx):  # only the surviving write of a repeated index is seen
+            ct_y = ct_y * surviving_writes(tuple(x.shape), arrays, idx)
+        return unbroadcast(ct_y, y)
     return rule
 
 
 index_add_p = primitive("index_add", _index_add_impl)
 index_set_p = primitive("index_set", _index_set_impl)
-defvjp_argnum(index_add_p, _update_vjp(zero_x_part=False))
-defvjp_argnum(index_set_p, _update_vjp(zero_x_part=True))
+defvjp_argnum(index_add_p, _update_vjp(is_set=False))
+defvjp_argnum(index_set_p, _update_vjp(is_set=True))
 
 
 def getitem(x, idx):
@@ -138,6 +155,30 @@ class IndexUpdateRef:
         spec, arrays = encode_index(self.index)
         return bind(index_add_p, self.array, values, *arrays, idx=spec)
 
+    def multiply(self, values):
+        """A copy with the indexed elements multiplied by ``values`` (no repeated indices)."""
+        return self._combine(values, "multiply")
+
+    def min(self, values):
+        """A copy with the indexed elements replaced by ``minimum(x[idx], values)`` (ties split the
+        gradient evenly, as ``tnp.minimum``; no repeated indices)."""
+        return self._combine(values, "minimum")
+
+    def max(self, values):
+        """A copy with the indexed elements replaced by ``maximum(x[idx], values)``."""
+        return self._combine(values, "maximum")
+
+    def _combine(self, values, name):
+        """``x.at[idx].set(op(x[idx], values))``: exact when each position is written once, so
+        repeated integer indices (which JAX would combine one by one) are refused."""
+        from tapegrad.numpy import _elementwise
+        spec, arrays = encode_index(self.index)
+        if _has_arrays(spec) and not bool(surviving_writes(tuple(self.array.shape), arrays, spec).all()):
+            raise ValueError(f"x.at[idx].{name.replace('imum', '')}(v): the index repeats a position; "
+                             "use unique indices (or .add for sums)")
+        combined = getattr(_elementwise, name)(self.get(), values)
+        return bind(index_set_p, self.array, combined, *arrays, idx=spec)
+
 
 class IndexUpdateHelper:
     __slots__ = ("array",)
@@ -152,6 +193,7 @@ class IndexUpdateHelper:
 # ---- gathers -------------------------------------------------------------------------------------
 def take(a, indices, axis=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``)."""
+    a = as_operand(a)
     from tapegrad.numpy._shape import ravel
     if axis is None:
         return getitem(ravel(a), indices)
@@ -162,6 +204,7 @@ def take(a, indices, axis=None):
 
 def take_along_axis(arr, indices, axis):
     """``arr`` gathered along ``axis`` by ``indices`` of the same rank, as ``numpy.take_along_axis``."""
+    arr = as_operand(arr)
     from tapegrad.numpy._shape import ravel
     if axis is None:
         return getitem(ravel(arr), indices)

@@ -10,6 +10,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
 
 
@@ -46,6 +47,7 @@ defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
 
 def matmul(x1, x2):
     """Matrix product with broadcasting over leading axes, as ``numpy.matmul`` (the ``@`` operator)."""
+    x1, x2 = as_operand(x1), as_operand(x2)
     return bind(matmul_p, x1, x2)
 
 
@@ -123,6 +125,7 @@ def einsum(subscripts, *operands, optimize=False):
     Gradients are einsums again; an operand whose subscripts repeat an index (a diagonal) is not
     differentiable yet.
     """
+    operands = [as_operand(o) for o in operands]
     shapes = [tuple(o.shape) if hasattr(o, "shape") else np.shape(o) for o in operands]
     ins, out = _parse_einsum(subscripts, shapes)
     optimize = optimize if isinstance(optimize, (bool, str)) else bool(optimize)
@@ -132,6 +135,7 @@ def einsum(subscripts, *operands, optimize=False):
 # ---- built on einsum and matmul ------------------------------------------------------------------
 def tensordot(a, b, axes=2):
     """Sum of products over ``axes`` of ``a`` and ``b``, as ``numpy.tensordot``."""
+    a, b = as_operand(a), as_operand(b)
     na, nb = _ndim(a), _ndim(b)
     if isinstance(axes, (int, np.integer)):
         axes_a, axes_b = list(range(na - axes, na)), list(range(axes))
@@ -151,6 +155,7 @@ def tensordot(a, b, axes=2):
 
 def dot(a, b):
     """``numpy.dot``: a product for scalars, ``matmul`` up to 2-D, a last-by-second-last sum beyond."""
+    a, b = as_operand(a), as_operand(b)
     na, nb = _ndim(a), _ndim(b)
     if na == 0 or nb == 0:
         return a * b
@@ -161,6 +166,7 @@ def dot(a, b):
 
 def inner(a, b):
     """Sum of products over the last axes, as ``numpy.inner``."""
+    a, b = as_operand(a), as_operand(b)
     if _ndim(a) == 0 or _ndim(b) == 0:
         return a * b
     return tensordot(a, b, axes=([-1], [-1]))
@@ -168,6 +174,7 @@ def inner(a, b):
 
 def outer(a, b):
     """``ravel(a)[:, None] * ravel(b)[None, :]``, as ``numpy.outer``."""
+    a, b = as_operand(a), as_operand(b)
     return _shape.expand_dims(_shape.ravel(a), 1) * _shape.expand_dims(_shape.ravel(b), 0)
 
 

@@ -123,7 +123,8 @@ class ArrayOperators:
             raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on traced values; "
                             "use the returned array (tapegrad never writes into arrays)")
         kwargs.pop("out", None)
-        if method == "reduce" and ufunc.__name__ in _UFUNC_REDUCTIONS:
+        if method == "reduce" and ufunc.__name__ in _UFUNC_REDUCTIONS and set(kwargs) <= {"axis", "keepdims"}:
+            kwargs.setdefault("axis", 0)  # ufunc.reduce's default, unlike sum/max's None
             return _UFUNC_REDUCTIONS[ufunc.__name__](*inputs, **kwargs)
         fn = _UFUNCS.get(ufunc.__name__)
         if method != "__call__" or fn is None or kwargs:
@@ -151,7 +152,7 @@ def _qualified(func) -> str:
 
 _UFUNCS = {
     "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
-    "true_divide": ew.divide, "power": ew.power, "float_power": ew.power, "negative": ew.negative,
+    "true_divide": ew.divide, "power": ew.power, "float_power": ew.float_power, "negative": ew.negative,
     "positive": lambda x: x, "absolute": ew.abs, "fabs": ew.abs, "sign": ew.sign, "exp": ew.exp,
     "expm1": ew.expm1, "log": ew.log, "log1p": ew.log1p, "log2": ew.log2, "log10": ew.log10,
     "sqrt": ew.sqrt, "square": ew.square, "reciprocal": ew.reciprocal, "sin": ew.sin, "cos": ew.cos,

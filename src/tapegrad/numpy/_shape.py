@@ -8,8 +8,9 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
+from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _reductions
+from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
 
 
@@ -38,8 +39,7 @@ def size(a, axis=None) -> int:
 
 def result_type(*arrays_and_dtypes):
     """NumPy's ``result_type``, with traced values standing for their dtype."""
-    return np.result_type(*[a.dtype if hasattr(a, "dtype") and not isinstance(a, np.ndarray) else a
-                            for a in arrays_and_dtypes])
+    return np.result_type(*[a.dtype if isinstance(a, (Tracer, Boxed)) else a for a in arrays_and_dtypes])
 
 
 def _infer_shape(size: int, shape) -> tuple:
@@ -61,6 +61,7 @@ defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, _shape_of(x)))
 
 def reshape(a, shape, order="C"):
     """``a`` with a new shape (one entry may be -1), as ``numpy.reshape``; only C order."""
+    a = as_operand(a)
     if order != "C":
         raise NotImplementedError("reshape: only order='C' is supported")
     old = _shape_of(a)
@@ -74,6 +75,7 @@ def reshape(a, shape, order="C"):
 
 
 def ravel(a):
+    a = as_operand(a)
     return reshape(a, (-1,))
 
 
@@ -84,6 +86,7 @@ defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(a
 
 def transpose(a, axes=None):
     """Permute the axes (reverse them when ``axes`` is None), as ``numpy.transpose``."""
+    a = as_operand(a)
     ndim = len(_shape_of(a))
     axes = tuple(range(ndim))[::-1] if axes is None else tuple(operator.index(i) % builtins.max(ndim, 1) for i in axes)
     if sorted(axes) != list(range(ndim)):
@@ -94,6 +97,7 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    a = as_operand(a)
     ndim = len(_shape_of(a))
     perm = list(range(ndim))
     perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
@@ -107,6 +111,7 @@ def _axes_tuple(axes, ndim: int) -> tuple:
 
 def moveaxis(a, source, destination):
     """Move axes ``source`` to positions ``destination``, as ``numpy.moveaxis``."""
+    a = as_operand(a)
     ndim = len(_shape_of(a))
     source, destination = _axes_tuple(source, ndim), _axes_tuple(destination, ndim)
     order = [n for n in range(ndim) if n not in source]
@@ -116,6 +121,7 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
+    a = as_operand(a)
     shape = list(_shape_of(a))
     n_new = 1 if isinstance(axis, (int, np.integer)) else len(axis)
     for ax in sorted(_axes_tuple(axis, len(shape) + n_new)):
@@ -124,6 +130,7 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
+    a = as_operand(a)
     shape = _shape_of(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
@@ -145,6 +152,7 @@ def _unbroadcast(ct, x):
 
 
 def broadcast_to(array, shape):
+    array = as_operand(array)
     shape = _infer_shape(-1, shape)
     if _shape_of(array) == shape:
         return array
@@ -152,6 +160,7 @@ def broadcast_to(array, shape):
 
 
 def broadcast_arrays(*args):
+    args = [as_operand(a) for a in args]
     shape = np.broadcast_shapes(*(_shape_of(a) for a in args))
     return [broadcast_to(a, shape) for a in args]
 
@@ -163,7 +172,13 @@ concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).con
 def _concatenate_vjp(argnum, ct, ans, *xs, axis):
     start = builtins.sum(_shape_of(x)[axis] for x in xs[:argnum])
     index = (slice(None),) * axis + (slice(start, start + _shape_of(xs[argnum])[axis]),)
-    return ct[index]
+    piece = ct[index]
+    return piece if piece.dtype == xs[argnum].dtype else _astype(piece, xs[argnum].dtype)
+
+
+def _astype(x, dtype):
+    from tapegrad.numpy._elementwise import astype
+    return astype(x, dtype)
 
 
 defvjp_argnum(concatenate_p, _concatenate_vjp)
@@ -171,6 +186,7 @@ defvjp_argnum(concatenate_p, _concatenate_vjp)
 
 def concatenate(arrays, axis=0):
     """Join ``arrays`` along an existing ``axis`` (None: flatten first), as ``numpy.concatenate``."""
+    arrays = [as_operand(a) for a in arrays]
     arrays = list(arrays)
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
@@ -180,6 +196,7 @@ def concatenate(arrays, axis=0):
 
 def stack(arrays, axis=0):
     """Join ``arrays`` along a new ``axis``."""
+    arrays = [as_operand(a) for a in arrays]
     arrays = list(arrays)
     if not arrays:
         raise ValueError("stack: need at least one array")
@@ -190,6 +207,7 @@ def stack(arrays, axis=0):
 
 def split(ary, indices_or_sections, axis=0):
     """Split into pieces along ``axis`` (equal sections or at indices), as ``numpy.split``."""
+    ary = as_operand(ary)
     n = _shape_of(ary)[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         if n % indices_or_sections:
@@ -211,6 +229,7 @@ defvjp(pad_p, lambda ct, ans, x, *, pad_width, constant_values:
 
 def pad(array, pad_width, mode="constant", constant_values=0):
     """Pad with a constant, as ``numpy.pad``; other modes are not supported yet."""
+    array = as_operand(array)
     if mode != "constant":
         raise NotImplementedError(f"pad: mode={mode!r} is not supported; only 'constant'")
     ndim = len(_shape_of(array))
@@ -222,6 +241,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 # ---- repeat, tile, flip --------------------------------------------------------------------------
 def repeat(a, repeats, axis=None):
     """Repeat elements, as ``numpy.repeat``: a gather, so the gradient sums the copies."""
+    a = as_operand(a)
     from tapegrad.numpy._indexing import take
     if axis is None:
         a, axis = ravel(a), 0
@@ -232,6 +252,7 @@ def repeat(a, repeats, axis=None):
 
 def tile(A, reps):
     """Tile ``A`` ``reps`` times, as ``numpy.tile``: a broadcast, so the gradient sums the tiles."""
+    A = as_operand(A)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     shape = _shape_of(A)
     ndim = builtins.max(len(shape), len(reps))
@@ -244,6 +265,7 @@ def tile(A, reps):
 
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (None: all axes)."""
+    m = as_operand(m)
     ndim = len(_shape_of(m))
     axes = range(ndim) if axis is None else _reductions.normalize_axis(axis, ndim)
     return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(ndim))]

@@ -8,6 +8,7 @@ import numpy as np
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -21,6 +22,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
     The Euclidean norm's gradient ``x / norm`` is NaN at ``x = 0``, as in NumPy-based autograd.
     """
+    x = as_operand(x)
     ndim = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
     if axis is None and (ord is None or ndim == 1):
         return _vector_norm(x, ord, None, keepdims)

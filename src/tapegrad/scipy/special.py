@@ -64,7 +64,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False):
     exactly ``softmax(a)`` (times ``b``).
     """
     a = as_operand(a)
-    shift = ew.stop_gradient(red.amax(a, axis=axis, keepdims=True))
+    shift = red.amax(ew.stop_gradient(a), axis=axis, keepdims=True)
     shift = ew.where(ew.isfinite(shift), shift, 0.0)
     e = ew.exp(a - shift)
     if b is not None:
