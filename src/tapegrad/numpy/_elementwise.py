@@ -22,29 +22,6 @@ LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def unbroadcast(ct, x):
-    """Sum ``ct`` down to the shape of operand ``x`` and cast it to ``x``'s dtype.
-
-    Undoes NumPy broadcasting in every binary vjp: leading axes ``x`` lacks are summed away, and so
-    are axes where ``x`` has length 1.
-    """
-    shape, ct_shape = x.shape, ct.shape
-    if ct_shape != shape:
-        lead = len(ct_shape) - len(shape)
-        if lead < 0:  # assignment also broadcasts by dropping leading 1s: x.at[i].set(v[None])
-            ct = _shape.reshape(ct, (1,) * -lead + tuple(ct_shape))
-            ct_shape, lead = ct.shape, 0
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1)
-        if axes:
-            ct = _reductions.sum(ct, axis=axes)
-        if ct.shape != shape:
-            ct = _shape.reshape(ct, shape)
-    if ct.dtype != x.dtype:
-        ct = astype(ct, x.dtype)
-    return ct
-
-
 def _ufunc_impl(name):
     """NumPy's ufunc object itself: on CuPy arrays it dispatches to CuPy's ufunc through
     ``__array_ufunc__`` (NEP 13), so one call serves both backends with no lookup per call."""
@@ -123,14 +100,14 @@ around = round
 
 
 # ---- binary --------------------------------------------------------------------------------------
-add_p, add = _binary("add", lambda ct, ans, x, y: unbroadcast(ct, x),
-                     lambda ct, ans, x, y: unbroadcast(ct, y))
-subtract_p, subtract = _binary("subtract", lambda ct, ans, x, y: unbroadcast(ct, x),
-                               lambda ct, ans, x, y: unbroadcast(-ct, y))
-multiply_p, multiply = _binary("multiply", lambda ct, ans, x, y: unbroadcast(ct * y, x),
-                               lambda ct, ans, x, y: unbroadcast(ct * x, y))
-divide_p, divide = _binary("divide", lambda ct, ans, x, y: unbroadcast(ct / y, x),
-                           lambda ct, ans, x, y: unbroadcast(-ct * ans / y, y))
+add_p, add = _binary("add", lambda ct, ans, x, y: _shape.unbroadcast(ct, x),
+                     lambda ct, ans, x, y: _shape.unbroadcast(ct, y))
+subtract_p, subtract = _binary("subtract", lambda ct, ans, x, y: _shape.unbroadcast(ct, x),
+                               lambda ct, ans, x, y: _shape.unbroadcast(-ct, y))
+multiply_p, multiply = _binary("multiply", lambda ct, ans, x, y: _shape.unbroadcast(ct * y, x),
+                               lambda ct, ans, x, y: _shape.unbroadcast(ct * x, y))
+divide_p, divide = _binary("divide", lambda ct, ans, x, y: _shape.unbroadcast(ct / y, x),
+                           lambda ct, ans, x, y: _shape.unbroadcast(-ct * ans / y, y))
 true_divide = divide
 
 
@@ -145,31 +122,31 @@ def _balanced_eq(x, ans, y, ct):
     return ct * (won * (1.0 - 0.5 * tied))
 
 
-maximum_p, maximum = _binary("maximum", lambda ct, ans, x, y: unbroadcast(_balanced_eq(x, ans, y, ct), x),
-                             lambda ct, ans, x, y: unbroadcast(_balanced_eq(y, ans, x, ct), y))
-minimum_p, minimum = _binary("minimum", lambda ct, ans, x, y: unbroadcast(_balanced_eq(x, ans, y, ct), x),
-                             lambda ct, ans, x, y: unbroadcast(_balanced_eq(y, ans, x, ct), y))
-logaddexp_p, logaddexp = _binary("logaddexp", lambda ct, ans, x, y: unbroadcast(ct * exp(x - ans), x),
-                                 lambda ct, ans, x, y: unbroadcast(ct * exp(y - ans), y))
-arctan2_p, arctan2 = _binary("arctan2", lambda ct, ans, y, x: unbroadcast(ct * x / (x * x + y * y), y),
-                             lambda ct, ans, y, x: unbroadcast(-ct * y / (x * x + y * y), x))
+maximum_p, maximum = _binary("maximum", lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(x, ans, y, ct), x),
+                             lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(y, ans, x, ct), y))
+minimum_p, minimum = _binary("minimum", lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(x, ans, y, ct), x),
+                             lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(y, ans, x, ct), y))
+logaddexp_p, logaddexp = _binary("logaddexp", lambda ct, ans, x, y: _shape.unbroadcast(ct * exp(x - ans), x),
+                                 lambda ct, ans, x, y: _shape.unbroadcast(ct * exp(y - ans), y))
+arctan2_p, arctan2 = _binary("arctan2", lambda ct, ans, y, x: _shape.unbroadcast(ct * x / (x * x + y * y), y),
+                             lambda ct, ans, y, x: _shape.unbroadcast(-ct * y / (x * x + y * y), x))
 
 
 def _power_vjp_x(ct, ans, x, y):
     """``y * x**(y-1)``, and exactly 0 where ``y == 0`` (``d/dx x**0 = 0``, also at ``x = 0``)."""
     if isinstance(y, (int, float)):
-        return unbroadcast(ct * (y * x ** (y - 1)), x) if y != 0 else zeros_like(x)
+        return _shape.unbroadcast(ct * (y * x ** (y - 1)), x) if y != 0 else zeros_like(x)
     # guard only the point x = y = 0 (where x**(y-1) is inf and y is 0): elsewhere the product stays
     # differentiable in y, so the mixed partial d/dy (y x**(y-1)) = 1/x at y = 0 comes out right
     base = where(logical_and(equal(x, 0), equal(y, 0)), 1.0, x)
-    return unbroadcast(ct * (y * base ** (y - 1.0)), x)
+    return _shape.unbroadcast(ct * (y * base ** (y - 1.0)), x)
 
 
 def _power_vjp_y(ct, ans, x, y):
     """``log(x) * x**y``, taken as 0 where ``x == 0`` (the limit from above; autograd's choice)."""
     x_is_0 = equal(x, 0)
     safe_log_x = log(where(x_is_0, 1.0, x))
-    return unbroadcast(ct * ans * safe_log_x, y)
+    return _shape.unbroadcast(ct * ans * safe_log_x, y)
 
 
 power_p, power = _binary("power", _power_vjp_x, _power_vjp_y)
@@ -197,8 +174,8 @@ invert_p, invert = _unary("invert")
 # ---- where, clip, stop_gradient, astype ----------------------------------------------------------
 where_p = primitive("where", lambda c, x, y: namespace_of(c, x, y).where(c, x, y))
 defvjp(where_p, None,
-       lambda ct, ans, c, x, y: unbroadcast(where(c, ct, 0.0), x),
-       lambda ct, ans, c, x, y: unbroadcast(where(c, 0.0, ct), y))
+       lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, ct, 0.0), x),
+       lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
 
 
 def where(condition, x, y):
@@ -212,9 +189,9 @@ def where(condition, x, y):
 
 clip_p = primitive("clip", lambda x, lo, hi: namespace_of(x, lo, hi).clip(x, lo, hi))
 defvjp(clip_p,
-       lambda ct, ans, x, lo, hi: unbroadcast(where(logical_and(x >= lo, x <= hi), ct, 0.0), x),
-       lambda ct, ans, x, lo, hi: unbroadcast(where(x < lo, ct, 0.0), lo),
-       lambda ct, ans, x, lo, hi: unbroadcast(where(x > hi, ct, 0.0), hi))
+       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(logical_and(x >= lo, x <= hi), ct, 0.0), x),
+       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(x < lo, ct, 0.0), lo),
+       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(x > hi, ct, 0.0), hi))
 
 
 def clip(a, a_min=None, a_max=None):

@@ -12,6 +12,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
+from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp_argnum, primitive
 
@@ -110,7 +111,6 @@ def surviving_writes(shape, arrays, idx):
 
 def _update_vjp(is_set: bool):
     def rule(argnum, ct, ans, x, y, *arrays, idx):
-        from tapegrad.numpy._elementwise import unbroadcast
         if argnum == 0:  # set: the written positions no longer depend on x
             return bind(index_set_p, ct, 0.0, *arrays, idx=idx) if is_set else ct
         if argnum != 1:
@@ -118,7 +118,7 @@ def _update_vjp(is_set: bool):
         ct_y = bind(getitem_p, ct, *arrays, idx=idx)
         if is_set and _has_arrays(idx):  # only the surviving write of a repeated index is seen
             ct_y = ct_y * surviving_writes(tuple(x.shape), arrays, idx)
-        return unbroadcast(ct_y, y)
+        return _shape.unbroadcast(ct_y, y)
     return rule
 
 

@@ -20,25 +20,23 @@ def _ndim(x) -> int:
 
 # ---- matmul --------------------------------------------------------------------------------------
 def _matmul_vjp_x(ct, ans, x, y):
-    from tapegrad.numpy._elementwise import unbroadcast
     if _ndim(x) == 1 and _ndim(y) == 1:
-        return unbroadcast(ct * y, x)
+        return _shape.unbroadcast(ct * y, x)
     if _ndim(y) == 1:  # (..., m, k) @ (k,) -> (..., m)
-        return unbroadcast(_shape.expand_dims(ct, -1) * y, x)
+        return _shape.unbroadcast(_shape.expand_dims(ct, -1) * y, x)
     if _ndim(x) == 1:  # (k,) @ (..., k, n) -> (..., n)
-        return unbroadcast(_shape.squeeze(matmul(y, _shape.expand_dims(ct, -1)), -1), x)
-    return unbroadcast(matmul(ct, _shape.swapaxes(y, -1, -2)), x)
+        return _shape.unbroadcast(_shape.squeeze(matmul(y, _shape.expand_dims(ct, -1)), -1), x)
+    return _shape.unbroadcast(matmul(ct, _shape.swapaxes(y, -1, -2)), x)
 
 
 def _matmul_vjp_y(ct, ans, x, y):
-    from tapegrad.numpy._elementwise import unbroadcast
     if _ndim(x) == 1 and _ndim(y) == 1:
-        return unbroadcast(ct * x, y)
+        return _shape.unbroadcast(ct * x, y)
     if _ndim(x) == 1:  # (k,) @ (..., k, n): gy[..., k, n] = x[k] ct[..., n]
-        return unbroadcast(_shape.expand_dims(x, -1) * _shape.expand_dims(ct, -2), y)
+        return _shape.unbroadcast(_shape.expand_dims(x, -1) * _shape.expand_dims(ct, -2), y)
     if _ndim(y) == 1:  # (..., m, k) @ (k,): gy[k] = sum x[..., m, k] ct[..., m]
-        return unbroadcast(_shape.squeeze(matmul(_shape.swapaxes(x, -1, -2), _shape.expand_dims(ct, -1)), -1), y)
-    return unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
+        return _shape.unbroadcast(_shape.squeeze(matmul(_shape.swapaxes(x, -1, -2), _shape.expand_dims(ct, -1)), -1), y)
+    return _shape.unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
 
 
 matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
@@ -110,8 +108,7 @@ def _einsum_vjp(argnum, ct, ans, *operands, subscripts, optimize):
     if kept != target:  # letters only this operand has were summed out: broadcast back along them
         g = _shape.broadcast_to(_shape.reshape(g, tuple(d if c in present else 1 for c, d in zip(target, shape))),
                                 shape)
-    from tapegrad.numpy._elementwise import unbroadcast
-    return unbroadcast(g, operands[argnum])
+    return _shape.unbroadcast(g, operands[argnum])
 
 
 einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:

@@ -67,10 +67,6 @@ def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
     return ShapedArray(aval.shape, dtype if dtype.kind in "fc" else np.dtype(np.float64))
 
 
-def same_abstract_eval(aval: ShapedArray) -> ShapedArray:
-    return aval
-
-
 
 
 def defvjp_argnum(prim: Primitive, rule) -> None:

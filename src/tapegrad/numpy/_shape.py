@@ -9,7 +9,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
-from tapegrad.numpy import _reductions
+from tapegrad.numpy import _elementwise, _reductions
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
 
@@ -142,13 +142,31 @@ def squeeze(a, axis=None):
 
 
 # ---- broadcasting --------------------------------------------------------------------------------
+def unbroadcast(ct, x):
+    """Sum ``ct`` down to the shape of operand ``x`` and cast it to ``x``'s dtype.
+
+    Undoes NumPy broadcasting in every binary vjp: leading axes ``x`` lacks are summed away, and so
+    are axes where ``x`` has length 1.
+    """
+    shape, ct_shape = x.shape, ct.shape
+    if ct_shape != shape:
+        lead = len(ct_shape) - len(shape)
+        if lead < 0:  # assignment also broadcasts by dropping leading 1s: x.at[i].set(v[None])
+            ct = reshape(ct, (1,) * -lead + tuple(ct_shape))
+            ct_shape, lead = ct.shape, 0
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1)
+        if axes:
+            ct = _reductions.sum(ct, axis=axes)
+        if ct.shape != shape:
+            ct = reshape(ct, shape)
+    if ct.dtype != x.dtype:
+        ct = _elementwise.astype(ct, x.dtype)
+    return ct
+
+
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
-defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: _unbroadcast(ct, x))
-
-
-def _unbroadcast(ct, x):
-    from tapegrad.numpy._elementwise import unbroadcast
-    return unbroadcast(ct, x)
+defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 
 
 def broadcast_to(array, shape):
@@ -173,12 +191,7 @@ def _concatenate_vjp(argnum, ct, ans, *xs, axis):
     start = builtins.sum(_shape_of(x)[axis] for x in xs[:argnum])
     index = (slice(None),) * axis + (slice(start, start + _shape_of(xs[argnum])[axis]),)
     piece = ct[index]
-    return piece if piece.dtype == xs[argnum].dtype else _astype(piece, xs[argnum].dtype)
-
-
-def _astype(x, dtype):
-    from tapegrad.numpy._elementwise import astype
-    return astype(x, dtype)
+    return piece if piece.dtype == xs[argnum].dtype else _elementwise.astype(piece, xs[argnum].dtype)
 
 
 defvjp_argnum(concatenate_p, _concatenate_vjp)
