@@ -14,7 +14,7 @@ from tapegrad import _tree
 from tapegrad._core import Boxed, Tracer
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._tape import vjp_flat
-from tapegrad.numpy._creation import ones_like, zeros_like
+from tapegrad.numpy._creation import at_rest, ones_like, zeros_like
 from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
 
 
@@ -107,18 +107,13 @@ def _differentiable_leaf(leaf, where: str):
     return leaf
 
 
-def _as_result(x):
-    """NumPy scalars from 0-d reductions become 0-d arrays (arrays at rest are arrays)."""
-    return np.asarray(x) if isinstance(x, np.generic) else x
-
-
 def _flatten_outputs(out):
     leaves, treedef = _tree.tree_flatten(out)
     return [leaf.unbox() if isinstance(leaf, Boxed) else leaf for leaf in leaves], treedef
 
 
 def _stop_gradient_tree(tree):
-    return _tree.tree_map(lambda x: _as_result(_stop_gradient_leaf(x)), tree)
+    return _tree.tree_map(lambda x: at_rest(_stop_gradient_leaf(x)), tree)
 
 
 # ---- grad and value_and_grad -------------------------------------------------------------------
@@ -156,8 +151,8 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
                             "outputs (cast with .astype(np.float32)) or pass the integer ones as aux "
                             "with has_aux=True")
     in_cts = pullback([ones_like(o) for o in out_primals], free=True)
-    grads = [_as_result(ct) if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
-    value = _tree.tree_unflatten(box["treedef"], [_as_result(o) for o in out_primals])
+    grads = [at_rest(ct) if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
+    value = _tree.tree_unflatten(box["treedef"], [at_rest(o) for o in out_primals])
     return value, box["aux"], _assemble(spec, in_trees, grads, params)
 
 
@@ -333,12 +328,12 @@ def vjp(fn, *primals, has_aux=False):
 
     out_primals, pullback = vjp_flat(flat_fun, flat)
     out_treedef = box["treedef"]
-    out = _tree.tree_unflatten(out_treedef, [_as_result(o) for o in out_primals])
+    out = _tree.tree_unflatten(out_treedef, [at_rest(o) for o in out_primals])
 
     def vjp_fn(ct=None):
         cts = _check_cotangents(ct, out_treedef, out_primals)
         in_cts = pullback(cts)
-        grads = [_as_result(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat)]
+        grads = [at_rest(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat)]
         result, start = [], 0
         for treedef, n in in_trees:
             result.append(_tree.tree_unflatten(treedef, grads[start:start + n]))

@@ -24,6 +24,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._params import Parameter, ParameterTuple
+from tapegrad.numpy._creation import at_rest
 from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["Adam", "AdamState", "Momentum", "Optimizer", "SGD", "SGDState"]
@@ -48,11 +49,7 @@ def _cast_like(new, old):
     and an array: NumPy returns scalars from 0-d arithmetic, and arrays at rest are arrays."""
     if new.dtype != old.dtype:
         new = tnp.astype(new, old.dtype)
-    return _as_array(new)
-
-
-def _as_array(x):
-    return tnp.asarray(x) if isinstance(x, np.generic) else x
+    return at_rest(new)
 
 
 class Optimizer:
@@ -199,7 +196,7 @@ class SGD(Optimizer):
                 b = mu * b + g
                 g = g + mu * b if self.nesterov else b
             new_p.append(_cast_like(p - lr * g, p))
-            new_b.append(_as_array(b))
+            new_b.append(at_rest(b))
         new_state = SGDState(tree_unflatten(treedef, new_b) if mu else None)
         return tree_unflatten(treedef, new_p), new_state
 
@@ -309,7 +306,7 @@ class Adam(Optimizer):
             v = beta2 * v + (1.0 - beta2) * (g * g)
             denom = tnp.sqrt(v) / tnp.astype(bias_correction2_sqrt, v.dtype) + eps
             new_p.append(_cast_like(p - tnp.astype(step_size, m.dtype) * (m / denom), p))
-            new_m.append(_as_array(m))
-            new_v.append(_as_array(v))
+            new_m.append(at_rest(m))
+            new_v.append(at_rest(v))
         new_state = AdamState(step, tree_unflatten(treedef, new_m), tree_unflatten(treedef, new_v))
         return tree_unflatten(treedef, new_p), new_state

@@ -35,6 +35,11 @@ def array(object, dtype=None, copy=True):
     return xp.array(object, dtype=dtype, copy=copy)
 
 
+def at_rest(x):
+    """NumPy scalars (what 0-d arithmetic returns) as 0-d arrays: arrays at rest are arrays."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
 def as_operand(a):
     """Lists and tuples (of traced values, say) become arrays; anything else passes through."""
     return array(a) if isinstance(a, (list, tuple)) else a

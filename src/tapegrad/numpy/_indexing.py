@@ -197,8 +197,7 @@ def take(a, indices, axis=None):
     from tapegrad.numpy._shape import ravel
     if axis is None:
         return getitem(ravel(a), indices)
-    ndim = len(a.shape) if hasattr(a, "shape") else np.ndim(a)
-    axis = operator.index(axis) % ndim
+    axis = operator.index(axis) % _shape.ndim(a)
     return getitem(a, (slice(None),) * axis + (indices,))
 
 

@@ -14,27 +14,23 @@ from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
 
 
-def _ndim(x) -> int:
-    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
-
-
 # ---- matmul --------------------------------------------------------------------------------------
 def _matmul_vjp_x(ct, ans, x, y):
-    if _ndim(x) == 1 and _ndim(y) == 1:
+    if _shape.ndim(x) == 1 and _shape.ndim(y) == 1:
         return _shape.unbroadcast(ct * y, x)
-    if _ndim(y) == 1:  # (..., m, k) @ (k,) -> (..., m)
+    if _shape.ndim(y) == 1:  # (..., m, k) @ (k,) -> (..., m)
         return _shape.unbroadcast(_shape.expand_dims(ct, -1) * y, x)
-    if _ndim(x) == 1:  # (k,) @ (..., k, n) -> (..., n)
+    if _shape.ndim(x) == 1:  # (k,) @ (..., k, n) -> (..., n)
         return _shape.unbroadcast(_shape.squeeze(matmul(y, _shape.expand_dims(ct, -1)), -1), x)
     return _shape.unbroadcast(matmul(ct, _shape.swapaxes(y, -1, -2)), x)
 
 
 def _matmul_vjp_y(ct, ans, x, y):
-    if _ndim(x) == 1 and _ndim(y) == 1:
+    if _shape.ndim(x) == 1 and _shape.ndim(y) == 1:
         return _shape.unbroadcast(ct * x, y)
-    if _ndim(x) == 1:  # (k,) @ (..., k, n): gy[..., k, n] = x[k] ct[..., n]
+    if _shape.ndim(x) == 1:  # (k,) @ (..., k, n): gy[..., k, n] = x[k] ct[..., n]
         return _shape.unbroadcast(_shape.expand_dims(x, -1) * _shape.expand_dims(ct, -2), y)
-    if _ndim(y) == 1:  # (..., m, k) @ (k,): gy[k] = sum x[..., m, k] ct[..., m]
+    if _shape.ndim(y) == 1:  # (..., m, k) @ (k,): gy[k] = sum x[..., m, k] ct[..., m]
         return _shape.unbroadcast(_shape.squeeze(matmul(_shape.swapaxes(x, -1, -2), _shape.expand_dims(ct, -1)), -1), y)
     return _shape.unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
 
@@ -133,7 +129,7 @@ def einsum(subscripts, *operands, optimize=False):
 def tensordot(a, b, axes=2):
     """Sum of products over ``axes`` of ``a`` and ``b``, as ``numpy.tensordot``."""
     a, b = as_operand(a), as_operand(b)
-    na, nb = _ndim(a), _ndim(b)
+    na, nb = _shape.ndim(a), _shape.ndim(b)
     if isinstance(axes, (int, np.integer)):
         axes_a, axes_b = list(range(na - axes, na)), list(range(axes))
     else:
@@ -153,7 +149,7 @@ def tensordot(a, b, axes=2):
 def dot(a, b):
     """``numpy.dot``: a product for scalars, ``matmul`` up to 2-D, a last-by-second-last sum beyond."""
     a, b = as_operand(a), as_operand(b)
-    na, nb = _ndim(a), _ndim(b)
+    na, nb = _shape.ndim(a), _shape.ndim(b)
     if na == 0 or nb == 0:
         return a * b
     if na <= 2 and nb <= 2:
@@ -164,7 +160,7 @@ def dot(a, b):
 def inner(a, b):
     """Sum of products over the last axes, as ``numpy.inner``."""
     a, b = as_operand(a), as_operand(b)
-    if _ndim(a) == 0 or _ndim(b) == 0:
+    if _shape.ndim(a) == 0 or _shape.ndim(b) == 0:
         return a * b
     return tensordot(a, b, axes=([-1], [-1]))
 

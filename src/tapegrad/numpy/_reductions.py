@@ -34,10 +34,6 @@ def normalize_axis(axis, ndim: int, name: str = "axis"):
     return tuple(sorted(out))
 
 
-def _ndim(x) -> int:
-    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
-
-
 def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
     """``ct`` of a reduction, reshaped so that it broadcasts against the operand (size-1 reduced axes)."""
     if keepdims:
@@ -49,7 +45,7 @@ def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
 
 def _reduce(prim, a, axis, keepdims):
     a = as_operand(a)
-    return bind(prim, a, axis=normalize_axis(axis, _ndim(a)), keepdims=bool(keepdims))
+    return bind(prim, a, axis=normalize_axis(axis, _shape.ndim(a)), keepdims=bool(keepdims))
 
 
 def _reduce_impl(name):
@@ -149,7 +145,7 @@ def cumsum(a, axis=None, dtype=None):
         a = ew.astype(a, dtype)
     if axis is None:
         a, axis = _shape.ravel(a), 0
-    return bind(cumsum_p, a, axis=normalize_axis(axis, _ndim(a))[0])
+    return bind(cumsum_p, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
 
 
 # ---- integer and boolean results -----------------------------------------------------------------
@@ -162,7 +158,7 @@ for _p in (argmax_p, argmin_p, all_p, any_p):
 
 
 def _single_axis(axis, a):
-    return None if axis is None else normalize_axis(axis, _ndim(a))[0]
+    return None if axis is None else normalize_axis(axis, _shape.ndim(a))[0]
 
 
 def argmax(a, axis=None, keepdims=False):

@@ -23,7 +23,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     The Euclidean norm's gradient ``x / norm`` is NaN at ``x = 0``, as in NumPy-based autograd.
     """
     x = as_operand(x)
-    ndim = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+    ndim = _shape.ndim(x)
     if axis is None and (ord is None or ndim == 1):
         return _vector_norm(x, ord, None, keepdims)
     if axis is None:
