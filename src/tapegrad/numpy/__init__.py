@@ -3,6 +3,8 @@
 Import as ``import tapegrad.numpy as tnp``. Names, signatures and broadcasting follow NumPy; on plain
 arrays the functions compute what NumPy computes, and inside a transform they record primitives.
 """
+import numpy as _np
+
 from tapegrad import _core
 from tapegrad.numpy import linalg
 from tapegrad.numpy._creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,
@@ -45,5 +47,15 @@ __all__ = [
     "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
 ]
 
-register_numpy_functions({name: globals()[name] for name in __all__ if name != "linalg"},
-                         {"norm": linalg.norm})
+# Issue 3's additions, one block per family; each block imports its names and extends __all__.
+# ---- block: ufuncs and complex parts ----
+# ---- end block: ufuncs and complex parts ----
+
+# ---- block: array functions (sorting, stacking, matrices, nan-reductions, statistics) ----
+# ---- end block: array functions ----
+
+# ---- block: linalg and fft submodules ----
+# ---- end block: linalg and fft submodules ----
+
+register_numpy_functions({name: globals()[name] for name in __all__ if name != "linalg"})
+register_numpy_functions({"norm": linalg.norm}, _np.linalg)

@@ -172,13 +172,10 @@ _UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, 
 _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
 
 
-def register_numpy_functions(namespace: dict, linalg_namespace: dict) -> None:
-    """Map every NumPy function whose name ``tapegrad.numpy`` defines to our version of it."""
+def register_numpy_functions(namespace: dict, module=np) -> None:
+    """Map every function of NumPy's ``module`` (``numpy``, ``numpy.linalg``, ``numpy.fft``) whose
+    name ``namespace`` defines to our version of it, for ``__array_function__``."""
     for name, fn in namespace.items():
-        np_fn = getattr(np, name, None)
+        np_fn = getattr(module, name, None)
         if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
-            _FUNCTIONS[np_fn] = fn
-    for name, fn in linalg_namespace.items():
-        np_fn = getattr(np.linalg, name, None)
-        if callable(fn) and callable(np_fn):
             _FUNCTIONS[np_fn] = fn

@@ -1,7 +1,9 @@
-"""How primitives are declared: impl, abstract eval and vjp rules, in one place per primitive.
+"""How primitives are declared: impl, abstract eval, vjp and jvp rules, in one place per primitive.
 
-A vjp rule is ``rule(ct, ans, *primals, **params) -> cotangent of one operand``. Rules are written in
-tapegrad operations, never raw numpy/cupy, so a gradient is itself differentiable.
+A vjp rule is ``rule(ct, ans, *primals, **params) -> cotangent of one operand``. A jvp rule is
+``rule(t, ans, *primals, **params) -> the output tangent that operand's tangent t contributes``.
+Rules are written in tapegrad operations, never raw numpy/cupy, so a derivative is itself
+differentiable.
 
 Rules take the cotangent first and are called at backward time, rather than returning a closure at
 forward time (HIPS autograd's spelling): no closure is built for every forward operation, which is most
@@ -26,6 +28,57 @@ def primitive(name: str, impl, abstract_eval=None) -> Primitive:
 def defvjp(prim: Primitive, *rules) -> None:
     """Give ``prim`` one vjp rule per operand; a None rule means a zero cotangent for that operand."""
     prim.vjp_rules = rules
+
+
+def defjvp(prim: Primitive, *rules) -> None:
+    """Give ``prim`` one jvp rule per operand: ``rule(t, ans, *primals, **params)`` is the tangent of
+    the output due to operand ``i``'s tangent ``t``; the contributions are summed. A None rule means
+    the output does not depend on that operand (an index, a mask)."""
+    prim.jvp_rule = _SummedJVP(rules)
+
+
+def defjvp_argnum(prim: Primitive, rule) -> None:
+    """One jvp rule for every operand of a variadic primitive: ``rule(argnum, t, ans, *primals,
+    **params)``."""
+    prim.jvp_rule = _SummedJVP(_ArgnumRules(rule))
+
+
+def defjvp_joint(prim: Primitive, rule) -> None:
+    """A jvp rule that sees every tangent at once: ``rule(tangents, ans, *primals, **params)``, with
+    None in ``tangents`` for a zero tangent. For primitives whose output tangent is not a sum of
+    per-operand terms, or is cheaper computed jointly (``concatenate``, ``where``)."""
+    prim.jvp_rule = rule
+
+
+def deflinear(prim: Primitive) -> None:
+    """``prim`` is linear in its operands jointly (``negative``, ``reshape``, ``sum``, ``concatenate``,
+    ``getitem``): its jvp is ``prim`` itself applied to the tangents, zeros standing for missing ones."""
+    def jvp(tangents, ans, *primals, **params):
+        from tapegrad.numpy._creation import zeros_like
+        return prim.bind(*[zeros_like(p) if t is None else t for t, p in zip(tangents, primals)], **params)
+    prim.jvp_rule = jvp
+
+
+class _SummedJVP:
+    """A jvp rule made of per-operand rules: the output tangent is the sum of their contributions."""
+
+    __slots__ = ("rules",)
+
+    def __init__(self, rules):
+        self.rules = rules
+
+    def __call__(self, tangents, ans, *primals, **params):
+        out = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            rule = self.rules[i]
+            if rule is None:
+                continue
+            term = rule(t, ans, *primals, **params)
+            if term is not None:
+                out = term if out is None else out + term
+        return out
 
 
 def def_nondiff(prim: Primitive) -> None:

@@ -1,0 +1,105 @@
+"""Forward mode: ``JVPTrace`` carries a tangent beside every primal (Autodidax's ``JVPTrace``).
+
+Each primitive is bound one level down on the primals (so a primal may be a tracer of an outer
+transform), then its jvp rule maps the operands' tangents to the output's. A missing tangent is a
+symbolic zero (None): constants and operands that do not depend on the inputs cost nothing, and an
+output whose tangent is zero is returned as a plain value, not a tracer.
+
+The rules are written in tapegrad operations, so their work is itself recorded by any transform
+outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jvp.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._core import Trace, Tracer, bind, new_main
+from tapegrad.numpy._operators import ArrayOperators
+
+
+class JVPTracer(ArrayOperators, Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def shape(self):
+        return self.primal.shape
+
+    @property
+    def dtype(self):
+        return self.primal.dtype
+
+    def array_namespace(self):
+        from tapegrad._backend import namespace_of
+        return namespace_of(self.primal)
+
+    def concrete_value(self):
+        """The primal, when it is concrete (eager forward mode), so ``float()``/``bool()`` work."""
+        primal = self.primal
+        return primal.concrete_value() if isinstance(primal, Tracer) else primal
+
+    def __repr__(self):
+        return f"JVPTracer(level={self._trace.level}, primal={self.primal!r})"
+
+
+class JVPTrace(Trace):
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        primals = list(args)
+        tangents = [None] * len(args)
+        for i, a in enumerate(args):
+            if type(a) is JVPTracer and a._trace is self:
+                primals[i] = a.primal
+                tangents[i] = a.tangent
+        if self.level == 1:  # no transform below this one: the primals are concrete arrays
+            ans = prim.impl(*primals, **params)
+        else:
+            ans = bind(prim, *primals, **params)
+        if prim.nondiff or not _is_inexact(ans):
+            return ans
+        if prim.jvp_rule is None:
+            raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
+        tangent = prim.jvp_rule(tangents, ans, *primals, **params)
+        if tangent is None:
+            return ans
+        return JVPTracer(self, ans, _fit(tangent, ans))
+
+
+def _is_inexact(x) -> bool:
+    return np.dtype(x.dtype).kind in "fc"
+
+
+def _fit(tangent, ans):
+    """The tangent with the output's shape and dtype: an operand's tangent may need broadcasting (a
+    scalar added to a matrix), and a weakly typed term must not upcast a float32 output."""
+    from tapegrad.numpy._shape import broadcast_to
+    if tangent.shape != ans.shape:
+        tangent = broadcast_to(tangent, ans.shape)
+    if tangent.dtype != ans.dtype:
+        tangent = tangent.astype(ans.dtype)
+    return tangent
+
+
+def jvp_flat(fun, primals, tangents):
+    """Run ``fun`` (a list of arrays to a list of arrays) with ``tangents`` attached to ``primals``.
+
+    ``tangents`` may hold None (a zero tangent). Returns ``(out_primals, out_tangents)``, with None
+    for an output whose tangent is zero.
+    """
+    with new_main(JVPTrace) as main:
+        trace = main.trace
+        ins = [x if t is None else JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
+        outs = fun(*ins)
+        out_primals, out_tangents = [], []
+        for out in outs:
+            if type(out) is JVPTracer and out._trace is trace:
+                out_primals.append(out.primal)
+                out_tangents.append(out.tangent)
+            else:
+                out_primals.append(out)
+                out_tangents.append(None)
+    return out_primals, out_tangents
