@@ -399,9 +399,11 @@ def test_norm(ord_, axis, shape):
     check_grads(lambda x: tnp.linalg.norm(x, ord_, axis), (x,), order=2, name=f"norm ord={ord_}")
 
 
-def test_norm_spectral_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="svd"):
-        tnp.linalg.norm(np.ones((2, 2)), 2)
+@pytest.mark.parametrize("ord", [2, -2, "nuc"])
+def test_norm_of_singular_values_matches_numpy_and_differentiates(ord):
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    np.testing.assert_allclose(tnp.linalg.norm(a, ord), np.linalg.norm(a, ord))
+    check_grads(lambda a: tnp.linalg.norm(a, ord), (a,))
 
 
 # ---- creation ------------------------------------------------------------------------------------

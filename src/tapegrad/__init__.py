@@ -5,14 +5,18 @@ returns gradients selected by input position or by Parameters, in MindSpore's re
 See DESIGN.md and the docs for the contract.
 """
 from tapegrad import errors, numpy, scipy, testing, tree
-from tapegrad._api import get_grad, grad, stop_gradient, value_and_grad, vjp
+from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
+from tapegrad._checkpoint import checkpoint
+from tapegrad._custom import custom_jvp, custom_vjp
+from tapegrad._jacobians import hessian, jacfwd, jacrev
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad import nn, optim
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Parameter", "ParameterTuple", "errors", "get_grad", "grad", "nn", "numpy", "optim", "scipy",
+    "Parameter", "ParameterTuple", "checkpoint", "custom_jvp", "custom_vjp", "errors", "get_grad", "grad",
+    "hessian", "jacfwd", "jacrev", "jvp", "linearize", "nn", "numpy", "optim", "scipy",
     "set_backend", "stop_gradient", "testing", "tree", "value_and_grad", "vjp",
 ]

@@ -1,7 +1,8 @@
-"""Reverse-mode API: ``grad``, ``value_and_grad``, ``get_grad``, ``vjp``, ``stop_gradient``.
+"""The differentiation API: ``grad``, ``value_and_grad``, ``get_grad``, ``vjp``, ``jvp``, ``linearize``,
+``stop_gradient``.
 
 Argument handling and MindSpore's return conventions (DESIGN.md §1.1) live here; the differentiation
-itself is ``_tape.vjp_flat`` on flat lists of leaves.
+itself is ``_tape.vjp_flat`` and ``_jvp.jvp_flat`` on flat lists of leaves.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 from tapegrad import _tree
 from tapegrad._core import Boxed, Tracer
 from tapegrad._params import Parameter, ParameterTuple, substitute
+from tapegrad._jvp import jvp_flat
 from tapegrad._tape import vjp_flat
 from tapegrad.numpy._creation import at_rest, ones_like, zeros_like
 from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
@@ -92,18 +94,18 @@ class _GradSpec:
 
 # ---- leaves ------------------------------------------------------------------------------------
 def _differentiable_leaf(leaf, where: str):
-    """A leaf at a differentiated position as a float array; Python floats become 0-d arrays."""
+    """A leaf at a differentiated position as a float or complex array; Python scalars become 0-d arrays."""
     if isinstance(leaf, Boxed):
         leaf = leaf.unbox()
-    if isinstance(leaf, float):
+    if isinstance(leaf, (float, complex)):
         return np.asarray(leaf)
-    if isinstance(leaf, (bool, int, complex)) or not hasattr(leaf, "dtype"):
+    if isinstance(leaf, (bool, int)) or not hasattr(leaf, "dtype"):
         kind = type(leaf).__name__
         raise TypeError(f"{where} is a {kind}; gradients need floating-point arrays. Pass a float "
                         "array (e.g. np.asarray(x, dtype=np.float32)) or leave it out of grad_position")
-    if np.dtype(leaf.dtype).kind != "f":
-        raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating dtype. Cast it "
-                        "(x.astype(np.float32)) or leave it out of grad_position")
+    if np.dtype(leaf.dtype).kind not in "fc":
+        raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating (or complex) dtype. "
+                        "Cast it (x.astype(np.float32)) or leave it out of grad_position")
     return leaf
 
 
@@ -290,56 +292,154 @@ def _is_id_pair(item) -> bool:
 
 
 # ---- vjp ---------------------------------------------------------------------------------------
+class _FlatFun:
+    """``fn`` over pytrees as a function of a flat list of leaves (what the flat cores take), and the
+    structure needed to rebuild inputs and outputs. The output treedef and aux are known once called."""
+
+    def __init__(self, fn, primals, has_aux: bool, api: str):
+        self.fn, self.has_aux, self.api = fn, has_aux, api
+        self.leaves, self.in_trees = [], []
+        for i, primal in enumerate(primals):
+            leaves, treedef = _tree.tree_flatten(primal)
+            self.leaves += [_differentiable_leaf(leaf, f"primal {i}") for leaf in leaves]
+            self.in_trees.append((treedef, len(leaves)))
+        self.out_treedef = self.aux = None
+
+    def unflatten_inputs(self, leaves) -> tuple:
+        result, start = [], 0
+        for treedef, n in self.in_trees:
+            result.append(_tree.tree_unflatten(treedef, list(leaves[start:start + n])))
+            start += n
+        return tuple(result)
+
+    def __call__(self, *leaves):
+        out, aux = _split_aux(self.fn(*self.unflatten_inputs(leaves)), self.has_aux, self.api)
+        self.aux = aux[0] if len(aux) == 1 else aux
+        out_leaves, self.out_treedef = _flatten_outputs(out)
+        return out_leaves
+
+    def outputs(self, out_leaves):
+        return _tree.tree_unflatten(self.out_treedef, [at_rest(o) for o in out_leaves])
+
+    def returns(self, *results):
+        """``results``, with aux appended when ``has_aux`` (the vjp/jvp return convention)."""
+        return results + (self.aux,) if self.has_aux else results
+
+
 def vjp(fn, *primals, has_aux=False):
     """``fn``'s output and its vector-Jacobian product function, as JAX's ``vjp``.
 
     Args:
         fn: a function of the pytrees ``primals`` returning a pytree of arrays (with ``has_aux``,
             ``(out, aux...)``).
-        *primals: the point; float array leaves (Python floats are accepted).
+        *primals: the point; float or complex array leaves (Python floats are accepted).
         has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
 
     Returns:
         ``(out, vjp_fn)`` or ``(out, vjp_fn, aux)``. ``vjp_fn(ct)`` takes a cotangent shaped like
         ``out`` (a None leaf, or None for all of it, means ones: Paddle's ``grad_outputs``) and returns
         a tuple with one cotangent per primal, each shaped like it. It may be called any number of
-        times, and its results are differentiable again.
+        times, and its results are differentiable again. For complex values ``vjp_fn`` is the
+        transpose of the Jacobian, not its adjoint (JAX's convention: for holomorphic ``f``,
+        ``vjp_fn(ct) = ct * f'(z)``).
 
     Raises:
         TypeError: a non-float primal leaf; a cotangent leaf whose dtype is not the output's.
         ValueError: a cotangent whose structure or shapes differ from ``out``'s.
     """
-    flat, in_trees = [], []
-    for i, primal in enumerate(primals):
-        leaves, treedef = _tree.tree_flatten(primal)
-        flat += [_differentiable_leaf(leaf, f"primal {i}") for leaf in leaves]
-        in_trees.append((treedef, len(leaves)))
-    box = {}
-
-    def flat_fun(*tracers):
-        call_args, start = [], 0
-        for treedef, n in in_trees:
-            call_args.append(_tree.tree_unflatten(treedef, list(tracers[start:start + n])))
-            start += n
-        out, aux = _split_aux(fn(*call_args), has_aux, "vjp")
-        box["aux"] = aux[0] if len(aux) == 1 else aux
-        leaves, box["treedef"] = _flatten_outputs(out)
-        return leaves
-
-    out_primals, pullback = vjp_flat(flat_fun, flat)
-    out_treedef = box["treedef"]
-    out = _tree.tree_unflatten(out_treedef, [at_rest(o) for o in out_primals])
+    flat_fun = _FlatFun(fn, primals, has_aux, "vjp")
+    out_primals, pullback = vjp_flat(flat_fun, flat_fun.leaves)
 
     def vjp_fn(ct=None):
-        cts = _check_cotangents(ct, out_treedef, out_primals)
+        cts = _check_cotangents(ct, flat_fun.out_treedef, out_primals)
         in_cts = pullback(cts)
-        grads = [at_rest(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat)]
-        result, start = [], 0
-        for treedef, n in in_trees:
-            result.append(_tree.tree_unflatten(treedef, grads[start:start + n]))
-            start += n
-        return tuple(result)
-    return (out, vjp_fn, box["aux"]) if has_aux else (out, vjp_fn)
+        return flat_fun.unflatten_inputs(
+            [at_rest(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat_fun.leaves)])
+    return flat_fun.returns(flat_fun.outputs(out_primals), vjp_fn)
+
+
+def jvp(fn, primals, tangents, has_aux=False):
+    """``fn``'s output and its Jacobian-vector product at ``primals`` along ``tangents``, as JAX's ``jvp``.
+
+    Args:
+        fn: a function of the pytrees in ``primals`` returning a pytree of arrays (with ``has_aux``,
+            ``(out, aux...)``).
+        primals: a tuple or list with one pytree per positional argument of ``fn``; float or complex
+            leaves (Python floats are accepted).
+        tangents: a tuple or list like ``primals``: each leaf has its primal's shape and dtype.
+        has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
+
+    Returns:
+        ``(out, tangent_out)`` or ``(out, tangent_out, aux)``; ``tangent_out`` has ``out``'s structure,
+        shapes and dtypes (zeros where the output does not depend on the inputs).
+
+    Raises:
+        TypeError: ``primals``/``tangents`` not a tuple or list; a non-float primal leaf; a tangent
+            whose dtype differs from its primal's.
+        ValueError: different lengths, structures or shapes of ``primals`` and ``tangents``.
+    """
+    flat_fun, flat_tangents = _jvp_arguments(fn, primals, tangents, has_aux)
+    out_primals, out_tangents = jvp_flat(flat_fun, flat_fun.leaves, flat_tangents)
+    out_tangents = [zeros_like(o) if t is None else at_rest(t) for t, o in zip(out_tangents, out_primals)]
+    return flat_fun.returns(flat_fun.outputs(out_primals), flat_fun.outputs(out_tangents))
+
+
+def _jvp_arguments(fn, primals, tangents, has_aux):
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"jvp: {name} must be a tuple or list with one entry per argument of fn, got "
+                            f"{type(value).__name__}; e.g. jvp(f, (x,), (v,))")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
+                         "primal")
+    flat_fun = _FlatFun(fn, tuple(primals), has_aux, "jvp")
+    flat_tangents = []
+    for i, (primal, tangent) in enumerate(zip(primals, tangents)):
+        p_leaves, p_tree = _tree.tree_flatten(primal)
+        t_leaves, t_tree = _tree.tree_flatten(tangent)
+        if p_tree != t_tree:
+            raise ValueError(f"jvp: tangent {i} has structure {t_tree}, but primal {i} has {p_tree}; give "
+                             "each primal a tangent of the same structure")
+        flat_tangents += t_leaves
+    for i, (t, x) in enumerate(zip(flat_tangents, flat_fun.leaves)):
+        flat_tangents[i] = _check_tangent(t, x, i)
+    return flat_fun, flat_tangents
+
+
+def _check_tangent(t, x, i):
+    if isinstance(t, Boxed):
+        t = t.unbox()
+    if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
+        t = np.asarray(t, dtype=x.dtype)
+    if not hasattr(t, "shape") or tuple(t.shape) != tuple(x.shape):
+        shape = tuple(t.shape) if hasattr(t, "shape") else type(t).__name__
+        raise ValueError(f"jvp: tangent leaf {i} has shape {shape}, but its primal has shape "
+                         f"{tuple(x.shape)}; pass a tangent shaped like the primal")
+    if t.dtype != x.dtype:
+        raise TypeError(f"jvp: tangent leaf {i} has dtype {t.dtype}, but its primal has dtype {x.dtype}; "
+                        f"cast it with .astype({x.dtype})")
+    return t
+
+
+def linearize(fn, *primals):
+    """``fn``'s output at ``primals`` and its Jacobian-vector product function there, as JAX's
+    ``linearize``.
+
+    Returns:
+        ``(out, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent pytree per primal (each leaf shaped
+        and typed like its primal) and returns the output tangent, shaped like ``out``; it may be
+        called any number of times. Until staging exists (the jit issue) each call runs forward mode
+        at the stored primals again, so it costs one ``jvp``; the results are those of ``jvp``.
+
+    Raises:
+        as ``jvp``, when ``jvp_fn`` is called with tangents that do not fit the primals.
+    """
+    flat_fun = _FlatFun(fn, primals, False, "linearize")
+    out = flat_fun.outputs(flat_fun(*flat_fun.leaves))
+
+    def jvp_fn(*tangents):
+        return jvp(fn, primals, tangents)[1]
+    return out, jvp_fn
 
 
 def _check_cotangents(ct, out_treedef, out_primals):

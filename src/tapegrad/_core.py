@@ -117,6 +117,11 @@ class Trace:
     def process_primitive(self, prim: Primitive, args: tuple, params: dict):
         raise NotImplementedError
 
+    def process_joint(self, call, args: tuple):
+        """Apply a function with user-given or recomputing rules (``custom_vjp``, ``custom_jvp``,
+        ``checkpoint``) to the flat ``args``; ``call`` is the interface of ``bind_joint``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot process {call.name}")
+
 
 class EvalTrace(Trace):
     """Level 0: run the primitive on concrete arrays."""
@@ -222,6 +227,29 @@ def bind(prim: Primitive, *args, **params):
     if not top.main.active:
         _raise_escaped(prim, args)
     return top.process_primitive(prim, args, params)
+
+
+def bind_joint(call, *args):
+    """Apply ``call`` (a function of flat arrays with rules of its own) under the top trace of ``args``.
+
+    ``call`` provides ``name``; ``fun(*args) -> list of outputs``; for reverse mode
+    ``forward(*primals) -> (outputs, residuals)`` and ``backward(residuals, out_cts) -> in_cts`` (one
+    per argument, None for zero); for forward mode ``jvp(primals, tangents) -> (outputs, out_tangents)``
+    (None for a zero tangent). With no tracer among ``args`` this is ``call.fun(*args)``.
+    """
+    args = [_lift_operand(a) for a in args]
+    top = eval_trace
+    for arg in args:
+        if isinstance(arg, Tracer):
+            if arg._trace.level > top.level:
+                top = arg._trace
+            elif arg._trace.level == top.level and arg._trace is not top:
+                _raise_escaped(call, args)
+    if top is eval_trace:
+        return call.fun(*args)
+    if not top.main.active:
+        _raise_escaped(call, args)
+    return top.process_joint(call, tuple(args))
 
 
 def _lift_operand(a):

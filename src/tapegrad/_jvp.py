@@ -68,9 +68,19 @@ class JVPTrace(Trace):
             return ans
         return JVPTracer(self, ans, _fit(tangent, ans))
 
+    def process_joint(self, call, args):
+        primals, tangents = list(args), [None] * len(args)
+        for i, a in enumerate(args):
+            if type(a) is JVPTracer and a._trace is self:
+                primals[i], tangents[i] = a.primal, a.tangent
+        outs, out_tangents = call.jvp(primals, tangents)
+        return [o if t is None or not _is_inexact(o) else JVPTracer(self, o, _fit(t, o))
+                for o, t in zip(outs, out_tangents)]
+
 
 def _is_inexact(x) -> bool:
-    return np.dtype(x.dtype).kind in "fc"
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "fc"
 
 
 def _fit(tangent, ans):

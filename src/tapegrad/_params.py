@@ -190,3 +190,10 @@ class ParameterTuple(tuple):
 
     def __repr__(self):
         return f"ParameterTuple({', '.join(p.name for p in self)})"
+
+
+def traced_parameters() -> dict:
+    """The Parameters that a running transform has substituted with traced values, and those values
+    (``checkpoint`` makes them explicit inputs, so it can recompute with them)."""
+    subs = _substitutions.get()
+    return {p: v for p, v in subs.items() if isinstance(v, Tracer)} if subs else {}

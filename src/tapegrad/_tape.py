@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 import operator
 
-from tapegrad._core import Tracer, Trace, bind, new_main
+from tapegrad._core import Primitive, Tracer, Trace, bind, new_main
+from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._elementwise import add
 from tapegrad.numpy._operators import ArrayOperators
 
@@ -93,6 +94,55 @@ class VJPTrace(Trace):
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
         return VJPTracer(self, ans, Node(prim, primals, params, ans, parents))
 
+    def process_joint(self, call, args):
+        """One node for the whole call: its rule (``call.backward``) gets every output's cotangent at
+        once and returns every operand's. Each output is a tracer of its own small node, which hands
+        its cotangent to slot ``k`` of the joint node's list."""
+        primals, parents = list(args), []
+        for i, a in enumerate(args):
+            if type(a) is VJPTracer and a._trace is self:
+                primals[i] = a.primal
+                parents.append((i, a.node))
+        outs, residuals = call.forward(*primals)
+        # params: the outputs, for zero cotangents where none arrives (None for non-float outputs)
+        likes = [o if _is_inexact(o) else None for o in outs]
+        joint = Node(_JointRule(call), residuals, likes, len(outs), tuple(parents))
+        return [VJPTracer(self, o, Node(_OUTPUT, None, None, None, ((k, joint),))) if _is_inexact(o) else o
+                for k, o in enumerate(outs)]
+
+
+class _JointRule:
+    """The ``prim`` of a joint node: ``call.backward(residuals, out_cts) -> in_cts``."""
+
+    __slots__ = ("call", "name")
+
+    def __init__(self, call):
+        self.call = call
+        self.name = call.name
+
+
+_OUTPUT = object()  # the ``prim`` of an output of a joint node: its cotangent goes into the joint's slot
+
+
+def _is_inexact(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind in "fc"
+
+
+def _backward_special(node, ct, cts):
+    """Backward for nodes that are not primitives: outputs of joint nodes and joint nodes."""
+    prim = node.prim
+    if prim is _OUTPUT:
+        ((k, joint),) = node.parents
+        slots = cts.get(joint)
+        if slots is None:
+            slots = cts[joint] = [None] * joint.ans
+        slots[k] = ct  # each output node is visited once, after all of its consumers
+        return ()
+    ct = [zeros_like(like) if c is None and like is not None else c for c, like in zip(ct, node.params)]
+    in_cts = prim.call.backward(node.primals, ct)
+    return [(parent, in_cts[argnum]) for argnum, parent in node.parents]
+
 
 def _reverse_topological(out_nodes):
     """The nodes that reach ``out_nodes``, consumers before producers (latest created first)."""
@@ -128,6 +178,14 @@ def backward(out_nodes, out_cts, in_nodes, free: bool):
         prim = node.prim
         if prim is None:  # a leaf: one of the differentiated inputs
             results[node] = ct
+            continue
+        if type(prim) is not Primitive:
+            for parent, parent_ct in _backward_special(node, ct, cts):
+                if parent_ct is not None:
+                    previous = cts.get(parent)
+                    cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+            if free:
+                node.primals = node.params = None
             continue
         rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
         for argnum, parent in node.parents:

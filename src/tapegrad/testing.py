@@ -1,16 +1,22 @@
-"""``check_grads``: derivatives checked against central finite differences, to any order.
+"""``check_grads``: derivatives checked against central finite differences, in both modes, to any order.
 
-The check (HIPS autograd's ``check_vjp``): pick a random tangent ``v`` in input space and a random
-cotangent ``u`` in output space; then ``<u, (f(x + eps v) - f(x - eps v)) / 2 eps>`` must match
-``<vjp(u), v>``. For order ``k > 1`` the same check runs on the function ``(x, u) -> vjp(u)``, which
-differentiates the derivative rules themselves ("vjp of vjp of sin").
+The checks (HIPS autograd's ``check_vjp``/``check_jvp``, with JAX's conventions for complex values):
+pick a random tangent ``v`` in input space and a random cotangent ``u`` in output space, and let
+``d = (f(x + eps v) - f(x - eps v)) / 2 eps``. Forward mode: ``<u, jvp(v)>`` must match ``<u, d>``.
+Reverse mode: ``<v, conj(vjp(conj(u)))>`` must match ``<d, u>``. Here ``<a, b> = Re(vdot(a, b))``;
+for real values the conjugations vanish and this is the usual ``<vjp(u), v> = <u, J v>``.
+
+For order ``k > 1`` the same checks run on the derivative itself: in forward mode on
+``(x, v) -> jvp(f, x, v)``, in reverse mode on ``(x, u) -> vjp(u)``. So at order 2 with both modes
+every route is checked: "jvp of jvp of f", "vjp of jvp of f", "jvp of vjp of f", "vjp of vjp of f"
+(JAX's ``check_grads`` recursion).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tapegrad import _tree
-from tapegrad._api import vjp
+from tapegrad._api import jvp, vjp
 
 # eps and tolerances by the lowest float precision among the inputs
 _SETTINGS = {
@@ -18,58 +24,72 @@ _SETTINGS = {
     np.dtype(np.float32): dict(eps=1e-3, rtol=1e-2, atol=1e-2),
     np.dtype(np.float64): dict(eps=1e-6, rtol=1e-5, atol=1e-6),
 }
+_MODES = ("fwd", "rev")
 
 
-def check_grads(fn, args, order: int = 2, modes=("rev",), eps=None, rtol=None, atol=None, seed: int = 0,
-                name: str | None = None) -> None:
+def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=None, atol=None,
+                seed: int = 0, name: str | None = None) -> None:
     """Check ``fn``'s derivatives at ``args`` against finite differences, up to ``order``.
 
     Args:
-        fn: a function of the pytrees ``args`` (float leaves) returning a pytree of arrays.
+        fn: a function of the pytrees ``args`` (float or complex leaves) returning a pytree of arrays.
         args: a tuple of arguments (a single non-tuple argument is wrapped).
-        order: how many times to differentiate (2: the vjp rules' own vjps are checked too).
-        modes: ``("rev",)``; forward mode (``"fwd"``) arrives with ``jvp`` and raises
-            ``NotImplementedError`` until then.
+        order: how many times to differentiate (2: the rules' own derivatives are checked too).
+        modes: any of ``"fwd"`` (jvp) and ``"rev"`` (vjp); each order recurses through every mode.
         eps, rtol, atol: finite-difference step and tolerances; by default chosen from the least
-            precise float dtype among ``args`` (float32: 1e-3 and 1e-2; float64: 1e-6, 1e-5, 1e-6).
-        seed: for the random directions.
+            precise float dtype among ``args`` (float32/complex64: 1e-3 and 1e-2; float64/complex128:
+            1e-6, 1e-5, 1e-6).
+        seed: for the random directions (complex leaves get complex directions).
         name: the function's name in failure messages (default ``fn.__name__``).
 
     Raises:
-        AssertionError: a mismatch; the message names the route (e.g. ``"vjp of vjp of sin"``), the
-            analytic and numeric values.
-        NotImplementedError: a mode other than ``"rev"``.
+        AssertionError: a mismatch; the message names the route (e.g. ``"jvp of vjp of tanh"``), the
+            analytic and the numeric values.
+        ValueError: an unknown mode.
     """
     if not isinstance(args, tuple):
         args = (args,)
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
     for mode in modes:
-        if mode != "rev":
-            raise NotImplementedError(f"check_grads: mode {mode!r} is not available; forward mode (jvp) "
-                                      "is not implemented yet, use modes=('rev',)")
+        if mode not in _MODES:
+            raise ValueError(f"check_grads: unknown mode {mode!r}; use modes=('fwd', 'rev') or a subset")
     settings = dict(_SETTINGS[_least_precise(args)])
     settings.update({k: v for k, v in dict(eps=eps, rtol=rtol, atol=atol).items() if v is not None})
-    rng = np.random.default_rng(seed)
-    route = name or getattr(fn, "__name__", "fn")
-    _check_rev(fn, args, order, route, rng, **settings)
+    checker = _Checker(modes, np.random.default_rng(seed), **settings)
+    checker.check(fn, args, order, name or getattr(fn, "__name__", "fn"))
+
+
+_REAL_PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 def _least_precise(args):
     dtypes = [np.dtype(leaf.dtype) for leaf in _tree.tree_leaves(args)
-              if hasattr(leaf, "dtype") and np.dtype(leaf.dtype).kind == "f"]
-    return min(dtypes, key=lambda d: d.itemsize) if dtypes else np.dtype(np.float64)
+              if hasattr(leaf, "dtype") and np.dtype(leaf.dtype).kind in "fc"]
+    reals = [_REAL_PART.get(d, d) for d in dtypes]
+    return min(reals, key=lambda d: d.itemsize) if reals else np.dtype(np.float64)
 
 
 def _random_like(tree, rng):
     def draw(x):
-        x = np.asarray(x) if isinstance(x, float) else x
-        if np.dtype(x.dtype).kind != "f":
-            return np.zeros_like(x)
-        return rng.standard_normal(np.shape(x)).astype(x.dtype)
+        x = np.asarray(x) if isinstance(x, (float, complex)) else x
+        kind = np.dtype(x.dtype).kind
+        if kind == "f":
+            return rng.standard_normal(np.shape(x)).astype(x.dtype)
+        if kind == "c":
+            return (rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))).astype(x.dtype)
+        return np.zeros_like(x)
     return _tree.tree_map(draw, tree)
 
 
+def _wide(x):
+    """``x`` in double precision, complex kept complex."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _inner(a, b) -> float:
-    return float(sum(np.vdot(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    """``Re(vdot(a, b))`` summed over the leaves of two pytrees of one structure."""
+    return float(sum(np.real(np.vdot(_wide(x), _wide(y)))
                      for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b))))
 
 
@@ -78,21 +98,39 @@ def _axpy(alpha, v, x):
     return _tree.tree_map(lambda vi, xi: np.asarray(xi + alpha * vi, dtype=np.result_type(xi)), v, x)
 
 
-def _check_rev(fn, args, order, route, rng, eps, rtol, atol):
-    out, vjp_fn = vjp(fn, *args)
-    v = _random_like(args, rng)
-    u = _random_like(out, rng)
-    # evaluated under a trace, so what exists only on traced values (x.at[...]) works here too
-    hi, lo = vjp(fn, *_axpy(eps, v, args))[0], vjp(fn, *_axpy(-eps, v, args))[0]
-    numeric = _tree.tree_map(lambda h, l: (np.asarray(h, np.float64) - np.asarray(l, np.float64)) / (2 * eps), hi, lo)
-    expected = _inner(u, numeric)
-    got = _inner(vjp_fn(u), v)
-    if not abs(expected - got) <= atol + rtol * max(abs(expected), abs(got)):
-        raise AssertionError(f"check_grads failed for {'vjp of ' + route}: analytic <vjp(u), v> = {got!r}, "
-                             f"finite differences give {expected!r} (eps={eps}, rtol={rtol}, atol={atol})")
-    if order > 1:
-        n = len(args)
+def _conj(tree):
+    return _tree.tree_map(np.conj, tree)
 
-        def vjp_of_fn(*args_and_ct):
-            return vjp(fn, *args_and_ct[:n])[1](args_and_ct[n])
-        _check_rev(vjp_of_fn, args + (u,), order - 1, "vjp of " + route, rng, eps, rtol, atol)
+
+class _Checker:
+    def __init__(self, modes, rng, eps, rtol, atol):
+        self.modes, self.rng = modes, rng
+        self.eps, self.rtol, self.atol = eps, rtol, atol
+
+    def check(self, fn, args, order, route):
+        out = vjp(fn, *args)[0]  # evaluated under a trace, so what exists only on tracers works too
+        v, u = _random_like(args, self.rng), _random_like(out, self.rng)
+        numeric = self._directional(fn, args, v)
+        expected = _inner(u, numeric)
+        if "fwd" in self.modes:
+            self._compare("jvp of " + route, _inner(u, jvp(fn, args, v)[1]), expected)
+            if order > 1:
+                n = len(args)
+                self.check(lambda *xv: jvp(fn, xv[:n], xv[n:])[1], args + v, order - 1, "jvp of " + route)
+        if "rev" in self.modes:
+            got = _inner(v, _conj(vjp(fn, *args)[1](_conj(u))))
+            self._compare("vjp of " + route, got, _inner(numeric, u))
+            if order > 1:
+                n = len(args)
+                self.check(lambda *xu: vjp(fn, *xu[:n])[1](xu[n]), args + (u,), order - 1, "vjp of " + route)
+
+    def _directional(self, fn, args, v):
+        eps = self.eps
+        hi, lo = vjp(fn, *_axpy(eps, v, args))[0], vjp(fn, *_axpy(-eps, v, args))[0]
+        return _tree.tree_map(lambda h, l: (_wide(h) - _wide(l)) / (2 * eps), hi, lo)
+
+    def _compare(self, route, got, expected):
+        if not abs(expected - got) <= self.atol + self.rtol * max(abs(expected), abs(got)):
+            raise AssertionError(
+                f"check_grads failed for {route}: analytic {got!r}, finite differences give {expected!r} "
+                f"(eps={self.eps}, rtol={self.rtol}, atol={self.atol})")

@@ -22,7 +22,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
-from tapegrad.numpy._rules import defvjp, primitive
+from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -42,6 +42,7 @@ __all__ = [
 # cotangent where ``x <= 0`` gives nan (inf * 0) where a select would give 0.
 relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
+defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
 
 
 def relu(x):

@@ -20,8 +20,8 @@ from tapegrad.numpy._elementwise import (abs, absolute, add, arccos, arcsin, arc
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
 from tapegrad.numpy._operators import floor_divide, register_numpy_functions
-from tapegrad.numpy._reductions import (all, amax, amin, any, argmax, argmin, cumsum, max, mean, min, prod,
-                                        std, sum, var)
+from tapegrad.numpy._reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, max, mean, min,
+                                        prod, std, sum, var)
 from tapegrad.numpy._shape import (broadcast_arrays, broadcast_to, concatenate, expand_dims, flip,
                                    moveaxis, ndim, pad, ravel, repeat, reshape, result_type, shape, size,
                                    split, squeeze, stack, swapaxes, tile, transpose)
@@ -34,7 +34,7 @@ __all__ = [
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arcsin", "arctan",
     "arctan2", "argmax", "argmin", "around", "array", "asarray", "astype", "bitwise_and", "bitwise_or",
     "bitwise_xor", "broadcast_arrays", "broadcast_to", "ceil", "clip", "concatenate", "cos", "cosh",
-    "cumsum", "divide", "dot", "einsum", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1",
+    "cumprod", "cumsum", "divide", "dot", "einsum", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1",
     "eye", "flip", "float_power", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "identity",
     "inner", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "linalg", "linspace", "log",
     "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
@@ -49,13 +49,44 @@ __all__ = [
 
 # Issue 3's additions, one block per family; each block imports its names and extends __all__.
 # ---- block: ufuncs and complex parts ----
+from tapegrad.numpy._complex import angle, conj, conjugate, imag, real
+from tapegrad.numpy._ufuncs import (arccosh, arcsinh, arctanh, cbrt, copysign, deg2rad, degrees, exp2, fabs,
+                                    fmax, fmin, fmod, hypot, logaddexp2, mod, nan_to_num, rad2deg, radians,
+                                    remainder, signbit, sinc, trunc)
+
+__all__ += [
+    "angle", "arccosh", "arcsinh", "arctanh", "cbrt", "conj", "conjugate", "copysign", "deg2rad", "degrees",
+    "exp2", "fabs", "fmax", "fmin", "fmod", "hypot", "imag", "logaddexp2", "mod", "nan_to_num", "rad2deg",
+    "radians", "real", "remainder", "signbit", "sinc", "trunc",
+]
 # ---- end block: ufuncs and complex parts ----
 
 # ---- block: array functions (sorting, stacking, matrices, nan-reductions, statistics) ----
+from tapegrad.numpy._arrays import diff, fliplr, flipud, roll, rot90, select  # noqa: E402
+from tapegrad.numpy._matrices import cross, diag, diagflat, diagonal, kron, trace, tril, triu  # noqa: E402
+from tapegrad.numpy._nanreductions import (nanargmax, nanargmin, nancumprod, nancumsum, nanmax,  # noqa: E402
+                                           nanmean, nanmedian, nanmin, nanpercentile, nanprod,
+                                           nanquantile, nanstd, nansum, nanvar)
+from tapegrad.numpy._sorting import argpartition, argsort, partition, sort  # noqa: E402
+from tapegrad.numpy._stacking import (array_split, atleast_1d, atleast_2d, atleast_3d,  # noqa: E402
+                                      column_stack, dsplit, dstack, hsplit, hstack, vsplit, vstack)
+from tapegrad.numpy._statistics import average, median, percentile, ptp, quantile  # noqa: E402
+
+__all__ += [
+    "argpartition", "argsort", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "average",
+    "column_stack", "cross", "diag", "diagflat", "diagonal", "diff", "dsplit", "dstack", "fliplr",
+    "flipud", "hsplit", "hstack", "kron", "median", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+    "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd",
+    "nansum", "nanvar", "partition", "percentile", "ptp", "quantile", "roll", "rot90", "select", "sort",
+    "trace", "tril", "triu", "vsplit", "vstack",
+]
 # ---- end block: array functions ----
 
 # ---- block: linalg and fft submodules ----
+from tapegrad.numpy import fft  # noqa: E402
+__all__ += ["fft"]
+register_numpy_functions({name: getattr(fft, name) for name in fft.__all__}, _np.fft)
 # ---- end block: linalg and fft submodules ----
 
 register_numpy_functions({name: globals()[name] for name in __all__ if name != "linalg"})
-register_numpy_functions({"norm": linalg.norm}, _np.linalg)
+register_numpy_functions({name: getattr(linalg, name) for name in linalg.__all__}, _np.linalg)

@@ -1,21 +1,27 @@
 """Elementwise primitives: NumPy's unary and binary ufuncs, comparisons, ``where`` and ``clip``.
 
-Derivatives follow the usual tables (HIPS autograd's ``numpy_vjps.py``, JAX's ``lax`` rules). The
-conventions at kinks and ties (DESIGN.md §1.4): ``abs'(0) = 0``, ``sign' = 0``, ``d/dx x**0 = 0``,
+Derivatives follow the usual tables (HIPS autograd's ``numpy_vjps.py`` / ``numpy_jvps.py``, JAX's
+``lax`` rules). An elementwise function's Jacobian is diagonal, so one rule ``g * f'(x)`` serves as
+both its vjp (``g`` the output cotangent) and its jvp (``g`` the operand's tangent); a binary vjp
+then sums the broadcast axes away. For complex operands this is JAX's convention for holomorphic
+functions (no conjugation in either mode: ``vjp(ct) = ct * f'(z)``, ``jvp(t) = f'(z) * t``).
+
+The conventions at kinks and ties (DESIGN.md §1.4): ``abs'(0) = 0``, ``sign' = 0``, ``d/dx x**0 = 0``,
 ``maximum``/``minimum`` split the gradient evenly between tied operands, ``clip`` passes the gradient to
 ``x`` on the boundary, ``sqrt'(0) = inf``.
 """
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.numpy import _reductions, _shape
-from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy._rules import def_nondiff, defvjp, primitive, unary_abstract_eval
+from tapegrad.numpy import _complex, _reductions, _shape
+from tapegrad.numpy._rules import (def_nondiff, deflinear, defjvp, defjvp_joint, defvjp, primitive,
+                                   unary_abstract_eval)
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)
@@ -28,27 +34,64 @@ def _ufunc_impl(name):
     return getattr(np, name)
 
 
-def _unary(name: str, vjp=None):
-    """A unary ufunc primitive and its public function; ``vjp=None`` marks it non-differentiable."""
-    prim = primitive(name, _ufunc_impl(name), unary_abstract_eval)
-    if vjp is None:
+def is_complex(x) -> bool:
+    """Whether ``x`` (array, tracer or Python scalar) has a complex dtype."""
+    dtype = getattr(x, "dtype", None)
+    return isinstance(x, complex) if dtype is None else np.dtype(dtype).kind == "c"
+
+
+def _unary(name: str, rule=None, jvp=None, float_valued=True):
+    """A unary ufunc primitive and its public function.
+
+    ``rule(g, ans, x)`` is ``g * f'(x)``: the vjp, and also the jvp unless ``jvp`` is given (it is
+    for functions that are not holomorphic on complex inputs, like ``abs``). ``rule=None`` marks the
+    function non-differentiable (derivative zero everywhere). ``float_valued=False``: the output dtype
+    is not "the input's float dtype" (``negative`` keeps integers, ``abs`` of complex is real), so the
+    abstract eval asks NumPy itself.
+    """
+    abstract_eval = unary_abstract_eval if rule is not None and float_valued else None
+    prim = primitive(name, _ufunc_impl(name), abstract_eval)
+    if rule is None:
         def_nondiff(prim)
     else:
-        defvjp(prim, vjp)
+        defvjp(prim, rule)
+        defjvp(prim, jvp or rule)
 
     def fn(x):
         return bind(prim, x)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}``, as ``numpy.{name}``; differentiable: {vjp is not None}."
+    fn.__doc__ = f"Elementwise ``{name}``, as ``numpy.{name}``; differentiable: {rule is not None}."
     return prim, fn
 
 
-def _binary(name: str, vjp_x=None, vjp_y=None, nondiff=False):
+def _zero(*args, **params):
+    return None
+
+
+def summed_to_operand(rule, argnum: int):
+    """The vjp rule made of a partial-derivative rule ``rule(g, ans, *primals) = g * df/dx_argnum``:
+    broadcasting is undone (and a real operand of a complex result keeps the real part)."""
+    if rule is None:
+        return _zero
+
+    def vjp(ct, ans, *primals, **params):
+        g = rule(ct, ans, *primals, **params)
+        return None if g is None else _shape.unbroadcast(g, primals[argnum])
+    return vjp
+
+
+def _binary(name: str, dx=None, dy=None, nondiff=False):
+    """A binary ufunc primitive (NumPy broadcasting) and its public function.
+
+    ``dx(g, ans, x, y)`` is ``g * df/dx`` elementwise (``dy`` likewise); None means ``f`` does not
+    depend on that operand. The jvp uses them as they are; the vjp sums them to the operand's shape.
+    """
     prim = primitive(name, _ufunc_impl(name))
     if nondiff:
         def_nondiff(prim)
     else:
-        defvjp(prim, vjp_x, vjp_y)
+        defvjp(prim, summed_to_operand(dx, 0), summed_to_operand(dy, 1))
+        defjvp(prim, dx, dy)
 
     def fn(x, y):
         return bind(prim, x, y)
@@ -58,34 +101,55 @@ def _binary(name: str, vjp_x=None, vjp_y=None, nondiff=False):
 
 
 # ---- unary ---------------------------------------------------------------------------------------
-negative_p, negative = _unary("negative", lambda ct, ans, x: -ct)
-abs_p, abs = _unary("absolute", lambda ct, ans, x: ct * sign(x))
+def _abs_vjp(ct, ans, x):
+    """``ct * conj(sign(x))``: for real ``x`` the sign (``abs'(0) = 0``); for complex ``z`` it is the
+    transpose of the R-linear ``t -> Re(conj(z) t) / |z|`` (JAX's convention)."""
+    return ct * _complex.conj(sign(x))
+
+
+def _abs_jvp(t, ans, x):
+    return _complex.real(t * _complex.conj(sign(x)))
+
+
+negative_p, negative = _unary("negative", lambda g, ans, x: -g, float_valued=False)
+abs_p, abs = _unary("absolute", _abs_vjp, _abs_jvp, float_valued=False)
 absolute = abs
-sign_p, sign = _unary("sign")
-exp_p, exp = _unary("exp", lambda ct, ans, x: ct * ans)
-expm1_p, expm1 = _unary("expm1", lambda ct, ans, x: ct * (ans + 1.0))
-log_p, log = _unary("log", lambda ct, ans, x: ct / x)
-log1p_p, log1p = _unary("log1p", lambda ct, ans, x: ct / (x + 1.0))
-log2_p, log2 = _unary("log2", lambda ct, ans, x: ct / (x * LN2))
-log10_p, log10 = _unary("log10", lambda ct, ans, x: ct / (x * LN10))
-sqrt_p, sqrt = _unary("sqrt", lambda ct, ans, x: ct / (ans * 2.0))
-square_p, square = _unary("square", lambda ct, ans, x: ct * (x * 2.0))
-reciprocal_p, reciprocal = _unary("reciprocal", lambda ct, ans, x: -ct * (ans * ans))
-sin_p, sin = _unary("sin", lambda ct, ans, x: ct * cos(x))
-cos_p, cos = _unary("cos", lambda ct, ans, x: -ct * sin(x))
-tan_p, tan = _unary("tan", lambda ct, ans, x: ct * (ans * ans + 1.0))
-tanh_p, tanh = _unary("tanh", lambda ct, ans, x: ct * (1.0 - ans * ans))
-sinh_p, sinh = _unary("sinh", lambda ct, ans, x: ct * cosh(x))
-cosh_p, cosh = _unary("cosh", lambda ct, ans, x: ct * sinh(x))
-arcsin_p, arcsin = _unary("arcsin", lambda ct, ans, x: ct / sqrt(1.0 - x * x))
-arccos_p, arccos = _unary("arccos", lambda ct, ans, x: -ct / sqrt(1.0 - x * x))
-arctan_p, arctan = _unary("arctan", lambda ct, ans, x: ct / (x * x + 1.0))
+sign_p = _unary("sign")[0]  # the public sign (below) also handles complex inputs
+exp_p, exp = _unary("exp", lambda g, ans, x: g * ans)
+expm1_p, expm1 = _unary("expm1", lambda g, ans, x: g * (ans + 1.0))
+log_p, log = _unary("log", lambda g, ans, x: g / x)
+log1p_p, log1p = _unary("log1p", lambda g, ans, x: g / (x + 1.0))
+log2_p, log2 = _unary("log2", lambda g, ans, x: g / (x * LN2))
+log10_p, log10 = _unary("log10", lambda g, ans, x: g / (x * LN10))
+sqrt_p, sqrt = _unary("sqrt", lambda g, ans, x: g / (ans * 2.0))
+square_p, square = _unary("square", lambda g, ans, x: g * (x * 2.0), float_valued=False)
+reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False)
+sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x))
+cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x))
+tan_p, tan = _unary("tan", lambda g, ans, x: g * (ans * ans + 1.0))
+tanh_p, tanh = _unary("tanh", lambda g, ans, x: g * (1.0 - ans * ans))
+sinh_p, sinh = _unary("sinh", lambda g, ans, x: g * cosh(x))
+cosh_p, cosh = _unary("cosh", lambda g, ans, x: g * sinh(x))
+arcsin_p, arcsin = _unary("arcsin", lambda g, ans, x: g / sqrt(1.0 - x * x))
+arccos_p, arccos = _unary("arccos", lambda g, ans, x: -g / sqrt(1.0 - x * x))
+arctan_p, arctan = _unary("arctan", lambda g, ans, x: g / (x * x + 1.0))
 floor_p, floor = _unary("floor")
 ceil_p, ceil = _unary("ceil")
 isfinite_p, isfinite = _unary("isfinite")
 isnan_p, isnan = _unary("isnan")
 isinf_p, isinf = _unary("isinf")
 logical_not_p, logical_not = _unary("logical_not")
+
+
+def sign(x):
+    """Elementwise sign, as ``numpy.sign``: -1, 0 or 1 for real ``x`` (derivative zero everywhere);
+    ``z / |z|`` (0 at 0) for complex ``z``, as NumPy 2, which is differentiable away from 0."""
+    if is_complex(x):
+        r = abs(x)
+        at_zero = equal(r, 0)
+        return where(at_zero, 0.0, x / where(at_zero, 1.0, r))
+    return bind(sign_p, x)
+
 
 round_p = primitive("round", lambda x, *, decimals: namespace_of(x).round(x, decimals))
 def_nondiff(round_p)
@@ -100,61 +164,66 @@ around = round
 
 
 # ---- binary --------------------------------------------------------------------------------------
-add_p, add = _binary("add", lambda ct, ans, x, y: _shape.unbroadcast(ct, x),
-                     lambda ct, ans, x, y: _shape.unbroadcast(ct, y))
-subtract_p, subtract = _binary("subtract", lambda ct, ans, x, y: _shape.unbroadcast(ct, x),
-                               lambda ct, ans, x, y: _shape.unbroadcast(-ct, y))
-multiply_p, multiply = _binary("multiply", lambda ct, ans, x, y: _shape.unbroadcast(ct * y, x),
-                               lambda ct, ans, x, y: _shape.unbroadcast(ct * x, y))
-divide_p, divide = _binary("divide", lambda ct, ans, x, y: _shape.unbroadcast(ct / y, x),
-                           lambda ct, ans, x, y: _shape.unbroadcast(-ct * ans / y, y))
+add_p, add = _binary("add", lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+subtract_p, subtract = _binary("subtract", lambda g, ans, x, y: g, lambda g, ans, x, y: -g)
+multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y)
 true_divide = divide
 
 
-def _balanced_eq(x, ans, y, ct):
-    """``ct`` where ``x`` won, half of it where ``x`` and ``y`` tie, 0 elsewhere (as JAX and autograd).
+def balanced_eq(x, ans, y, g):
+    """``g`` where ``x`` won, half of it where ``x`` and ``y`` tie, 0 elsewhere (as JAX and autograd).
 
     Multiplies by masks rather than selecting with ``where``: on an unpatterned mask (``maximum(h, 0)``
     as a ReLU) NumPy's ``where`` mispredicts branches and is ~20x slower than a multiply.
     """
-    won = astype(equal(x, ans), ct.dtype)
-    tied = astype(equal(y, ans), ct.dtype)
-    return ct * (won * (1.0 - 0.5 * tied))
+    won = astype(equal(x, ans), g.dtype)
+    tied = astype(equal(y, ans), g.dtype)
+    return g * (won * (1.0 - 0.5 * tied))
 
 
-maximum_p, maximum = _binary("maximum", lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(x, ans, y, ct), x),
-                             lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(y, ans, x, ct), y))
-minimum_p, minimum = _binary("minimum", lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(x, ans, y, ct), x),
-                             lambda ct, ans, x, y: _shape.unbroadcast(_balanced_eq(y, ans, x, ct), y))
-logaddexp_p, logaddexp = _binary("logaddexp", lambda ct, ans, x, y: _shape.unbroadcast(ct * exp(x - ans), x),
-                                 lambda ct, ans, x, y: _shape.unbroadcast(ct * exp(y - ans), y))
-arctan2_p, arctan2 = _binary("arctan2", lambda ct, ans, y, x: _shape.unbroadcast(ct * x / (x * x + y * y), y),
-                             lambda ct, ans, y, x: _shape.unbroadcast(-ct * y / (x * x + y * y), x))
+maximum_p, maximum = _binary("maximum", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
+                             lambda g, ans, x, y: balanced_eq(y, ans, x, g))
+minimum_p, minimum = _binary("minimum", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
+                             lambda g, ans, x, y: balanced_eq(y, ans, x, g))
+logaddexp_p, logaddexp = _binary("logaddexp", lambda g, ans, x, y: g * exp(x - ans),
+                                 lambda g, ans, x, y: g * exp(y - ans))
+arctan2_p, arctan2 = _binary("arctan2", lambda g, ans, y, x: g * x / (x * x + y * y),
+                             lambda g, ans, y, x: -g * y / (x * x + y * y))
 
 
-def _power_vjp_x(ct, ans, x, y):
+def _power_dx(g, ans, x, y):
     """``y * x**(y-1)``, and exactly 0 where ``y == 0`` (``d/dx x**0 = 0``, also at ``x = 0``)."""
-    if isinstance(y, (int, float)):
-        return _shape.unbroadcast(ct * (y * x ** (y - 1)), x) if y != 0 else zeros_like(x)
+    if isinstance(y, (int, float, complex)):
+        return g * (y * x ** (y - 1)) if y != 0 else None
     # guard only the point x = y = 0 (where x**(y-1) is inf and y is 0): elsewhere the product stays
     # differentiable in y, so the mixed partial d/dy (y x**(y-1)) = 1/x at y = 0 comes out right
     base = where(logical_and(equal(x, 0), equal(y, 0)), 1.0, x)
-    return _shape.unbroadcast(ct * (y * base ** (y - 1.0)), x)
+    return g * (y * base ** (y - 1.0))
 
 
-def _power_vjp_y(ct, ans, x, y):
+def _power_dy(g, ans, x, y):
     """``log(x) * x**y``, taken as 0 where ``x == 0`` (the limit from above; autograd's choice)."""
-    x_is_0 = equal(x, 0)
-    safe_log_x = log(where(x_is_0, 1.0, x))
-    return _shape.unbroadcast(ct * ans * safe_log_x, y)
+    return g * ans * _log_of_base(x)
 
 
-power_p, power = _binary("power", _power_vjp_x, _power_vjp_y)
+def _log_of_base(x):
+    """``log(x)``, 0 where ``x == 0``; a Python base gives a Python scalar (weak: no upcast), nan for
+    a negative real one, as ``log`` of a negative array gives."""
+    if isinstance(x, complex):
+        return cmath.log(x) if x != 0 else 0.0
+    if isinstance(x, (int, float)):
+        return math.log(x) if x > 0 else (0.0 if x == 0 else math.nan)
+    return log(where(equal(x, 0), 1.0, x))
+
+
+power_p, power = _binary("power", _power_dx, _power_dy)
 
 
 def float_power(x1, x2):
     """``x1 ** x2`` computed in float64 (at least), as ``numpy.float_power``."""
     return power(astype(x1, _shape.result_type(x1, np.float64)), x2)
+
 
 equal_p, equal = _binary("equal", nondiff=True)
 not_equal_p, not_equal = _binary("not_equal", nondiff=True)
@@ -172,10 +241,16 @@ invert_p, invert = _unary("invert")
 
 
 # ---- where, clip, stop_gradient, astype ----------------------------------------------------------
+def _where_jvp(tangents, ans, c, x, y):
+    _, tx, ty = tangents
+    return where(c, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
+
+
 where_p = primitive("where", lambda c, x, y: namespace_of(c, x, y).where(c, x, y))
 defvjp(where_p, None,
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, ct, 0.0), x),
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
+defjvp_joint(where_p, _where_jvp)
 
 
 def where(condition, x, y):
@@ -187,11 +262,21 @@ def where(condition, x, y):
     return bind(where_p, condition, x, y)
 
 
+def _clip_dx(g, ans, x, lo, hi):
+    return where(logical_and(x >= lo, x <= hi), g, 0.0)
+
+
+def _clip_dlo(g, ans, x, lo, hi):
+    return where(x < lo, g, 0.0)
+
+
+def _clip_dhi(g, ans, x, lo, hi):
+    return where(x > hi, g, 0.0)
+
+
 clip_p = primitive("clip", lambda x, lo, hi: namespace_of(x, lo, hi).clip(x, lo, hi))
-defvjp(clip_p,
-       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(logical_and(x >= lo, x <= hi), ct, 0.0), x),
-       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(x < lo, ct, 0.0), lo),
-       lambda ct, ans, x, lo, hi: _shape.unbroadcast(where(x > hi, ct, 0.0), hi))
+defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
+defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 
 
 def clip(a, a_min=None, a_max=None):
@@ -213,12 +298,24 @@ def stop_gradient(x):
     """``x`` itself, seen by every transform as a constant: no gradient flows through it."""
     return bind(stop_gradient_p, x)
 
-astype_p = primitive("astype", lambda x, *, dtype: x.astype(dtype, copy=False))
+
+def _astype_impl(x, *, dtype):
+    if x.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part, as NumPy
+        x = namespace_of(x).real(x)                # does, without its ComplexWarning
+    return x.astype(dtype, copy=False)
+
+
+astype_p = primitive("astype", _astype_impl)
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
+deflinear(astype_p)
 
 
 def astype(x, dtype):
-    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient."""
+    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient.
+
+    Complex to real keeps the real part (as NumPy, without its warning), so its derivative is the
+    real part of the tangent, and a real-to-complex cast gets the real part of the cotangent.
+    """
     dtype = np.dtype(dtype)
     if dtype.kind not in "fc":
         return bind(astype_p, stop_gradient(x), dtype=dtype)

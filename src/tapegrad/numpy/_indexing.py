@@ -14,7 +14,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defvjp_argnum, primitive
+from tapegrad.numpy._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 
 
 # ---- index specs ---------------------------------------------------------------------------------
@@ -72,6 +72,8 @@ def _has_arrays(spec) -> bool:
 getitem_p = primitive("getitem", lambda x, *arrays, idx: x[decode_index(idx, arrays)])
 defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
               bind(index_add_p, _zeros_of(x), ct, *arrays, idx=idx) if argnum == 0 else None)
+defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
+              bind(getitem_p, t, *arrays, idx=idx) if argnum == 0 else None)
 
 
 def _zeros_of(x):
@@ -122,10 +124,23 @@ def _update_vjp(is_set: bool):
     return rule
 
 
+def _update_jvp(prim):
+    """Both updates are linear in ``(x, y)`` jointly (the index arrays are constants): the tangent is
+    the same update applied to the tangents, a zero standing for a missing one."""
+    def rule(tangents, ans, x, y, *arrays, idx):
+        t_x, t_y = tangents[0], tangents[1]
+        if t_y is None and prim is index_add_p:
+            return t_x
+        return bind(prim, _zeros_of(x) if t_x is None else t_x, 0.0 if t_y is None else t_y, *arrays, idx=idx)
+    return rule
+
+
 index_add_p = primitive("index_add", _index_add_impl)
 index_set_p = primitive("index_set", _index_set_impl)
 defvjp_argnum(index_add_p, _update_vjp(is_set=False))
 defvjp_argnum(index_set_p, _update_vjp(is_set=True))
+defjvp_joint(index_add_p, _update_jvp(index_add_p))
+defjvp_joint(index_set_p, _update_jvp(index_set_p))
 
 
 def getitem(x, idx):

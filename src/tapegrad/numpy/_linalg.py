@@ -11,7 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
+from tapegrad.numpy._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 
 
 # ---- matmul --------------------------------------------------------------------------------------
@@ -37,6 +37,7 @@ def _matmul_vjp_y(ct, ans, x, y):
 
 matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
 defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
+defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t))
 
 
 def matmul(x1, x2):
@@ -110,6 +111,10 @@ def _einsum_vjp(argnum, ct, ans, *operands, subscripts, optimize):
 einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:
                      namespace_of(*ops).einsum(subscripts, *ops, optimize=optimize))
 defvjp_argnum(einsum_p, _einsum_vjp)
+# multilinear: operand i's tangent takes its place (repeated indices in one operand are fine here)
+defjvp_argnum(einsum_p, lambda argnum, t, ans, *operands, subscripts, optimize:
+              bind(einsum_p, *operands[:argnum], t, *operands[argnum + 1:], subscripts=subscripts,
+                   optimize=optimize))
 
 
 def einsum(subscripts, *operands, optimize=False):

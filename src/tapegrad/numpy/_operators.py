@@ -11,8 +11,10 @@ import numpy as np
 
 from tapegrad._core import bind
 from tapegrad.errors import TracerArrayConversionError
+from tapegrad.numpy import _complex
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _indexing, _linalg
+from tapegrad.numpy import _ufuncs as uf
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 
@@ -42,6 +44,8 @@ class ArrayOperators:
     def __rtruediv__(self, other): return bind(ew.divide_p, other, self)
     def __floordiv__(self, other): return floor_divide(self, other)
     def __rfloordiv__(self, other): return floor_divide(other, self)
+    def __mod__(self, other): return uf.remainder(self, other)
+    def __rmod__(self, other): return uf.remainder(other, self)
     def __pow__(self, other): return bind(ew.power_p, self, other)
     def __rpow__(self, other): return bind(ew.power_p, other, self)
     def __matmul__(self, other): return _linalg.matmul(self, other)
@@ -111,6 +115,14 @@ class ArrayOperators:
     def dot(self, other): return _linalg.dot(self, other)
     def copy(self): return self
 
+    # complex parts
+    @property
+    def real(self): return _complex.real(self)
+    @property
+    def imag(self): return _complex.imag(self)
+    def conj(self): return _complex.conj(self)
+    def conjugate(self): return _complex.conj(self)
+
     # NumPy protocols
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(
@@ -153,7 +165,7 @@ def _qualified(func) -> str:
 _UFUNCS = {
     "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
     "true_divide": ew.divide, "power": ew.power, "float_power": ew.float_power, "negative": ew.negative,
-    "positive": lambda x: x, "absolute": ew.abs, "fabs": ew.abs, "sign": ew.sign, "exp": ew.exp,
+    "positive": lambda x: x, "absolute": ew.abs, "fabs": uf.fabs, "sign": ew.sign, "exp": ew.exp,
     "expm1": ew.expm1, "log": ew.log, "log1p": ew.log1p, "log2": ew.log2, "log10": ew.log10,
     "sqrt": ew.sqrt, "square": ew.square, "reciprocal": ew.reciprocal, "sin": ew.sin, "cos": ew.cos,
     "tan": ew.tan, "tanh": ew.tanh, "sinh": ew.sinh, "cosh": ew.cosh, "arcsin": ew.arcsin,
@@ -164,7 +176,12 @@ _UFUNCS = {
     "logical_or": ew.logical_or, "logical_xor": ew.logical_xor, "logical_not": ew.logical_not,
     "isfinite": ew.isfinite, "isnan": ew.isnan, "isinf": ew.isinf, "matmul": _linalg.matmul,
     "bitwise_and": ew.bitwise_and, "bitwise_or": ew.bitwise_or, "bitwise_xor": ew.bitwise_xor,
-    "invert": ew.invert, "floor_divide": floor_divide,
+    "invert": ew.invert, "floor_divide": floor_divide, "conjugate": _complex.conj, "exp2": uf.exp2,
+    "cbrt": uf.cbrt, "arcsinh": uf.arcsinh, "arccosh": uf.arccosh, "arctanh": uf.arctanh,
+    "deg2rad": uf.deg2rad, "rad2deg": uf.rad2deg, "radians": uf.deg2rad, "degrees": uf.rad2deg,
+    "trunc": uf.trunc, "signbit": uf.signbit, "fmax": uf.fmax, "fmin": uf.fmin,
+    "logaddexp2": uf.logaddexp2, "remainder": uf.remainder, "fmod": uf.fmod, "hypot": uf.hypot,
+    "copysign": uf.copysign,
 }
 
 _UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}

@@ -1,4 +1,4 @@
-"""Reductions: sum, max/min, prod, cumsum, arg-reductions, all/any; mean, var and std on top.
+"""Reductions: sum, max/min, prod, cumsum, cumprod, arg-reductions, all/any; mean, var and std on top.
 
 Axes are normalised to a sorted tuple of non-negative ints (or None for all axes) before binding, so
 the static parameters are hashable and rules see one spelling.
@@ -15,7 +15,7 @@ from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import def_nondiff, defvjp, primitive
+from tapegrad.numpy._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 
 
 def normalize_axis(axis, ndim: int, name: str = "axis"):
@@ -58,6 +58,7 @@ def _reduce_impl(name):
 sum_p = primitive("sum", _reduce_impl("sum"))
 defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims:
        _shape.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
+deflinear(sum_p)
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):
@@ -68,17 +69,28 @@ def sum(a, axis=None, dtype=None, keepdims=False):
 
 
 # ---- max and min ---------------------------------------------------------------------------------
+def _tie_weights(ans, x, axis, keepdims):
+    """1/k at the k elements equal to the extreme along the reduced axes, 0 elsewhere (a constant)."""
+    winners = ew.astype(ew.equal(x, keep_reduced(ans, x.shape, axis, keepdims)), x.dtype)
+    return winners / sum(winners, axis=axis, keepdims=True)
+
+
 def _minmax_vjp(ct, ans, x, *, axis, keepdims):
     """The gradient goes to the elements equal to the extreme, split evenly among ties (as JAX)."""
-    winners = ew.astype(ew.equal(x, keep_reduced(ans, x.shape, axis, keepdims)), x.dtype)
-    counts = sum(winners, axis=axis, keepdims=True)
-    return keep_reduced(ct, x.shape, axis, keepdims) * (winners / counts)
+    return keep_reduced(ct, x.shape, axis, keepdims) * _tie_weights(ans, x, axis, keepdims)
+
+
+def _minmax_jvp(t, ans, x, *, axis, keepdims):
+    """The mean of the tangents at the tied extremes: the transpose of the vjp's even split."""
+    return sum(t * _tie_weights(ans, x, axis, keepdims), axis=axis, keepdims=keepdims)
 
 
 amax_p = primitive("amax", _reduce_impl("max"))
 amin_p = primitive("amin", _reduce_impl("min"))
 defvjp(amax_p, _minmax_vjp)
 defvjp(amin_p, _minmax_vjp)
+defjvp(amax_p, _minmax_jvp)
+defjvp(amin_p, _minmax_jvp)
 
 
 def amax(a, axis=None, keepdims=False):
@@ -122,8 +134,14 @@ def _prod_vjp(ct, ans, x, *, axis, keepdims):
     return pullback([ct])[0]
 
 
+def _prod_jvp(t, ans, x, *, axis, keepdims):
+    from tapegrad._jvp import jvp_flat
+    return jvp_flat(lambda x: [_prod_tree(x, axis, keepdims)], [x], [t])[1][0]
+
+
 prod_p = primitive("prod", _reduce_impl("prod"))
 defvjp(prod_p, _prod_vjp)
+defjvp(prod_p, _prod_jvp)
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
@@ -136,6 +154,7 @@ def prod(a, axis=None, dtype=None, keepdims=False):
 # ---- cumsum --------------------------------------------------------------------------------------
 cumsum_p = primitive("cumsum", lambda x, *, axis: namespace_of(x).cumsum(x, axis=axis))
 defvjp(cumsum_p, lambda ct, ans, x, *, axis: _shape.flip(cumsum(_shape.flip(ct, axis), axis), axis))
+deflinear(cumsum_p)
 
 
 def cumsum(a, axis=None, dtype=None):
@@ -146,6 +165,56 @@ def cumsum(a, axis=None, dtype=None):
     if axis is None:
         a, axis = _shape.ravel(a), 0
     return bind(cumsum_p, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
+
+
+# ---- cumprod -------------------------------------------------------------------------------------
+def _cumprod_scan(x, axis):
+    """``cumprod`` as a log-depth scan of multiplications (Hillis and Steele): after the step with
+    shift ``s``, each entry holds the product of the ``2s`` entries ending at it.
+
+    Only multiplications, so differentiating it gives every order of derivative exactly, zeros in
+    ``x`` included, with no division by ``x`` (the reason JAX computes cumprod by an associative scan).
+    O(n log n) work along ``axis``; used for the derivatives only, the value comes from NumPy.
+    """
+    n = _shape.shape(x)[axis]
+    shift = 1
+    while shift < n:
+        before = x[(slice(None),) * axis + (slice(0, n - shift),)]
+        widths = tuple((shift, 0) if i == axis else (0, 0) for i in range(_shape.ndim(x)))
+        x = x * _shape.pad(before, widths, constant_values=1.0)
+        shift *= 2
+    return x
+
+
+def _cumprod_vjp(ct, ans, x, *, axis):
+    from tapegrad._tape import vjp_flat
+    _, pullback = vjp_flat(lambda x: [_cumprod_scan(x, axis)], [x])
+    return pullback([ct])[0]
+
+
+def _cumprod_jvp(t, ans, x, *, axis):
+    from tapegrad._jvp import jvp_flat
+    return jvp_flat(lambda x: [_cumprod_scan(x, axis)], [x], [t])[1][0]
+
+
+cumprod_p = primitive("cumprod", lambda x, *, axis: namespace_of(x).cumprod(x, axis=axis))
+defvjp(cumprod_p, _cumprod_vjp)
+defjvp(cumprod_p, _cumprod_jvp)
+
+
+def cumprod(a, axis=None, dtype=None):
+    """Running product along ``axis`` (None: over the flattened array), as ``numpy.cumprod``: same
+    shape (1-D when ``axis`` is None) and dtype as ``a`` (or ``dtype``, which converts ``a`` first).
+
+    Its derivatives are exact where ``a`` has zeros (one or several), at every order: they are the
+    derivatives of a scan of multiplications, never a division by ``a``.
+    """
+    a = as_operand(a)
+    if dtype is not None:
+        a = ew.astype(a, dtype)
+    if axis is None:
+        a, axis = _shape.ravel(a), 0
+    return bind(cumprod_p, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
 
 
 # ---- integer and boolean results -----------------------------------------------------------------

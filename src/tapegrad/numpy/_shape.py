@@ -11,7 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _elementwise, _reductions
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defvjp, defvjp_argnum, primitive
+from tapegrad.numpy._rules import deflinear, defjvp, defvjp, defvjp_argnum, primitive
 
 
 def _shape_of(x) -> tuple:
@@ -57,6 +57,7 @@ def _infer_shape(size: int, shape) -> tuple:
 # ---- reshape -------------------------------------------------------------------------------------
 reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, _shape_of(x)))
+deflinear(reshape_p)
 
 
 def reshape(a, shape, order="C"):
@@ -82,6 +83,7 @@ def ravel(a):
 # ---- transpose -----------------------------------------------------------------------------------
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
+deflinear(transpose_p)
 
 
 def transpose(a, axes=None):
@@ -167,6 +169,7 @@ def unbroadcast(ct, x):
 
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
+deflinear(broadcast_to_p)
 
 
 def broadcast_to(array, shape):
@@ -195,6 +198,7 @@ def _concatenate_vjp(argnum, ct, ans, *xs, axis):
 
 
 defvjp_argnum(concatenate_p, _concatenate_vjp)
+deflinear(concatenate_p)
 
 
 def concatenate(arrays, axis=0):
@@ -238,6 +242,9 @@ pad_p = primitive("pad", lambda x, *, pad_width, constant_values:
                   namespace_of(x).pad(x, pad_width, mode="constant", constant_values=constant_values))
 defvjp(pad_p, lambda ct, ans, x, *, pad_width, constant_values:
        ct[tuple(slice(lo, lo + d) for (lo, _), d in zip(pad_width, _shape_of(x)))])
+# affine, not linear: the padding is a constant, so the tangent is padded with zeros
+defjvp(pad_p, lambda t, ans, x, *, pad_width, constant_values:
+       bind(pad_p, t, pad_width=pad_width, constant_values=0))
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):

@@ -1,4 +1,4 @@
 """``tapegrad.scipy``: SciPy functions that trace."""
-from tapegrad.scipy import special
+from tapegrad.scipy import linalg, special, stats
 
-__all__ = ["special"]
+__all__ = ["linalg", "special", "stats"]

@@ -1,0 +1,271 @@
+"""User-defined derivative rules: ``custom_vjp`` and ``custom_jvp``, as JAX spells them.
+
+A decorated function is applied through ``bind_joint``: with no transform running it is just called;
+under a transform the trace asks the call for what it needs, and each call answers both modes:
+
+- ``custom_vjp``: reverse mode runs ``fwd`` and later ``bwd``. Forward mode (which JAX refuses) is the
+  transpose of ``bwd``: since ``bwd`` is linear in the output cotangent, the vjp of
+  ``g -> bwd(res, g)`` applied to the input tangents is the output tangent.
+- ``custom_jvp``: forward mode runs the rule. Reverse mode transposes the rule's tangent map the same
+  way: the vjp of ``t -> rule(primals, t)[1]``, at backward time.
+
+Rules written in tapegrad operations are differentiated again by outer transforms, so both compose
+with higher order and with each other.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from tapegrad import _tree
+from tapegrad._core import Boxed, bind_joint
+from tapegrad._jvp import _is_inexact
+from tapegrad._tape import vjp_flat
+from tapegrad.numpy._creation import zeros_like
+
+
+class _FlatCall:
+    """A function of pytree arguments seen as a function of the flat leaves of its differentiable
+    arguments (those not in ``nondiff_argnums``), the interface ``bind_joint`` expects."""
+
+    def __init__(self, name, fun, args, nondiff_argnums):
+        self.name, self.user_fun, self.args = name, fun, args
+        self.nondiff_argnums = nondiff_argnums
+        self.diff_positions = [i for i in range(len(args)) if i not in nondiff_argnums]
+        leaves, self.in_tree = _tree.tree_flatten(tuple(args[i] for i in self.diff_positions))
+        self.leaves = [leaf.unbox() if isinstance(leaf, Boxed) else leaf for leaf in leaves]
+        self.out_tree = None
+
+    @property
+    def nondiff_args(self):
+        return [self.args[i] for i in self.nondiff_argnums]
+
+    def diff_args(self, leaves) -> tuple:
+        return _tree.tree_unflatten(self.in_tree, list(leaves))
+
+    def full_args(self, leaves) -> list:
+        full = list(self.args)
+        for i, x in zip(self.diff_positions, self.diff_args(leaves)):
+            full[i] = x
+        return full
+
+    def flatten_out(self, out) -> list:
+        leaves, self.out_tree = _tree.tree_flatten(out)
+        return leaves
+
+    def fun(self, *leaves):
+        return self.flatten_out(self.user_fun(*self.full_args(leaves)))
+
+    def result(self, out_leaves):
+        return _tree.tree_unflatten(self.out_tree, list(out_leaves))
+
+    def cts_per_leaf(self, cts, what: str) -> list:
+        """A tuple of pytrees, one per differentiable argument (None: zero), as flat leaves."""
+        n = len(self.diff_positions)
+        if not isinstance(cts, (tuple, list)) or len(cts) != n:
+            raise TypeError(f"{self.name}: {what} must return a tuple with one entry per differentiable "
+                            f"argument ({n}), got {type(cts).__name__}"
+                            f"{f' of length {len(cts)}' if isinstance(cts, (tuple, list)) else ''}")
+        flat = []
+        for i, (ct, arg) in enumerate(zip(cts, self.diff_args(self.leaves))):
+            arg_leaves, arg_tree = _tree.tree_flatten(arg)
+            if ct is None:
+                flat += [None] * len(arg_leaves)
+                continue
+            ct_leaves, ct_tree = _tree.tree_flatten(ct, none_is_leaf=True)
+            if ct_tree != _tree.tree_flatten(arg, none_is_leaf=True)[1]:
+                raise ValueError(f"{self.name}: {what}'s entry {i} has structure {ct_tree}, but the argument "
+                                 f"has {arg_tree}; return one cotangent shaped like each argument")
+            for c, x in zip(ct_leaves, arg_leaves):
+                if c is not None and hasattr(x, "shape") and tuple(c.shape) != tuple(x.shape):
+                    raise ValueError(f"{self.name}: {what}'s entry {i} has a leaf of shape {tuple(c.shape)} "
+                                     f"where the argument's leaf has shape {tuple(x.shape)}")
+            flat += ct_leaves
+        return flat
+
+
+def _transpose(linear_fun, arg_likes, cts):
+    """``vjp`` of the linear ``linear_fun`` (flat lists to flat lists) at zero, applied to ``cts``.
+
+    Only the float/complex arguments are variables; the result has None for the others and where no
+    cotangent reaches."""
+    variables = [i for i, a in enumerate(arg_likes) if _is_inexact(a)]
+    zeros = [zeros_like(arg_likes[i]) for i in variables]
+
+    def on_variables(*vs):
+        args = [None] * len(arg_likes)
+        for i, v in zip(variables, vs):
+            args[i] = v
+        return linear_fun(args)
+    _, pullback = vjp_flat(on_variables, zeros)
+    out = [None] * len(arg_likes)
+    for i, ct in zip(variables, pullback(cts)):
+        out[i] = ct
+    return out
+
+
+def _zeros_for_none(values, likes):
+    return [zeros_like(like) if v is None else v for v, like in zip(values, likes)]
+
+
+# ---- custom_vjp ----------------------------------------------------------------------------------
+class _CustomVJPCall(_FlatCall):
+    def __init__(self, f: "custom_vjp", args):
+        super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
+        self.fwd_fun, self.bwd_fun = f.fwd, f.bwd
+
+    def forward(self, *primals):
+        result = self.fwd_fun(*self.full_args(primals))
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise TypeError(f"{self.name}: the fwd of custom_vjp must return a pair (out, residuals), got "
+                            f"{type(result).__name__}")
+        out, residuals = result
+        return self.flatten_out(out), residuals
+
+    def backward(self, residuals, out_cts):
+        g = self.result(out_cts)
+        return self.cts_per_leaf(self.bwd_fun(*self.nondiff_args, residuals, g), "bwd")
+
+    def jvp(self, primals, tangents):
+        outs, residuals = self.forward(*primals)
+        tangents = _zeros_for_none(tangents, primals)
+        out_tangents = _transpose(lambda g: self.backward(residuals, _zeros_for_none(g, outs)), outs,
+                                  tangents)
+        return outs, out_tangents
+
+
+class custom_vjp:
+    """A function with a user-given vjp, as JAX's ``jax.custom_vjp``.
+
+    Usage::
+
+        @tg.custom_vjp
+        def f(x, y): ...
+        def f_fwd(x, y): return f(x, y), residuals
+        def f_bwd(residuals, g): return (ct_x, ct_y)      # one entry per argument; None means zero
+        f.defvjp(f_fwd, f_bwd)
+
+    With ``nondiff_argnums`` (e.g. ``@functools.partial(tg.custom_vjp, nondiff_argnums=(0,))`` or
+    ``tg.custom_vjp(nondiff_argnums=(0,))``) those arguments are passed to ``bwd`` first,
+    ``bwd(*nondiff_args, residuals, g)``, and get no cotangent. ``g`` has the output's structure.
+
+    Write ``fwd`` and ``bwd`` in tapegrad operations: then the function has every derivative: grad of
+    grad differentiates ``bwd``, and forward mode (``jvp``, ``jacfwd``, ``hessian``) uses the transpose
+    of ``bwd``, which must therefore be linear in ``g`` (it always is for a correct rule).
+
+    Raises:
+        TypeError: calling before ``defvjp``; ``fwd`` not returning a pair; ``bwd`` not returning one
+            entry per differentiable argument. ValueError: a ``bwd`` entry shaped unlike its argument.
+    """
+
+    def __init__(self, fun=None, nondiff_argnums=()):
+        self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_vjp")
+        self.fun, self.fwd, self.bwd = fun, None, None
+        if fun is not None:
+            functools.update_wrapper(self, fun)
+
+    def defvjp(self, fwd, bwd):
+        """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(*nondiff, residuals, g) -> cts``."""
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if self.fun is None:  # used as custom_vjp(nondiff_argnums=...) on a function
+            return type(self)(args[0], self.nondiff_argnums)
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__!r} has no rule yet: call "
+                            f"{self.__name__}.defvjp(fwd, bwd) before using it")
+        call = _CustomVJPCall(self, _positional(self.fun, args, kwargs))
+        return call.result(bind_joint(call, *call.leaves))
+
+
+# ---- custom_jvp ----------------------------------------------------------------------------------
+class _CustomJVPCall(_FlatCall):
+    def __init__(self, f: "custom_jvp", args):
+        super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
+        self.rule = f.jvp_rule
+
+    def jvp(self, primals, tangents):
+        tangents = _zeros_for_none(tangents, primals)
+        result = self.rule(*self.nondiff_args, self.diff_args(primals), self.diff_args(tangents))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TypeError(f"{self.name}: the custom_jvp rule must return a pair (out, tangent_out), got "
+                            f"{type(result).__name__}")
+        out, tangent_out = result
+        outs = self.flatten_out(out)
+        t_leaves, t_tree = _tree.tree_flatten(tangent_out, none_is_leaf=True)
+        if t_tree != _tree.tree_flatten(out, none_is_leaf=True)[1]:
+            raise ValueError(f"{self.name}: the custom_jvp rule's tangent_out has structure {t_tree}, but "
+                             f"its out has {self.out_tree}; return a tangent shaped like the output")
+        return outs, t_leaves
+
+    def forward(self, *primals):
+        return self.fun(*primals), primals
+
+    def backward(self, primals, out_cts):
+        in_cts = _transpose(lambda t: self.jvp(primals, t)[1], primals, out_cts)
+        return in_cts
+
+
+class custom_jvp:
+    """A function with a user-given jvp, as JAX's ``jax.custom_jvp``.
+
+    Usage::
+
+        @tg.custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents):        # tuples, one entry per differentiable argument
+            (x,), (x_dot,) = primals, tangents
+            return f(x), tangent_out
+
+    With ``nondiff_argnums`` those arguments come first: ``rule(*nondiff_args, primals, tangents)``.
+    Zero tangents arrive as zero arrays. Reverse mode (``grad``, ``vjp``) transposes the rule's
+    tangent map (which is linear in ``tangents``); write the rule in tapegrad operations so that
+    every order works.
+
+    Raises:
+        TypeError: calling before ``defjvp``; a rule not returning a pair. ValueError: a tangent whose
+            structure differs from the output's.
+    """
+
+    def __init__(self, fun=None, nondiff_argnums=()):
+        self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_jvp")
+        self.fun, self.jvp_rule = fun, None
+        if fun is not None:
+            functools.update_wrapper(self, fun)
+
+    def defjvp(self, jvp_rule):
+        """Set the rule ``jvp_rule(*nondiff_args, primals, tangents) -> (out, tangent_out)``; returns
+        it, so ``@f.defjvp`` works as a decorator."""
+        self.jvp_rule = jvp_rule
+        return jvp_rule
+
+    def __call__(self, *args, **kwargs):
+        if self.fun is None:
+            return type(self)(args[0], self.nondiff_argnums)
+        if self.jvp_rule is None:
+            raise TypeError(f"custom_jvp function {self.__name__!r} has no rule yet: decorate one with "
+                            f"@{self.__name__}.defjvp")
+        call = _CustomJVPCall(self, _positional(self.fun, args, kwargs))
+        return call.result(bind_joint(call, *call.leaves))
+
+
+def _check_nondiff_argnums(nondiff_argnums, api):
+    argnums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else tuple(nondiff_argnums)
+    for a in argnums:
+        if isinstance(a, bool) or not isinstance(a, int) or a < 0:
+            raise TypeError(f"{api}: nondiff_argnums must be non-negative ints, got {nondiff_argnums!r}")
+    return tuple(sorted(set(argnums)))
+
+
+def _positional(fun, args, kwargs) -> tuple:
+    """Keyword arguments moved to their positions (JAX resolves them the same way)."""
+    if not kwargs:
+        return args
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"{getattr(fun, '__name__', 'fn')}: keyword arguments {sorted(bound.kwargs)} have "
+                        "no position; pass them positionally or close over them")
+    return bound.args

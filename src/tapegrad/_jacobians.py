@@ -1,0 +1,169 @@
+"""Jacobians and Hessians: ``jacrev``, ``jacfwd``, ``hessian``.
+
+``jacrev`` records ``fn`` once and pulls one basis cotangent per output element back through the
+tape; ``jacfwd`` pushes one basis tangent per input element forward. Until ``vmap`` exists the basis
+vectors are looped over (one pass each); the results are stacked with tapegrad operations, so a
+Jacobian is differentiable again (``hessian`` is ``jacfwd(jacrev(fn))``, forward over reverse, as in
+JAX).
+
+Return structure (JAX's, with MindSpore's ``grad_position``): the output pytree, each leaf replaced by
+the Jacobian of that output leaf with respect to the selected inputs: for an int ``grad_position`` a
+pytree shaped like that input, for a tuple a tuple of such pytrees. A block for output leaf ``o`` and
+input leaf ``x`` has shape ``o.shape + x.shape``.
+"""
+from __future__ import annotations
+
+import functools
+
+from tapegrad import _tree
+from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, jvp, vjp
+from tapegrad.numpy._creation import zeros_like
+from tapegrad.numpy._shape import reshape, stack
+
+
+def _jac_positions(grad_position, api: str):
+    positions, single = _select_positions(grad_position)
+    if positions is None:
+        raise ValueError(f"{api}: grad_position=None selects no input; pass an int or a tuple of ints")
+    return positions, single
+
+
+def _selected_inputs(args, positions, api: str):
+    """The arguments at ``positions``, their leaves checked to be float (or complex) arrays."""
+    selected = []
+    for p in positions:
+        if p >= len(args):
+            raise IndexError(f"{api}: grad_position {p} is out of range: the function was called with "
+                             f"{len(args)} positional argument(s); positions count from 0")
+        where = f"{api}: the input at grad_position {p}"
+        selected.append(_tree.tree_map(lambda leaf: _differentiable_leaf(leaf, where), args[p]))
+    return tuple(selected)
+
+
+def _restrict(fn, args, kwargs, positions):
+    """``fn`` as a function of the arguments at ``positions``; the others are held fixed."""
+    def restricted(*selected):
+        call_args = list(args)
+        for p, x in zip(positions, selected):
+            call_args[p] = x
+        return fn(*call_args, **kwargs)
+    return restricted
+
+
+def _basis(like):
+    """The standard basis of ``like``'s space: ``like.size`` one-hot arrays of its shape, dtype and
+    backend (constants)."""
+    n = like.size
+    flat = zeros_like(like, shape=(n, n))
+    flat.reshape(-1)[::n + 1] = 1  # the diagonal
+    return [row.reshape(like.shape) for row in flat]
+
+
+def _one_hot_trees(leaves, treedef):
+    """For each leaf and each of its elements, the pytree that is zero except for a one there."""
+    zeros = [zeros_like(leaf) for leaf in leaves]
+    for k, leaf in enumerate(leaves):
+        for e in _basis(leaf):
+            yield k, _tree.tree_unflatten(treedef, zeros[:k] + [e] + zeros[k + 1:])
+
+
+def _zero_block(out_leaf, in_leaf):
+    return zeros_like(in_leaf, shape=tuple(out_leaf.shape) + tuple(in_leaf.shape))
+
+
+def _check_aux(has_aux, api):
+    _check_flag(has_aux, "has_aux")
+    return has_aux
+
+
+def jacrev(fn, grad_position=0, has_aux=False):
+    """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``.
+
+    Args:
+        fn: a function of pytrees of arrays returning a pytree of arrays (with ``has_aux``,
+            ``(out, aux...)``).
+        grad_position: int or tuple of ints: which positional arguments to differentiate.
+        has_aux: as in ``vjp``: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``.
+
+    Returns:
+        A function of ``fn``'s arguments returning the Jacobian (module docstring: the output's
+        structure, each leaf a pytree, or with a tuple ``grad_position`` a tuple of pytrees, of blocks
+        of shape ``out_leaf.shape + in_leaf.shape`` and the input's dtype), or ``(jacobian, aux)``.
+
+    Raises:
+        TypeError, ValueError: a bad ``grad_position`` or ``has_aux`` (at ``jacrev(...)``, as ``grad``).
+        IndexError: a position past the arguments; TypeError: a non-float input there (at the call).
+    """
+    positions, single = _jac_positions(grad_position, "jacrev")
+    _check_aux(has_aux, "jacrev")
+
+    @functools.wraps(fn)
+    def jac_fn(*args, **kwargs):
+        selected = _selected_inputs(args, positions, "jacrev")
+        out, vjp_fn, *aux = vjp(_restrict(fn, args, kwargs, positions), *selected, has_aux=has_aux)
+        out_leaves, out_tree = _tree.tree_flatten(out)
+        rows = [[] for _ in out_leaves]
+        for k, ct in _one_hot_trees(out_leaves, out_tree):
+            rows[k].append(vjp_fn(ct))
+        blocks = [_stack_rows(o, r, selected) for o, r in zip(out_leaves, rows)]
+        jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
+        return (jac, *aux) if has_aux else jac
+    return jac_fn
+
+
+def _stack_rows(out_leaf, rows, selected):
+    """Cotangents of the inputs, one per element of ``out_leaf``, stacked into ``out.shape + in.shape``."""
+    if not rows:  # an empty output
+        return _tree.tree_map(lambda x: _zero_block(out_leaf, x), selected)
+    return _tree.tree_map(lambda *gs: reshape(stack(gs), tuple(out_leaf.shape) + tuple(gs[0].shape)), *rows)
+
+
+def jacfwd(fn, grad_position=0, has_aux=False):
+    """The Jacobian of ``fn`` by forward mode: one jvp per input element, as JAX's ``jacfwd``.
+
+    Arguments, return structure and errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of
+    the two when the selected inputs have fewer elements than the outputs.
+    """
+    positions, single = _jac_positions(grad_position, "jacfwd")
+    _check_aux(has_aux, "jacfwd")
+
+    @functools.wraps(fn)
+    def jac_fn(*args, **kwargs):
+        selected = _selected_inputs(args, positions, "jacfwd")
+        restricted = _restrict(fn, args, kwargs, positions)
+        in_leaves, in_tree = _tree.tree_flatten(selected)
+        columns = [[] for _ in in_leaves]
+        result = None
+        for m, tangents in _one_hot_trees(in_leaves, in_tree):
+            result = jvp(restricted, selected, tangents, has_aux=has_aux)
+            columns[m].append(_tree.tree_leaves(result[1]))
+        if result is None:  # every selected input is empty: evaluate once for the output (and aux)
+            result = jvp(restricted, selected, selected, has_aux=has_aux)
+        out_leaves, out_tree = _tree.tree_flatten(result[0])
+        blocks = []
+        for k, o in enumerate(out_leaves):
+            per_input = [_stack_columns(o, x, [col[k] for col in cols]) for x, cols in zip(in_leaves, columns)]
+            per_position = _tree.tree_unflatten(in_tree, per_input)
+            blocks.append(per_position[0] if single else per_position)
+        jac = _tree.tree_unflatten(out_tree, blocks)
+        return (jac, result[2]) if has_aux else jac
+    return jac_fn
+
+
+def _stack_columns(out_leaf, in_leaf, columns):
+    """Output tangents, one per element of ``in_leaf``, stacked into ``out.shape + in.shape``."""
+    if not columns:
+        return _zero_block(out_leaf, in_leaf)
+    return reshape(stack(columns, axis=-1), tuple(out_leaf.shape) + tuple(in_leaf.shape))
+
+
+def hessian(fn, grad_position=0, has_aux=False):
+    """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse (JAX's choice: one
+    Hessian-vector product per input element, each costing a small multiple of ``fn``).
+
+    For a scalar output and one input ``x`` the result has shape ``x.shape + x.shape``; in general the
+    structure nests as the module docstring says, twice: with ``grad_position=(0, 1)``,
+    ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and ``j``.
+    Arguments and errors are those of :func:`jacrev`; with ``has_aux`` the result is ``(H, aux)``.
+    """
+    return jacfwd(jacrev(fn, grad_position, has_aux), grad_position, has_aux)

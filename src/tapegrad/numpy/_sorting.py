@@ -1,0 +1,120 @@
+"""Sorting: ``argsort`` and ``argpartition`` (index primitives, not differentiable), and ``sort`` and
+``partition`` on top of them.
+
+``sort(x)`` is ``take_along_axis(x, argsort(x))``: a gather by a permutation that does not depend on
+``x``'s perturbations, so its derivative is the same gather of the tangent (and its transpose, a
+scatter, for the cotangent), in both modes and at every order, with no rule of its own. Where ``x``
+has ties, the permutation (stable: ties keep their original order) decides which of the tied
+elements each sorted slot reads, and so which one receives that slot's gradient (JAX does the same).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._indexing import take_along_axis
+from tapegrad.numpy._reductions import normalize_axis
+from tapegrad.numpy._rules import def_nondiff, primitive
+
+# ---- index primitives ----------------------------------------------------------------------------
+argsort_p = primitive("argsort", lambda x, *, axis: namespace_of(x).argsort(x, axis=axis, kind="stable"))
+argpartition_p = primitive("argpartition", lambda x, *, kth, axis:
+                           namespace_of(x).argpartition(x, kth, axis=axis))
+def_nondiff(argsort_p)
+def_nondiff(argpartition_p)
+
+
+def _flat_or_axis(a, axis):
+    """``(a, axis)`` with ``axis`` a non-negative int; ``axis=None`` flattens ``a`` first (NumPy)."""
+    a = as_operand(a)
+    if axis is None:
+        return _shape.ravel(a), 0
+    if _shape.ndim(a) == 0:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for an array of dimension 0")
+    return a, normalize_axis(operator.index(axis), _shape.ndim(a))[0]
+
+
+def _no_order(order, name):
+    if order is not None:
+        raise NotImplementedError(f"{name}: order= (sorting structured arrays by field) is not supported")
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Indices that sort ``a`` along ``axis`` (None: the flattened array), as ``numpy.argsort``.
+
+    Always a stable sort (equal elements keep their order), whatever ``kind`` and ``stable`` say;
+    NaNs sort to the end. Returns an integer array (``intp``), a constant for every transform.
+
+    Raises:
+        numpy.exceptions.AxisError: ``axis`` out of range.
+        NotImplementedError: ``order`` given.
+    """
+    _no_order(order, "argsort")
+    a, axis = _flat_or_axis(a, axis)
+    return bind(argsort_p, a, axis=axis)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``a`` sorted along ``axis`` (None: the flattened array), as ``numpy.sort``.
+
+    Same shape and dtype as ``a`` (flattened for ``axis=None``); NaNs sort to the end; complex
+    numbers sort by real part, then imaginary part. The derivative moves each tangent (cotangent)
+    entry with its element; between tied elements, the stable order decides which one a sorted slot
+    reads.
+
+    Raises:
+        numpy.exceptions.AxisError: ``axis`` out of range.
+        NotImplementedError: ``order`` given.
+    """
+    _no_order(order, "sort")
+    a, axis = _flat_or_axis(a, axis)
+    return take_along_axis(a, bind(argsort_p, a, axis=axis), axis=axis)
+
+
+def _kth_tuple(kth, n: int) -> tuple:
+    """``kth`` (an int or a sequence of ints, negatives allowed) as a tuple of indices in ``[0, n)``."""
+    kths = (kth,) if isinstance(kth, (int, np.integer)) else tuple(np.asarray(kth).ravel().tolist())
+    out = []
+    for k in kths:
+        k = operator.index(k)
+        if not -n <= k < n:
+            raise ValueError(f"kth(={k}) out of bounds ({n})")
+        out.append(k % n)
+    return tuple(out)
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """Indices that partition ``a`` along ``axis`` around the ``kth`` order statistics, as
+    ``numpy.argpartition``: the element at each position ``k`` in ``kth`` is the one a full sort would
+    put there, smaller ones come before it and larger ones after, in no particular order.
+
+    Returns an integer array, a constant for every transform.
+
+    Raises:
+        ValueError: a ``kth`` out of range for the axis length.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    _no_order(order, "argpartition")
+    a, axis = _flat_or_axis(a, axis)
+    return bind(argpartition_p, a, kth=_kth_tuple(kth, _shape.shape(a)[axis]), axis=axis)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """``a`` partially sorted along ``axis`` around the ``kth`` order statistics, as
+    ``numpy.partition`` (same values in the same places: it is the gather by :func:`argpartition`).
+
+    Differentiable like :func:`sort`: each element's tangent (cotangent) moves with it.
+
+    Raises:
+        ValueError: a ``kth`` out of range for the axis length.
+        numpy.exceptions.AxisError: ``axis`` out of range.
+    """
+    _no_order(order, "partition")
+    a, axis = _flat_or_axis(a, axis)
+    order_ = bind(argpartition_p, a, kth=_kth_tuple(kth, _shape.shape(a)[axis]), axis=axis)
+    return take_along_axis(a, order_, axis=axis)

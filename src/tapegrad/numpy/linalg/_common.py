@@ -1,0 +1,124 @@
+"""Helpers shared by the linalg primitives: matrix transposes, diagonals and triangle masks written
+in tapegrad operations (so rules that use them differentiate again), and the packing of several
+outputs into one array.
+
+Packing. The core has single-output primitives only, so a decomposition with several outputs
+(``eigh -> (w, v)``, ``svd -> (u, s, vh)``, ``qr``, ``slogdet``) is one primitive whose impl returns
+its outputs packed: each output's trailing (non-batch) axes are flattened and the pieces are
+concatenated along the last axis, giving ``batch + (total,)``. The public wrapper unpacks by slicing
+and reshaping (tapegrad operations), so the cotangent of the packed output reaches the vjp rule
+dense, zeros in the pieces the caller did not use, and the rule unpacks it the same way; a jvp rule
+packs its output tangents with :func:`pack`. One LAPACK call serves every output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._indexing import getitem
+
+
+def T(x):
+    """The transpose of the last two axes (the matrix transpose of a stack of matrices)."""
+    return _shape.swapaxes(x, -1, -2)
+
+
+def matrix_operand(a, name: str, square: bool = True):
+    """``a`` as an operand of at least 2 dimensions, integers promoted to float64 (as NumPy's linalg).
+
+    Raises:
+        numpy.linalg.LinAlgError: fewer than 2 dimensions, or (``square``) non-square matrices.
+    """
+    a = as_operand(a)
+    shape = _shape.shape(a)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{name}: {len(shape)}-dimensional array given; "
+                                    "the array must be at least two-dimensional")
+    if square and shape[-1] != shape[-2]:
+        raise np.linalg.LinAlgError(f"{name}: last 2 dimensions of the array must be square, got {shape}")
+    return float_operand(a)
+
+
+def float_operand(a):
+    """Integer and boolean operands promoted to float64, as NumPy's linalg promotes them."""
+    a = as_operand(a)
+    if not hasattr(a, "dtype"):
+        a = np.asarray(a)
+    return a if np.dtype(a.dtype).kind in "fc" else ew.astype(a, np.float64)
+
+
+def eye_like(x, n: int | None = None):
+    """The ``n x n`` identity (default: ``x``'s last axis) with ``x``'s dtype and backend (a constant)."""
+    return namespace_of(x).eye(x.shape[-1] if n is None else n, dtype=x.dtype)
+
+
+def tri_like(x, k: int = 0):
+    """Lower-triangle mask (ones on and below diagonal ``k``) of ``x``'s matrix shape and dtype."""
+    return namespace_of(x).tri(x.shape[-2], x.shape[-1], k, dtype=x.dtype)
+
+
+def tril(x, k: int = 0):
+    """The lower triangle of each matrix (entries above diagonal ``k`` zeroed), differentiably."""
+    return x * tri_like(x, k)
+
+
+def triu(x, k: int = 0):
+    """The upper triangle of each matrix (entries below diagonal ``k`` zeroed), differentiably."""
+    return x * (1.0 - tri_like(x, k - 1))
+
+
+def diag_embed(v):
+    """``(..., n) -> (..., n, n)``: each vector on the diagonal of a matrix."""
+    return _shape.expand_dims(v, -1) * eye_like(v)
+
+
+def diagonal(x):
+    """``(..., n, n) -> (..., n)``: the diagonal of each matrix."""
+    return red.sum(x * eye_like(x), axis=-1)
+
+
+def trace(x):
+    """``(..., n, n) -> (...)``: the trace of each matrix."""
+    return red.sum(diagonal(x), axis=-1)
+
+
+def symmetrize(x):
+    """``(x + x^T) / 2``: the symmetric part, which is what symmetric-input functions read (JAX's
+    ``symmetrize_input=True``)."""
+    return (x + T(x)) * 0.5
+
+
+def safe_reciprocal(x):
+    """``1 / x`` with 0 where ``x == 0``; the "double where" keeps every derivative finite there."""
+    zero = ew.equal(x, 0.0)
+    return ew.where(zero, 0.0, ew.reciprocal(ew.where(zero, 1.0, x)))
+
+
+# ---- packing several outputs into one array ------------------------------------------------------
+def pack_impl(outs, nbatch: int):
+    """The impl side of packing: plain arrays, concatenated with their backend's ``concatenate``."""
+    xp = namespace_of(*outs)
+    batch = outs[0].shape[:nbatch]
+    return xp.concatenate([xp.reshape(o, batch + (-1,)) for o in outs], axis=-1)
+
+
+def pack(outs, nbatch: int):
+    """The rule side of packing (tangents): tapegrad operations, so it differentiates again."""
+    batch = tuple(outs[0].shape[:nbatch])
+    return _shape.concatenate([_shape.reshape(o, batch + (-1,)) for o in outs], axis=-1)
+
+
+def unpack(packed, shapes):
+    """Split a packed array back into outputs of trailing shapes ``shapes`` (tapegrad operations)."""
+    batch = tuple(packed.shape[:-1])
+    outs, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=np.int64))
+        piece = getitem(packed, (Ellipsis, slice(start, start + size)))
+        outs.append(_shape.reshape(piece, batch + tuple(shape)))
+        start += size
+    return outs

@@ -1,0 +1,100 @@
+"""``norm``: vector and matrix norms as compositions of traced reductions (so forward and reverse
+mode, to any order, come from the rules of ``sum``, ``abs``, ``amax``, ``sqrt`` and ``svd``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _shape
+from tapegrad.numpy.linalg._common import float_operand
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector or matrix norm, as ``numpy.linalg.norm`` for real input.
+
+    Vector norms (``axis`` an int, or 1-D ``x``): ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count
+    of non-zeros, derivative zero) or any other p (``sum(|x|**p)**(1/p)``). Matrix norms (``axis`` a
+    pair, or 2-D ``x`` with ``ord`` given): ``'fro'``, ``'nuc'`` (sum of singular values), 1, -1, 2
+    (largest singular value), -2 (smallest), inf, -inf. ``ord`` None with ``axis`` None is the 2-norm
+    of the flattened array. Stacked matrices are reduced over ``axis``.
+
+    Args:
+        x: a real array (integers are promoted to float64).
+        ord: the order, as above.
+        axis: None, an int (vector norms) or a pair of ints (matrix norms).
+        keepdims: keep the reduced axes with length 1.
+
+    Returns:
+        The norms, with ``x``'s dtype and ``x``'s shape less the reduced axes.
+
+    Raises:
+        ValueError: an ``axis`` that is neither None, an int nor a pair; an unknown matrix ``ord``.
+
+    At ``x = 0`` the Euclidean, Frobenius and p-norms have no derivative; tapegrad returns the
+    gradient 0 there (a subgradient, the same value JAX's safe-``sqrt`` style rule gives) and the
+    second derivative 0, with a "double where" (``where(s == 0, 0, sqrt(where(s == 0, 1, s)))``): the
+    inner ``where`` keeps the unused branch's derivative finite, so no ``0 * inf`` appears at any
+    order, in either mode. Elsewhere the derivatives are the exact ones. The spectral and nuclear
+    norms go through ``svd`` and inherit its conventions (distinct singular values).
+    """
+    x = float_operand(x)
+    ndim = _shape.ndim(x)
+    if axis is None and (ord is None or ndim == 1):
+        return _vector_norm(x, ord, None, keepdims)
+    if axis is None:
+        axis = tuple(range(ndim))
+    axes = red.normalize_axis(axis, ndim)
+    if isinstance(axis, (int, np.integer)) or len(axes) == 1:
+        return _vector_norm(x, ord, axes, keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, tuple(int(a) % ndim for a in axis), keepdims)
+    raise ValueError(f"norm: axis must be None, an int or a pair of ints, got {axis!r}")
+
+
+def _safe_root(s, p):
+    """``s ** (1/p)`` with value and every derivative 0 at ``s == 0`` (the "double where")."""
+    is_zero = ew.equal(s, 0.0)
+    root = ew.sqrt(ew.where(is_zero, 1.0, s)) if p == 2 else ew.where(is_zero, 1.0, s) ** (1.0 / p)
+    return ew.where(is_zero, 0.0, root)
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    if ord is None or ord == 2:
+        return _safe_root(red.sum(x * x, axis=axis, keepdims=keepdims), 2)
+    if ord == math.inf:
+        return red.amax(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return red.amin(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return red.sum(ew.astype(ew.not_equal(x, 0), x.dtype), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return red.sum(ew.abs(x), axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    return _safe_root(red.sum(ew.abs(x) ** ord, axis=axis, keepdims=keepdims), ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    row, col = axes
+    if row == col:
+        raise ValueError("norm: duplicate axes given")
+    if ord is None or ord == "fro":
+        return _safe_root(red.sum(x * x, axis=axes, keepdims=keepdims), 2)
+    if ord in (1, -1, math.inf, -math.inf):
+        sum_axis, pick_axis = (row, col) if ord in (1, -1) else (col, row)
+        sums = red.sum(ew.abs(x), axis=sum_axis, keepdims=True)
+        pick = red.amax if ord > 0 else red.amin
+        out = pick(sums, axis=pick_axis, keepdims=True)
+        return out if keepdims else _shape.squeeze(out, axes)
+    if ord in (2, -2, "nuc"):
+        from tapegrad.numpy.linalg._svd import svd
+        s = svd(_shape.moveaxis(x, axes, (-2, -1)), compute_uv=False)
+        out = red.sum(s, axis=-1) if ord == "nuc" else (red.amax if ord == 2 else red.amin)(s, axis=-1)
+        if keepdims:
+            for a in sorted(axes):
+                out = _shape.expand_dims(out, a)
+        return out
+    raise ValueError(f"norm: invalid norm order {ord!r} for matrices")

@@ -1,0 +1,100 @@
+"""``qr``: ``A = Q R`` with orthonormal columns in ``Q`` and upper-triangular ``R`` (``m >= n``).
+
+Forward rule (JAX's ``qr_jvp_rule``; Townsend, "Differentiating the QR decomposition",
+j-towns.github.io/papers/qr-derivative.pdf), real case: with ``Y = dA R^-1``, ``Z = Q^T Y`` and the
+skew-symmetric ``O = tril(Z, -1) - tril(Z, -1)^T``,
+
+    dQ = Q (O - Z) + Y,     dR = (Z - O) R.
+
+Reverse rule, its transpose: with ``M = Q^T Q_bar - R_bar R^T``,
+
+    A_bar = (Q_bar + Q (tril(M - M^T, -1) - M)) R^-T.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _shape
+from tapegrad.numpy._linalg import matmul
+from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad.numpy.linalg._common import T, matrix_operand, pack, pack_impl, tril, unpack
+from tapegrad.numpy.linalg._solve import solve
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result, named as NumPy 2 names it."""
+
+    Q: Any
+    R: Any
+
+
+def _qr_shapes(a_shape, mode):
+    m, n = a_shape[-2], a_shape[-1]
+    k = m if mode == "complete" else min(m, n)
+    return [(m, k), (k, n)]
+
+
+def _qr_impl(a, *, mode):
+    q, r = namespace_of(a).linalg.qr(a, mode=mode)
+    return pack_impl([q, r], a.ndim - 2)
+
+
+def _factors(ans, a, mode):
+    m, n = a.shape[-2], a.shape[-1]
+    if m < n or (mode == "complete" and m != n):
+        raise NotImplementedError(f"qr: the derivative needs m >= n (and m == n for mode='complete'); "
+                                  f"got a matrix of shape {(m, n)} with mode={mode!r}")
+    return unpack(ans, _qr_shapes(a.shape, mode))
+
+
+def _qr_jvp(t, ans, a, *, mode):
+    q, r = _factors(ans, a, mode)
+    y = T(solve(T(r), T(t)))  # dA R^-1
+    z = matmul(T(q), y)
+    lower = tril(z, -1)
+    omega = lower - T(lower)
+    return pack([matmul(q, omega - z) + y, matmul(z - omega, r)], _shape.ndim(a) - 2)
+
+
+def _qr_vjp(ct, ans, a, *, mode):
+    q, r = _factors(ans, a, mode)
+    ct_q, ct_r = unpack(ct, _qr_shapes(a.shape, mode))
+    m_ = matmul(T(q), ct_q) - matmul(ct_r, T(r))
+    ct_y = ct_q + matmul(q, tril(m_ - T(m_), -1) - m_)
+    return T(solve(r, T(ct_y)))  # ct_y R^-T
+
+
+qr_p = primitive("qr", _qr_impl)
+defvjp(qr_p, _qr_vjp)
+defjvp(qr_p, _qr_jvp)
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition of each matrix, as ``numpy.linalg.qr``.
+
+    Args:
+        a: real ``(..., m, n)``.
+        mode: ``'reduced'`` (``Q`` ``(..., m, k)``, ``R`` ``(..., k, n)``, ``k = min(m, n)``),
+            ``'complete'`` (``Q`` ``(..., m, m)``, ``R`` ``(..., m, n)``) or ``'r'`` (``R`` alone,
+            as in ``'reduced'``).
+
+    Returns:
+        ``QRResult(Q, R)``, or ``R`` for ``mode='r'``; ``a``'s float dtype.
+
+    Raises:
+        NotImplementedError: complex ``a``; ``mode='raw'``; differentiating with ``m < n``, or with
+            ``mode='complete'`` and ``m != n`` (as in JAX).
+        ValueError: an unknown ``mode``.
+    """
+    a = matrix_operand(a, "qr", square=False)
+    if a.dtype.kind == "c":
+        raise NotImplementedError("qr: complex input is not supported (real matrices only)")
+    if mode == "raw":
+        raise NotImplementedError("qr: mode='raw' (Householder reflectors) is not supported")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: unrecognized mode {mode!r}")
+    prim_mode = "complete" if mode == "complete" else "reduced"
+    q, r = unpack(bind(qr_p, a, mode=prim_mode), _qr_shapes(a.shape, prim_mode))
+    return r if mode == "r" else QRResult(q, r)

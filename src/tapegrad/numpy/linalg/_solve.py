@@ -1,0 +1,165 @@
+"""Linear systems and inverses: ``solve``, ``inv``, ``pinv``, ``lstsq``.
+
+Rules (Giles 2008, "An extended collection of matrix derivative results", sections 2.2 and 3.2;
+JAX's ``jax/_src/numpy/linalg.py``), with ``X = ans``:
+
+    solve   X = A^-1 B    jvp  dX = A^-1 (dB - dA X)        vjp  B_bar = A^-T X_bar,  A_bar = -B_bar X^T
+    inv     X = A^-1      jvp  dX = -X dA X                 vjp  A_bar = -X^T X_bar X^T
+    pinv    X = A^+       jvp  Golub & Pereyra (1973)        vjp  its transpose (below)
+
+Every rule is written with tapegrad's ``matmul`` and ``solve``, so it differentiates again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _shape
+from tapegrad.numpy._linalg import matmul
+from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad.numpy.linalg._common import T, eye_like, float_operand, matrix_operand
+
+
+# ---- solve ---------------------------------------------------------------------------------------
+def _solve_vjp_b(ct, ans, a, b):
+    return _shape.unbroadcast(solve(T(a), ct), b)
+
+
+def _solve_vjp_a(ct, ans, a, b):
+    return _shape.unbroadcast(-matmul(solve(T(a), ct), T(ans)), a)
+
+
+solve_p = primitive("solve", lambda a, b: namespace_of(a, b).linalg.solve(a, b))
+defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
+defjvp(solve_p,
+       lambda t, ans, a, b: solve(a, -matmul(t, ans)),
+       lambda t, ans, a, b: solve(a, t))
+
+
+def solve(a, b):
+    """The solution ``x`` of ``a @ x = b``, as ``numpy.linalg.solve`` (NumPy 2 semantics).
+
+    Args:
+        a: ``(..., n, n)``, invertible.
+        b: ``(n,)`` (one right-hand side, for every matrix of the stack) or ``(..., n, k)``; the
+            leading axes of ``a`` and ``b`` broadcast.
+
+    Returns:
+        ``x`` with ``b``'s trailing shape and the broadcast leading axes, in the promoted float dtype.
+
+    Raises:
+        numpy.linalg.LinAlgError: ``a`` is singular or not square.
+    """
+    a = matrix_operand(a, "solve")
+    b = float_operand(b)
+    if _shape.ndim(b) == 1:
+        return _shape.squeeze(bind(solve_p, a, _shape.expand_dims(b, -1)), -1)
+    return bind(solve_p, a, b)
+
+
+# ---- inv -----------------------------------------------------------------------------------------
+inv_p = primitive("inv", lambda a: namespace_of(a).linalg.inv(a))
+defvjp(inv_p, lambda ct, ans, a: -matmul(T(ans), matmul(ct, T(ans))))
+defjvp(inv_p, lambda t, ans, a: -matmul(ans, matmul(t, ans)))
+
+
+def inv(a):
+    """The inverse of each matrix of ``a`` (``(..., n, n)``), as ``numpy.linalg.inv``.
+
+    Raises:
+        numpy.linalg.LinAlgError: a singular or non-square matrix.
+    """
+    return bind(inv_p, matrix_operand(a, "inv"))
+
+
+# ---- pinv ----------------------------------------------------------------------------------------
+def _pinv_jvp(t, ans, a, **params):
+    """Golub & Pereyra (1973), as JAX's ``_pinv_jvp``: valid where the rank is locally constant."""
+    p = ans
+    m, n = a.shape[-2], a.shape[-1]
+    q = eye_like(a, m) - matmul(a, p)  # I - A A+   (m x m)
+    r = eye_like(a, n) - matmul(p, a)  # I - A+ A   (n x n)
+    return (-matmul(p, matmul(t, p)) + matmul(matmul(p, T(p)), matmul(T(t), q))
+            + matmul(r, matmul(T(t), matmul(T(p), p))))
+
+
+def _pinv_vjp(ct, ans, a, **params):
+    """The transpose of :func:`_pinv_jvp` under ``<X, Y> = sum(X * Y)``, term by term."""
+    p = ans
+    m, n = a.shape[-2], a.shape[-1]
+    q = eye_like(a, m) - matmul(a, p)
+    r = eye_like(a, n) - matmul(p, a)
+    return (-matmul(T(p), matmul(ct, T(p))) + matmul(q, matmul(T(ct), matmul(p, T(p))))
+            + matmul(matmul(T(p), p), matmul(T(ct), r)))
+
+
+pinv_p = primitive("pinv", lambda a, *, rcond: namespace_of(a).linalg.pinv(a, rcond))
+defvjp(pinv_p, _pinv_vjp)
+defjvp(pinv_p, _pinv_jvp)
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse of each matrix of ``a``, as ``numpy.linalg.pinv``.
+
+    Args:
+        a: ``(..., m, n)``.
+        rcond, rtol: singular values at most ``rcond * largest`` are treated as zero (a Python
+            number; ``rtol`` is NumPy 2's other name for it). Default: ``max(m, n) * eps``.
+        hermitian: accepted for NumPy compatibility; the general SVD is used either way, so the
+            value and the derivative are those of ``pinv(a)`` also for a non-symmetric ``a``.
+
+    Returns:
+        ``(..., n, m)``.
+
+    The derivative (Golub and Pereyra 1973, "The differentiation of pseudo-inverses") holds where
+    the rank of ``a`` is locally constant; it is not defined where a singular value crosses the
+    cut-off.
+    """
+    a = matrix_operand(a, "pinv", square=False)
+    if rcond is None:
+        rcond = rtol
+    if rcond is None:
+        rcond = max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)
+    return bind(pinv_p, a, rcond=float(rcond))
+
+
+# ---- lstsq ---------------------------------------------------------------------------------------
+def lstsq(a, b, rcond=None):
+    """Least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``.
+
+    Args:
+        a: ``(m, n)``.
+        b: ``(m,)`` or ``(m, k)``.
+        rcond: singular values at most ``rcond * largest`` count as zero; None means
+            ``eps * max(m, n)`` (NumPy's default).
+
+    Returns:
+        ``(x, residuals, rank, s)`` as NumPy: ``x`` of shape ``(n,)`` or ``(n, k)``; ``residuals``
+        the squared 2-norms of the columns of ``b - a @ x`` (shape ``(1,)`` or ``(k,)``) when
+        ``rank == n < m``, else an empty array; ``rank`` an int; ``s`` the singular values of ``a``.
+
+    ``x = pinv(a, rcond) @ b``, so its derivative is the pseudo-inverse's (constant rank);
+    ``residuals`` and ``s`` are differentiable too, ``rank`` is not. ``rank`` is read from the
+    singular values, so it needs concrete values (eager mode).
+    """
+    a = matrix_operand(a, "lstsq", square=False)
+    b = float_operand(b)
+    if _shape.ndim(a) != 2:
+        raise np.linalg.LinAlgError(f"lstsq: a must be 2-dimensional, got shape {a.shape}")
+    m, n = a.shape
+    if rcond is None:
+        rcond = float(np.finfo(a.dtype).eps) * max(m, n)
+    from tapegrad.numpy.linalg._svd import svd
+    s = svd(a, compute_uv=False)
+    rank = int(red.sum(ew.greater(s, rcond * red.amax(s)))) if min(m, n) else 0
+    x = matmul(pinv(a, rcond), b)
+    if rank == n and m > n:
+        r = b - matmul(a, x)
+        residuals = red.sum(r * r, axis=0)
+        residuals = _shape.reshape(residuals, (1,)) if _shape.ndim(b) == 1 else residuals
+    else:
+        residuals = namespace_of(a).zeros((0,), dtype=x.dtype)
+    return x, residuals, rank, s

@@ -1,0 +1,188 @@
+"""``tapegrad.scipy.linalg``: ``solve_triangular``, ``cho_factor``, ``cho_solve`` and ``expm``,
+differentiable in both modes to any order (rules in tapegrad operations).
+
+Rules:
+
+- ``solve_triangular``, ``x = op(A)^-1 b`` with ``op`` the identity or the transpose and ``A`` the
+  triangle SciPy reads (Giles 2008, section 2.2): ``dx = op(A)^-1 (db - op(dA) x)``;
+  ``b_bar = op(A)^-T x_bar``, ``A_bar = -b_bar x^T`` (``-x b_bar^T`` for the transpose), kept to
+  the triangle that is read (off-diagonal only with ``unit_diagonal``).
+- ``cho_factor`` is ``tapegrad.numpy.linalg.cholesky``; ``cho_solve`` two triangular solves.
+- ``expm``: the Fréchet derivative from the block-triangular identity (Najfeld and Havel 1995;
+  Al-Mohy and Higham 2009): ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]``, so
+  ``jvp(E) = L(A, E)``, and as ``L(A, .)``'s transpose is ``L(A^T, .)``, ``vjp(G) = L(A^T, G)``.
+  Both call ``expm`` itself on a ``2n x 2n`` matrix, so every order is exact to SciPy's accuracy
+  (each further order doubles the size).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import zeros_like
+from tapegrad.numpy._indexing import getitem
+from tapegrad.numpy._linalg import matmul
+from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad.numpy.linalg import cholesky
+from tapegrad.numpy.linalg._common import T, float_operand, matrix_operand, tri_like
+
+__all__ = ["cho_factor", "cho_solve", "expm", "solve_triangular"]
+
+
+def _scipy_linalg(*arrays):
+    """``scipy.linalg``, or ``cupyx.scipy.linalg`` for CuPy arrays."""
+    if namespace_of(*arrays) is np:
+        import scipy.linalg
+        return scipy.linalg
+    import cupyx.scipy.linalg
+    return cupyx.scipy.linalg
+
+
+# ---- solve_triangular ----------------------------------------------------------------------------
+def _read_mask(a, lower, unit_diagonal):
+    """Ones on the entries of ``a`` that the solve reads: one triangle, without the diagonal when
+    it is taken as ones."""
+    mask = tri_like(a, -1 if unit_diagonal else 0)
+    return mask if lower else T(mask)
+
+
+def _op(x, trans):
+    return T(x) if trans else x
+
+
+def _tri_solve_jvp_a(t, ans, a, b, *, trans, lower, unit_diagonal):
+    t_a = t * _read_mask(a, lower, unit_diagonal)
+    return _tri_solve(a, -matmul(_op(t_a, trans), ans), trans, lower, unit_diagonal)
+
+
+def _tri_solve_vjp_a(ct, ans, a, b, *, trans, lower, unit_diagonal):
+    ct_b = _tri_solve(a, ct, 1 - trans, lower, unit_diagonal)
+    ct_a = -matmul(ct_b, T(ans)) if trans == 0 else -matmul(ans, T(ct_b))
+    return _shape.unbroadcast(ct_a * _read_mask(a, lower, unit_diagonal), a)
+
+
+tri_solve_p = primitive("solve_triangular", lambda a, b, *, trans, lower, unit_diagonal: _scipy_linalg(a, b)
+                        .solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal))
+defvjp(tri_solve_p, _tri_solve_vjp_a,
+       lambda ct, ans, a, b, **p: _shape.unbroadcast(_tri_solve(a, ct, 1 - p["trans"], p["lower"],
+                                                                p["unit_diagonal"]), b))
+defjvp(tri_solve_p, _tri_solve_jvp_a,
+       lambda t, ans, a, b, **p: _tri_solve(a, t, p["trans"], p["lower"], p["unit_diagonal"]))
+
+
+def _tri_solve(a, b, trans, lower, unit_diagonal):
+    return bind(tri_solve_p, a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+
+_TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):
+    """The solution ``x`` of ``op(a) @ x = b`` for triangular ``a``, as ``scipy.linalg.solve_triangular``.
+
+    Args:
+        a: ``(..., n, n)``; only the triangle named by ``lower`` is read (and not its diagonal
+            when ``unit_diagonal``), so derivatives with respect to the other entries are zero.
+        b: ``(n,)`` or ``(..., n, k)``; leading axes broadcast with ``a``'s.
+        trans: ``0``/``'N'`` solves ``a x = b``; ``1``/``'T'`` and ``2``/``'C'`` (the same for real
+            ``a``) solve ``a^T x = b``. Complex input is holomorphic in ``a`` and ``b`` for ``trans``
+            0 and 1 (JAX's conventions).
+        lower: use the lower triangle (default: the upper).
+        unit_diagonal: take the diagonal of ``a`` as ones.
+        overwrite_b, check_finite: accepted for SciPy compatibility, ignored.
+
+    Returns:
+        ``x`` with ``b``'s shape (leading axes broadcast), the promoted float dtype.
+
+    Raises:
+        ValueError: an unknown ``trans``.
+        numpy.linalg.LinAlgError: a zero on the diagonal (a singular matrix).
+    """
+    if trans not in _TRANS:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    a = matrix_operand(a, "solve_triangular")
+    b = float_operand(b)
+    if trans in (2, "C") and "c" in (a.dtype.kind, b.dtype.kind):
+        raise NotImplementedError("solve_triangular: trans='C' (conjugate transpose) of complex input is "
+                                  "not supported; conjugate a and use trans='T'")
+    params = dict(trans=_TRANS[trans], lower=bool(lower), unit_diagonal=bool(unit_diagonal))
+    if _shape.ndim(b) == 1:
+        return _shape.squeeze(bind(tri_solve_p, a, _shape.expand_dims(b, -1), **params), -1)
+    return bind(tri_solve_p, a, b, **params)
+
+
+# ---- Cholesky ------------------------------------------------------------------------------------
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor of each symmetric positive-definite matrix, for :func:`cho_solve`, as
+    ``scipy.linalg.cho_factor``.
+
+    Args:
+        a: real ``(..., n, n)``.
+        lower: return the lower factor ``L`` (``a = L L^T``); default the upper ``U`` (``a = U^T U``).
+        overwrite_a, check_finite: accepted for SciPy compatibility, ignored.
+
+    Returns:
+        ``(c, lower)``. Unlike SciPy, whose ``c`` keeps arbitrary entries of ``a`` in the unused
+        triangle, that triangle is zero here (as in JAX); the used triangle matches SciPy.
+
+    Raises:
+        numpy.linalg.LinAlgError: a matrix is not positive definite.
+
+    Symmetric input: computed from ``(a + a^T) / 2`` (JAX's convention; see
+    ``tapegrad.numpy.linalg.cholesky``), so gradients are symmetric.
+    """
+    return cholesky(a, upper=not lower), bool(lower)
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """The solution of ``A x = b`` given ``(c, lower)`` from :func:`cho_factor`, as
+    ``scipy.linalg.cho_solve``.
+
+    Args:
+        c_and_lower: ``(c, lower)``; only the triangle of ``c`` named by ``lower`` is read.
+        b: ``(n,)`` or ``(..., n, k)``.
+        overwrite_b, check_finite: accepted for SciPy compatibility, ignored.
+
+    Returns:
+        ``x`` with ``b``'s shape; differentiable in ``c`` and ``b`` (two triangular solves).
+    """
+    c, lower = c_and_lower
+    b = float_operand(b)
+    if _shape.ndim(b) == 1:  # one right-hand side for every matrix of the stack
+        return _shape.squeeze(cho_solve((c, lower), _shape.expand_dims(b, -1)), -1)
+    if lower:  # A = L L^T
+        return solve_triangular(c, solve_triangular(c, b, lower=True), trans=1, lower=True)
+    return solve_triangular(c, solve_triangular(c, b, trans=1, lower=False), lower=False)  # A = U^T U
+
+
+# ---- expm ----------------------------------------------------------------------------------------
+def _block_upper(a, e):
+    """``[[a, e], [0, a]]`` for stacks of matrices."""
+    top = _shape.concatenate([a, e], axis=-1)
+    bottom = _shape.concatenate([zeros_like(a), a], axis=-1)
+    return _shape.concatenate([top, bottom], axis=-2)
+
+
+def _frechet(a, e):
+    """``L(a, e)``: the upper-right block of ``expm([[a, e], [0, a]])``."""
+    n = a.shape[-1]
+    return getitem(expm(_block_upper(a, e)), (Ellipsis, slice(0, n), slice(n, 2 * n)))
+
+
+expm_p = primitive("expm", lambda a: _scipy_linalg(a).expm(a))
+defvjp(expm_p, lambda ct, ans, a: _frechet(T(a), ct))
+defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
+
+
+def expm(A):
+    """The matrix exponential of each matrix of ``A`` (``(..., n, n)``), as ``scipy.linalg.expm``.
+
+    Values are SciPy's (Padé approximation with scaling and squaring, Al-Mohy and Higham 2009);
+    derivatives come from the block-triangular identity in the module notes. ``expm`` is
+    holomorphic, so complex input follows JAX's conventions (the rules use transposes, not
+    conjugate transposes).
+    """
+    return bind(expm_p, matrix_operand(A, "expm"))

@@ -1,0 +1,102 @@
+"""Logistic and logarithmic functions: ``expit logit log_expit logsumexp softmax log_softmax xlogy
+xlog1py entr``.
+
+``xlogy(x, y) = x log(y)`` and ``xlog1py(x, y) = x log1p(y)`` are 0 where ``x == 0`` (also for
+``y == 0``), with the derivatives of scipy and JAX: ``d/dx = log(y)`` (``log1p(y)``) everywhere, also at
+``x = 0``, and ``d/dy = x / y`` (``x / (1 + y)``). ``entr(x) = -x log(x)`` has derivative
+``-(1 + log(x))`` (``+inf`` at 0, the limit from the right; nan left of 0, where ``entr`` is ``-inf``).
+"""
+from __future__ import annotations
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.numpy._shape import squeeze
+from tapegrad.scipy.special._impl import binary, unary
+
+
+def _expit_impl(x):
+    xp = namespace_of(x)
+    return xp.exp(-xp.logaddexp(0, -x))
+
+
+expit_p = primitive("expit", _expit_impl, unary_abstract_eval)
+defvjp(expit_p, lambda ct, ans, x: ct * (ans * (1.0 - ans)))
+defjvp(expit_p, lambda t, ans, x: t * (ans * (1.0 - ans)))
+
+xlogy_p = binary("xlogy", lambda x, y, ans: ew.log(y), lambda x, y, ans: x / y)
+xlog1py_p = binary("xlog1py", lambda x, y, ans: ew.log1p(y), lambda x, y, ans: x / (1.0 + y))
+entr_p = unary("entr", lambda x, ans: -(1.0 + ew.log(x)))
+
+
+def expit(x):
+    """The logistic sigmoid ``1 / (1 + exp(-x))``, computed as ``exp(-logaddexp(0, -x))`` so that it
+    keeps full relative precision in both tails. Derivative ``expit(x) * (1 - expit(x))``."""
+    return bind(expit_p, x)
+
+
+def logit(x):
+    """``log(x / (1 - x))``, the inverse of :func:`expit`."""
+    return ew.log(x) - ew.log1p(-x)
+
+
+def log_expit(x):
+    """``log(expit(x)) = -logaddexp(0, -x)``, accurate for large negative ``x`` (as
+    ``scipy.special.log_expit``)."""
+    return -ew.logaddexp(0.0, -x)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False):
+    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability.
+
+    The shift goes through ``stop_gradient``: the result does not depend on it, so its gradient is
+    exactly ``softmax(a)`` (times ``b``).
+    """
+    a = as_operand(a)
+    shift = red.amax(ew.stop_gradient(a), axis=axis, keepdims=True)
+    shift = ew.where(ew.isfinite(shift), shift, 0.0)
+    e = ew.exp(a - shift)
+    if b is not None:
+        e = e * b
+    out = ew.log(red.sum(e, axis=axis, keepdims=True)) + shift
+    if keepdims:
+        return out
+    return squeeze(out, axis) if axis is not None else squeeze(out)
+
+
+def log_softmax(x, axis=None):
+    """``x - logsumexp(x, axis, keepdims=True)``, as ``scipy.special.log_softmax`` (``axis=None``:
+    over all elements)."""
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=None):
+    """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))``, as
+    ``scipy.special.softmax``."""
+    return ew.exp(log_softmax(x, axis=axis))
+
+
+def xlogy(x, y):
+    """``x * log(y)``, and 0 where ``x == 0``, broadcast, as ``scipy.special.xlogy`` (needs SciPy).
+
+    Derivatives (scipy/JAX convention): ``log(y)`` in ``x`` (also at ``x = 0``), ``x / y`` in ``y``.
+    """
+    return bind(xlogy_p, x, y)
+
+
+def xlog1py(x, y):
+    """``x * log1p(y)``, and 0 where ``x == 0``, broadcast, as ``scipy.special.xlog1py`` (needs SciPy).
+
+    Derivatives: ``log1p(y)`` in ``x`` (also at ``x = 0``), ``x / (1 + y)`` in ``y``.
+    """
+    return bind(xlog1py_p, x, y)
+
+
+def entr(x):
+    """The elementwise entropy ``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``, as
+    ``scipy.special.entr`` (needs SciPy). Derivative ``-(1 + log(x))``: ``+inf`` at 0."""
+    return bind(entr_p, x)
+

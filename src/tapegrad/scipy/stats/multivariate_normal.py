@@ -1,0 +1,165 @@
+"""``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf``, ``cdf`` and ``logcdf``.
+
+Shapes follow ``jax.scipy.stats.multivariate_normal``: ``x`` is ``(..., d)``, ``mean`` is ``(d,)``
+(or ``(..., d)``, broadcast against ``x``) and ``cov`` is ``(d, d)``; the result has the broadcast
+batch shape ``(...)``. A 0-d ``mean`` means the univariate case, with ``cov`` a variance.
+
+``cov`` is read as its symmetric part ``(cov + cov.T) / 2``, so its gradient is symmetric and a
+perturbation in any direction gives the same derivative as finite differences (SciPy assumes a
+symmetric ``cov`` and reads one triangle). Everything runs through a Cholesky factor ``L``
+(``cov = L L^T``), so ``cov`` must be positive definite.
+
+``cdf`` has no closed form. It is Genz's separation-of-variables estimator (A. Genz, "Numerical
+computation of multivariate normal probabilities", J. Comput. Graph. Stat. 1, 1992) on a fixed
+quasi-Monte Carlo point set, so it is a deterministic, smooth function of ``x``, ``mean`` and ``cov``
+and its derivatives (any order, both modes) are the exact derivatives of the estimator.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
+from tapegrad.scipy.special import ndtr, ndtri
+from tapegrad.scipy.stats import norm
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _cholesky(cov):
+    from tapegrad.numpy.linalg import cholesky
+    if _shape.ndim(cov) != 2:
+        raise ValueError(f"multivariate_normal: cov must be a (d, d) matrix, got shape {_shape.shape(cov)}")
+    return cholesky(cov)  # which reads (cov + cov^T) / 2
+
+
+def _whiten(x, mean, L):
+    """``L^-1 (x - mean)`` for every vector of the batch, shape ``(..., d)``: one triangular solve
+    with the batch as the right-hand side's columns."""
+    from tapegrad.scipy.linalg import solve_triangular
+    diff = x - mean
+    batch, d = _shape.shape(diff)[:-1], _shape.shape(diff)[-1]
+    columns = _shape.transpose(_shape.reshape(diff, (-1, d)))
+    z = solve_triangular(L, columns, lower=True)
+    return _shape.reshape(_shape.transpose(z), batch + (d,))
+
+
+def _diagonal(L):
+    idx = namespace_of(L).arange(_shape.shape(L)[-1])
+    return L[..., idx, idx]
+
+
+def logpdf(x, mean, cov):
+    """The log density ``-|L^-1 (x - mean)|^2 / 2 - sum(log diag L) - d log(2 pi) / 2``.
+
+    Args:
+        x: points, ``(..., d)``.
+        mean: ``(d,)`` or ``(..., d)``; a 0-d ``mean`` is the univariate case.
+        cov: ``(d, d)``, symmetric positive definite (read as its symmetric part); a variance when
+            ``mean`` is 0-d.
+
+    Returns:
+        The log densities, shape ``(...)`` (the batch shapes of ``x`` and ``mean`` broadcast), in the
+        inputs' float dtype.
+
+    Raises:
+        numpy.linalg.LinAlgError: ``cov`` is not positive definite (from the Cholesky factorization).
+    """
+    x, mean, cov = as_operand(x), as_operand(mean), as_operand(cov)
+    if _shape.ndim(mean) == 0:
+        return norm.logpdf(x, mean, ew.sqrt(cov))
+    L = _cholesky(cov)
+    x, mean = _shape.broadcast_arrays(x, mean)
+    z = _whiten(x, mean, L)
+    d = _shape.shape(L)[-1]
+    return (-0.5 * red.sum(z * z, axis=-1) - red.sum(ew.log(_diagonal(L)), axis=-1)
+            - 0.5 * d * _LOG_2PI)
+
+
+def pdf(x, mean, cov):
+    """The density ``exp(logpdf(x, mean, cov))``; arguments and shapes as :func:`logpdf`."""
+    return ew.exp(logpdf(x, mean, cov))
+
+
+# ---- cdf: Genz's algorithm on a randomly shifted Richtmyer lattice ------------------------------
+_DEFAULT_POINTS = 4096
+_SHIFT_SEED = 0
+
+
+def _primes(count: int) -> list:
+    found, n = [], 2
+    while len(found) < count:
+        if all(n % p for p in found if p * p <= n):
+            found.append(n)
+        n += 1
+    return found
+
+
+def lattice_points(num_points: int, dim: int) -> np.ndarray:
+    """The fixed quasi-Monte Carlo points of :func:`cdf`, ``(dim, num_points)`` in ``(0, 1)``.
+
+    A Richtmyer lattice: point ``k = 1..num_points`` has coordinates ``frac(k sqrt(p_i) + shift_i)``
+    with ``p_i`` the ``i``-th prime and ``shift`` drawn once from ``numpy.random.default_rng(0)``, then
+    the baker's transform ``|2 w - 1|`` (which makes the lattice rule second-order accurate for
+    smooth integrands), clipped to ``[1e-7, 1 - 1e-7]`` so that no coordinate is exactly 0 or 1.
+    """
+    alpha = np.sqrt(np.array(_primes(dim), dtype=np.float64))[:, None]
+    shift = np.random.default_rng(_SHIFT_SEED).random((dim, 1))
+    k = np.arange(1, num_points + 1, dtype=np.float64)[None, :]
+    w = np.abs(2.0 * np.mod(k * alpha + shift, 1.0) - 1.0)
+    return np.clip(w, 1e-7, 1.0 - 1e-7)
+
+
+def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
+    """``P(X <= x)`` elementwise for ``X ~ N(mean, cov)``, estimated with Genz's algorithm.
+
+    With ``cov = L L^T`` and ``b = x - mean``, the probability is an integral over the unit cube
+    ``[0, 1]^(d-1)`` of ``e_1 e_2 ... e_d``, where ``e_i = ndtr((b_i - sum_{j<i} L_ij y_j) / L_ii)`` and
+    ``y_j = ndtri(w_j e_j)`` (Genz 1992, separation of variables). The integral is the mean over the
+    fixed points of :func:`lattice_points` (``num_points`` of them, ``dim = d - 1``). For ``d = 1`` it
+    is exactly ``ndtr(b / L_11)``.
+
+    Accuracy: about 1e-4 against ``scipy.stats.multivariate_normal.cdf`` for ``d <= 5`` with the
+    default 4096 points (the error of a lattice rule falls roughly as ``1/num_points``). The points are
+    fixed, so the estimate is a smooth deterministic function: its derivatives are the exact
+    derivatives of the estimator, and match its finite differences.
+
+    Args:
+        x: upper limits, ``(..., d)`` (the lower limits are ``-inf``).
+        mean: ``(d,)`` or ``(..., d)``; 0-d for the univariate case.
+        cov: ``(d, d)``, symmetric positive definite (read as its symmetric part).
+        num_points: the number of quasi-Monte Carlo points.
+
+    Returns:
+        Probabilities of shape ``(...)``, in the inputs' float dtype.
+    """
+    x, mean, cov = as_operand(x), as_operand(mean), as_operand(cov)
+    if _shape.ndim(mean) == 0:
+        return norm.cdf(x, mean, ew.sqrt(cov))
+    L = _cholesky(cov)
+    b = x - mean
+    d = _shape.shape(b)[-1]
+    dtype = _shape.result_type(b, L)
+    w = namespace_of(b, L).asarray(lattice_points(num_points, max(d - 1, 1)), dtype=dtype)
+    tiny = float(np.finfo(dtype).tiny)
+    ys, f = [], None
+    for i in range(d):
+        s = b[..., i:i + 1]  # (..., 1), broadcast against the points
+        for j, y in enumerate(ys):
+            s = s - L[i, j] * y
+        e = ndtr(s / L[i, i])
+        f = e if f is None else f * e
+        if i < d - 1:
+            # clamped away from 0: where e underflows, ndtri(0) = -inf would make 0 * inf = nan below
+            ys.append(ndtri(ew.maximum(w[i] * e, tiny)))
+    return red.mean(f, axis=-1)
+
+
+def logcdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
+    """``log(cdf(x, mean, cov, num_points))``."""
+    return ew.log(cdf(x, mean, cov, num_points))

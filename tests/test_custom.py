@@ -1,0 +1,220 @@
+"""custom_vjp and custom_jvp: the documented examples (a stable log1pexp, gradient clipping), higher
+order in both modes, nondiff_argnums, pytrees, composition with each other, and errors."""
+import functools
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from tapegrad._core import trace_stack
+from tapegrad.testing import check_grads
+
+
+# ---- the documented examples ---------------------------------------------------------------------
+@tg.custom_jvp
+def log1pexp(x):
+    return tnp.logaddexp(0.0, x)
+
+
+@log1pexp.defjvp
+def log1pexp_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return log1pexp(x), x_dot * tg.scipy.special.expit(x)  # 1 - 1/(1 + e^x), stable for large x
+
+
+@tg.custom_vjp
+def clip_gradient(x, lo, hi):
+    return x
+
+
+def clip_gradient_fwd(x, lo, hi):
+    return x, (lo, hi)
+
+
+def clip_gradient_bwd(res, g):
+    lo, hi = res
+    return tnp.clip(g, lo, hi), None, None
+
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+
+def test_log1pexp_gradient_is_stable_where_the_naive_one_overflows():
+    x = np.array([0.0, 10.0, 1000.0])
+    naive = tg.grad(lambda x: tnp.sum(tnp.log(1.0 + tnp.exp(x))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(naive(x)[2])
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(log1pexp(x)))(x), [0.5, 1 / (1 + np.exp(-10)), 1.0])
+
+
+def test_log1pexp_all_orders_both_modes():
+    check_grads(log1pexp, (np.array([-2.0, 0.3, 4.0]),), order=3)
+
+
+def test_log1pexp_second_derivative_is_the_logistic_density():
+    x = np.array([-1.0, 0.5, 30.0])
+    density = np.exp(-x) / (1 + np.exp(-x)) ** 2
+    np.testing.assert_allclose(tg.grad(tg.grad(lambda x: tnp.sum(log1pexp(x))))(x), density, atol=1e-15)
+    np.testing.assert_allclose(tg.hessian(lambda x: tnp.sum(log1pexp(x)))(x), np.diag(density), atol=1e-15)
+
+
+def test_gradient_clipping_identity():
+    x = np.array([0.5, -2.0])
+    g = tg.grad(lambda x: tnp.sum(clip_gradient(x, -0.3, 0.3) * np.array([1.0, -5.0])))(x)
+    np.testing.assert_allclose(g, [0.3, -0.3])
+    np.testing.assert_allclose(clip_gradient(x, -0.3, 0.3), x)  # the identity on values
+
+
+# ---- custom_vjp ----------------------------------------------------------------------------------
+@tg.custom_vjp
+def f_sin(x):
+    return tnp.sin(x)
+
+
+f_sin.defvjp(lambda x: (tnp.sin(x), tnp.cos(x)), lambda cos_x, g: (g * cos_x,))
+
+
+def test_custom_vjp_is_used_in_reverse_mode():
+    calls = []
+
+    @tg.custom_vjp
+    def f(x):
+        return x * 2.0
+
+    def bwd(res, g):
+        calls.append(1)
+        return (g * 10.0,)
+    f.defvjp(lambda x: (f(x), None), bwd)
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(f(x)))(np.ones(2)), [10.0, 10.0])
+    assert calls == [1]
+    np.testing.assert_allclose(f(np.ones(2)), [2.0, 2.0])
+
+
+def test_custom_vjp_all_orders_both_modes():
+    # forward mode runs through the transpose of bwd; higher orders differentiate fwd and bwd
+    check_grads(f_sin, (np.array([0.3, -1.2, 2.0]),), order=3)
+
+
+def test_custom_vjp_nondiff_argnums():
+    @functools.partial(tg.custom_vjp, nondiff_argnums=(0,))
+    def scale(k, x):
+        return x * k
+
+    scale.defvjp(lambda k, x: (x * k, None), lambda k, res, g: (g * k,))
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(scale(3.0, x)))(x), [3.0, 3.0])
+    np.testing.assert_allclose(tg.jvp(lambda x: scale(3.0, x), (x,), (np.ones(2),))[1], [3.0, 3.0])
+
+    @tg.custom_vjp(nondiff_argnums=(1,))
+    def power(x, n):
+        return x ** n
+    power.defvjp(lambda x, n: (x ** n, x), lambda n, x, g: (g * n * x ** (n - 1),))
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(power(x, 3)))(x), 3 * x ** 2)
+
+
+def test_custom_vjp_on_pytrees_with_several_outputs():
+    @tg.custom_vjp
+    def f(p):
+        return {"sum": p["a"] + p["b"], "prod": p["a"] * p["b"]}
+
+    def fwd(p):
+        return f(p), p
+
+    def bwd(p, g):
+        return ({"a": g["sum"] + g["prod"] * p["b"], "b": g["sum"] + g["prod"] * p["a"]},)
+    f.defvjp(fwd, bwd)
+    p = {"a": np.array([1.0, 2.0]), "b": np.array([3.0, -1.0])}
+    check_grads(lambda p: f(p), (p,), order=2)
+    grads = tg.grad(lambda p: tnp.sum(f(p)["prod"]))(p)
+    np.testing.assert_allclose(grads["a"], p["b"])
+
+
+def test_custom_vjp_errors_and_clean_state():
+    @tg.custom_vjp
+    def f(x):
+        return x
+
+    with pytest.raises(TypeError, match="defvjp"):
+        f(np.ones(2))
+    f.defvjp(lambda x: x, lambda res, g: (g,))
+    with pytest.raises(TypeError, match="pair"):
+        tg.grad(lambda x: tnp.sum(f(x)))(np.ones(2))
+    f.defvjp(lambda x: (x, None), lambda res, g: g)
+    with pytest.raises(TypeError, match="one entry per differentiable argument"):
+        tg.grad(lambda x: tnp.sum(f(x)))(np.ones(2))
+    f.defvjp(lambda x: (x, None), lambda res, g: (g[:1],))
+    with pytest.raises(ValueError, match="shape"):
+        tg.grad(lambda x: tnp.sum(f(x)))(np.ones(2))
+    with pytest.raises(TypeError, match="nondiff_argnums"):
+        tg.custom_vjp(lambda x: x, nondiff_argnums=(-1,))
+    assert trace_stack() == ()
+
+
+# ---- custom_jvp ----------------------------------------------------------------------------------
+def test_custom_jvp_is_used_in_both_modes():
+    @tg.custom_jvp
+    def f(x):
+        return tnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), t * 7.0  # deliberately not the true derivative: it must be what we get
+    x = np.array([0.1, 0.2])
+    np.testing.assert_allclose(tg.jvp(f, (x,), (np.ones(2),))[1], [7.0, 7.0])
+    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(f(x)))(x), [7.0, 7.0])
+    np.testing.assert_allclose(tg.jacrev(f)(x), 7 * np.eye(2))
+
+
+def test_custom_jvp_two_arguments_nondiff_and_zero_tangents():
+    @functools.partial(tg.custom_jvp, nondiff_argnums=(2,))
+    def f(x, y, n):
+        return x ** n * y
+
+    @f.defjvp
+    def f_jvp(n, primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        return f(x, y, n), n * x ** (n - 1) * y * tx + x ** n * ty
+    x, y = np.array([1.5, 2.0]), np.array([0.5, -1.0])
+    check_grads(lambda x, y: f(x, y, 3), (x, y), order=2)
+    gx = tg.grad(lambda x: tnp.sum(f(x, y, 3)))(x)  # y is a constant here: its tangent is zero
+    np.testing.assert_allclose(gx, 3 * x ** 2 * y)
+
+
+def test_custom_jvp_errors():
+    @tg.custom_jvp
+    def f(x):
+        return x
+    with pytest.raises(TypeError, match="defjvp"):
+        f(np.ones(2))
+    f.defjvp(lambda primals, tangents: primals[0])
+    with pytest.raises(TypeError, match="pair"):
+        tg.jvp(f, (np.ones(2),), (np.ones(2),))
+    f.defjvp(lambda primals, tangents: (primals[0], (tangents[0], tangents[0])))
+    with pytest.raises(ValueError, match="structure"):
+        tg.jvp(f, (np.ones(2),), (np.ones(2),))
+    assert trace_stack() == ()
+
+
+# ---- composition ---------------------------------------------------------------------------------
+def test_custom_rules_compose_with_each_other():
+    def h(x):
+        return tnp.sum(log1pexp(f_sin(x)) * clip_gradient(x, -10.0, 10.0))
+    x = np.array([0.4, -0.9, 1.7])
+    check_grads(h, (x,), order=2)
+    plain = lambda x: tnp.sum(tnp.logaddexp(0.0, tnp.sin(x)) * x)
+    np.testing.assert_allclose(tg.grad(h)(x), tg.grad(plain)(x))
+    np.testing.assert_allclose(tg.hessian(h)(x), tg.hessian(plain)(x))
+
+
+def test_custom_vjp_inside_custom_jvp():
+    @tg.custom_jvp
+    def outer(x):
+        return f_sin(x) * 2.0
+
+    @outer.defjvp
+    def outer_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return outer(x), 2.0 * tg.jvp(f_sin, (x,), (t,))[1]
+    check_grads(outer, (np.array([0.2, 1.1]),), order=2)

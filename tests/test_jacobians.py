@@ -1,0 +1,159 @@
+"""jacrev, jacfwd and hessian: values, return structures (grad_position int or tuple, pytrees, has_aux),
+shapes out.shape + in.shape, and errors."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from tapegrad._core import trace_stack
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((4, 3))
+X = RNG.standard_normal(3)
+Y = RNG.standard_normal((2, 3))
+
+JACOBIANS = [tg.jacrev, tg.jacfwd]
+
+
+def g(x, y):
+    """R^3 x R^(2x3) -> R^(2x4)."""
+    return tnp.tanh(y @ A.T) * tnp.sum(x * x) + tnp.sin(y @ A.T)
+
+
+def numeric_jacobian(fn, args, position, eps=1e-6):
+    """Central differences, shaped out.shape + in.shape."""
+    x = np.asarray(args[position], np.float64)
+    out = np.asarray(fn(*args))
+    jac = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        hi = list(args)
+        lo = list(args)
+        hi[position], lo[position] = x + e, x - e
+        jac[(...,) + idx] = (np.asarray(fn(*hi)) - np.asarray(fn(*lo))) / (2 * eps)
+    return jac
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_of_one_input(jac):
+    J = jac(g)(X, Y)
+    assert J.shape == (2, 4, 3)
+    np.testing.assert_allclose(J, numeric_jacobian(g, (X, Y), 0), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_of_a_tuple_of_positions_is_a_tuple(jac):
+    Jx, Jy = jac(g, grad_position=(0, 1))(X, Y)
+    assert Jx.shape == (2, 4, 3) and Jy.shape == (2, 4, 2, 3)
+    np.testing.assert_allclose(Jy, numeric_jacobian(g, (X, Y), 1), rtol=1e-6, atol=1e-8)
+    (Jy_only,) = jac(g, grad_position=(1,))(X, Y)
+    np.testing.assert_allclose(Jy_only, Jy)
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_structure_nests_outputs_outside_inputs(jac):
+    def h(p):
+        return {"s": tnp.sum(p["w"] * p["b"]), "v": p["w"] * 2.0}
+    p = {"w": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    J = jac(h)(p)
+    assert set(J) == {"s", "v"} and set(J["s"]) == {"w", "b"}
+    assert J["s"]["w"].shape == (2,) and J["s"]["b"].shape == ()
+    assert J["v"]["w"].shape == (2, 2) and J["v"]["b"].shape == (2,)
+    np.testing.assert_allclose(J["s"]["w"], [3.0, 3.0])
+    np.testing.assert_allclose(J["s"]["b"], 3.0)
+    np.testing.assert_allclose(J["v"]["w"], 2 * np.eye(2))
+    np.testing.assert_allclose(J["v"]["b"], [0.0, 0.0])
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_has_aux(jac):
+    J, aux = jac(lambda x: (tnp.sin(x), tnp.sum(x)), has_aux=True)(X)
+    np.testing.assert_allclose(J, np.diag(np.cos(X)))
+    np.testing.assert_allclose(aux, np.sum(X))
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_of_scalar_function_and_float32(jac):
+    x = X.astype(np.float32)
+    J = jac(lambda x: tnp.sum(x ** 3))(x)
+    assert J.shape == (3,) and J.dtype == np.float32
+    np.testing.assert_allclose(J, 3 * x ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_with_empty_arrays(jac):
+    J = jac(lambda x: x * 2.0)(np.zeros(0))
+    assert J.shape == (0, 0)
+    J = jac(lambda x: tnp.sum(x) * np.ones(0))(X)
+    assert J.shape == (0, 3)
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_keyword_arguments_pass_through(jac):
+    J = jac(lambda x, scale=1.0: x * scale)(X, scale=3.0)
+    np.testing.assert_allclose(J, 3 * np.eye(3))
+
+
+def f_quartic(x):
+    return tnp.sum(x ** 4) + tnp.prod(tnp.sin(x))
+
+
+def test_hessian_matches_finite_differences_of_the_gradient():
+    H = tg.hessian(f_quartic)(X)
+    assert H.shape == (3, 3)
+    numeric = numeric_jacobian(lambda x: tg.grad(f_quartic)(x), (X,), 0)
+    np.testing.assert_allclose(H, numeric, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+
+
+def test_hessian_of_matrix_input_has_shape_in_plus_in():
+    H = tg.hessian(lambda y: tnp.sum(tnp.tanh(y) ** 2))(Y)
+    assert H.shape == (2, 3, 2, 3)
+
+
+def test_hessian_blocks_for_two_positions():
+    def fxy(x, y):
+        return tnp.sum(x * x * y) + tnp.sum(tnp.exp(y))
+    x, y = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    (Hxx, Hxy), (Hyx, Hyy) = tg.hessian(fxy, grad_position=(0, 1))(x, y)
+    np.testing.assert_allclose(Hxx, np.diag(2 * y))
+    np.testing.assert_allclose(Hxy, np.diag(2 * x))
+    np.testing.assert_allclose(Hyx, np.diag(2 * x))
+    np.testing.assert_allclose(Hyy, np.diag(np.exp(y)))
+
+
+def test_hessian_has_aux():
+    H, aux = tg.hessian(lambda x: (tnp.sum(x ** 3), x.shape[0]), has_aux=True)(X)
+    np.testing.assert_allclose(H, np.diag(6 * X))
+    assert aux == 3
+
+
+def test_jacobians_are_differentiable_again():
+    # d/dx of the trace of J(x) = diag(cos x) is -sin x
+    d = tg.grad(lambda x: tnp.sum(tg.jacrev(tnp.sin)(x) * np.eye(3)))(X)
+    np.testing.assert_allclose(d, -np.sin(X))
+    d = tg.grad(lambda x: tnp.sum(tg.jacfwd(tnp.sin)(x) * np.eye(3)))(X)
+    np.testing.assert_allclose(d, -np.sin(X))
+
+
+@pytest.mark.parametrize("jac", [tg.jacrev, tg.jacfwd, tg.hessian])
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(grad_position=None), ValueError, "selects no input"),
+    (dict(grad_position=-1), ValueError, "negative"),
+    (dict(grad_position=(0, 0)), ValueError, "repeats"),
+    (dict(grad_position=True), TypeError, "int"),
+    (dict(has_aux=1), TypeError, "has_aux"),
+])
+def test_errors_at_definition(jac, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        jac(g, **kwargs)
+
+
+@pytest.mark.parametrize("jac", [tg.jacrev, tg.jacfwd, tg.hessian])
+def test_errors_at_the_call(jac):
+    with pytest.raises(IndexError, match="grad_position 2 is out of range"):
+        jac(g, grad_position=2)(X, Y)
+    with pytest.raises(TypeError, match="grad_position 0"):
+        jac(g)(np.arange(3), Y)
+    assert trace_stack() == ()
