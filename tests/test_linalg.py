@@ -11,6 +11,7 @@ factors with spread-out eigen/singular values), so float32 passes check_grads' f
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from typing import Callable
 
 import numpy as np
@@ -138,7 +139,7 @@ def _tol(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("spec,shapes", CASES, ids=[f"{s.name}-{sh}" for s, sh in CASES])
 def test_linalg(spec, shapes, dtype):
-    rng = np.random.default_rng(abs(hash((spec.name, shapes))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((spec.name, shapes)).encode()))
     args = tuple(_draw(kind, shape, rng).astype(dtype) for kind, shape in zip(spec.kinds, shapes))
     out = spec.fn(tnp.linalg, *args)
     ref = spec.fn(np.linalg, *args)
@@ -268,8 +269,8 @@ def test_repeated_eigenvalues_and_singular_values_give_finite_gradients():
     np.testing.assert_allclose(g, 4 * eye, atol=1e-14)  # d ||A||_F^2 = 2 A
     g = tg.grad(lambda a: tnp.linalg.norm(a, "nuc"))(np.zeros((3, 2)))
     assert np.all(np.isfinite(g))
-    hvp = tg.jvp(tg.grad(lambda a: tnp.sum(tnp.linalg.eigvalsh(a) ** 2)), (eye,), (np.ones((3, 3)),))[1]
-    np.testing.assert_allclose(hvp, 2 * np.ones((3, 3)), atol=1e-12)
+    _, t = tg.jvp(lambda a: tnp.linalg.eigh(a)[0], (eye,), (np.diag([1.0, 2.0, 3.0]),))
+    np.testing.assert_allclose(t, [1.0, 2.0, 3.0], atol=1e-14)
 
 
 def test_derivative_refusals_are_clear():

@@ -121,8 +121,21 @@ log_p, log = _unary("log", lambda g, ans, x: g / x)
 log1p_p, log1p = _unary("log1p", lambda g, ans, x: g / (x + 1.0))
 log2_p, log2 = _unary("log2", lambda g, ans, x: g / (x * LN2))
 log10_p, log10 = _unary("log10", lambda g, ans, x: g / (x * LN10))
-sqrt_p, sqrt = _unary("sqrt", lambda g, ans, x: g / (ans * 2.0))
-square_p, square = _unary("square", lambda g, ans, x: g * (x * 2.0), float_valued=False)
+def _strong_zero_times(g, d):
+    """``g * d``, but exactly 0 where ``d == 0`` even when ``g`` is infinite: a derivative that is
+    exactly zero stops the flow. This is what makes ``sqrt(sum(x**2))`` have gradient 0 (not nan) at
+    ``x = 0``, where ``sqrt'(0) = inf`` meets ``d(x**2)/dx = 0`` (docs/numpy.md, "Conventions")."""
+    return where(equal(d, 0), 0.0, g * d)
+
+
+def _sqrt_rule(g, ans, x):
+    """``g / (2 sqrt(x))``; a zero ``g`` stays zero at ``x = 0`` (the forward-mode side of the same
+    convention: a zero tangent into ``sqrt(0)`` gives a zero tangent, not nan)."""
+    return where(equal(g, 0), 0.0, g / (ans * 2.0))
+
+
+sqrt_p, sqrt = _unary("sqrt", _sqrt_rule)
+square_p, square = _unary("square", lambda g, ans, x: _strong_zero_times(g, x * 2.0), float_valued=False)
 reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False)
 sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x))
 cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x))
@@ -195,7 +208,10 @@ arctan2_p, arctan2 = _binary("arctan2", lambda g, ans, y, x: g * x / (x * x + y 
 def _power_dx(g, ans, x, y):
     """``y * x**(y-1)``, and exactly 0 where ``y == 0`` (``d/dx x**0 = 0``, also at ``x = 0``)."""
     if isinstance(y, (int, float, complex)):
-        return g * (y * x ** (y - 1)) if y != 0 else None
+        if y == 0:
+            return None
+        d = y * x ** (y - 1)
+        return _strong_zero_times(g, d) if isinstance(y, (int, float)) and y > 1 else g * d
     # guard only the point x = y = 0 (where x**(y-1) is inf and y is 0): elsewhere the product stays
     # differentiable in y, so the mixed partial d/dy (y x**(y-1)) = 1/x at y = 0 comes out right
     base = where(logical_and(equal(x, 0), equal(y, 0)), 1.0, x)

@@ -9,8 +9,11 @@ With ``A = V diag(w) V^T``, ``X = V^T dA V`` and ``F[i, j] = 1 / (w_j - w_i)`` o
 ``F`` is 0 where two eigenvalues are exactly equal (the "double where" of :func:`safe_reciprocal`):
 the eigenvectors of a repeated eigenvalue are not unique and have no derivative, but functions of
 the eigenvalues alone (and functions invariant to the choice of basis in the eigenspace) then get
-their finite, correct derivative instead of ``0 * inf = nan``. Close but distinct eigenvalues give
-large derivatives, as they should.
+their finite, correct first derivative instead of ``0 * inf = nan`` (JAX's ``eigh`` gives NaN
+there; its ``svd`` makes the same choice as here). Higher derivatives at exactly repeated
+eigenvalues involve the eigenvector derivative and are not correct there (the divided differences of
+the Daleckii-Krein formula would be needed). Close but distinct eigenvalues give large derivatives,
+as they should.
 """
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ The reverse rule is its transpose, term by term, with ``G = F * (U^T U_bar)``,
 
 ``F`` is 0 between exactly equal singular values and ``S^-1`` is 0 at a zero singular value (as
 JAX's rule does for ``F``; the "double where" keeps higher derivatives finite), so functions of the
-singular values alone have finite derivatives everywhere; singular vectors need distinct, non-zero
-singular values for theirs.
+singular values alone have finite first derivatives everywhere; singular vectors need distinct,
+non-zero singular values for theirs, and so do higher derivatives (see ``_eigh``).
 """
 from __future__ import annotations
 
