@@ -312,3 +312,25 @@ def test_lstsq_rank_deficient_matches_numpy():
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
     assert ours[1].shape == theirs[1].shape == (0,) and ours[2] == theirs[2] == 2
     np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-12, atol=1e-14)
+
+
+def test_abstract_eval_states_shapes_without_running_on_zeros():
+    """Staging needs shapes and dtypes; a zero matrix is singular, so they are stated, not probed."""
+    from tapegrad._core import ShapedArray
+    from tapegrad.numpy.linalg import _cholesky, _det, _eigh, _qr, _solve, _svd
+    from tapegrad.scipy import linalg as tsl_module
+    rng = np.random.default_rng(13)
+    sq32 = _draw("spd", (2, 3, 3), rng).astype(np.float32)
+    rect = _draw("wc", (4, 3), rng)
+    cases = [(_solve.solve_p, (sq32, rng.standard_normal((3, 2))), {}), (_solve.inv_p, (sq32,), {}),
+             (_solve.pinv_p, (rect,), dict(rcond=1e-15)), (_det.det_p, (sq32,), {}), (_det.slogdet_p, (sq32,), {}),
+             (_cholesky.cholesky_p, (sq32,), {}), (_eigh.eigh_p, (sq32,), {}),
+             (_svd.svd_p, (rect,), dict(full_matrices=True)), (_svd.svd_p, (rect,), dict(full_matrices=False)),
+             (_qr.qr_p, (rect,), dict(mode="reduced")), (_qr.qr_p, (rect,), dict(mode="complete")),
+             (tsl_module.tri_solve_p, (sq32, np.ones((3, 1), np.float32)),
+              dict(trans=0, lower=True, unit_diagonal=False)),
+             (tsl_module.expm_p, (sq32,), {})]
+    for prim, args, params in cases:
+        out = prim.impl(*args, **params)
+        aval = prim.abstract_eval(*[ShapedArray(a.shape, a.dtype) for a in args], **params)
+        assert aval == ShapedArray(out.shape, out.dtype), prim.name

@@ -89,8 +89,9 @@ def test_solve_triangular_reads_one_triangle():
     """Entries SciPy does not read get zero derivative (and do not change the value)."""
     rng = np.random.default_rng(1)
     a, b = _draw("sq", (3, 3), rng), rng.standard_normal(3)
-    for lower, unit, unread in ((True, False, np.triu(np.ones((3, 3)), 1)), (False, False, np.tril(np.ones((3, 3)), -1)),
-                                (True, True, np.triu(np.ones((3, 3)))), (False, True, np.tril(np.ones((3, 3))))):
+    ones = np.ones((3, 3))
+    for lower, unit, unread in ((True, False, np.triu(ones, 1)), (False, False, np.tril(ones, -1)),
+                                (True, True, np.triu(ones)), (False, True, np.tril(ones))):
         fn = lambda a: tnp.sum(tsl.solve_triangular(a, b, lower=lower, unit_diagonal=unit) ** 2)
         np.testing.assert_allclose(fn(a + 5.0 * unread), fn(a), rtol=1e-12)
         g = tg.grad(fn)(a)

@@ -56,7 +56,7 @@ SPECS = [
     Spec("sort-None", lambda m, x: m.sort(x, axis=None), S1 + S2 + S3),
     Spec("sort-stable", lambda m, x: m.sort(x, kind="stable"), S2),
     Spec("partition", lambda m, x: m.partition(x, 1), S1 + S2 + S3),
-    Spec("partition-multi-axis0", lambda m, x: m.partition(x, (0, 2), axis=0), ((3,),) + S2 + S3),
+    Spec("partition-multi-axis0", lambda m, x: m.partition(x, (0, 2), axis=0), ((3,), (3, 4), (4, 2, 3))),
     Spec("partition-negative-kth", lambda m, x: m.partition(x, -1, axis=1), S2 + S3),
     Spec("partition-None", lambda m, x: m.partition(x, 4, axis=None), S1 + S2 + S3),
     Spec("median", lambda m, x: m.median(x), S1 + S2 + S3),
@@ -165,10 +165,21 @@ def test_sort_gradient_follows_the_elements():
     np.testing.assert_array_equal(t, [2.0, 3.0, 1.0])
 
 
-def test_ties_follow_the_stable_order():
-    x = np.array([1.0, 0.0, 1.0])
-    np.testing.assert_array_equal(tg.grad(lambda x: tnp.sort(x)[1])(x), [1.0, 0.0, 0.0])
-    np.testing.assert_array_equal(tg.grad(lambda x: tnp.sort(x)[2])(x), [0.0, 0.0, 1.0])
+@pytest.mark.parametrize("kwargs", [dict(stable=True), dict(kind="stable"), dict(kind="mergesort")])
+def test_stable_sort_keeps_ties_in_order(kwargs):
+    x = np.array([1.0, 0.0, 1.0, 1.0, 0.0] * 7)
+    np.testing.assert_array_equal(tnp.argsort(x, **kwargs), np.argsort(x, kind="stable"))
+    g = tg.grad(lambda x: tnp.sort(x, **kwargs)[-3])(x)
+    np.testing.assert_array_equal(g, np.eye(35)[30])  # the third-last 1.0 (of x[30], x[32], x[33])
+
+
+def test_ties_give_one_element_each_slot():
+    x = np.array([1.0, 0.0, 1.0, 1.0, 0.0] * 7)
+    np.testing.assert_array_equal(tnp.argsort(x), np.argsort(x))  # NumPy's own (unstable) order
+    jac = tg.jacrev(tnp.sort)(x)  # a permutation matrix: each slot reads one element, each element one slot
+    np.testing.assert_array_equal(jac.sum(0), np.ones(35))
+    np.testing.assert_array_equal(jac.sum(1), np.ones(35))
+    np.testing.assert_array_equal(jac @ x, np.sort(x))
 
 
 def test_median_and_quantile_gradient_weights():
@@ -207,16 +218,17 @@ def test_all_nan_slices_give_nan_and_zero_gradient():
         tnp.nanmedian(x, axis=1)
 
 
-@pytest.mark.parametrize("q", [0.3, np.float64(0.3), np.array([0.3]), np.array(0.3, np.float32), 1])
+@pytest.mark.parametrize("q", [0.3, np.float64(0.3), np.array([0.3, 0.5]), np.array(0.3, np.float32), 1, 0.0])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
-def test_quantile_dtypes_follow_numpy(q, dtype):
-    x = np.asarray(np.arange(7)[::-1] * 1.5, dtype=dtype)
-    for name in ("quantile", "nanquantile"):
-        out, ref = getattr(tnp, name)(x, q), getattr(np, name)(x, q)
-        assert np.asarray(out).dtype == np.asarray(ref).dtype, (name, q, dtype)
-        np.testing.assert_array_equal(out, ref)
-    for method in ("lower", "nearest", "hazen"):
-        assert np.asarray(tnp.quantile(x, q, method=method)).dtype == np.asarray(np.quantile(x, q, method=method)).dtype
+def test_quantile_values_and_dtypes_are_numpys_bit_for_bit(q, dtype):
+    x = np.asarray(draw((7,), np.float64, np.random.default_rng(5)) * 3.1, dtype=dtype)
+    for method in QUANTILE_METHODS:
+        for name in ("quantile", "nanquantile"):
+            out, ref = getattr(tnp, name)(x, q, method=method), getattr(np, name)(x, q, method=method)
+            assert np.asarray(out).dtype == np.asarray(ref).dtype, (name, method)
+            np.testing.assert_array_equal(out, ref)
+    for name in ("median", "nanmedian"):
+        np.testing.assert_array_equal(getattr(tnp, name)(x), getattr(np, name)(x))
 
 
 def test_integer_and_empty_inputs():

@@ -117,9 +117,18 @@ def test_mvn_univariate_with_scalar_mean():
     check_grads(mvn.logpdf, (x, np.asarray(0.5), np.asarray(2.0)), order=2, name="multivariate_normal.logpdf")
 
 
-def test_mvn_rejects_batched_cov():
-    with pytest.raises(ValueError, match=r"\(d, d\)"):
-        mvn.logpdf(np.zeros(2), np.zeros(2), np.broadcast_to(np.eye(2), (3, 2, 2)))
+@pytest.mark.parametrize("name", ["logpdf", "cdf"])
+def test_mvn_batched_cov_broadcasts(name):
+    rng = np.random.default_rng(6)
+    covs = np.stack([_spd(2, np.float64, rng) for _ in range(3)])  # (3, 2, 2)
+    mean = rng.standard_normal(2)
+    x = rng.standard_normal((4, 1, 2))  # batch (4, 1) against cov's (3,)
+    out = getattr(mvn, name)(x, mean, covs)
+    assert out.shape == (4, 3)
+    ref = np.array([[getattr(scipy.stats.multivariate_normal(mean, c), name)(v[0]) for c in covs] for v in x])
+    np.testing.assert_allclose(out, ref, **(dict(rtol=1e-12) if name == "logpdf" else dict(atol=1e-3)))
+    fn = (lambda x, m, c: mvn.cdf(x, m, c, num_points=64)) if name == "cdf" else mvn.logpdf
+    check_grads(fn, (x[:2], mean, covs[:2]), order=2, modes=("fwd", "rev"), name=f"multivariate_normal.{name}")
 
 
 # ---- multivariate_normal: cdf (Genz) -------------------------------------------------------------

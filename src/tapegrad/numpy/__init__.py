@@ -88,5 +88,5 @@ __all__ += ["fft"]
 register_numpy_functions({name: getattr(fft, name) for name in fft.__all__}, _np.fft)
 # ---- end block: linalg and fft submodules ----
 
-register_numpy_functions({name: globals()[name] for name in __all__ if name != "linalg"})
+register_numpy_functions({name: globals()[name] for name in __all__ if name not in ("linalg", "fft")})
 register_numpy_functions({name: getattr(linalg, name) for name in linalg.__all__}, _np.linalg)

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad.numpy import _complex
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -96,16 +97,11 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
 
 def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     """Variance of the non-NaN entries over ``axis``, as ``numpy.nanvar``:
-    ``sum((a - mean)**2) / (count - ddof)`` over the numbers of each slice.
+    ``sum(|a - mean|**2) / (count - ddof)`` over the numbers of each slice (real for complex ``a``).
 
-    NaN (with a ``RuntimeWarning``) where ``count - ddof <= 0``. Real input only.
-
-    Raises:
-        NotImplementedError: complex ``a``.
+    NaN (with a ``RuntimeWarning``) where ``count - ddof <= 0``.
     """
     a = as_operand(a)
-    if np.dtype(a.dtype).kind == "c":
-        raise NotImplementedError("nanvar/nanstd: complex input is not supported")
     if dtype is not None:
         a = ew.astype(a, dtype)
     x, mask = _replace_nan(a, 0.0)
@@ -114,10 +110,11 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     count = _count(mask, axis, True)
     mean = _divide_by_count(red.sum(x, axis=axis, keepdims=True), count)
     centred = ew.where(mask, 0.0, x - mean)
+    squares = _complex.real(centred * _complex.conj(centred))
     dof = _count(mask, axis, keepdims) - ddof
     bad = ew.less_equal(dof, 0)
     _warn_if_any(bad, "Degrees of freedom <= 0 for slice.")
-    var = _divide_by_count(red.sum(centred * centred, axis=axis, keepdims=keepdims), dof)
+    var = _divide_by_count(red.sum(squares, axis=axis, keepdims=keepdims), dof)
     return ew.where(bad, math.nan, var)
 
 
@@ -181,7 +178,7 @@ def _valid_samples_first(a, axis):
     """``(x, axes, order, count)``: samples on axis 0, the indices that sort them (NaNs last) and the
     number of non-NaN samples per slice."""
     x, axes = stats.samples_first(a, axis)
-    order = bind(argsort_p, x, axis=0)
+    order = bind(argsort_p, x, axis=0, stable=False)
     return x, axes, order, _count(ew.isnan(x), 0, False)
 
 

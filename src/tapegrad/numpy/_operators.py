@@ -101,6 +101,7 @@ class ArrayOperators:
     def all(self, axis=None, keepdims=False): return red.all(self, axis, keepdims)
     def any(self, axis=None, keepdims=False): return red.any(self, axis, keepdims)
     def cumsum(self, axis=None, dtype=None): return red.cumsum(self, axis, dtype)
+    def cumprod(self, axis=None, dtype=None): return red.cumprod(self, axis, dtype)
     def reshape(self, *shape, order="C"): return _shape.reshape(self, _shape_args(shape), order)
     def transpose(self, *axes): return _shape.transpose(self, _shape_args(axes) if axes else None)
     def swapaxes(self, axis1, axis2): return _shape.swapaxes(self, axis1, axis2)

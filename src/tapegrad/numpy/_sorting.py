@@ -4,8 +4,9 @@
 ``sort(x)`` is ``take_along_axis(x, argsort(x))``: a gather by a permutation that does not depend on
 ``x``'s perturbations, so its derivative is the same gather of the tangent (and its transpose, a
 scatter, for the cotangent), in both modes and at every order, with no rule of its own. Where ``x``
-has ties, the permutation (stable: ties keep their original order) decides which of the tied
-elements each sorted slot reads, and so which one receives that slot's gradient (JAX does the same).
+has ties, the permutation decides which of the tied elements each sorted slot reads, and so which one
+receives that slot's gradient: NumPy's default sort (fast, deterministic, not stable) unless
+``stable=True`` or ``kind="stable"`` asks for ties in their original order (JAX's default).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from tapegrad.numpy._reductions import normalize_axis
 from tapegrad.numpy._rules import def_nondiff, primitive
 
 # ---- index primitives ----------------------------------------------------------------------------
-argsort_p = primitive("argsort", lambda x, *, axis: namespace_of(x).argsort(x, axis=axis, kind="stable"))
+argsort_p = primitive("argsort", lambda x, *, axis, stable:
+                      namespace_of(x).argsort(x, axis=axis, kind="stable" if stable else None))
 argpartition_p = primitive("argpartition", lambda x, *, kth, axis:
                            namespace_of(x).argpartition(x, kth, axis=axis))
 def_nondiff(argsort_p)
@@ -39,6 +41,11 @@ def _flat_or_axis(a, axis):
     return a, normalize_axis(operator.index(axis), _shape.ndim(a))[0]
 
 
+def _is_stable(kind, stable) -> bool:
+    """NumPy's rule: ``stable=True`` or ``kind='stable'``/``'mergesort'`` ask for a stable sort."""
+    return bool(stable) or kind in ("stable", "mergesort")
+
+
 def _no_order(order, name):
     if order is not None:
         raise NotImplementedError(f"{name}: order= (sorting structured arrays by field) is not supported")
@@ -47,8 +54,9 @@ def _no_order(order, name):
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """Indices that sort ``a`` along ``axis`` (None: the flattened array), as ``numpy.argsort``.
 
-    Always a stable sort (equal elements keep their order), whatever ``kind`` and ``stable`` say;
-    NaNs sort to the end. Returns an integer array (``intp``), a constant for every transform.
+    NumPy's default sort, or a stable one (equal elements keep their order) with ``stable=True`` or
+    ``kind='stable'``; the result equals NumPy's. NaNs sort to the end. Returns an integer array
+    (``intp``), a constant for every transform.
 
     Raises:
         numpy.exceptions.AxisError: ``axis`` out of range.
@@ -56,7 +64,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """
     _no_order(order, "argsort")
     a, axis = _flat_or_axis(a, axis)
-    return bind(argsort_p, a, axis=axis)
+    return bind(argsort_p, a, axis=axis, stable=_is_stable(kind, stable))
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
@@ -64,8 +72,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
     Same shape and dtype as ``a`` (flattened for ``axis=None``); NaNs sort to the end; complex
     numbers sort by real part, then imaginary part. The derivative moves each tangent (cotangent)
-    entry with its element; between tied elements, the stable order decides which one a sorted slot
-    reads.
+    entry with its element; between tied elements, the sort's permutation decides which one a sorted
+    slot reads (their original order with ``stable=True`` or ``kind='stable'``).
 
     Raises:
         numpy.exceptions.AxisError: ``axis`` out of range.
@@ -73,7 +81,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """
     _no_order(order, "sort")
     a, axis = _flat_or_axis(a, axis)
-    return take_along_axis(a, bind(argsort_p, a, axis=axis), axis=axis)
+    return take_along_axis(a, bind(argsort_p, a, axis=axis, stable=_is_stable(kind, stable)), axis=axis)
 
 
 def _kth_tuple(kth, n: int) -> tuple:

@@ -5,9 +5,10 @@ The order statistics gather the sorted samples they need (through :func:`argpart
 partitions) and interpolate between neighbours exactly as NumPy does (Hyndman and Fan's methods,
 NumPy's ``_quantile``), so the gradient of a quantile is split between the two neighbouring order
 statistics with the interpolation weights ``1 - gamma`` and ``gamma``; ``median`` averages the middle
-one or two (half of the gradient each). Where the sample has ties, the stable order decides which of
-the tied elements an order statistic reads (see :mod:`._sorting`). A traced ``q`` is differentiable
-too: ``d/dq`` is the slope ``(next - previous) * d(virtual index)/dq`` of the interpolation.
+one or two (half of the gradient each). Where the sample has ties, the partition's permutation
+decides which one of the tied elements an order statistic reads (and receives its gradient). A traced
+``q`` is differentiable too: ``d/dq`` is the slope ``(next - previous) * d(virtual index)/dq`` of the
+interpolation (0 for the methods that pick one sample).
 
 :func:`order_statistics` and :func:`interpolate` are shared with the NaN-ignoring versions in
 :mod:`._nanreductions`, which count only the non-NaN samples of each slice.
@@ -108,10 +109,12 @@ def _virtual_index(method, n, q):
 
 
 def _fix_gamma(method, gamma, index):
+    """The interpolation weight: the fractional part of the index, or a method's fixed weights (in
+    the index's dtype, as NumPy's ``_get_gamma`` casts them)."""
     if method == "averaged_inverted_cdf":
-        return ew.where(ew.equal(gamma, 0), 0.5, 1.0)
+        return ew.astype(ew.where(ew.equal(gamma, 0), 0.5, 1.0), _shape.result_type(index))
     if method == "midpoint":
-        return ew.where(ew.equal(index, ew.floor(index)), 0.0, 0.5)
+        return ew.astype(ew.where(ew.equal(index, ew.floor(index)), 0.0, 0.5), _shape.result_type(index))
     return gamma
 
 
@@ -154,10 +157,10 @@ def interpolate(below, above, gamma, weak_dtype=None):
     ``gamma`` and ``1 - gamma`` are rounded to the samples' float type before they are used.
     """
     diff = above - below
-    one_minus = 1 - gamma
+    upper, one_minus = ew.greater_equal(gamma, 0.5), 1 - gamma
     if weak_dtype is not None:
         gamma, one_minus = ew.astype(gamma, weak_dtype), ew.astype(one_minus, weak_dtype)
-    return ew.where(ew.greater_equal(gamma, 0.5), above - diff * one_minus, below + diff * gamma)
+    return ew.where(upper, above - diff * one_minus, below + diff * gamma)
 
 
 def weak_float_dtype(x):
@@ -210,7 +213,7 @@ def _order_for(x, rows):
     n = x.shape[0]
     known = [concrete(r) for r in rows]
     if n == 0 or any(k is None for k in known):
-        return bind(argsort_p, x, axis=0)
+        return bind(argsort_p, x, axis=0, stable=False)
     kth = tuple(sorted({i for k in known for i in k.ravel().tolist()}))
     return bind(argpartition_p, x, kth=kth, axis=0)
 

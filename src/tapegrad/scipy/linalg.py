@@ -26,7 +26,7 @@ from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg import cholesky
-from tapegrad.numpy.linalg._common import T, float_operand, matrix_operand, tri_like
+from tapegrad.numpy.linalg._common import T, batch_of, float_operand, matrix_operand, shaped, tri_like
 
 __all__ = ["cho_factor", "cho_solve", "expm", "solve_triangular"]
 
@@ -57,19 +57,32 @@ def _tri_solve_jvp_a(t, ans, a, b, *, trans, lower, unit_diagonal):
     return _tri_solve(a, -matmul(_op(t_a, trans), ans), trans, lower, unit_diagonal)
 
 
+def _tri_solve_jvp_b(t, ans, a, b, *, trans, lower, unit_diagonal):
+    return _tri_solve(a, t, trans, lower, unit_diagonal)
+
+
 def _tri_solve_vjp_a(ct, ans, a, b, *, trans, lower, unit_diagonal):
     ct_b = _tri_solve(a, ct, 1 - trans, lower, unit_diagonal)
     ct_a = -matmul(ct_b, T(ans)) if trans == 0 else -matmul(ans, T(ct_b))
     return _shape.unbroadcast(ct_a * _read_mask(a, lower, unit_diagonal), a)
 
 
-tri_solve_p = primitive("solve_triangular", lambda a, b, *, trans, lower, unit_diagonal: _scipy_linalg(a, b)
-                        .solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal))
-defvjp(tri_solve_p, _tri_solve_vjp_a,
-       lambda ct, ans, a, b, **p: _shape.unbroadcast(_tri_solve(a, ct, 1 - p["trans"], p["lower"],
-                                                                p["unit_diagonal"]), b))
-defjvp(tri_solve_p, _tri_solve_jvp_a,
-       lambda t, ans, a, b, **p: _tri_solve(a, t, p["trans"], p["lower"], p["unit_diagonal"]))
+def _tri_solve_vjp_b(ct, ans, a, b, *, trans, lower, unit_diagonal):
+    return _shape.unbroadcast(_tri_solve(a, ct, 1 - trans, lower, unit_diagonal), b)
+
+
+def _tri_solve_impl(a, b, *, trans, lower, unit_diagonal):
+    if namespace_of(a, b) is np:  # SciPy's finiteness check costs more than the solve on small matrices
+        import scipy.linalg
+        return scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal,
+                                             check_finite=False)
+    return _scipy_linalg(a, b).solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+
+tri_solve_p = primitive("solve_triangular", _tri_solve_impl,
+                        lambda a, b, **params: shaped(batch_of(a, b) + tuple(b.shape[-2:]), a, b))
+defvjp(tri_solve_p, _tri_solve_vjp_a, _tri_solve_vjp_b)
+defjvp(tri_solve_p, _tri_solve_jvp_a, _tri_solve_jvp_b)
 
 
 def _tri_solve(a, b, trans, lower, unit_diagonal):
@@ -172,7 +185,7 @@ def _frechet(a, e):
     return getitem(expm(_block_upper(a, e)), (Ellipsis, slice(0, n), slice(n, 2 * n)))
 
 
-expm_p = primitive("expm", lambda a: _scipy_linalg(a).expm(a))
+expm_p = primitive("expm", lambda a: _scipy_linalg(a).expm(a), lambda a: shaped(a.shape, a))
 defvjp(expm_p, lambda ct, ans, a: _frechet(T(a), ct))
 defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
 

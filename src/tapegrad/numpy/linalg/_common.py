@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._core import ShapedArray
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -98,6 +99,25 @@ def safe_reciprocal(x):
     return ew.where(zero, 0.0, ew.reciprocal(ew.where(zero, 1.0, x)))
 
 
+# ---- abstract evaluation -------------------------------------------------------------------------
+def shaped(shape, *avals) -> ShapedArray:
+    """The abstract value of a linalg result: ``shape`` and the operands' promoted dtype.
+
+    Linalg primitives state their shapes instead of using the default abstract eval (running the
+    impl on zero-filled dummies), which would fail on singular or indefinite zero matrices.
+    """
+    return ShapedArray(tuple(shape), np.result_type(*[a.dtype for a in avals]))
+
+
+def batch_of(*avals) -> tuple:
+    """The broadcast leading (stack) axes of matrix operands."""
+    return tuple(np.broadcast_shapes(*[tuple(a.shape[:-2]) for a in avals]))
+
+
+def packed_size(shapes) -> int:
+    return int(sum(np.prod(s, dtype=np.int64) for s in shapes))
+
+
 # ---- packing several outputs into one array ------------------------------------------------------
 def pack_impl(outs, nbatch: int):
     """The impl side of packing: plain arrays, concatenated with their backend's ``concatenate``."""
@@ -117,7 +137,7 @@ def unpack(packed, shapes):
     batch = tuple(packed.shape[:-1])
     outs, start = [], 0
     for shape in shapes:
-        size = int(np.prod(shape, dtype=np.int64))
+        size = packed_size([shape])
         piece = getitem(packed, (Ellipsis, slice(start, start + size)))
         outs.append(_shape.reshape(piece, batch + tuple(shape)))
         start += size

@@ -25,7 +25,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import (T, diag_embed, diagonal, matrix_operand, pack, pack_impl,
-                                           safe_reciprocal, symmetrize, tril, triu, unpack)
+                                           safe_reciprocal, shaped, symmetrize, tril, triu, unpack)
 
 
 class EighResult(NamedTuple):
@@ -63,7 +63,7 @@ def _eigh_vjp(ct, ans, a):
     return matmul(v, matmul(inner, T(v)))
 
 
-eigh_p = primitive("eigh", _eigh_impl)
+eigh_p = primitive("eigh", _eigh_impl, lambda a: shaped(tuple(a.shape[:-2]) + (a.shape[-1] * (a.shape[-1] + 1),), a))
 defvjp(eigh_p, _eigh_vjp)
 defjvp(eigh_p, _eigh_jvp)
 

@@ -10,6 +10,7 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy.linalg._common import float_operand
+from tapegrad.numpy.linalg._svd import svd
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -90,7 +91,6 @@ def _matrix_norm(x, ord, axes, keepdims):
         out = pick(sums, axis=pick_axis, keepdims=True)
         return out if keepdims else _shape.squeeze(out, axes)
     if ord in (2, -2, "nuc"):
-        from tapegrad.numpy.linalg._svd import svd
         s = svd(_shape.moveaxis(x, axes, (-2, -1)), compute_uv=False)
         out = red.sum(s, axis=-1) if ord == "nuc" else (red.amax if ord == 2 else red.amin)(s, axis=-1)
         if keepdims:

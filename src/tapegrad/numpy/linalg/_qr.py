@@ -19,7 +19,7 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, matrix_operand, pack, pack_impl, tril, unpack
+from tapegrad.numpy.linalg._common import T, matrix_operand, pack, pack_impl, packed_size, shaped, tril, unpack
 from tapegrad.numpy.linalg._solve import solve
 
 
@@ -66,7 +66,8 @@ def _qr_vjp(ct, ans, a, *, mode):
     return T(solve(r, T(ct_y)))  # ct_y R^-T
 
 
-qr_p = primitive("qr", _qr_impl)
+qr_p = primitive("qr", _qr_impl, lambda a, *, mode:
+                 shaped(tuple(a.shape[:-2]) + (packed_size(_qr_shapes(a.shape, mode)),), a))
 defvjp(qr_p, _qr_vjp)
 defjvp(qr_p, _qr_jvp)
 

@@ -20,7 +20,8 @@ from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, eye_like, float_operand, matrix_operand
+from tapegrad.numpy.linalg._common import T, batch_of, eye_like, float_operand, matrix_operand, shaped
+from tapegrad.numpy.linalg._svd import svd
 
 
 # ---- solve ---------------------------------------------------------------------------------------
@@ -32,7 +33,8 @@ def _solve_vjp_a(ct, ans, a, b):
     return _shape.unbroadcast(-matmul(solve(T(a), ct), T(ans)), a)
 
 
-solve_p = primitive("solve", lambda a, b: namespace_of(a, b).linalg.solve(a, b))
+solve_p = primitive("solve", lambda a, b: namespace_of(a, b).linalg.solve(a, b),
+                    lambda a, b: shaped(batch_of(a, b) + tuple(b.shape[-2:]), a, b))
 defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve_p,
        lambda t, ans, a, b: solve(a, -matmul(t, ans)),
@@ -61,7 +63,7 @@ def solve(a, b):
 
 
 # ---- inv -----------------------------------------------------------------------------------------
-inv_p = primitive("inv", lambda a: namespace_of(a).linalg.inv(a))
+inv_p = primitive("inv", lambda a: namespace_of(a).linalg.inv(a), lambda a: shaped(a.shape, a))
 defvjp(inv_p, lambda ct, ans, a: -matmul(T(ans), matmul(ct, T(ans))))
 defjvp(inv_p, lambda t, ans, a: -matmul(ans, matmul(t, ans)))
 
@@ -96,31 +98,43 @@ def _pinv_vjp(ct, ans, a, **params):
             + matmul(matmul(T(p), p), matmul(T(ct), r)))
 
 
-pinv_p = primitive("pinv", lambda a, *, rcond: namespace_of(a).linalg.pinv(a, rcond))
+pinv_p = primitive("pinv", lambda a, *, rcond: namespace_of(a).linalg.pinv(a, rcond),
+                   lambda a, *, rcond: shaped(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a))
 defvjp(pinv_p, _pinv_vjp)
 defjvp(pinv_p, _pinv_jvp)
 
 
-def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+_NO_VALUE = object()  # NumPy tells "rtol not given" from "rtol=None"
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
     """The Moore-Penrose pseudo-inverse of each matrix of ``a``, as ``numpy.linalg.pinv``.
 
     Args:
         a: ``(..., m, n)``.
-        rcond, rtol: singular values at most ``rcond * largest`` are treated as zero (a Python
-            number; ``rtol`` is NumPy 2's other name for it). Default: ``max(m, n) * eps``.
+        rcond, rtol: singular values at most ``rcond * largest`` are treated as zero (Python
+            numbers; give one of them). As NumPy 2: neither given means ``1e-15``, ``rtol=None``
+            means ``max(m, n) * eps``.
         hermitian: accepted for NumPy compatibility; the general SVD is used either way, so the
             value and the derivative are those of ``pinv(a)`` also for a non-symmetric ``a``.
 
     Returns:
         ``(..., n, m)``.
 
+    Raises:
+        NotImplementedError: complex ``a`` (not holomorphic: it conjugates).
+
     The derivative (Golub and Pereyra 1973, "The differentiation of pseudo-inverses") holds where
     the rank of ``a`` is locally constant; it is not defined where a singular value crosses the
     cut-off.
     """
     a = matrix_operand(a, "pinv", square=False)
+    if a.dtype.kind == "c":
+        raise NotImplementedError("pinv: complex input is not supported (real matrices only)")
+    if rcond is not None and rtol is not _NO_VALUE:
+        raise ValueError("pinv: give rcond or rtol, not both")
     if rcond is None:
-        rcond = rtol
+        rcond = 1e-15 if rtol is _NO_VALUE else rtol
     if rcond is None:
         rcond = max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)
     return bind(pinv_p, a, rcond=float(rcond))
@@ -134,12 +148,16 @@ def lstsq(a, b, rcond=None):
         a: ``(m, n)``.
         b: ``(m,)`` or ``(m, k)``.
         rcond: singular values at most ``rcond * largest`` count as zero; None means
-            ``eps * max(m, n)`` (NumPy's default).
+            ``eps * max(m, n)`` with float64's ``eps`` (NumPy's default: it computes in double).
 
     Returns:
         ``(x, residuals, rank, s)`` as NumPy: ``x`` of shape ``(n,)`` or ``(n, k)``; ``residuals``
         the squared 2-norms of the columns of ``b - a @ x`` (shape ``(1,)`` or ``(k,)``) when
         ``rank == n < m``, else an empty array; ``rank`` an int; ``s`` the singular values of ``a``.
+
+    Raises:
+        numpy.linalg.LinAlgError: ``a`` is not 2-D.
+        NotImplementedError: complex input.
 
     ``x = pinv(a, rcond) @ b``, so its derivative is the pseudo-inverse's (constant rank);
     ``residuals`` and ``s`` are differentiable too, ``rank`` is not. ``rank`` is read from the
@@ -151,8 +169,7 @@ def lstsq(a, b, rcond=None):
         raise np.linalg.LinAlgError(f"lstsq: a must be 2-dimensional, got shape {a.shape}")
     m, n = a.shape
     if rcond is None:
-        rcond = float(np.finfo(a.dtype).eps) * max(m, n)
-    from tapegrad.numpy.linalg._svd import svd
+        rcond = float(np.finfo(np.float64).eps) * max(m, n)
     s = svd(a, compute_uv=False)
     rank = int(red.sum(ew.greater(s, rcond * red.amax(s)))) if min(m, n) else 0
     x = matmul(pinv(a, rcond), b)

@@ -29,7 +29,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import (T, diag_embed, diagonal, matrix_operand, pack, pack_impl,
-                                           safe_reciprocal, unpack)
+                                           packed_size, safe_reciprocal, shaped, unpack)
 
 
 class SVDResult(NamedTuple):
@@ -103,7 +103,8 @@ def _svd_vjp(ct, ans, a, *, full_matrices):
     return ct_a
 
 
-svd_p = primitive("svd", _svd_impl)
+svd_p = primitive("svd", _svd_impl, lambda a, *, full_matrices:
+                  shaped(tuple(a.shape[:-2]) + (packed_size(_svd_shapes(a.shape, full_matrices)),), a))
 defvjp(svd_p, _svd_vjp)
 defjvp(svd_p, _svd_jvp)
 

@@ -1,13 +1,14 @@
 """``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf``, ``cdf`` and ``logcdf``.
 
-Shapes follow ``jax.scipy.stats.multivariate_normal``: ``x`` is ``(..., d)``, ``mean`` is ``(d,)``
-(or ``(..., d)``, broadcast against ``x``) and ``cov`` is ``(d, d)``; the result has the broadcast
-batch shape ``(...)``. A 0-d ``mean`` means the univariate case, with ``cov`` a variance.
+Shapes follow ``jax.scipy.stats.multivariate_normal``: ``x`` is ``(..., d)``, ``mean`` is ``(..., d)``
+and ``cov`` is ``(..., d, d)``, their leading (batch) axes broadcast together, and the result has the
+broadcast batch shape. A 0-d ``mean`` means the univariate case, with ``cov`` a variance.
 
-``cov`` is read as its symmetric part ``(cov + cov.T) / 2``, so its gradient is symmetric and a
-perturbation in any direction gives the same derivative as finite differences (SciPy assumes a
-symmetric ``cov`` and reads one triangle). Everything runs through a Cholesky factor ``L``
-(``cov = L L^T``), so ``cov`` must be positive definite.
+``cov`` is read as its symmetric part ``(cov + cov.T) / 2`` (by ``tnp.linalg.cholesky``), so its
+gradient is symmetric and a perturbation in any direction gives the same derivative as finite
+differences (SciPy assumes a symmetric ``cov`` and reads one triangle). Everything runs through the
+Cholesky factor ``L`` (``cov = L L^T``) and ``tapegrad.scipy.linalg.solve_triangular``, so ``cov``
+must be positive definite.
 
 ``cdf`` has no closed form. It is Genz's separation-of-variables estimator (A. Genz, "Numerical
 computation of multivariate normal probabilities", J. Comput. Graph. Stat. 1, 1992) on a fixed
@@ -25,24 +26,19 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy.linalg import cholesky
+from tapegrad.scipy.linalg import solve_triangular
 from tapegrad.scipy.special import ndtr, ndtri
 from tapegrad.scipy.stats import norm
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _cholesky(cov):
-    from tapegrad.numpy.linalg import cholesky
-    if _shape.ndim(cov) != 2:
-        raise ValueError(f"multivariate_normal: cov must be a (d, d) matrix, got shape {_shape.shape(cov)}")
-    return cholesky(cov)  # which reads (cov + cov^T) / 2
-
-
-def _whiten(x, mean, L):
-    """``L^-1 (x - mean)`` for every vector of the batch, shape ``(..., d)``: one triangular solve
-    with the batch as the right-hand side's columns."""
-    from tapegrad.scipy.linalg import solve_triangular
-    diff = x - mean
+def _whiten(diff, L):
+    """``L^-1 diff`` for every vector of the batch, shape ``(..., d)``. With a single ``L`` it is one
+    triangular solve with the batch as the right-hand side's columns; a stack of ``L`` broadcasts."""
+    if _shape.ndim(L) > 2:
+        return solve_triangular(L, _shape.expand_dims(diff, -1), lower=True)[..., 0]
     batch, d = _shape.shape(diff)[:-1], _shape.shape(diff)[-1]
     columns = _shape.transpose(_shape.reshape(diff, (-1, d)))
     z = solve_triangular(L, columns, lower=True)
@@ -59,13 +55,13 @@ def logpdf(x, mean, cov):
 
     Args:
         x: points, ``(..., d)``.
-        mean: ``(d,)`` or ``(..., d)``; a 0-d ``mean`` is the univariate case.
-        cov: ``(d, d)``, symmetric positive definite (read as its symmetric part); a variance when
-            ``mean`` is 0-d.
+        mean: ``(..., d)``; a 0-d ``mean`` is the univariate case.
+        cov: ``(..., d, d)``, symmetric positive definite (read as its symmetric part); a variance
+            when ``mean`` is 0-d.
 
     Returns:
-        The log densities, shape ``(...)`` (the batch shapes of ``x`` and ``mean`` broadcast), in the
-        inputs' float dtype.
+        The log densities, shape ``(...)`` (the batch shapes of ``x``, ``mean`` and ``cov``
+        broadcast), in the inputs' float dtype.
 
     Raises:
         numpy.linalg.LinAlgError: ``cov`` is not positive definite (from the Cholesky factorization).
@@ -73,9 +69,8 @@ def logpdf(x, mean, cov):
     x, mean, cov = as_operand(x), as_operand(mean), as_operand(cov)
     if _shape.ndim(mean) == 0:
         return norm.logpdf(x, mean, ew.sqrt(cov))
-    L = _cholesky(cov)
-    x, mean = _shape.broadcast_arrays(x, mean)
-    z = _whiten(x, mean, L)
+    L = cholesky(cov)
+    z = _whiten(x - mean, L)
     d = _shape.shape(L)[-1]
     return (-0.5 * red.sum(z * z, axis=-1) - red.sum(ew.log(_diagonal(L)), axis=-1)
             - 0.5 * d * _LOG_2PI)
@@ -104,9 +99,10 @@ def lattice_points(num_points: int, dim: int) -> np.ndarray:
     """The fixed quasi-Monte Carlo points of :func:`cdf`, ``(dim, num_points)`` in ``(0, 1)``.
 
     A Richtmyer lattice: point ``k = 1..num_points`` has coordinates ``frac(k sqrt(p_i) + shift_i)``
-    with ``p_i`` the ``i``-th prime and ``shift`` drawn once from ``numpy.random.default_rng(0)``, then
-    the baker's transform ``|2 w - 1|`` (which makes the lattice rule second-order accurate for
-    smooth integrands), clipped to ``[1e-7, 1 - 1e-7]`` so that no coordinate is exactly 0 or 1.
+    with ``p_i`` the ``i``-th prime (Genz's choice) and ``shift`` drawn once from
+    ``numpy.random.default_rng(0)``, then the baker's transform ``|2 w - 1|`` (it periodizes the
+    integrand, which speeds up the convergence of lattice rules: Hickernell 2002), clipped to
+    ``[1e-7, 1 - 1e-7]`` so that no coordinate is exactly 0 or 1.
     """
     alpha = np.sqrt(np.array(_primes(dim), dtype=np.float64))[:, None]
     shift = np.random.default_rng(_SHIFT_SEED).random((dim, 1))
@@ -124,15 +120,16 @@ def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
     fixed points of :func:`lattice_points` (``num_points`` of them, ``dim = d - 1``). For ``d = 1`` it
     is exactly ``ndtr(b / L_11)``.
 
-    Accuracy: about 1e-4 against ``scipy.stats.multivariate_normal.cdf`` for ``d <= 5`` with the
-    default 4096 points (the error of a lattice rule falls roughly as ``1/num_points``). The points are
-    fixed, so the estimate is a smooth deterministic function: its derivatives are the exact
-    derivatives of the estimator, and match its finite differences.
+    Accuracy: within about 5e-5 of ``scipy.stats.multivariate_normal.cdf`` for ``d <= 8`` with the
+    default 4096 points (measured on random covariances; about 1e-5 with 16384). The points are fixed,
+    so the estimate is a smooth deterministic function: its derivatives are the exact derivatives of
+    the estimator (they match its finite differences) and approximate those of the true CDF to a
+    similar accuracy.
 
     Args:
         x: upper limits, ``(..., d)`` (the lower limits are ``-inf``).
-        mean: ``(d,)`` or ``(..., d)``; 0-d for the univariate case.
-        cov: ``(d, d)``, symmetric positive definite (read as its symmetric part).
+        mean: ``(..., d)``; 0-d for the univariate case.
+        cov: ``(..., d, d)``, symmetric positive definite (read as its symmetric part).
         num_points: the number of quasi-Monte Carlo points.
 
     Returns:
@@ -141,7 +138,7 @@ def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
     x, mean, cov = as_operand(x), as_operand(mean), as_operand(cov)
     if _shape.ndim(mean) == 0:
         return norm.cdf(x, mean, ew.sqrt(cov))
-    L = _cholesky(cov)
+    L = cholesky(cov)
     b = x - mean
     d = _shape.shape(b)[-1]
     dtype = _shape.result_type(b, L)
@@ -151,8 +148,8 @@ def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
     for i in range(d):
         s = b[..., i:i + 1]  # (..., 1), broadcast against the points
         for j, y in enumerate(ys):
-            s = s - L[i, j] * y
-        e = ndtr(s / L[i, i])
+            s = s - L[..., i, j:j + 1] * y
+        e = ndtr(s / L[..., i, i:i + 1])
         f = e if f is None else f * e
         if i < d - 1:
             # clamped away from 0: where e underflows, ndtri(0) = -inf would make 0 * inf = nan below
