@@ -67,8 +67,11 @@ def calibrate(fn, target_s: float = 0.05) -> int:
     return max(1, int(target_s / max(dt, 1e-9)))
 
 
-def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warmup: int = 3) -> dict:
+def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warmup: int = 3,
+                number: int | None = None) -> dict:
     """Time each callable in ``contestants`` (name -> zero-argument callable), interleaved.
+
+    ``number`` calls per sample skips the calibration (for contestants that take 0.1 s or more).
 
     Returns:
         name -> :class:`Timing` with ``repeat`` samples of seconds per call.
@@ -76,7 +79,7 @@ def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warm
     for fn in contestants.values():
         for _ in range(warmup):
             fn()
-    numbers = {name: calibrate(fn, target_s) for name, fn in contestants.items()}
+    numbers = {name: number or calibrate(fn, target_s) for name, fn in contestants.items()}
     timings = {name: Timing(name) for name in contestants}
     gc_was_enabled = gc.isenabled()
     gc.enable()

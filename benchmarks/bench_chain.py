@@ -188,6 +188,14 @@ def table(results) -> str:
                          "rel err", "grad dtype"], rows)
 
 
+def compact_rows(results):
+    """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, rel err, dtype."""
+    ref = next(r for r in results if r["name"] == "numpy fwd+bwd (hand)")["best_us_per_op"]
+    return [["chain", r["name"], f"{r['best_us_per_op']:.2f} us/op", f"{r['best_us_per_op'] / ref:.2f}x",
+             "numpy (hand)", "", "" if r["rel_err"] is None else f"{r['rel_err']:.1e}", r["grad_dtype"]]
+            for r in results if r["kind"] == "grad"]
+
+
 def verdict(results) -> str:
     tg_us = next(r for r in results if r["name"] == "tapegrad grad")["best_us_per_op"]
     ok = "MET" if tg_us <= TARGET_US else "MISSED"

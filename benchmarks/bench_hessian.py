@@ -195,7 +195,7 @@ def run(quick: bool = False):
     try:
         checks = check(hessians, hvps, A, x, v)
         timings = interleaved(fast, repeat=repeat, target_s=target_s)
-        timings.update(interleaved(slow, repeat=1 if quick else 3, target_s=0.0, warmup=1))
+        timings.update(interleaved(slow, repeat=1 if quick else 3, warmup=1, number=1))
     finally:
         restore()
     ref_hessian, ref_hvp = timings[REF_HESSIAN].best, timings[REF_HVP].best

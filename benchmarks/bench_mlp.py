@@ -212,6 +212,16 @@ def table(results) -> str:
                          "vs tg fwd", "rel err", "grad dtype"], rows)
 
 
+def compact_rows(results):
+    """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, rel err, dtype."""
+    rows = []
+    for r in results:
+        note = "" if r["name"] == "tapegrad forward only" else f"{r['ratio_to_tapegrad_forward']:.2f}x tg fwd"
+        rows.append(["mlp", r["name"], f"{r['best_ms']:.2f} ms", f"{r['ratio_to_numpy']:.2f}x", "numpy (hand)",
+                     note, "" if r["rel_err"] is None else f"{r['rel_err']:.1e}", r["grad_dtype"] or ""])
+    return rows
+
+
 def verdict(results) -> str:
     by = {r["name"]: r for r in results}
     tg_r = by["tapegrad value_and_grad"]

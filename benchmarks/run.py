@@ -1,13 +1,20 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
-Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp]``
+Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
+[sin10] [checkpoint]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
 - ``--json PATH``: also write every result row as JSON.
 - names: run only these benchmarks (default: all).
 
-Each benchmark also runs alone: ``python benchmarks/bench_chain.py``, ``python benchmarks/bench_mlp.py``.
+Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
+``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``).
+
+The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
+``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``); "note" holds the
+second number of a benchmark (mlp: over tapegrad's forward; hessian: per basis vector; checkpoint:
+peak memory); "error" is the max relative error against the reference (``sin10``: absolute error).
 Timings: best (minimum) per-call time over interleaved repeats, gc enabled (see ``_timing.py``).
 """
 from __future__ import annotations
@@ -27,9 +34,13 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 
 import bench_chain  # noqa: E402
+import bench_checkpoint  # noqa: E402
+import bench_hessian  # noqa: E402
 import bench_mlp  # noqa: E402
+import bench_sin10  # noqa: E402
 
-BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp}
+BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
+              "checkpoint": bench_checkpoint}
 
 
 def _peers() -> str:
@@ -50,23 +61,10 @@ def _environment() -> str:
             f"{platform.machine()}  {_peers()}")
 
 
-def compact(chain_results, mlp_results) -> str:
-    rows = []
-    if chain_results:
-        ref = next(r for r in chain_results if r["name"] == "numpy fwd+bwd (hand)")["best_us_per_op"]
-        for r in chain_results:
-            if r["kind"] == "grad":
-                rows.append(["chain", r["name"], f"{r['best_us_per_op']:.2f} us/op",
-                             f"{r['best_us_per_op'] / ref:.2f}x", "",
-                             "" if r["rel_err"] is None else f"{r['rel_err']:.1e}", r["grad_dtype"]])
-    if mlp_results:
-        for r in mlp_results:
-            is_fwd = r["name"] == "tapegrad forward only"
-            rows.append(["mlp", r["name"], f"{r['best_ms']:.2f} ms", f"{r['ratio_to_numpy']:.2f}x",
-                         "" if is_fwd else f"{r['ratio_to_tapegrad_forward']:.2f}x",
-                         "" if r["rel_err"] is None else f"{r['rel_err']:.1e}", r["grad_dtype"] or ""])
-    return format_table(["bench", "contestant", "time (best)", "vs numpy", "vs tg fwd", "rel err", "dtype"],
-                        rows)
+def compact(results: dict) -> str:
+    """One table of every benchmark that ran (``results``: name -> that benchmark's result rows)."""
+    rows = [row for name in BENCHMARKS if name in results for row in BENCHMARKS[name].compact_rows(results[name])]
+    return format_table(["bench", "contestant", "time (best)", "ratio", "to", "note", "error", "dtype"], rows)
 
 
 def main(argv=None):
@@ -78,7 +76,7 @@ def main(argv=None):
     names = [a for a in argv if a in BENCHMARKS] or list(BENCHMARKS)
     print(_environment())
     results = {name: BENCHMARKS[name].run(quick=quick) for name in names}
-    print(compact(results.get("chain"), results.get("mlp")))
+    print(compact(results))
     for name in names:
         print(BENCHMARKS[name].verdict(results[name]))
     if json_path:

@@ -322,3 +322,14 @@ def test_errors():
         tnp.average(x, axis=1, weights=np.zeros(3))
     with pytest.raises(ZeroDivisionError):
         tg.grad(lambda w: tnp.average(x, axis=1, weights=w).sum())(np.zeros(3))
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanvar", "nanmax", "nanargmax", "nanmedian", "median",
+                                  "ptp", "average", "atleast_2d", "diff-list"])
+def test_python_scalars_and_lists_match_numpy(name):
+    if name == "diff-list":
+        out, ref = tnp.diff([1.0, 4.0, 2.5]), np.diff([1.0, 4.0, 2.5])
+    else:
+        out, ref = getattr(tnp, name)(3.0), getattr(np, name)(3.0)
+    assert np.asarray(out).dtype == np.asarray(ref).dtype
+    np.testing.assert_array_equal(out, ref)

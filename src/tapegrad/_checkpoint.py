@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 
-from tapegrad._core import bind_joint
+from tapegrad._core import bind_joint, is_inexact
 from tapegrad._custom import _FlatCall
-from tapegrad._jvp import _is_inexact, jvp_flat
+from tapegrad._jvp import jvp_flat
 from tapegrad._params import substitute, traced_parameters
 from tapegrad._tape import vjp_flat
 
@@ -38,7 +38,7 @@ class _CheckpointCall(_FlatCall):
         return self.fun(*primals), primals
 
     def backward(self, primals, out_cts):
-        variables = [i for i, x in enumerate(primals) if _is_inexact(x)]
+        variables = [i for i, x in enumerate(primals) if is_inexact(x)]
 
         def on_variables(*vs):
             leaves = list(primals)

@@ -194,6 +194,37 @@ class Tracer:
         return self.shape[0]
 
 
+def is_inexact(x) -> bool:
+    """Whether ``x`` has a float or complex dtype: the values that carry derivatives."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and numpy.dtype(dtype).kind in "fc"
+
+
+class PrimalTracer(Tracer):
+    """A tracer that carries its primal value (reverse and forward mode): shape, dtype and backend are
+    the primal's, and so is its concrete value where the primal is concrete (eager mode), so Python
+    control flow and ``float()`` work on it."""
+
+    __slots__ = ("primal",)
+
+    @property
+    def shape(self):
+        return self.primal.shape
+
+    @property
+    def dtype(self):
+        return self.primal.dtype
+
+    def array_namespace(self):
+        from tapegrad._backend import namespace_of
+        primal = self.primal
+        return primal.array_namespace() if isinstance(primal, Tracer) else namespace_of(primal)
+
+    def concrete_value(self):
+        primal = self.primal
+        return primal.concrete_value() if isinstance(primal, Tracer) else primal
+
+
 class Boxed:
     """A holder that operations see through (``Parameter``): ``bind`` replaces it with ``unbox()``."""
 

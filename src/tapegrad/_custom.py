@@ -18,8 +18,7 @@ import functools
 import inspect
 
 from tapegrad import _tree
-from tapegrad._core import Boxed, bind_joint
-from tapegrad._jvp import _is_inexact
+from tapegrad._core import Boxed, bind_joint, is_inexact
 from tapegrad._tape import vjp_flat
 from tapegrad.numpy._creation import zeros_like
 
@@ -89,7 +88,7 @@ def _transpose(linear_fun, arg_likes, cts):
 
     Only the float/complex arguments are variables; the result has None for the others and where no
     cotangent reaches."""
-    variables = [i for i, a in enumerate(arg_likes) if _is_inexact(a)]
+    variables = [i for i, a in enumerate(arg_likes) if is_inexact(a)]
     zeros = [zeros_like(arg_likes[i]) for i in variables]
 
     def on_variables(*vs):

@@ -10,36 +10,17 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 """
 from __future__ import annotations
 
-import numpy as np
-
-from tapegrad._core import Trace, Tracer, bind, new_main
+from tapegrad._core import PrimalTracer, Trace, bind, is_inexact, new_main
 from tapegrad.numpy._operators import ArrayOperators
 
 
-class JVPTracer(ArrayOperators, Tracer):
-    __slots__ = ("primal", "tangent")
+class JVPTracer(ArrayOperators, PrimalTracer):
+    __slots__ = ("tangent",)
 
     def __init__(self, trace, primal, tangent):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
-
-    @property
-    def shape(self):
-        return self.primal.shape
-
-    @property
-    def dtype(self):
-        return self.primal.dtype
-
-    def array_namespace(self):
-        from tapegrad._backend import namespace_of
-        return namespace_of(self.primal)
-
-    def concrete_value(self):
-        """The primal, when it is concrete (eager forward mode), so ``float()``/``bool()`` work."""
-        primal = self.primal
-        return primal.concrete_value() if isinstance(primal, Tracer) else primal
 
     def __repr__(self):
         return f"JVPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -59,7 +40,7 @@ class JVPTrace(Trace):
             ans = prim.impl(*primals, **params)
         else:
             ans = bind(prim, *primals, **params)
-        if prim.nondiff or not _is_inexact(ans):
+        if prim.nondiff or not is_inexact(ans):
             return ans
         if prim.jvp_rule is None:
             raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
@@ -74,13 +55,8 @@ class JVPTrace(Trace):
             if type(a) is JVPTracer and a._trace is self:
                 primals[i], tangents[i] = a.primal, a.tangent
         outs, out_tangents = call.jvp(primals, tangents)
-        return [o if t is None or not _is_inexact(o) else JVPTracer(self, o, _fit(t, o))
+        return [o if t is None or not is_inexact(o) else JVPTracer(self, o, _fit(t, o))
                 for o, t in zip(outs, out_tangents)]
-
-
-def _is_inexact(x) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and np.dtype(dtype).kind in "fc"
 
 
 def _fit(tangent, ans):

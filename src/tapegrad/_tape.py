@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import operator
 
-from tapegrad._core import Primitive, Tracer, Trace, bind, new_main
+from tapegrad._core import PrimalTracer, Primitive, Trace, bind, is_inexact, new_main
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._elementwise import add
 from tapegrad.numpy._operators import ArrayOperators
@@ -42,29 +42,13 @@ class Node:
         self.seq = next(_sequence)
 
 
-class VJPTracer(ArrayOperators, Tracer):
-    __slots__ = ("primal", "node")
+class VJPTracer(ArrayOperators, PrimalTracer):
+    __slots__ = ("node",)
 
     def __init__(self, trace, primal, node):
         self._trace = trace
         self.primal = primal
         self.node = node
-
-    @property
-    def shape(self):
-        return self.primal.shape
-
-    @property
-    def dtype(self):
-        return self.primal.dtype
-
-    def array_namespace(self):
-        from tapegrad._backend import namespace_of
-        return namespace_of(self.primal)
-
-    def concrete_value(self):
-        """The primal: in eager reverse mode it is concrete, so ``float()``/``bool()`` work."""
-        return self.primal
 
     def __repr__(self):
         return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -105,9 +89,9 @@ class VJPTrace(Trace):
                 parents.append((i, a.node))
         outs, residuals = call.forward(*primals)
         # params: the outputs, for zero cotangents where none arrives (None for non-float outputs)
-        likes = [o if _is_inexact(o) else None for o in outs]
+        likes = [o if is_inexact(o) else None for o in outs]
         joint = Node(_JointRule(call), residuals, likes, len(outs), tuple(parents))
-        return [VJPTracer(self, o, Node(_OUTPUT, None, None, None, ((k, joint),))) if _is_inexact(o) else o
+        return [VJPTracer(self, o, Node(_OUTPUT, None, None, None, ((k, joint),))) if is_inexact(o) else o
                 for k, o in enumerate(outs)]
 
 
@@ -122,11 +106,6 @@ class _JointRule:
 
 
 _OUTPUT = object()  # the ``prim`` of an output of a joint node: its cotangent goes into the joint's slot
-
-
-def _is_inexact(x) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind in "fc"
 
 
 def _backward_special(node, ct, cts):

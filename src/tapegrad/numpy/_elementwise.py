@@ -195,10 +195,10 @@ def balanced_eq(x, ans, y, g):
     return g * (won * (1.0 - 0.5 * tied))
 
 
-maximum_p, maximum = _binary("maximum", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
-                             lambda g, ans, x, y: balanced_eq(y, ans, x, g))
-minimum_p, minimum = _binary("minimum", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
-                             lambda g, ans, x, y: balanced_eq(y, ans, x, g))
+# the rules of maximum and minimum (and fmax, fmin): the operand equal to the result gets g, halved at ties
+TIE_SPLIT_RULES = (lambda g, ans, x, y: balanced_eq(x, ans, y, g), lambda g, ans, x, y: balanced_eq(y, ans, x, g))
+maximum_p, maximum = _binary("maximum", *TIE_SPLIT_RULES)
+minimum_p, minimum = _binary("minimum", *TIE_SPLIT_RULES)
 logaddexp_p, logaddexp = _binary("logaddexp", lambda g, ans, x, y: g * exp(x - ans),
                                  lambda g, ans, x, y: g * exp(y - ans))
 arctan2_p, arctan2 = _binary("arctan2", lambda g, ans, y, x: g * x / (x * x + y * y),

@@ -20,7 +20,6 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy import _statistics as stats
-from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._sorting import argsort_p
 
 
@@ -30,7 +29,7 @@ def _inexact(a) -> bool:
 
 def _replace_nan(a, value):
     """``(a with NaNs replaced by value, NaN mask or None)``; the mask is a constant."""
-    a = as_operand(a)
+    a = stats.operand(a)
     if not _inexact(a):
         return a, None
     mask = ew.isnan(a)
@@ -101,7 +100,7 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
 
     NaN (with a ``RuntimeWarning``) where ``count - ddof <= 0``.
     """
-    a = as_operand(a)
+    a = stats.operand(a)
     if dtype is not None:
         a = ew.astype(a, dtype)
     x, mask = _replace_nan(a, 0.0)
@@ -191,7 +190,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         NotImplementedError: ``out`` given.
     """
     stats.unsupported("nanmedian", out=out)
-    a = as_operand(a)
+    a = stats.operand(a)
     if not _inexact(a):
         return stats.median(a, axis=axis, keepdims=keepdims)
     x, axes, order, count = _valid_samples_first(a, axis)
@@ -213,7 +212,7 @@ def _all_nan_to_nan(out, count):
 
 
 def _nanquantile(a, q, axis, method, keepdims, weak_q: bool):
-    a = as_operand(a)
+    a = stats.operand(a)
     if not _inexact(a):
         return stats.quantile_of(a, q, axis, method, keepdims, weak_q)
     if np.dtype(a.dtype).kind == "c":

@@ -157,14 +157,19 @@ defvjp(cumsum_p, lambda ct, ans, x, *, axis: _shape.flip(cumsum(_shape.flip(ct, 
 deflinear(cumsum_p)
 
 
-def cumsum(a, axis=None, dtype=None):
-    """Running sum along ``axis`` (None: over the flattened array), as ``numpy.cumsum``."""
+def _cumulative(prim, a, axis, dtype):
+    """A running reduction along ``axis`` (None: over the flattened array), ``a`` cast to ``dtype``."""
     a = as_operand(a)
     if dtype is not None:
         a = ew.astype(a, dtype)
     if axis is None:
         a, axis = _shape.ravel(a), 0
-    return bind(cumsum_p, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
+    return bind(prim, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
+
+
+def cumsum(a, axis=None, dtype=None):
+    """Running sum along ``axis`` (None: over the flattened array), as ``numpy.cumsum``."""
+    return _cumulative(cumsum_p, a, axis, dtype)
 
 
 # ---- cumprod -------------------------------------------------------------------------------------
@@ -209,12 +214,7 @@ def cumprod(a, axis=None, dtype=None):
     Its derivatives are exact where ``a`` has zeros (one or several), at every order: they are the
     derivatives of a scan of multiplications, never a division by ``a``.
     """
-    a = as_operand(a)
-    if dtype is not None:
-        a = ew.astype(a, dtype)
-    if axis is None:
-        a, axis = _shape.ravel(a), 0
-    return bind(cumprod_p, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
+    return _cumulative(cumprod_p, a, axis, dtype)
 
 
 # ---- integer and boolean results -----------------------------------------------------------------

@@ -24,11 +24,17 @@ from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, full_like
+from tapegrad.numpy._creation import as_operand, asarray, full_like
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._sorting import argpartition_p, argsort_p
 
 # ---- the sample axis -----------------------------------------------------------------------------
+def operand(a):
+    """``a`` as an operand with a dtype: sequences are stacked, Python scalars become 0-d arrays."""
+    a = as_operand(a)
+    return a if hasattr(a, "dtype") else asarray(a)
+
+
 def samples_first(a, axis):
     """``(x, axes)``: ``a`` with the reduced ``axes`` merged into one leading axis, ``(n, *kept)``.
 
@@ -187,7 +193,7 @@ def checked_q(q, scale: float, name: str):
 
 def quantile_of(a, q, axis, method, keepdims, weak_q: bool):
     """:func:`quantile` of a checked ``q`` (see :func:`checked_q`)."""
-    a = as_operand(a)
+    a = operand(a)
     if np.dtype(a.dtype).kind == "c":
         raise TypeError("a must be an array of real numbers")
     x, axes = samples_first(a, axis)
@@ -270,7 +276,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         NotImplementedError: ``out`` given.
     """
     unsupported("median", out=out)
-    a = as_operand(a)
+    a = operand(a)
     x, axes = samples_first(a, axis)
     n = x.shape[0]
     if n == 0:  # NumPy: the mean of an empty slice, NaN (with its RuntimeWarning)
@@ -309,7 +315,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         ValueError: ``weights`` whose shape fits neither ``a`` nor ``a`` along ``axis``.
         ZeroDivisionError: the weights sum to zero (checked where they are concrete).
     """
-    a = as_operand(a)
+    a = operand(a)
     shape = _shape.shape(a)
     user_axes = None if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, len(shape), "axis")
     if weights is None:
@@ -318,7 +324,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if returned:
             return avg, full_like(avg, scale)
         return avg
-    w = as_operand(weights)
+    w = operand(weights)
     kind = np.dtype(a.dtype).kind
     dtype = _shape.result_type(a, w, "f8") if kind in "iub" else _shape.result_type(a, w)
     w = _cast(_weights_like(w, shape, user_axes), dtype)

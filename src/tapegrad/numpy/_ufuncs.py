@@ -24,7 +24,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _complex
 from tapegrad.numpy._creation import as_operand, asarray
-from tapegrad.numpy._elementwise import (LN2, _binary, _unary, abs, balanced_eq, cos, equal, floor,
+from tapegrad.numpy._elementwise import (LN2, TIE_SPLIT_RULES, _binary, _unary, abs, cos, equal, floor,
                                          is_complex, isnan, less, sign, sqrt, stop_gradient, where)
 from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
 
@@ -79,10 +79,8 @@ def sinc(x):
 
 
 # ---- binary --------------------------------------------------------------------------------------
-fmax_p, fmax = _binary("fmax", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
-                       lambda g, ans, x, y: balanced_eq(y, ans, x, g))
-fmin_p, fmin = _binary("fmin", lambda g, ans, x, y: balanced_eq(x, ans, y, g),
-                       lambda g, ans, x, y: balanced_eq(y, ans, x, g))
+fmax_p, fmax = _binary("fmax", *TIE_SPLIT_RULES)
+fmin_p, fmin = _binary("fmin", *TIE_SPLIT_RULES)
 logaddexp2_p, logaddexp2 = _binary("logaddexp2", lambda g, ans, x, y: g * exp2(x - ans),
                                    lambda g, ans, x, y: g * exp2(y - ans))
 remainder_p, remainder = _binary("remainder", lambda g, ans, x, y: g, lambda g, ans, x, y: -g * floor(x / y))
