@@ -17,8 +17,9 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_digits.py
 
+# one BLAS thread: the tests use small matrices, where OpenBLAS's threads only contend for 2 cores
 test: $(VENV)/.installed-dev
-	$(PY) -m pytest -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py

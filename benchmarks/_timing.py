@@ -98,13 +98,13 @@ def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warm
     return timings
 
 
-def format_table(headers, rows) -> str:
-    """A plain-text table with right-aligned columns (first column left-aligned)."""
+def format_table(headers, rows, left: int = 1) -> str:
+    """A plain-text table: the first ``left`` columns left-aligned, the others right-aligned."""
     cells = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for k, r in enumerate(cells):
-        parts = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        parts = [c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(parts))
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))

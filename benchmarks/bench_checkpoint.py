@@ -150,7 +150,8 @@ def check(cands, params, x):
     report = {}
     for name, fn in cands.items():
         grads = _leaves(fn(params, x))
-        errs = [float(np.max(np.abs(np.asarray(g, np.float64) - r)) / np.max(np.abs(r))) for g, r in zip(grads, ref)]
+        errs = [float(np.max(np.abs(np.asarray(g, np.float64) - r)) / np.max(np.abs(r)))
+                for g, r in zip(grads, ref)]
         report[name] = (max(errs), "/".join(sorted({str(np.asarray(g).dtype) for g in grads})))
     return report
 
@@ -180,8 +181,9 @@ def table(results) -> str:
     rows = [[r["name"], f"{r['peak_mib']:.1f}", f"{r['peak_ratio']:.2f}x", f"{r['best_ms']:.0f}",
              f"{r['median_ms']:.0f}", f"{r['time_ratio']:.2f}x", f"{r['rel_err']:.1e}", r["grad_dtype"]]
             for r in results]
-    return format_table([f"checkpoint: grad of {LAYERS}-layer tanh MLP, {WIDTH} wide, batch {BATCH}, f32",
-                         "peak MiB", "vs plain", "ms best", "ms median", "vs plain", "rel err", "dtype"], rows)
+    title = f"checkpoint: grad of {LAYERS}-layer tanh MLP, {WIDTH} wide, batch {BATCH}, f32"
+    headers = [title, "peak MiB", "vs plain", "ms best", "ms median", "vs plain", "rel err", "dtype"]
+    return format_table(headers, rows)
 
 
 def compact_rows(results):
@@ -195,10 +197,11 @@ def verdict(results) -> str:
     by = {r["name"]: r for r in results}
     plain = by[PLAIN]
     parts = [f"{name.replace('tapegrad checkpoint ', '')} {r['peak_mib']:.1f} MiB ({r['peak_ratio']:.2f}x, "
-             f"time {r['time_ratio']:.2f}x)" for name, r in by.items() if name.startswith("tapegrad checkpoint")]
+             f"time {r['time_ratio']:.2f}x)"
+             for name, r in by.items() if name.startswith("tapegrad checkpoint")]
     saved = "YES" if by[PER_LAYER]["peak_mib"] < plain["peak_mib"] else "NO"
-    return (f"checkpoint (reported, no target) memory saved: {saved}; peak plain {plain['peak_mib']:.1f} MiB -> "
-            + "; ".join(parts))
+    return (f"checkpoint (reported, no target) memory saved: {saved}; peak plain {plain['peak_mib']:.1f} MiB"
+            f" -> {'; '.join(parts)}")
 
 
 def main(argv=None):

@@ -217,8 +217,9 @@ def compact_rows(results):
     rows = []
     for r in results:
         note = "" if r["name"] == "tapegrad forward only" else f"{r['ratio_to_tapegrad_forward']:.2f}x tg fwd"
-        rows.append(["mlp", r["name"], f"{r['best_ms']:.2f} ms", f"{r['ratio_to_numpy']:.2f}x", "numpy (hand)",
-                     note, "" if r["rel_err"] is None else f"{r['rel_err']:.1e}", r["grad_dtype"] or ""])
+        rows.append(["mlp", r["name"], f"{r['best_ms']:.2f} ms", f"{r['ratio_to_numpy']:.2f}x",
+                     "numpy (hand)", note, "" if r["rel_err"] is None else f"{r['rel_err']:.1e}",
+                     r["grad_dtype"] or ""])
     return rows
 
 

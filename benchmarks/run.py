@@ -63,8 +63,10 @@ def _environment() -> str:
 
 def compact(results: dict) -> str:
     """One table of every benchmark that ran (``results``: name -> that benchmark's result rows)."""
-    rows = [row for name in BENCHMARKS if name in results for row in BENCHMARKS[name].compact_rows(results[name])]
-    return format_table(["bench", "contestant", "time (best)", "ratio", "to", "note", "error", "dtype"], rows)
+    rows = [row for name in BENCHMARKS if name in results
+            for row in BENCHMARKS[name].compact_rows(results[name])]
+    headers = ["bench", "contestant", "time (best)", "ratio", "to", "note", "error", "dtype"]
+    return format_table(headers, rows, left=2)
 
 
 def main(argv=None):

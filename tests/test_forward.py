@@ -89,6 +89,54 @@ def test_linearize_matches_jvp_and_is_reusable():
         np.testing.assert_allclose(jvp_fn(v), tg.jvp(f, (X,), (v,))[1])
 
 
+def test_linearize_does_not_run_fn_again():
+    calls = []
+
+    def g(x):
+        calls.append(1)
+        return tnp.sin(x) * x
+    out, jvp_fn = tg.linearize(g, X)
+    for v in (V, np.ones(3)):
+        np.testing.assert_allclose(jvp_fn(v), (np.cos(X) * X + np.sin(X)) * v)
+    assert len(calls) == 1
+
+
+def test_linearize_has_aux_and_errors():
+    out, jvp_fn, aux = tg.linearize(lambda x: (tnp.sum(x ** 2), x * 2.0), X, has_aux=True)
+    np.testing.assert_allclose(aux, 2 * X)
+    np.testing.assert_allclose(jvp_fn(V), 2 * X @ V)
+    with pytest.raises(ValueError, match="linearize: tangent leaf 0 has shape"):
+        jvp_fn(V[:2])
+    with pytest.raises(TypeError, match="linearize: tangent leaf 0 has dtype"):
+        jvp_fn(V.astype(np.float32))
+
+
+def test_linearize_through_custom_rules_and_checkpoint():
+    @tg.custom_vjp
+    def double(x):
+        return x * 2.0
+    double.defvjp(lambda x: (x * 2.0, None), lambda res, g: (g * 2.0,))
+
+    @tg.custom_jvp
+    def cube(x):
+        return x ** 3
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return cube(x), 3.0 * x ** 2 * t
+    g = lambda x: tg.checkpoint(tnp.sin)(cube(double(x)))
+    _, jvp_fn = tg.linearize(g, X)
+    np.testing.assert_allclose(jvp_fn(V), tg.jvp(g, (X,), (V,))[1])
+    np.testing.assert_allclose(jvp_fn(V), np.cos(8 * X ** 3) * 24 * X ** 2 * V)
+
+
+def test_linearized_tangents_are_differentiable_again():
+    # d/dx of jvp_fn(v) = H v: the linearization's sweep is recorded by an outer grad
+    hvp = tg.grad(lambda x: tg.linearize(f, x)[1](V))(X)
+    np.testing.assert_allclose(hvp, hess_f_diag(X) * V)
+
+
 def test_hessian_vector_product_forward_over_reverse():
     _, hvp = tg.jvp(tg.grad(f), (X,), (V,))
     np.testing.assert_allclose(hvp, hess_f_diag(X) * V)

@@ -15,7 +15,7 @@ from tapegrad import _tree
 from tapegrad._core import Boxed, Tracer
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._jvp import jvp_flat
-from tapegrad._tape import vjp_flat
+from tapegrad._tape import forward_sweep, record_flat, sweep_order, vjp_flat
 from tapegrad.numpy._creation import at_rest, ones_like, zeros_like
 from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
 
@@ -389,57 +389,75 @@ def _jvp_arguments(fn, primals, tangents, has_aux):
         if not isinstance(value, (tuple, list)):
             raise TypeError(f"jvp: {name} must be a tuple or list with one entry per argument of fn, got "
                             f"{type(value).__name__}; e.g. jvp(f, (x,), (v,))")
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
-                         "primal")
     flat_fun = _FlatFun(fn, tuple(primals), has_aux, "jvp")
+    return flat_fun, _flat_tangents(primals, tangents, flat_fun.leaves, "jvp")
+
+
+def _flat_tangents(primals, tangents, primal_leaves, api):
+    """The leaves of ``tangents``, checked against ``primals``: one per primal leaf, same shape and
+    dtype."""
+    if len(primals) != len(tangents):
+        raise ValueError(f"{api}: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
+                         "primal")
     flat_tangents = []
     for i, (primal, tangent) in enumerate(zip(primals, tangents)):
-        p_leaves, p_tree = _tree.tree_flatten(primal)
+        p_tree = _tree.tree_structure(primal)
         t_leaves, t_tree = _tree.tree_flatten(tangent)
         if p_tree != t_tree:
-            raise ValueError(f"jvp: tangent {i} has structure {t_tree}, but primal {i} has {p_tree}; give "
+            raise ValueError(f"{api}: tangent {i} has structure {t_tree}, but primal {i} has {p_tree}; give "
                              "each primal a tangent of the same structure")
         flat_tangents += t_leaves
-    for i, (t, x) in enumerate(zip(flat_tangents, flat_fun.leaves)):
-        flat_tangents[i] = _check_tangent(t, x, i)
-    return flat_fun, flat_tangents
+    return [_check_tangent(t, x, i, api) for i, (t, x) in enumerate(zip(flat_tangents, primal_leaves))]
 
 
-def _check_tangent(t, x, i):
+def _check_tangent(t, x, i, api):
     if isinstance(t, Boxed):
         t = t.unbox()
     if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
         t = np.asarray(t, dtype=x.dtype)
     if not hasattr(t, "shape") or tuple(t.shape) != tuple(x.shape):
         shape = tuple(t.shape) if hasattr(t, "shape") else type(t).__name__
-        raise ValueError(f"jvp: tangent leaf {i} has shape {shape}, but its primal has shape "
+        raise ValueError(f"{api}: tangent leaf {i} has shape {shape}, but its primal has shape "
                          f"{tuple(x.shape)}; pass a tangent shaped like the primal")
     if t.dtype != x.dtype:
-        raise TypeError(f"jvp: tangent leaf {i} has dtype {t.dtype}, but its primal has dtype {x.dtype}; "
+        raise TypeError(f"{api}: tangent leaf {i} has dtype {t.dtype}, but its primal has dtype {x.dtype}; "
                         f"cast it with .astype({x.dtype})")
     return t
 
 
-def linearize(fn, *primals):
+def linearize(fn, *primals, has_aux=False):
     """``fn``'s output at ``primals`` and its Jacobian-vector product function there, as JAX's
     ``linearize``.
 
+    ``fn`` runs once, on a tape; each ``jvp_fn`` call then sweeps the recorded operations forward in
+    creation order, mapping tangents through each primitive's jvp rule at the stored primals. Nothing
+    of ``fn`` is recomputed, so ``jvp_fn`` costs the tangent arithmetic only (the memory of the tape is
+    kept while ``jvp_fn`` lives, as JAX's linearize keeps its linearized program).
+
+    Args:
+        fn: a function of the pytrees ``primals`` returning a pytree of arrays.
+        *primals: the point; float or complex leaves.
+        has_aux: ``fn`` returns ``(out, *aux)``: two outputs give a bare ``aux``, more a tuple.
+
     Returns:
-        ``(out, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent pytree per primal (each leaf shaped
-        and typed like its primal) and returns the output tangent, shaped like ``out``; it may be
-        called any number of times. Until staging exists (the jit issue) each call runs forward mode
-        at the stored primals again, so it costs one ``jvp``; the results are those of ``jvp``.
+        ``(out, jvp_fn)`` or ``(out, jvp_fn, aux)``. ``jvp_fn(*tangents)`` takes one tangent pytree per
+        primal (each leaf shaped and typed like its primal) and returns the output tangent, shaped like
+        ``out``; it may be called any number of times, and is differentiable again.
 
     Raises:
-        as ``jvp``, when ``jvp_fn`` is called with tangents that do not fit the primals.
+        as ``jvp``: TypeError for a non-float primal; when ``jvp_fn`` is called, ValueError/TypeError for
+        tangents that do not fit the primals.
     """
-    flat_fun = _FlatFun(fn, primals, False, "linearize")
-    out = flat_fun.outputs(flat_fun(*flat_fun.leaves))
+    flat_fun = _FlatFun(fn, primals, has_aux, "linearize")
+    out_primals, in_nodes, out_nodes = record_flat(flat_fun, flat_fun.leaves)
+    order = sweep_order(out_nodes)
 
     def jvp_fn(*tangents):
-        return jvp(fn, primals, tangents)[1]
-    return out, jvp_fn
+        flat_tangents = _flat_tangents(primals, tangents, flat_fun.leaves, "linearize")
+        out_tangents = forward_sweep(order, in_nodes, flat_tangents, out_nodes)
+        return flat_fun.outputs([zeros_like(o) if t is None else at_rest(t)
+                                 for t, o in zip(out_tangents, out_primals)])
+    return flat_fun.returns(flat_fun.outputs(out_primals), jvp_fn)
 
 
 def _check_cotangents(ct, out_treedef, out_primals):

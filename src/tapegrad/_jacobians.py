@@ -1,7 +1,8 @@
 """Jacobians and Hessians: ``jacrev``, ``jacfwd``, ``hessian``.
 
 ``jacrev`` records ``fn`` once and pulls one basis cotangent per output element back through the
-tape; ``jacfwd`` pushes one basis tangent per input element forward. Until ``vmap`` exists the basis
+tape; ``jacfwd`` records ``fn`` once (``linearize``) and sweeps one basis tangent per input element
+forward through the recorded operations. Until ``vmap`` exists the basis
 vectors are looped over (one pass each); the results are stacked with tapegrad operations, so a
 Jacobian is differentiable again (``hessian`` is ``jacfwd(jacrev(fn))``, forward over reverse, as in
 JAX).
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 
 from tapegrad import _tree
-from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, jvp, vjp
+from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, linearize, vjp
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._shape import reshape, stack
 
@@ -119,7 +120,8 @@ def _stack_rows(out_leaf, rows, selected):
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):
-    """The Jacobian of ``fn`` by forward mode: one jvp per input element, as JAX's ``jacfwd``.
+    """The Jacobian of ``fn`` by forward mode: ``linearize`` once, then one forward sweep per input
+    element, as JAX's ``jacfwd``.
 
     Arguments, return structure and errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of
     the two when the selected inputs have fewer elements than the outputs.
@@ -130,23 +132,19 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
         selected = _selected_inputs(args, positions, "jacfwd")
-        restricted = _restrict(fn, args, kwargs, positions)
+        out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions), *selected, has_aux=has_aux)
         in_leaves, in_tree = _tree.tree_flatten(selected)
         columns = [[] for _ in in_leaves]
-        result = None
         for m, tangents in _one_hot_trees(in_leaves, in_tree):
-            result = jvp(restricted, selected, tangents, has_aux=has_aux)
-            columns[m].append(_tree.tree_leaves(result[1]))
-        if result is None:  # every selected input is empty: evaluate once for the output (and aux)
-            result = jvp(restricted, selected, selected, has_aux=has_aux)
-        out_leaves, out_tree = _tree.tree_flatten(result[0])
+            columns[m].append(_tree.tree_leaves(jvp_fn(*tangents)))
+        out_leaves, out_tree = _tree.tree_flatten(out)
         blocks = []
         for k, o in enumerate(out_leaves):
             per_input = [_stack_columns(o, x, [col[k] for col in cols]) for x, cols in zip(in_leaves, columns)]
             per_position = _tree.tree_unflatten(in_tree, per_input)
             blocks.append(per_position[0] if single else per_position)
         jac = _tree.tree_unflatten(out_tree, blocks)
-        return (jac, result[2]) if has_aux else jac
+        return (jac, *aux) if has_aux else jac
     return jac_fn
 
 

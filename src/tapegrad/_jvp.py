@@ -42,12 +42,8 @@ class JVPTrace(Trace):
             ans = bind(prim, *primals, **params)
         if prim.nondiff or not is_inexact(ans):
             return ans
-        if prim.jvp_rule is None:
-            raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
-        tangent = prim.jvp_rule(tangents, ans, *primals, **params)
-        if tangent is None:
-            return ans
-        return JVPTracer(self, ans, _fit(tangent, ans))
+        tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
+        return ans if tangent is None else JVPTracer(self, ans, tangent)
 
     def process_joint(self, call, args):
         primals, tangents = list(args), [None] * len(args)
@@ -57,6 +53,18 @@ class JVPTrace(Trace):
         outs, out_tangents = call.jvp(primals, tangents)
         return [o if t is None or not is_inexact(o) else JVPTracer(self, o, _fit(t, o))
                 for o, t in zip(outs, out_tangents)]
+
+
+def apply_jvp_rule(prim, tangents, ans, primals, params):
+    """The output tangent of ``prim`` (None: zero), shaped and typed like ``ans``."""
+    if prim.jvp_rule is None:
+        raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
+    tangent = prim.jvp_rule(tangents, ans, *primals, **params)
+    if tangent is None:
+        return None
+    if tangent.shape != ans.shape or tangent.dtype != ans.dtype:
+        tangent = _fit(tangent, ans)
+    return tangent
 
 
 def _fit(tangent, ans):

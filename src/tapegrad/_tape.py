@@ -90,7 +90,8 @@ class VJPTrace(Trace):
         outs, residuals = call.forward(*primals)
         # params: the outputs, for zero cotangents where none arrives (None for non-float outputs)
         likes = [o if is_inexact(o) else None for o in outs]
-        joint = Node(_JointRule(call), residuals, likes, len(outs), tuple(parents))
+        # primals: the call's residuals, and its operands (for a forward sweep over the tape)
+        joint = Node(_JointRule(call), (residuals, primals), likes, len(outs), tuple(parents))
         return [VJPTracer(self, o, Node(_OUTPUT, None, None, None, ((k, joint),))) if is_inexact(o) else o
                 for k, o in enumerate(outs)]
 
@@ -119,7 +120,7 @@ def _backward_special(node, ct, cts):
         slots[k] = ct  # each output node is visited once, after all of its consumers
         return ()
     ct = [zeros_like(like) if c is None and like is not None else c for c, like in zip(ct, node.params)]
-    in_cts = prim.call.backward(node.primals, ct)
+    in_cts = prim.call.backward(node.primals[0], ct)
     return [(parent, in_cts[argnum]) for argnum, parent in node.parents]
 
 
@@ -138,19 +139,19 @@ def _reverse_topological(out_nodes):
 _by_seq = operator.attrgetter("seq")
 
 
-def backward(out_nodes, out_cts, in_nodes, free: bool):
+def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
     """Cotangents of ``in_nodes`` given ``out_cts`` on ``out_nodes`` (None where nothing flows).
 
     Visits only the nodes that reach an output, each once, after all of its consumers; no recursion.
     ``free`` drops each node's residuals once its rule has run (``grad``); a reusable ``vjp_fn``
-    keeps them.
+    keeps them, and may pass the visiting ``order`` it computed once (``_reverse_topological``).
     """
     cts = {}
     for node, ct in zip(out_nodes, out_cts):
         if node is not None and ct is not None:
             cts[node] = ct if node not in cts else add(cts[node], ct)
     results = {}
-    for node in _reverse_topological(out_nodes):
+    for node in order or _reverse_topological(out_nodes):
         ct = cts.pop(node, None)
         if ct is None:
             continue
@@ -177,12 +178,12 @@ def backward(out_nodes, out_cts, in_nodes, free: bool):
     return [results.get(node) for node in in_nodes]
 
 
-def vjp_flat(fun, primals):
+def record_flat(fun, primals):
     """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
 
     Returns:
-        ``(out_primals, pullback)``. ``pullback(out_cts, free=False)`` maps one cotangent per output
-        (None: zero) to one per input (None where no gradient reaches it).
+        ``(out_primals, in_nodes, out_nodes)``: the tape's leaves, one per primal, and the node of each
+        output (None for an output that does not depend on the primals).
     """
     with new_main(VJPTrace) as main:
         trace = main.trace
@@ -196,7 +197,64 @@ def vjp_flat(fun, primals):
             else:
                 out_primals.append(out)
                 out_nodes.append(None)
+    return out_primals, in_nodes, out_nodes
+
+
+def vjp_flat(fun, primals):
+    """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
+
+    Returns:
+        ``(out_primals, pullback)``. ``pullback(out_cts, free=False)`` maps one cotangent per output
+        (None: zero) to one per input (None where no gradient reaches it).
+    """
+    out_primals, in_nodes, out_nodes = record_flat(fun, primals)
+    order = []  # the visiting order, computed at the first call that keeps the residuals
 
     def pullback(out_cts, free: bool = False):
-        return backward(out_nodes, out_cts, in_nodes, free)
+        if free:
+            return backward(out_nodes, out_cts, in_nodes, True)
+        if not order:
+            order.extend(_reverse_topological(out_nodes))
+        return backward(out_nodes, out_cts, in_nodes, False, order)
     return out_primals, pullback
+
+
+def sweep_order(out_nodes):
+    """The nodes a forward sweep visits, in creation order: those that reach an output, less the leaves
+    and the integer results (which carry no tangent). Computed once per linearization."""
+    return [node for node in reversed(_reverse_topological(out_nodes))
+            if node.prim is not None and (type(node.prim) is not Primitive or is_inexact(node.ans))]
+
+
+def forward_sweep(order, in_nodes, in_tangents, out_nodes):
+    """Tangents of ``out_nodes`` given ``in_tangents`` on the tape's leaves (None: zero): each node of
+    ``order`` (``sweep_order``) maps its operands' tangents through its jvp rule at the stored primals,
+    a linearization replayed without recomputing the primals."""
+    from tapegrad._jvp import apply_jvp_rule
+    tangents = {node: t for node, t in zip(in_nodes, in_tangents) if t is not None}
+    get = tangents.get
+    for node in order:
+        prim = node.prim
+        if prim is _OUTPUT:
+            ((k, joint),) = node.parents
+            joint_tangents = get(joint)
+            if joint_tangents is not None and joint_tangents[k] is not None:
+                tangents[node] = joint_tangents[k]
+            continue
+        primals = node.primals if type(prim) is Primitive else node.primals[1]
+        operand_tangents = [None] * len(primals)
+        reached = False
+        for argnum, parent in node.parents:
+            t = get(parent)
+            if t is not None:
+                operand_tangents[argnum] = t
+                reached = True
+        if not reached:
+            continue
+        if type(prim) is Primitive:
+            t = apply_jvp_rule(prim, operand_tangents, node.ans, primals, node.params)
+        else:  # a joint node: its call maps every operand's tangent at once
+            t = prim.call.jvp(list(primals), operand_tangents)[1]
+        if t is not None:
+            tangents[node] = t
+    return [None if node is None else get(node) for node in out_nodes]
