@@ -90,3 +90,13 @@ def test_checkpointing_keeps_fewer_residuals():
     plain = _peak_bytes_of_grad(lambda x: loss(x, layer), x)
     ck = _peak_bytes_of_grad(lambda x: loss(x, ck_layer), x)
     assert ck < 0.7 * plain, (ck, plain)
+
+
+def test_a_closure_over_traced_weights_is_taped_as_an_ordinary_call():
+    x, w = RNG.standard_normal(3), RNG.standard_normal(3)
+    ck = lambda a, s: tnp.sum(tg.checkpoint(lambda b: tnp.sin(b * s))(a))
+    plain = lambda a, s: tnp.sum(tnp.sin(a * s))
+    for a, b in zip(tg.grad(ck, (0, 1))(x, w), tg.grad(plain, (0, 1))(x, w)):
+        np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(tg.jvp(ck, (x, w), (w, x))[1], tg.jvp(plain, (x, w), (w, x))[1])
+    check_grads(ck, (x, w), order=2)

@@ -197,6 +197,42 @@ def test_custom_jvp_errors():
     assert trace_stack() == ()
 
 
+def test_custom_jvp_tangent_of_the_wrong_shape_is_refused():
+    @tg.custom_jvp
+    def f(x):
+        return x * 2.0
+    f.defjvp(lambda primals, tangents: (f(primals[0]), tnp.sum(tangents[0])))
+    with pytest.raises(ValueError, match="tangent of shape \\(\\) for an output of shape \\(3,\\)"):
+        tg.jvp(f, (np.ones(3),), (np.ones(3),))
+    with pytest.raises(ValueError, match="tangent of shape"):
+        tg.grad(lambda x: tnp.sum(f(x)))(np.ones(3))
+    assert trace_stack() == ()
+
+
+@pytest.mark.parametrize("route", ["jvp", "grad"])
+def test_a_traced_value_the_rule_cannot_see_is_refused(route):
+    # a traced nondiff argument, and a closure over a traced value, would escape the custom rule
+    @functools.partial(tg.custom_vjp, nondiff_argnums=(1,))
+    def scale(x, s):
+        return x * s
+    scale.defvjp(lambda x, s: (x * s, None), lambda s, res, g: (g * s,))
+
+    def closing_over(x, s):
+        @tg.custom_jvp
+        def times_s(y):
+            return y * s
+        times_s.defjvp(lambda primals, tangents: (times_s(primals[0]), tangents[0] * s))
+        return times_s(x)
+    x, w = np.array([0.5, 1.0]), np.array([2.0, 3.0])
+    for fn in (scale, closing_over):
+        with pytest.raises(TypeError, match="closure over a traced value"):
+            if route == "jvp":
+                tg.jvp(fn, (x, w), (x, w))
+            else:
+                tg.grad(lambda x, s: tnp.sum(fn(x, s)), (0, 1))(x, w)
+        assert trace_stack() == ()
+
+
 # ---- composition ---------------------------------------------------------------------------------
 def test_custom_rules_compose_with_each_other():
     def h(x):

@@ -150,6 +150,13 @@ def test_errors_at_definition(jac, kwargs, exc, match):
         jac(g, **kwargs)
 
 
+@pytest.mark.parametrize("jac,api", [(tg.jacrev, "jacrev"), (tg.jacfwd, "jacfwd"), (tg.hessian, "jac")])
+def test_has_aux_without_aux_names_the_api(jac, api):
+    with pytest.raises(ValueError, match=f"{api}\\w*\\(has_aux=True\\) needs .* got a single output"):
+        jac(lambda x: tnp.sum(x ** 2), has_aux=True)(X)
+    assert trace_stack() == ()
+
+
 @pytest.mark.parametrize("jac", [tg.jacrev, tg.jacfwd, tg.hessian])
 def test_errors_at_the_call(jac):
     with pytest.raises(IndexError, match="grad_position 2 is out of range"):

@@ -54,6 +54,11 @@ class _CheckpointCall(_FlatCall):
     def jvp(self, primals, tangents):
         return jvp_flat(self.fun, primals, tangents)
 
+    def on_capture(self, args):
+        """``fn`` closes over a value of the running transform (pure-style weights, say): run it as an
+        ordinary call, taped in full. The derivatives are right; only the memory saving is lost."""
+        return self.fun(*args)
+
 
 def checkpoint(fn):
     """``fn`` with its intermediate values recomputed in the backward pass instead of stored.
@@ -61,7 +66,9 @@ def checkpoint(fn):
     Usable as ``tg.checkpoint(fn)`` or as a decorator. The values and all derivatives (every order,
     both modes) are those of ``fn``; only the memory and time of reverse mode change: the tape keeps
     ``fn``'s inputs and outputs, and backward runs ``fn`` once more. Parameters read inside ``fn``
-    while ``grad(..., weights=...)`` runs get their gradients as usual.
+    while ``grad(..., weights=...)`` runs get their gradients as usual. If ``fn`` closes over a value
+    that the running transform differentiates (rather than taking it as an argument), it is taped as
+    an ordinary call: right derivatives, no memory saved; pass such values as arguments.
 
     Args:
         fn: a function of pytrees of arrays returning a pytree of arrays; keyword arguments are passed

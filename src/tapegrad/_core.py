@@ -200,6 +200,13 @@ def is_inexact(x) -> bool:
     return dtype is not None and numpy.dtype(dtype).kind in "fc"
 
 
+def holds_tracers_of(trace, values) -> bool:
+    """Whether ``values`` hold tracers of ``trace`` itself. A joint call (``bind_joint``) whose results
+    do used a value of the running transform that is not among its operands: a closure over a traced
+    value, or a traced static argument."""
+    return any(isinstance(v, Tracer) and v._trace is trace for v in values)
+
+
 class PrimalTracer(Tracer):
     """A tracer that carries its primal value (reverse and forward mode): shape, dtype and backend are
     the primal's, and so is its concrete value where the primal is concrete (eager mode), so Python
@@ -266,7 +273,9 @@ def bind_joint(call, *args):
     ``call`` provides ``name``; ``fun(*args) -> list of outputs``; for reverse mode
     ``forward(*primals) -> (outputs, residuals)`` and ``backward(residuals, out_cts) -> in_cts`` (one
     per argument, None for zero); for forward mode ``jvp(primals, tangents) -> (outputs, out_tangents)``
-    (None for a zero tangent). With no tracer among ``args`` this is ``call.fun(*args)``.
+    (None for a zero tangent); and ``on_capture(args)``, what to do when the results show that the
+    call used a traced value of the running transform that is not among ``args`` (a closure).
+    With no tracer among ``args`` this is ``call.fun(*args)``.
     """
     args = [_lift_operand(a) for a in args]
     top = eval_trace

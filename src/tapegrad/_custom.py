@@ -55,6 +55,12 @@ class _FlatCall:
     def fun(self, *leaves):
         return self.flatten_out(self.user_fun(*self.full_args(leaves)))
 
+    def on_capture(self, args):
+        raise TypeError(
+            f"{self.name} uses a value traced by the running transform that is not one of its "
+            "differentiable arguments (a closure over a traced value, or a traced nondiff argument), so "
+            "its rule cannot account for it: pass that value as a differentiable argument")
+
     def result(self, out_leaves):
         return _tree.tree_unflatten(self.out_tree, list(out_leaves))
 
@@ -196,6 +202,11 @@ class _CustomJVPCall(_FlatCall):
         if t_tree != _tree.tree_flatten(out, none_is_leaf=True)[1]:
             raise ValueError(f"{self.name}: the custom_jvp rule's tangent_out has structure {t_tree}, but "
                              f"its out has {self.out_tree}; return a tangent shaped like the output")
+        for t, o in zip(t_leaves, outs):
+            if t is not None and hasattr(o, "shape") and tuple(t.shape) != tuple(o.shape):
+                raise ValueError(f"{self.name}: the custom_jvp rule returned a tangent of shape "
+                                 f"{tuple(t.shape)} for an output of shape {tuple(o.shape)}; return a "
+                                 "tangent shaped like the output")
         return outs, t_leaves
 
     def forward(self, *primals):

@@ -41,14 +41,25 @@ def _selected_inputs(args, positions, api: str):
     return tuple(selected)
 
 
-def _restrict(fn, args, kwargs, positions):
-    """``fn`` as a function of the arguments at ``positions``; the others are held fixed."""
+def _restrict(fn, args, kwargs, positions, has_aux, api):
+    """``fn`` as a function of the arguments at ``positions``; the others are held fixed. With
+    ``has_aux`` its result's shape is checked here, so that an error names ``api``."""
     def restricted(*selected):
         call_args = list(args)
         for p, x in zip(positions, selected):
             call_args[p] = x
-        return fn(*call_args, **kwargs)
+        out = fn(*call_args, **kwargs)
+        if has_aux:
+            _check_aux_output(out, api)
+        return out
     return restricted
+
+
+def _check_aux_output(out, api):
+    if not isinstance(out, (tuple, list)) or len(out) < 2:
+        got = f"a tuple of length {len(out)}" if isinstance(out, (tuple, list)) else "a single output"
+        raise ValueError(f"{api}(has_aux=True) needs the function to return a tuple (out, aux, ...), got "
+                         f"{got}; return (out, aux) or set has_aux=False")
 
 
 def _basis(like):
@@ -101,7 +112,8 @@ def jacrev(fn, grad_position=0, has_aux=False):
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
         selected = _selected_inputs(args, positions, "jacrev")
-        out, vjp_fn, *aux = vjp(_restrict(fn, args, kwargs, positions), *selected, has_aux=has_aux)
+        restricted = _restrict(fn, args, kwargs, positions, has_aux, "jacrev")
+        out, vjp_fn, *aux = vjp(restricted, *selected, has_aux=has_aux)
         out_leaves, out_tree = _tree.tree_flatten(out)
         rows = [[] for _ in out_leaves]
         for k, ct in _one_hot_trees(out_leaves, out_tree):
@@ -132,7 +144,8 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
         selected = _selected_inputs(args, positions, "jacfwd")
-        out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions), *selected, has_aux=has_aux)
+        out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions, has_aux, "jacfwd"), *selected,
+                                      has_aux=has_aux)
         in_leaves, in_tree = _tree.tree_flatten(selected)
         columns = [[] for _ in in_leaves]
         for m, tangents in _one_hot_trees(in_leaves, in_tree):

@@ -10,7 +10,7 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 """
 from __future__ import annotations
 
-from tapegrad._core import PrimalTracer, Trace, bind, is_inexact, new_main
+from tapegrad._core import PrimalTracer, Trace, bind, holds_tracers_of, is_inexact, new_main
 from tapegrad.numpy._operators import ArrayOperators
 
 
@@ -51,6 +51,8 @@ class JVPTrace(Trace):
             if type(a) is JVPTracer and a._trace is self:
                 primals[i], tangents[i] = a.primal, a.tangent
         outs, out_tangents = call.jvp(primals, tangents)
+        if holds_tracers_of(self, outs) or holds_tracers_of(self, out_tangents):
+            return call.on_capture(args)
         return [o if t is None or not is_inexact(o) else JVPTracer(self, o, _fit(t, o))
                 for o, t in zip(outs, out_tangents)]
 

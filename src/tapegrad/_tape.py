@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 import operator
 
-from tapegrad._core import PrimalTracer, Primitive, Trace, bind, is_inexact, new_main
+from tapegrad import _tree
+from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_of, is_inexact, new_main
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._elementwise import add
 from tapegrad.numpy._operators import ArrayOperators
@@ -88,6 +89,8 @@ class VJPTrace(Trace):
                 primals[i] = a.primal
                 parents.append((i, a.node))
         outs, residuals = call.forward(*primals)
+        if holds_tracers_of(self, outs) or holds_tracers_of(self, _tree.tree_leaves(residuals)):
+            return call.on_capture(args)
         # params: the outputs, for zero cotangents where none arrives (None for non-float outputs)
         likes = [o if is_inexact(o) else None for o in outs]
         # primals: the call's residuals, and its operands (for a forward sweep over the tape)
