@@ -21,9 +21,27 @@ _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parame
 _unnamed = itertools.count()
 
 
-@contextlib.contextmanager
+class _NoSubstitution:
+    """What ``substitute({})`` returns: nothing to do, and no generator to run (it is on every
+    ``grad`` call's path)."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SUBSTITUTION = _NoSubstitution()
+
+
 def substitute(mapping: dict):
     """Within the block, ``p.value`` is ``mapping[p]`` for each Parameter ``p`` in ``mapping``."""
+    return _substitute(mapping) if mapping else _NO_SUBSTITUTION
+
+
+@contextlib.contextmanager
+def _substitute(mapping: dict):
     current = _substitutions.get()
     merged = dict(current) if current else {}
     merged.update(mapping)
