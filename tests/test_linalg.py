@@ -10,9 +10,7 @@ factors with spread-out eigen/singular values), so float32 passes check_grads' f
 """
 from __future__ import annotations
 
-import dataclasses
 import zlib
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
+
+from _specs import ModuleSpec
 
 DTYPES = [np.float64, np.float32]
 
@@ -55,19 +55,6 @@ def _draw(kind: str, shape, rng):
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class LinalgSpec:
-    """``fn(linalg_module, *args)``; ``kinds`` draws each argument; ``shapes`` lists argument shapes."""
-
-    name: str
-    fn: Callable
-    kinds: tuple
-    shapes: tuple
-
-    def __repr__(self):
-        return self.name
-
-
 def _eigh(L, a):
     w, v = L.eigh(a)
     return w, v * v
@@ -98,35 +85,35 @@ RECT = ((4, 3), (3, 4), (2, 4, 3), (2, 3, 5))
 TALL = ((4, 3), (3, 3), (2, 5, 3))
 
 SPECS = [
-    LinalgSpec("solve", lambda L, a, b: L.solve(a, b), ("sq", "gen"),
+    ModuleSpec("solve", lambda L, a, b: L.solve(a, b), ("sq", "gen"),
                (((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3,)), ((3, 3), (2, 3, 1)),
                 ((2, 1, 3, 3), (4, 3, 2)))),
-    LinalgSpec("inv", lambda L, a: L.inv(a), ("sq",), tuple((s,) for s in SQ)),
-    LinalgSpec("det", lambda L, a: L.det(a), ("sq",), tuple((s,) for s in SQ)),
-    LinalgSpec("slogdet", lambda L, a: tuple(L.slogdet(a)), ("sq",), tuple((s,) for s in SQ)),
-    LinalgSpec("slogdet_negative", lambda L, a: tuple(L.slogdet(-a)), ("sq",), (((3, 3),),)),
-    LinalgSpec("pinv", lambda L, a: L.pinv(a), ("wc",), tuple((s,) for s in RECT)),
-    LinalgSpec("cholesky", lambda L, a: L.cholesky(a), ("spd",), tuple((s,) for s in SQ)),
-    LinalgSpec("cholesky_upper", lambda L, a: L.cholesky(a, upper=True), ("spd",), (((3, 3),), ((2, 3, 3),))),
-    LinalgSpec("eigh", _eigh, ("sym",), tuple((s,) for s in SQ) + (((4, 4),),)),
-    LinalgSpec("eigh_function", _eigh_function, ("sym",), (((3, 3),), ((2, 4, 4),))),
-    LinalgSpec("eigh_upper", lambda L, a: _eigh(L, a) if L is np.linalg else
+    ModuleSpec("inv", lambda L, a: L.inv(a), ("sq",), tuple((s,) for s in SQ)),
+    ModuleSpec("det", lambda L, a: L.det(a), ("sq",), tuple((s,) for s in SQ)),
+    ModuleSpec("slogdet", lambda L, a: tuple(L.slogdet(a)), ("sq",), tuple((s,) for s in SQ)),
+    ModuleSpec("slogdet_negative", lambda L, a: tuple(L.slogdet(-a)), ("sq",), (((3, 3),),)),
+    ModuleSpec("pinv", lambda L, a: L.pinv(a), ("wc",), tuple((s,) for s in RECT)),
+    ModuleSpec("cholesky", lambda L, a: L.cholesky(a), ("spd",), tuple((s,) for s in SQ)),
+    ModuleSpec("cholesky_upper", lambda L, a: L.cholesky(a, upper=True), ("spd",), (((3, 3),), ((2, 3, 3),))),
+    ModuleSpec("eigh", _eigh, ("sym",), tuple((s,) for s in SQ) + (((4, 4),),)),
+    ModuleSpec("eigh_function", _eigh_function, ("sym",), (((3, 3),), ((2, 4, 4),))),
+    ModuleSpec("eigh_upper", lambda L, a: _eigh(L, a) if L is np.linalg else
                (lambda w, v: (w, v * v))(*L.eigh(a, "U", symmetrize_input=False)), ("sym",), (((3, 3),),)),
-    LinalgSpec("eigvalsh", lambda L, a: L.eigvalsh(a), ("sym",), tuple((s,) for s in SQ)),
-    LinalgSpec("svd_reduced", _svd(False), ("wc",), tuple((s,) for s in RECT + ((3, 3), (1, 1)))),
-    LinalgSpec("svd_full_square", _svd(True), ("wc",), (((3, 3),), ((2, 4, 4),))),
-    LinalgSpec("svd_values", lambda L, a: L.svd(a, compute_uv=False), ("wc",), tuple((s,) for s in RECT)),
-    LinalgSpec("qr", _qr("reduced"), ("wc",), tuple((s,) for s in TALL)),
-    LinalgSpec("qr_complete_square", _qr("complete"), ("wc",), (((3, 3),),)),
-    LinalgSpec("qr_r", _qr("r"), ("wc",), (((4, 3),), ((2, 3, 3),))),
-    LinalgSpec("lstsq", lambda L, a, b: L.lstsq(a, b)[:2] + L.lstsq(a, b)[3:], ("wc", "gen"),
+    ModuleSpec("eigvalsh", lambda L, a: L.eigvalsh(a), ("sym",), tuple((s,) for s in SQ)),
+    ModuleSpec("svd_reduced", _svd(False), ("wc",), tuple((s,) for s in RECT + ((3, 3), (1, 1)))),
+    ModuleSpec("svd_full_square", _svd(True), ("wc",), (((3, 3),), ((2, 4, 4),))),
+    ModuleSpec("svd_values", lambda L, a: L.svd(a, compute_uv=False), ("wc",), tuple((s,) for s in RECT)),
+    ModuleSpec("qr", _qr("reduced"), ("wc",), tuple((s,) for s in TALL)),
+    ModuleSpec("qr_complete_square", _qr("complete"), ("wc",), (((3, 3),),)),
+    ModuleSpec("qr_r", _qr("r"), ("wc",), (((4, 3),), ((2, 3, 3),))),
+    ModuleSpec("lstsq", lambda L, a, b: L.lstsq(a, b)[:2] + L.lstsq(a, b)[3:], ("wc", "gen"),
                (((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 3), (3, 2)), ((3, 4), (3,)))),
-    LinalgSpec("matrix_power_3", lambda L, a: L.matrix_power(a, 3), ("gen",), tuple((s,) for s in SQ)),
-    LinalgSpec("matrix_power_1", lambda L, a: L.matrix_power(a, 1), ("gen",), (((3, 3),),)),
-    LinalgSpec("matrix_power_-2", lambda L, a: L.matrix_power(a, -2), ("sq",), (((3, 3),), ((2, 3, 3),))),
-    LinalgSpec("multi_dot", lambda L, *xs: L.multi_dot(xs), ("gen", "gen", "gen", "gen"),
+    ModuleSpec("matrix_power_3", lambda L, a: L.matrix_power(a, 3), ("gen",), tuple((s,) for s in SQ)),
+    ModuleSpec("matrix_power_1", lambda L, a: L.matrix_power(a, 1), ("gen",), (((3, 3),),)),
+    ModuleSpec("matrix_power_-2", lambda L, a: L.matrix_power(a, -2), ("sq",), (((3, 3),), ((2, 3, 3),))),
+    ModuleSpec("multi_dot", lambda L, *xs: L.multi_dot(xs), ("gen", "gen", "gen", "gen"),
                (((4,), (4, 5), (5, 2), (2,)), ((3, 4), (4, 5), (5, 2), (2, 6)), ((4, 1), (1, 5), (5, 2), (2, 3)))),
-    LinalgSpec("multi_dot_3", lambda L, *xs: L.multi_dot(xs), ("gen", "gen", "gen"),
+    ModuleSpec("multi_dot_3", lambda L, *xs: L.multi_dot(xs), ("gen", "gen", "gen"),
                (((2, 4), (4, 5), (5,)),)),
 ]
 CASES = [(spec, shapes) for spec in SPECS for shapes in spec.shapes]

@@ -2,8 +2,6 @@
 against NumPy and its derivatives against finite differences to order 2 (tg.testing.check_grads)."""
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -13,6 +11,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.special as tsp
 from tapegrad.testing import check_grads
+
+from _specs import OpSpec
 
 DTYPES = [np.float64, np.float32]
 
@@ -33,17 +33,6 @@ def _draw(domain: str, shape, dtype, rng):
     else:
         raise ValueError(domain)
     return np.asarray(x, dtype=dtype)
-
-
-@dataclasses.dataclass(frozen=True)
-class OpSpec:
-    name: str
-    op: Callable
-    ref: Callable
-    domains: tuple = ("real",)
-
-    def __repr__(self):
-        return self.name
 
 
 # ---- unary -------------------------------------------------------------------------------------

@@ -3,9 +3,7 @@ derivatives against finite differences to order 2 in both modes (float32 with ch
 tolerances; test matrices are well conditioned: ``random + n I``, ``B B^T + n I``)."""
 from __future__ import annotations
 
-import dataclasses
 import zlib
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -15,6 +13,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.linalg as tsl
 from tapegrad.testing import check_grads
+
+from _specs import ModuleSpec
 
 DTYPES = [np.float64, np.float32]
 
@@ -31,19 +31,6 @@ def _draw(kind, shape, rng):
     return x
 
 
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    """``fn(linalg_module, *args)``, the same expression for scipy.linalg and tapegrad.scipy.linalg."""
-
-    name: str
-    fn: Callable
-    kinds: tuple
-    shapes: tuple
-
-    def __repr__(self):
-        return self.name
-
-
 def _tri(**kw):
     return lambda L, a, b: L.solve_triangular(a, b, **kw)
 
@@ -51,24 +38,25 @@ def _tri(**kw):
 TRI_SHAPES = (((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (2, 3, 2)), ((2, 3, 3), (3,)))
 
 SPECS = [
-    Spec("solve_triangular_upper", _tri(), ("sq", "gen"), TRI_SHAPES),
-    Spec("solve_triangular_lower", _tri(lower=True), ("sq", "gen"), TRI_SHAPES),
-    Spec("solve_triangular_trans_T", _tri(trans="T", lower=True), ("sq", "gen"), TRI_SHAPES[:3]),
-    Spec("solve_triangular_trans_1", _tri(trans=1), ("sq", "gen"), TRI_SHAPES[:1]),
-    Spec("solve_triangular_trans_C", _tri(trans=2, lower=True), ("sq", "gen"), TRI_SHAPES[:1]),
-    Spec("solve_triangular_unit", _tri(unit_diagonal=True), ("gen", "gen"), TRI_SHAPES[:3]),
-    Spec("solve_triangular_unit_lower_T", _tri(unit_diagonal=True, lower=True, trans=1), ("gen", "gen"),
+    ModuleSpec("solve_triangular_upper", _tri(), ("sq", "gen"), TRI_SHAPES),
+    ModuleSpec("solve_triangular_lower", _tri(lower=True), ("sq", "gen"), TRI_SHAPES),
+    ModuleSpec("solve_triangular_trans_T", _tri(trans="T", lower=True), ("sq", "gen"), TRI_SHAPES[:3]),
+    ModuleSpec("solve_triangular_trans_1", _tri(trans=1), ("sq", "gen"), TRI_SHAPES[:1]),
+    ModuleSpec("solve_triangular_trans_C", _tri(trans=2, lower=True), ("sq", "gen"), TRI_SHAPES[:1]),
+    ModuleSpec("solve_triangular_unit", _tri(unit_diagonal=True), ("gen", "gen"), TRI_SHAPES[:3]),
+    ModuleSpec("solve_triangular_unit_lower_T", _tri(unit_diagonal=True, lower=True, trans=1), ("gen", "gen"),
          TRI_SHAPES[:3]),
     # the triangle cho_factor uses (SciPy leaves the rest of a in the other one)
-    Spec("cho_factor_upper", lambda L, a: np.triu(L.cho_factor(a)[0]) if L is scipy.linalg else L.cho_factor(a)[0],
+    ModuleSpec("cho_factor_upper",
+               lambda L, a: np.triu(L.cho_factor(a)[0]) if L is scipy.linalg else L.cho_factor(a)[0],
          ("spd",), (((3, 3),), ((1, 1),))),
-    Spec("cho_factor_lower", lambda L, a: np.tril(L.cho_factor(a, lower=True)[0]) if L is scipy.linalg
+    ModuleSpec("cho_factor_lower", lambda L, a: np.tril(L.cho_factor(a, lower=True)[0]) if L is scipy.linalg
          else L.cho_factor(a, lower=True)[0], ("spd",), (((3, 3),), ((2, 4, 4),))),
-    Spec("cho_solve_upper", lambda L, a, b: L.cho_solve(L.cho_factor(a), b), ("spd", "gen"),
+    ModuleSpec("cho_solve_upper", lambda L, a, b: L.cho_solve(L.cho_factor(a), b), ("spd", "gen"),
          (((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3,)))),
-    Spec("cho_solve_lower", lambda L, a, b: L.cho_solve(L.cho_factor(a, lower=True), b), ("spd", "gen"),
+    ModuleSpec("cho_solve_lower", lambda L, a, b: L.cho_solve(L.cho_factor(a, lower=True), b), ("spd", "gen"),
          (((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1)))),
-    Spec("expm", lambda L, a: L.expm(a), ("small",), (((3, 3),), ((2, 3, 3),), ((1, 1),), ((4, 4),))),
+    ModuleSpec("expm", lambda L, a: L.expm(a), ("small",), (((3, 3),), ((2, 3, 3),), ((1, 1),), ((4, 4),))),
 ]
 CASES = [(spec, shapes) for spec in SPECS for shapes in spec.shapes]
 

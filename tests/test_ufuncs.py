@@ -3,9 +3,7 @@ finite differences to order 2 in both modes, and the documented conventions at k
 conventions of the older elementwise ops (ties, clip's boundary, where)."""
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -13,6 +11,8 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
+
+from _specs import OpSpec
 
 DTYPES = [np.float64, np.float32]
 
@@ -31,17 +31,6 @@ def _draw(domain: str, shape, dtype, rng):
     else:
         raise ValueError(domain)
     return np.asarray(x, dtype=dtype)
-
-
-@dataclasses.dataclass(frozen=True)
-class OpSpec:
-    name: str
-    op: Callable
-    ref: Callable
-    domains: tuple = ("real",)
-
-    def __repr__(self):
-        return self.name
 
 
 UNARY = [
