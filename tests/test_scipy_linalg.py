@@ -45,17 +45,17 @@ SPECS = [
     ModuleSpec("solve_triangular_trans_C", _tri(trans=2, lower=True), ("sq", "gen"), TRI_SHAPES[:1]),
     ModuleSpec("solve_triangular_unit", _tri(unit_diagonal=True), ("gen", "gen"), TRI_SHAPES[:3]),
     ModuleSpec("solve_triangular_unit_lower_T", _tri(unit_diagonal=True, lower=True, trans=1), ("gen", "gen"),
-         TRI_SHAPES[:3]),
+               TRI_SHAPES[:3]),
     # the triangle cho_factor uses (SciPy leaves the rest of a in the other one)
     ModuleSpec("cho_factor_upper",
                lambda L, a: np.triu(L.cho_factor(a)[0]) if L is scipy.linalg else L.cho_factor(a)[0],
-         ("spd",), (((3, 3),), ((1, 1),))),
+               ("spd",), (((3, 3),), ((1, 1),))),
     ModuleSpec("cho_factor_lower", lambda L, a: np.tril(L.cho_factor(a, lower=True)[0]) if L is scipy.linalg
-         else L.cho_factor(a, lower=True)[0], ("spd",), (((3, 3),), ((2, 4, 4),))),
+               else L.cho_factor(a, lower=True)[0], ("spd",), (((3, 3),), ((2, 4, 4),))),
     ModuleSpec("cho_solve_upper", lambda L, a, b: L.cho_solve(L.cho_factor(a), b), ("spd", "gen"),
-         (((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3,)))),
+               (((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3,)))),
     ModuleSpec("cho_solve_lower", lambda L, a, b: L.cho_solve(L.cho_factor(a, lower=True), b), ("spd", "gen"),
-         (((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1)))),
+               (((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1)))),
     ModuleSpec("expm", lambda L, a: L.expm(a), ("small",), (((3, 3),), ((2, 3, 3),), ((1, 1),), ((4, 4),))),
 ]
 CASES = [(spec, shapes) for spec in SPECS for shapes in spec.shapes]
