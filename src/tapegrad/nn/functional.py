@@ -22,6 +22,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
 
@@ -43,6 +44,7 @@ __all__ = [
 relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
+defbatch_elementwise(relu_p)
 
 
 def relu(x):

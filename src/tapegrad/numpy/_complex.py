@@ -19,6 +19,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand, zeros_like
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import deflinear, defvjp, primitive
 
 real_p = primitive("real", lambda x: namespace_of(x).real(x))
@@ -32,6 +33,7 @@ deflinear(imag_p)
 conj_p = primitive("conjugate", lambda x: namespace_of(x).conjugate(x))
 defvjp(conj_p, lambda ct, ans, x: conj(ct))
 deflinear(conj_p)
+defbatch_elementwise(real_p, imag_p, conj_p)
 
 
 def real(val):

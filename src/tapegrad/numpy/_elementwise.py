@@ -20,6 +20,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _complex, _reductions, _shape
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import (def_nondiff, deflinear, defjvp, defjvp_joint, defvjp, primitive,
                                    unary_abstract_eval)
 
@@ -51,6 +52,7 @@ def _unary(name: str, rule=None, jvp=None, float_valued=True):
     """
     abstract_eval = unary_abstract_eval if rule is not None and float_valued else None
     prim = primitive(name, _ufunc_impl(name), abstract_eval)
+    defbatch_elementwise(prim)
     if rule is None:
         def_nondiff(prim)
     else:
@@ -87,6 +89,7 @@ def _binary(name: str, dx=None, dy=None, nondiff=False):
     depend on that operand. The jvp uses them as they are; the vjp sums them to the operand's shape.
     """
     prim = primitive(name, _ufunc_impl(name))
+    defbatch_elementwise(prim)
     if nondiff:
         def_nondiff(prim)
     else:
@@ -166,6 +169,7 @@ def sign(x):
 
 round_p = primitive("round", lambda x, *, decimals: namespace_of(x).round(x, decimals))
 def_nondiff(round_p)
+defbatch_elementwise(round_p)
 
 
 def round(x, decimals: int = 0):
@@ -267,6 +271,7 @@ defvjp(where_p, None,
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, ct, 0.0), x),
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
 defjvp_joint(where_p, _where_jvp)
+defbatch_elementwise(where_p)
 
 
 def where(condition, x, y):
@@ -293,6 +298,7 @@ def _clip_dhi(g, ans, x, lo, hi):
 clip_p = primitive("clip", lambda x, lo, hi: namespace_of(x, lo, hi).clip(x, lo, hi))
 defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
 defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
+defbatch_elementwise(clip_p)
 
 
 def clip(a, a_min=None, a_max=None):
@@ -308,6 +314,7 @@ def clip(a, a_min=None, a_max=None):
 
 stop_gradient_p = primitive("stop_gradient", lambda x: x)
 def_nondiff(stop_gradient_p)
+defbatch_elementwise(stop_gradient_p)
 
 
 def stop_gradient(x):
@@ -324,6 +331,7 @@ def _astype_impl(x, *, dtype):
 astype_p = primitive("astype", _astype_impl)
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
 deflinear(astype_p)
+defbatch_elementwise(astype_p)
 
 
 def astype(x, dtype):

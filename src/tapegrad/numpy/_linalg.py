@@ -11,6 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._batching import defbatch, ndim_of, shape_of, to_front
 from tapegrad.numpy._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 
 
@@ -38,6 +39,37 @@ def _matmul_vjp_y(ct, ans, x, y):
 matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
 defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
 defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t))
+
+
+def _matmul_batch(vals, dims):
+    """The batch folded into the product where it can be: a batch of vectors times a shared matrix is
+    one matrix product (``X @ A.T`` for ``A @ x``), not a stack of matrix-vector products. Otherwise
+    a vector operand becomes a one-row or one-column matrix and the batch leads the stacked axes."""
+    (x, y), (dx, dy) = vals, dims
+    rx, ry = ndim_of(x) - (dx is not None), ndim_of(y) - (dy is not None)
+    if dy is None and rx == 1:  # rows x_b @ y: (B, k) @ (..., k, n)
+        return matmul(to_front(x, dx), y), (0 if ry <= 2 else ry - 2)
+    if dx is None and ry == 1 and rx >= 1:  # x @ y_b for every b: x (..., m, k) @ (k, B)
+        return matmul(x, _shape.moveaxis(y, dy, -1)), rx - 1 if rx > 1 else 0
+    x = _shape.expand_dims(x, -2) if rx == 1 else x
+    y = _shape.expand_dims(y, -1) if ry == 1 else y
+    rank = max(rx, ry, 2)
+    x, y = (_lead_batch(v, d, rank) for v, d in ((x, dx), (y, dy)))
+    out = matmul(x, y)
+    squeeze = tuple(a for a, r in ((-2, rx), (-1, ry)) if r == 1)
+    return (_shape.squeeze(out, squeeze) if squeeze else out), 0
+
+
+def _lead_batch(v, d, rank: int):
+    """A batched operand with its batch axis first and unit axes up to ``rank`` example axes."""
+    if d is None:
+        return v
+    v = to_front(v, d)
+    shape = shape_of(v)
+    return _shape.reshape(v, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
+
+
+defbatch(matmul_p, _matmul_batch)
 
 
 def matmul(x1, x2):
@@ -115,6 +147,18 @@ defvjp_argnum(einsum_p, _einsum_vjp)
 defjvp_argnum(einsum_p, lambda argnum, t, ans, *operands, subscripts, optimize:
               bind(einsum_p, *operands[:argnum], t, *operands[argnum + 1:], subscripts=subscripts,
                    optimize=optimize))
+
+
+def _einsum_batch(vals, dims, *, subscripts, optimize):
+    """A fresh letter for the batch axis, at each batched operand's batch axis and first in the
+    output: the batch joins the contraction, no operand moves."""
+    letter = next(c for c in string.ascii_letters if c not in subscripts)
+    ins, out = subscripts.split("->")
+    ins = [sub if d is None else sub[:d] + letter + sub[d:] for sub, d in zip(ins.split(","), dims)]
+    return bind(einsum_p, *vals, subscripts=",".join(ins) + "->" + letter + out, optimize=optimize), 0
+
+
+defbatch(einsum_p, _einsum_batch)
 
 
 def einsum(subscripts, *operands, optimize=False):

@@ -15,6 +15,7 @@ from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad.numpy._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 
 
@@ -224,6 +225,8 @@ all_p = primitive("all", _reduce_impl("all"))
 any_p = primitive("any", _reduce_impl("any"))
 for _p in (argmax_p, argmin_p, all_p, any_p):
     def_nondiff(_p)
+defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)
+defbatch_single_axis(argmax_p, argmin_p, cumsum_p, cumprod_p)
 
 
 def _single_axis(axis, a):

@@ -11,6 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _elementwise, _reductions
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._batching import all_at_front, defbatch, defbatch_front, to_front
 from tapegrad.numpy._rules import deflinear, defjvp, defvjp, defvjp_argnum, primitive
 
 
@@ -56,6 +57,8 @@ def _infer_shape(size: int, shape) -> tuple:
 
 # ---- reshape -------------------------------------------------------------------------------------
 reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
+defbatch(reshape_p, lambda vals, dims, *, shape: (
+    bind(reshape_p, to_front(vals[0], dims[0]), shape=(vals[0].shape[dims[0]],) + tuple(shape)), 0))
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, _shape_of(x)))
 deflinear(reshape_p)
 
@@ -82,6 +85,9 @@ def ravel(a):
 
 # ---- transpose -----------------------------------------------------------------------------------
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
+# one transpose that also brings the batch axis d to the front
+defbatch(transpose_p, lambda vals, dims, *, axes: (
+    bind(transpose_p, vals[0], axes=(dims[0],) + tuple(a + (a >= dims[0]) for a in axes)), 0))
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
 deflinear(transpose_p)
 
@@ -168,6 +174,17 @@ def unbroadcast(ct, x):
 
 
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
+
+
+def _broadcast_to_batch(vals, dims, *, shape):
+    """The batch axis to the front, then unit axes up to the target rank, then broadcast."""
+    x = to_front(vals[0], dims[0])
+    x_shape = _shape_of(x)
+    x = bind(reshape_p, x, shape=x_shape[:1] + (1,) * (len(shape) + 1 - len(x_shape)) + x_shape[1:])
+    return bind(broadcast_to_p, x, shape=x_shape[:1] + tuple(shape)), 0
+
+
+defbatch(broadcast_to_p, _broadcast_to_batch)
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 deflinear(broadcast_to_p)
 
@@ -198,6 +215,7 @@ def _concatenate_vjp(argnum, ct, ans, *xs, axis):
 
 
 defvjp_argnum(concatenate_p, _concatenate_vjp)
+defbatch(concatenate_p, lambda vals, dims, *, axis: (bind(concatenate_p, *all_at_front(vals, dims), axis=axis + 1), 0))
 deflinear(concatenate_p)
 
 
@@ -245,6 +263,7 @@ defvjp(pad_p, lambda ct, ans, x, *, pad_width, constant_values:
 # affine, not linear: the padding is a constant, so the tangent is padded with zeros
 defjvp(pad_p, lambda t, ans, x, *, pad_width, constant_values:
        bind(pad_p, t, pad_width=pad_width, constant_values=0))
+defbatch_front(pad_p, lambda params: dict(params, pad_width=((0, 0),) + params["pad_width"]))
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):

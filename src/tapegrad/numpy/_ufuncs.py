@@ -26,6 +26,7 @@ from tapegrad.numpy import _complex
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._elementwise import (LN2, TIE_SPLIT_RULES, _binary, _unary, abs, cos, equal, floor,
                                          is_complex, isnan, less, sign, sqrt, stop_gradient, where)
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
 
 DEG = math.pi / 180.0  # Python floats: weak scalars, so float32 stays float32
@@ -66,6 +67,7 @@ def _sinc_derivative(x):
 sinc_p = primitive("sinc", lambda x: namespace_of(x).sinc(x), unary_abstract_eval)
 defvjp(sinc_p, lambda g, ans, x: g * _sinc_derivative(x))
 defjvp(sinc_p, lambda g, ans, x: g * _sinc_derivative(x))
+defbatch_elementwise(sinc_p)
 
 
 def sinc(x):

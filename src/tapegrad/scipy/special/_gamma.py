@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from tapegrad._core import bind
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import binary, scipy_impl, unary
@@ -24,6 +25,7 @@ betaln_p = binary("betaln", lambda a, b, ans: digamma(a) - digamma(a + b),
 polygamma_p = primitive("polygamma", scipy_impl("polygamma", dtype_from=(1,)))
 defvjp(polygamma_p, None, lambda ct, ans, n, x: unbroadcast(ct * polygamma(n + 1, x), x))
 defjvp(polygamma_p, None, lambda t, ans, n, x: t * polygamma(n + 1, x))
+defbatch_elementwise(polygamma_p)
 
 
 def gammaln(x):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._shape import unbroadcast
 
@@ -71,6 +72,7 @@ def unary(name: str, derivative, fallback=None):
     prim = primitive(name, scipy_impl(name, fallback), unary_abstract_eval)
     defvjp(prim, lambda ct, ans, x: ct * derivative(x, ans))
     defjvp(prim, lambda t, ans, x: t * derivative(x, ans))
+    defbatch_elementwise(prim)
     return prim
 
 
@@ -82,6 +84,7 @@ def binary(name: str, d_x, d_y, impl=None):
            None if d_y is None else (lambda ct, ans, x, y: unbroadcast(ct * d_y(x, y, ans), y)))
     defjvp(prim, lambda t, ans, x, y: t * d_x(x, y, ans),
            None if d_y is None else (lambda t, ans, x, y: t * d_y(x, y, ans)))
+    defbatch_elementwise(prim)
     return prim
 
 

@@ -1,0 +1,166 @@
+"""Batch rules by family, and the axis bookkeeping they share.
+
+A batch rule is ``rule(vals, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the batch axis of
+``vals[i]`` (None: not mapped), and the rule returns the batched result and its batch axis. Rules are
+written in tapegrad operations (see ``tapegrad._vmap``).
+
+The families keep the batch axis where it is when they can (an elementwise op on one batched operand
+and scalars, a reduction over other axes), because every ``moveaxis`` is one more primitive to trace
+and often a strided copy to compute; they move it to the front when the op needs it there.
+"""
+from __future__ import annotations
+
+from tapegrad._core import Primitive, bind
+
+
+def defbatch(prim: Primitive, rule) -> None:
+    """Give ``prim`` its batch rule."""
+    prim.batch_rule = rule
+
+
+def ndim_of(x) -> int:
+    return getattr(x, "ndim", 0)
+
+
+def shape_of(x) -> tuple:
+    return tuple(getattr(x, "shape", ()))
+
+
+def example_shape(x, d) -> tuple:
+    """The shape of one example of ``x`` whose batch axis is ``d``."""
+    shape = shape_of(x)
+    return shape if d is None else shape[:d] + shape[d + 1:]
+
+
+def batch_size(vals, dims) -> int:
+    for v, d in zip(vals, dims):
+        if d is not None:
+            return shape_of(v)[d]
+    raise ValueError("no batched operand")
+
+
+def to_front(x, d):
+    """``x`` with its batch axis ``d`` moved to 0."""
+    if d == 0:
+        return x
+    from tapegrad.numpy._shape import moveaxis
+    return moveaxis(x, d, 0)
+
+
+def at_front(x, d, size: int):
+    """``x`` with a batch axis at 0: moved there, or (``d`` None) the shared value broadcast to
+    ``size`` examples."""
+    if d is not None:
+        return to_front(x, d)
+    from tapegrad.numpy._shape import broadcast_to, expand_dims
+    from tapegrad.numpy._creation import as_operand
+    x = as_operand(x)
+    return broadcast_to(expand_dims(x, 0), (size,) + shape_of(x))
+
+
+def all_at_front(vals, dims):
+    """Every operand with its batch axis at 0, the shared ones broadcast."""
+    size = batch_size(vals, dims)
+    return [at_front(v, d, size) for v, d in zip(vals, dims)]
+
+
+def batch_axis_map(axis, d: int) -> int:
+    """Where an example's axis ``axis`` (non-negative) sits in the batched array whose batch axis is
+    ``d``."""
+    return axis + (axis >= d)
+
+
+# ---- elementwise ------------------------------------------------------------------------------------
+def _elementwise_rule(prim):
+    """NumPy broadcasting with a batch axis: the batch axes must line up, and shared operands broadcast
+    against the example axes only.
+
+    Fast path: every batched operand has the full example rank and the same batch axis, and each
+    shared operand is short enough to broadcast against the axes after it: the op runs as it is.
+    Otherwise the batched operands move their batch axis to 0 and gain unit axes up to the full
+    rank."""
+    def rule(vals, dims, **params):
+        ranks = [ndim_of(v) - (d is not None) for v, d in zip(vals, dims)]
+        rank = max(ranks)
+        mapped = {d for d in dims if d is not None}
+        if len(mapped) == 1:
+            d = next(iter(mapped))
+            if all((r == rank) if dd is not None else (r <= rank - d) for r, dd in zip(ranks, dims)):
+                return bind(prim, *vals, **params), d
+        from tapegrad.numpy._shape import reshape
+        moved = []
+        for v, d, r in zip(vals, dims, ranks):
+            if d is not None:
+                v = to_front(v, d)
+                if r < rank:
+                    shape = shape_of(v)
+                    v = reshape(v, shape[:1] + (1,) * (rank - r) + shape[1:])
+            moved.append(v)
+        return bind(prim, *moved, **params), 0
+    return rule
+
+
+def defbatch_elementwise(*prims: Primitive) -> None:
+    for prim in prims:
+        prim.batch_rule = _elementwise_rule(prim)
+
+
+# ---- reductions with ``axis`` (None or a sorted tuple) and ``keepdims`` --------------------------------
+def _reduction_rule(prim):
+    """The batch axis stays put; the reduced axes are renumbered around it."""
+    def rule(vals, dims, *, axis, keepdims, **params):
+        (x,), (d,) = vals, dims
+        n = ndim_of(x) - 1
+        axes = tuple(range(n)) if axis is None else axis
+        out = bind(prim, x, axis=tuple(batch_axis_map(a, d) for a in axes), keepdims=keepdims, **params)
+        return out, d if keepdims else d - sum(1 for a in axes if a < d)
+    return rule
+
+
+def defbatch_reduction(*prims: Primitive) -> None:
+    for prim in prims:
+        prim.batch_rule = _reduction_rule(prim)
+
+
+def _single_axis_rule(prim):
+    """``axis`` one int, or None meaning the flattened example (``argmax``): the batch axis stays put;
+    None flattens each example first."""
+    def rule(vals, dims, *, axis, **params):
+        (x,), (d,) = vals, dims
+        if axis is None:
+            from tapegrad.numpy._shape import reshape
+            x = to_front(x, d)
+            x = reshape(x, (shape_of(x)[0], -1))
+            out = bind(prim, x, axis=1, **params)
+            keepdims = params.get("keepdims", False)
+            if keepdims:  # the example's reduced shape is all ones
+                out = reshape(out, (shape_of(out)[0],) + (1,) * (ndim_of(vals[0]) - 1))
+            return out, 0
+        return bind(prim, x, axis=batch_axis_map(axis, d), **params), d
+    return rule
+
+
+def defbatch_single_axis(*prims: Primitive) -> None:
+    for prim in prims:
+        prim.batch_rule = _single_axis_rule(prim)
+
+
+def _front_rule(prim, shift_params):
+    """Every batched operand moved to the front (shared ones broadcast when ``broadcast``), and
+    ``shift_params(params, ndim)`` rewriting the example's static parameters for the batched arrays."""
+    def rule(vals, dims, **params):
+        moved = all_at_front(vals, dims)
+        return bind(prim, *moved, **shift_params(dict(params))), 0
+    return rule
+
+
+def defbatch_front(prim: Primitive, shift_params=lambda params: params) -> None:
+    """A batch rule for a primitive that works on any leading axes once its static parameters are
+    shifted past the batch axis at 0."""
+    prim.batch_rule = _front_rule(prim, shift_params)
+
+
+def defbatch_stacked(prim: Primitive) -> None:
+    """A primitive that already maps over leading axes (NumPy's stacked linalg, ``matmul`` with equal
+    ranks): every operand at the front, no parameter changes."""
+    prim.batch_rule = _front_rule(prim, lambda params: params)
