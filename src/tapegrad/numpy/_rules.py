@@ -17,9 +17,13 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Primitive, ShapedArray
 
 
+PRIMITIVES: list = []  # every primitive declared here, in order: tests check that each has all its rules
+
+
 def primitive(name: str, impl, abstract_eval=None) -> Primitive:
     """A new primitive with its impl; abstract eval defaults to evaluating on zero-stride dummies."""
     prim = Primitive(name)
+    PRIMITIVES.append(prim)
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
     return prim

@@ -20,6 +20,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._reductions import normalize_axis
+from tapegrad.numpy._batching import defbatch_single_axis
 from tapegrad.numpy._rules import def_nondiff, primitive
 
 # ---- index primitives ----------------------------------------------------------------------------
@@ -29,6 +30,7 @@ argpartition_p = primitive("argpartition", lambda x, *, kth, axis:
                            namespace_of(x).argpartition(x, kth, axis=axis))
 def_nondiff(argsort_p)
 def_nondiff(argpartition_p)
+defbatch_single_axis(argsort_p, argpartition_p)  # axis is always an int here
 
 
 def _flat_or_axis(a, axis):

@@ -13,6 +13,7 @@ from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._shape import squeeze
 from tapegrad.scipy.special._impl import binary, unary
@@ -26,6 +27,7 @@ def _expit_impl(x):
 expit_p = primitive("expit", _expit_impl, unary_abstract_eval)
 defvjp(expit_p, lambda ct, ans, x: ct * (ans * (1.0 - ans)))
 defjvp(expit_p, lambda t, ans, x: t * (ans * (1.0 - ans)))
+defbatch_elementwise(expit_p)
 
 xlogy_p = binary("xlogy", lambda x, y, ans: ew.log(y), lambda x, y, ans: x / y)
 xlog1py_p = binary("xlog1py", lambda x, y, ans: ew.log1p(y), lambda x, y, ans: x / (1.0 + y))
