@@ -1,11 +1,10 @@
 """Jacobians and Hessians: ``jacrev``, ``jacfwd``, ``hessian``.
 
-``jacrev`` records ``fn`` once and pulls one basis cotangent per output element back through the
-tape; ``jacfwd`` records ``fn`` once (``linearize``) and sweeps one basis tangent per input element
-forward through the recorded operations. Until ``vmap`` exists the basis
-vectors are looped over (one pass each); the results are stacked with tapegrad operations, so a
-Jacobian is differentiable again (``hessian`` is ``jacfwd(jacrev(fn))``, forward over reverse, as in
-JAX).
+``jacrev`` records ``fn`` once and pulls every basis cotangent back through the tape in one
+``vmap``-batched backward pass; ``jacfwd`` records ``fn`` once (``linearize``) and sweeps every basis
+tangent forward through the recorded operations in one batched sweep (JAX's construction: ``vmap`` of
+a vjp or jvp). All of it is tapegrad operations, so a Jacobian is differentiable again (``hessian`` is
+``jacfwd(jacrev(fn))``, forward over reverse, as in JAX).
 
 Return structure (JAX's, with MindSpore's ``grad_position``): the output pytree, each leaf replaced by
 the Jacobian of that output leaf with respect to the selected inputs: for an int ``grad_position`` a
@@ -19,7 +18,8 @@ import functools
 from tapegrad import _tree
 from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, linearize, vjp
 from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy._shape import reshape, stack
+from tapegrad._vmap_api import vmap
+from tapegrad.numpy._shape import reshape
 
 
 def _jac_positions(grad_position, api: str):
@@ -62,21 +62,25 @@ def _check_aux_output(out, api):
                          f"{got}; return (out, aux) or set has_aux=False")
 
 
-def _basis(like):
-    """The standard basis of ``like``'s space: ``like.size`` one-hot arrays of its shape, dtype and
-    backend (constants)."""
-    n = like.size
-    flat = zeros_like(like, shape=(n, n))
-    flat.reshape(-1)[::n + 1] = 1  # the diagonal
-    return [row.reshape(like.shape) for row in flat]
+def _batched_basis(leaves):
+    """The standard basis of the space of ``leaves`` (flattened and concatenated), as one batch: for
+    each leaf an array of shape ``(total,) + leaf.shape`` that holds the identity in that leaf's rows
+    and zeros elsewhere (constants of the leaf's dtype and backend). Also each leaf's row offset."""
+    total = sum(leaf.size for leaf in leaves)
+    batches, offsets, start = [], [], 0
+    for leaf in leaves:
+        n = leaf.size
+        block = zeros_like(leaf, shape=(total, n))
+        block[start:start + n].reshape(-1)[::n + 1] = 1  # the diagonal of this leaf's rows
+        batches.append(block.reshape((total,) + tuple(leaf.shape)))
+        offsets.append(start)
+        start += n
+    return batches, offsets, total
 
 
-def _one_hot_trees(leaves, treedef):
-    """For each leaf and each of its elements, the pytree that is zero except for a one there."""
-    zeros = [zeros_like(leaf) for leaf in leaves]
-    for k, leaf in enumerate(leaves):
-        for e in _basis(leaf):
-            yield k, _tree.tree_unflatten(treedef, zeros[:k] + [e] + zeros[k + 1:])
+def _rows(batched, offset: int, size: int, total: int):
+    """Rows ``offset:offset + size`` of a batch of ``total`` results (all of them without a copy)."""
+    return batched if size == total else batched[offset:offset + size]
 
 
 def _zero_block(out_leaf, in_leaf):
@@ -115,20 +119,16 @@ def jacrev(fn, grad_position=0, has_aux=False):
         restricted = _restrict(fn, args, kwargs, positions, has_aux, "jacrev")
         out, vjp_fn, *aux = vjp(restricted, *selected, has_aux=has_aux)
         out_leaves, out_tree = _tree.tree_flatten(out)
-        rows = [[] for _ in out_leaves]
-        for k, ct in _one_hot_trees(out_leaves, out_tree):
-            rows[k].append(vjp_fn(ct))
-        blocks = [_stack_rows(o, r, selected) for o, r in zip(out_leaves, rows)]
+        basis, offsets, total = _batched_basis(out_leaves)
+        if total == 0:
+            blocks = [_tree.tree_map(lambda x: _zero_block(o, x), selected) for o in out_leaves]
+        else:  # one batched backward pass for every basis cotangent at once
+            cts = vmap(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))))(*basis)
+            blocks = [_tree.tree_map(lambda g: reshape(_rows(g, off, o.size, total), tuple(o.shape) + tuple(g.shape[1:])),
+                                     cts) for o, off in zip(out_leaves, offsets)]
         jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
         return (jac, *aux) if has_aux else jac
     return jac_fn
-
-
-def _stack_rows(out_leaf, rows, selected):
-    """Cotangents of the inputs, one per element of ``out_leaf``, stacked into ``out.shape + in.shape``."""
-    if not rows:  # an empty output
-        return _tree.tree_map(lambda x: _zero_block(out_leaf, x), selected)
-    return _tree.tree_map(lambda *gs: reshape(stack(gs), tuple(out_leaf.shape) + tuple(gs[0].shape)), *rows)
 
 
 def jacfwd(fn, grad_position=0, has_aux=False):
@@ -147,13 +147,17 @@ def jacfwd(fn, grad_position=0, has_aux=False):
         out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions, has_aux, "jacfwd"), *selected,
                                       has_aux=has_aux)
         in_leaves, in_tree = _tree.tree_flatten(selected)
-        columns = [[] for _ in in_leaves]
-        for m, tangents in _one_hot_trees(in_leaves, in_tree):
-            columns[m].append(_tree.tree_leaves(jvp_fn(*tangents)))
+        basis, offsets, total = _batched_basis(in_leaves)
         out_leaves, out_tree = _tree.tree_flatten(out)
+        if total == 0:
+            columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
+        else:  # one batched forward sweep for every basis tangent, the batch axis last
+            tangents = _tree.tree_unflatten(in_tree, basis)
+            columns = _tree.tree_leaves(vmap(lambda *ts: jvp_fn(*ts), out_axes=-1)(*tangents))
         blocks = []
-        for k, o in enumerate(out_leaves):
-            per_input = [_stack_columns(o, x, [col[k] for col in cols]) for x, cols in zip(in_leaves, columns)]
+        for o, cols in zip(out_leaves, columns):
+            per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
+                         for x, off in zip(in_leaves, offsets)]
             per_position = _tree.tree_unflatten(in_tree, per_input)
             blocks.append(per_position[0] if single else per_position)
         jac = _tree.tree_unflatten(out_tree, blocks)
@@ -161,11 +165,9 @@ def jacfwd(fn, grad_position=0, has_aux=False):
     return jac_fn
 
 
-def _stack_columns(out_leaf, in_leaf, columns):
-    """Output tangents, one per element of ``in_leaf``, stacked into ``out.shape + in.shape``."""
-    if not columns:
-        return _zero_block(out_leaf, in_leaf)
-    return reshape(stack(columns, axis=-1), tuple(out_leaf.shape) + tuple(in_leaf.shape))
+def _rows_last(batched, offset: int, size: int, total: int):
+    """Columns ``offset:offset + size`` of results whose batch axis is last."""
+    return batched if size == total else batched[..., offset:offset + size]
 
 
 def hessian(fn, grad_position=0, has_aux=False):
