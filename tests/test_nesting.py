@@ -117,3 +117,96 @@ def test_leaked_tracer_is_reported():
     with pytest.raises(RuntimeError, match="leaked"):
         tg.grad(lambda y: y * leaked[0])(1.0)  # beside a live tracer of the same level
     assert trace_stack() == ()
+
+
+# ---- vmap routes: every combination with grad, jvp, vjp, jacobians and itself ---------------------
+def _batch(rng, n=4, shape=(3,)):
+    return rng.normal(size=(n,) + shape)
+
+
+def _f(x):
+    return tnp.sum(tnp.sin(x) * tnp.exp(0.5 * x)) + tnp.sum(x) ** 2
+
+
+def test_vmap_of_grad_is_per_example_gradients():
+    xs = _batch(np.random.default_rng(0))
+    np.testing.assert_allclose(tg.vmap(tg.grad(_f))(xs), np.stack([tg.grad(_f)(x) for x in xs]), rtol=1e-12)
+
+
+def test_grad_of_vmap_is_gradient_of_the_sum():
+    xs = _batch(np.random.default_rng(1))
+    g = tg.grad(lambda xs: tnp.sum(tg.vmap(_f)(xs)))(xs)
+    np.testing.assert_allclose(g, np.stack([tg.grad(_f)(x) for x in xs]), rtol=1e-12)
+
+
+def test_vmap_of_vmap_maps_two_axes():
+    xs = np.random.default_rng(2).normal(size=(3, 4, 5))
+    f = lambda x: tnp.tanh(x) @ tnp.cos(x)  # noqa: E731  a scalar per (i, j)
+    out = tg.vmap(tg.vmap(f, in_axes=0), in_axes=1)(xs)
+    np.testing.assert_allclose(out, np.array([[np.tanh(xs[i, j]) @ np.cos(xs[i, j]) for i in range(3)]
+                                              for j in range(4)]), rtol=1e-12)
+
+
+def test_vmap_of_jvp_and_jvp_of_vmap():
+    rng = np.random.default_rng(3)
+    xs, ts = _batch(rng), _batch(rng)
+    per_example = np.stack([tg.jvp(_f, (x,), (t,))[1] for x, t in zip(xs, ts)])
+    np.testing.assert_allclose(tg.vmap(lambda x, t: tg.jvp(_f, (x,), (t,))[1])(xs, ts), per_example, rtol=1e-12)
+    np.testing.assert_allclose(tg.jvp(tg.vmap(_f), (xs,), (ts,))[1], per_example, rtol=1e-12)
+
+
+def test_vmap_of_vjp_with_a_shared_primal():
+    rng = np.random.default_rng(4)
+    x, cts = rng.normal(size=3), rng.normal(size=(5, 3))
+    f = lambda x: tnp.sin(x) * tnp.sum(x ** 2)  # noqa: E731
+    _, pullback = tg.vjp(f, x)
+    np.testing.assert_allclose(tg.vmap(pullback)(cts)[0], np.stack([pullback(c)[0] for c in cts]), rtol=1e-12)
+
+
+def test_vmap_of_grad_of_grad_and_grad_of_vmap_of_grad():
+    xs = _batch(np.random.default_rng(5), shape=())
+    f = lambda x: tnp.sin(x) * x ** 3  # noqa: E731
+    d2 = tg.grad(tg.grad(f))
+    np.testing.assert_allclose(tg.vmap(d2)(xs), [d2(x) for x in xs], rtol=1e-12)
+    g = tg.grad(lambda xs: tnp.sum(tg.vmap(tg.grad(f))(xs)))(xs)
+    np.testing.assert_allclose(g, [d2(x) for x in xs], rtol=1e-12)
+
+
+def test_vmap_of_hessian_and_jacobians_of_vmap():
+    xs = _batch(np.random.default_rng(6))
+    hs = tg.vmap(tg.hessian(_f))(xs)
+    np.testing.assert_allclose(hs, np.stack([tg.hessian(_f)(x) for x in xs]), rtol=1e-10)
+    jac = tg.jacrev(tg.vmap(_f))(xs)  # (4,) + (4, 3): block diagonal in the examples
+    expected = np.zeros((4, 4, 3))
+    for i, x in enumerate(xs):
+        expected[i, i] = tg.grad(_f)(x)
+    np.testing.assert_allclose(jac, expected, rtol=1e-12)
+    np.testing.assert_allclose(tg.jacfwd(tg.vmap(_f))(xs), expected, rtol=1e-12)
+
+
+def test_perturbation_confusion_across_vmap_and_grad():
+    # vmap over y of d/dx [x * d/dy (x * y)] keeps the two perturbations apart: d/dx [x * x] = 2x
+    ys = np.array([1.0, 2.0, 3.0])
+    out = tg.vmap(lambda y: tg.grad(lambda x: x * tg.grad(lambda y: x * y)(y))(1.5))(ys)
+    np.testing.assert_allclose(out, [3.0, 3.0, 3.0])
+
+
+def test_vmap_of_custom_rules_and_checkpoint_keep_their_rules():
+    @tg.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -1.0, 1.0),))
+    xs = np.array([0.5, -2.0, 3.0])
+    # each example's gradient of 5 * x is clipped to 1
+    np.testing.assert_allclose(tg.vmap(tg.grad(lambda x: 5.0 * clip_gradient(x)))(xs), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(tg.grad(lambda xs: tnp.sum(tg.vmap(lambda x: 5.0 * clip_gradient(x))(xs)))(xs),
+                               [1.0, 1.0, 1.0])
+    g = tg.grad(lambda xs: tnp.sum(tg.vmap(tg.checkpoint(_f))(xs)))(xs[:, None] * np.ones(3))
+    np.testing.assert_allclose(g, np.stack([tg.grad(_f)(x) for x in xs[:, None] * np.ones(3)]), rtol=1e-12)
+
+
+def test_vmap_leaves_the_trace_stack_empty_after_an_error():
+    with pytest.raises(ValueError):
+        tg.vmap(lambda x: tnp.reshape(x, (7,)))(np.ones((2, 3)))
+    assert trace_stack() == ()

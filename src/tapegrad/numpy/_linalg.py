@@ -42,15 +42,28 @@ defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(
 
 
 def _matmul_batch(vals, dims):
-    """The batch folded into the product where it can be: a batch of vectors times a shared matrix is
-    one matrix product (``X @ A.T`` for ``A @ x``), not a stack of matrix-vector products. Otherwise
-    a vector operand becomes a one-row or one-column matrix and the batch leads the stacked axes."""
+    """The batch folded into one matrix product where an operand is shared: a batch of vectors or
+    matrices times a shared matrix becomes one large product (``A @ X`` with the examples side by side
+    as columns, or the rows of every example stacked), which BLAS runs far faster than a stack of
+    small products. Otherwise a vector operand becomes a one-row or one-column matrix and the batch
+    leads the stacked axes."""
     (x, y), (dx, dy) = vals, dims
     rx, ry = ndim_of(x) - (dx is not None), ndim_of(y) - (dy is not None)
     if dy is None and rx == 1:  # rows x_b @ y: (B, k) @ (..., k, n)
         return matmul(to_front(x, dx), y), (0 if ry <= 2 else ry - 2)
-    if dx is None and ry == 1 and rx >= 1:  # x @ y_b for every b: x (..., m, k) @ (k, B)
+    if dx is None and ry == 1:  # x @ y_b for every b: x (..., m, k) @ (k, B)
         return matmul(x, _shape.moveaxis(y, dy, -1)), rx - 1 if rx > 1 else 0
+    if dy is None and ry == 2:  # a shared matrix on the right: (B * ... * m, k) @ (k, n)
+        x = to_front(x, dx)
+        x_shape = shape_of(x)
+        out = matmul(_shape.reshape(x, (-1, x_shape[-1])), y)
+        return _shape.reshape(out, x_shape[:-1] + shape_of(y)[-1:]), 0
+    if dx is None and rx == 2 and ry == 2:  # a shared matrix on the left: (m, k) @ (k, B * n)
+        y = _shape.moveaxis(y, dy, 1)
+        k, size, n = shape_of(y)
+        out = matmul(x, _shape.reshape(y, (k, size * n)))
+        return _shape.reshape(out, (shape_of(x)[0], size, n)), 1
+    x, y = (v if d is None else to_front(v, d) for v, d in ((x, dx), (y, dy)))
     x = _shape.expand_dims(x, -2) if rx == 1 else x
     y = _shape.expand_dims(y, -1) if ry == 1 else y
     rank = max(rx, ry, 2)
@@ -61,10 +74,9 @@ def _matmul_batch(vals, dims):
 
 
 def _lead_batch(v, d, rank: int):
-    """A batched operand with its batch axis first and unit axes up to ``rank`` example axes."""
+    """A batched operand (batch axis first) with unit axes up to ``rank`` example axes."""
     if d is None:
         return v
-    v = to_front(v, d)
     shape = shape_of(v)
     return _shape.reshape(v, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
 
