@@ -13,6 +13,10 @@ from tapegrad._core import Boxed
 from tapegrad._vmap import MappedOutputError, vmap_flat
 
 
+_ARRAY_TYPES = frozenset([np.ndarray])
+_LEAF = object()  # stands for the treedef of an argument that is one array
+
+
 def _path_str(path) -> str:
     return "".join(f"[{k!r}]" for k in path)
 
@@ -71,6 +75,12 @@ class _Inputs:
         self.size = self._batch_size(axis_size)
 
     def _add(self, axes, arg, name, where):
+        if type(arg) in _ARRAY_TYPES and (axes is None or type(axes) is int):  # the common case, no pytree work
+            self.trees.append(_LEAF)
+            self.leaves.append(arg)
+            self.dims.append(_normalize_in_axis(axes, arg, name, where))
+            self.names.append(where)
+            return
         paths, leaves, axes_list = _leaf_axes(axes, arg, name, where)
         treedef = optree.tree_structure(arg, none_is_leaf=True, namespace=_tree.NAMESPACE)
         self.trees.append(treedef)
@@ -106,6 +116,10 @@ class _Inputs:
         """The positional and keyword arguments from flat leaves."""
         out, k = [], 0
         for treedef in self.trees:
+            if treedef is _LEAF:
+                out.append(leaves[k])
+                k += 1
+                continue
             n = treedef.num_leaves
             out.append(optree.tree_unflatten(treedef, leaves[k:k + n]))
             k += n
@@ -126,8 +140,11 @@ class _Outputs:
         return leaves
 
     def dims(self, leaves):
-        _, _, axes = _leaf_axes(self.out_axes, optree.tree_unflatten(self.treedef, leaves), "out_axes",
-                                "the function's output")
+        if self.out_axes is None or type(self.out_axes) is int:  # one entry for every leaf
+            axes = [self.out_axes] * len(leaves)
+        else:
+            _, _, axes = _leaf_axes(self.out_axes, optree.tree_unflatten(self.treedef, leaves), "out_axes",
+                                    "the function's output")
         dims = []
         for path, leaf, axis in zip(self.paths, leaves, axes):
             if axis is None or leaf is None:

@@ -80,13 +80,24 @@ def _elementwise_rule(prim):
     Otherwise the batched operands move their batch axis to 0 and gain unit axes up to the full
     rank."""
     def rule(vals, dims, **params):
-        ranks = [ndim_of(v) - (d is not None) for v, d in zip(vals, dims)]
-        rank = max(ranks)
-        mapped = {d for d in dims if d is not None}
-        if len(mapped) == 1:
-            d = next(iter(mapped))
-            if all((r == rank) if dd is not None else (r <= rank - d) for r, dd in zip(ranks, dims)):
-                return bind(prim, *vals, **params), d
+        ranks, rank, batch_axis, uniform = [], 0, None, True
+        for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
+            r = getattr(v, "ndim", 0)
+            if d is not None:
+                r -= 1
+                if batch_axis is None:
+                    batch_axis = d
+                elif d != batch_axis:
+                    uniform = False
+            ranks.append(r)
+            if r > rank:
+                rank = r
+        if uniform:
+            for r, d in zip(ranks, dims):
+                if (r != rank) if d is not None else (r > rank - batch_axis):
+                    break
+            else:
+                return bind(prim, *vals, **params), batch_axis
         from tapegrad.numpy._shape import reshape
         moved = []
         for v, d, r in zip(vals, dims, ranks):
