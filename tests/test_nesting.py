@@ -210,3 +210,14 @@ def test_vmap_leaves_the_trace_stack_empty_after_an_error():
     with pytest.raises(ValueError):
         tg.vmap(lambda x: tnp.reshape(x, (7,)))(np.ones((2, 3)))
     assert trace_stack() == ()
+
+
+def test_vmap_edge_cases_constant_outputs_and_control_flow():
+    xs = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(tg.vmap(lambda x: 1.0)(xs), np.ones(3))  # broadcast to the batch
+    out, none = tg.vmap(lambda x: (x, None))(xs)
+    assert none is None
+    np.testing.assert_array_equal(tg.vmap(lambda: tnp.ones(2), axis_size=3)(), np.ones((3, 2)))
+    with pytest.raises(tg.errors.ConcretizationError, match="tnp.where"):
+        tg.vmap(lambda x: x if x[0] > 0 else -x)(xs)
+    assert trace_stack() == ()

@@ -14,6 +14,7 @@ slow, and listed in ``docs/transforms.md``; ``fallback_primitives()`` names thos
 from __future__ import annotations
 
 from tapegrad._core import Trace, Tracer, bind, bind_joint, holds_tracers_of, new_main
+from tapegrad.errors import ConcretizationError
 from tapegrad.numpy._operators import ArrayOperators
 
 
@@ -40,6 +41,12 @@ class BatchTracer(ArrayOperators, Tracer):
         from tapegrad._backend import namespace_of
         val = self.val
         return val.array_namespace() if isinstance(val, Tracer) else namespace_of(val)
+
+    def concrete_value(self):
+        raise ConcretizationError(
+            f"{self!r} varies over the vmapped batch, so Python cannot branch on it or convert it with "
+            "float()/int()/bool() (each example may take a different branch): use tnp.where to select "
+            "per example, or pass the value with in_axes=None if every example shares it")
 
     def __repr__(self):
         return f"BatchTracer(level={self._trace.level}, shape={self.shape}, dtype={self.dtype})"
@@ -132,6 +139,9 @@ def _place(trace, out, dim, size: int, index: int):
         return out.val if out.bdim == dim else moveaxis(out.val, out.bdim, dim)
     if dim is None or out is None:
         return out
+    if not hasattr(out, "shape"):  # a Python scalar becomes a 0-d array, then a batch of them
+        from tapegrad.numpy._creation import asarray
+        out = asarray(out)
     shape = list(out.shape)
     shape.insert(dim, size)
     return broadcast_to(expand_dims(out, dim), tuple(shape))

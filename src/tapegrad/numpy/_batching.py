@@ -53,8 +53,9 @@ def at_front(x, d, size: int):
     if d is not None:
         return to_front(x, d)
     from tapegrad.numpy._shape import broadcast_to, expand_dims
-    from tapegrad.numpy._creation import as_operand
-    x = as_operand(x)
+    if not hasattr(x, "shape"):
+        from tapegrad.numpy._creation import asarray
+        x = asarray(x)
     return broadcast_to(expand_dims(x, 0), (size,) + shape_of(x))
 
 
