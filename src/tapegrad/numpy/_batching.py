@@ -170,9 +170,3 @@ def defbatch_front(prim: Primitive, shift_params=lambda params: params) -> None:
     """A batch rule for a primitive that works on any leading axes once its static parameters are
     shifted past the batch axis at 0."""
     prim.batch_rule = _front_rule(prim, shift_params)
-
-
-def defbatch_stacked(prim: Primitive) -> None:
-    """A primitive that already maps over leading axes (NumPy's stacked linalg, ``matmul`` with equal
-    ranks): every operand at the front, no parameter changes."""
-    prim.batch_rule = _front_rule(prim, lambda params: params)

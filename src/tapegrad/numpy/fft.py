@@ -35,6 +35,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.numpy import _complex, _shape
+from tapegrad.numpy._batching import batch_axis_map, defbatch
 from tapegrad.numpy._creation import as_operand, full_like
 from tapegrad.numpy._elementwise import astype
 from tapegrad.numpy._rules import deflinear, defvjp, primitive
@@ -65,9 +66,20 @@ def _fft_aval(x, *, axes, inverse, norm):
     return ShapedArray(tuple(x.shape), _complex_dtype(x.dtype))
 
 
+def _transform_batch(prim):
+    """The batch rule of a transform over static ``axes`` (non-negative): the batch axis stays where
+    it is and the transformed axes are renumbered around it; one bind, no ``moveaxis``."""
+    def rule(vals, dims, *, axes, **params):
+        (x,), (d,) = vals, dims
+        ndim = _shape.ndim(x) - 1
+        return bind(prim, x, axes=tuple(batch_axis_map(a % ndim, d) for a in axes), **params), d
+    return rule
+
+
 fft_p = primitive("fft", _fft_impl, _fft_aval)
 defvjp(fft_p, lambda ct, ans, x, **params: bind(fft_p, ct, **params))  # F is symmetric
 deflinear(fft_p)
+defbatch(fft_p, _transform_batch(fft_p))
 
 
 # ---- real to complex -----------------------------------------------------------------------------
@@ -94,6 +106,7 @@ def _rfft_impl(x, *, axes, norm):
 rfft_p = primitive("rfft", _rfft_impl, _rfft_aval)
 defvjp(rfft_p, _rfft_vjp)
 deflinear(rfft_p)
+defbatch(rfft_p, _transform_batch(rfft_p))
 
 
 # ---- complex to real -----------------------------------------------------------------------------
@@ -129,6 +142,7 @@ def _irfft_impl(z, *, axes, lengths, norm):
 irfft_p = primitive("irfft", _irfft_impl, _irfft_aval)
 defvjp(irfft_p, _irfft_vjp)
 deflinear(irfft_p)
+defbatch(irfft_p, _transform_batch(irfft_p))  # lengths follow axes in order: unchanged
 
 
 # ---- arguments -----------------------------------------------------------------------------------

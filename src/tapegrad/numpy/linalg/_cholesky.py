@@ -11,7 +11,8 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, eye_like, matrix_operand, shaped, symmetrize, tri_like
+from tapegrad.numpy.linalg._common import (T, defbatch_matrices, eye_like, matrix_operand, shaped, symmetrize,
+                                           tri_like)
 from tapegrad.numpy.linalg._solve import solve
 
 
@@ -33,6 +34,7 @@ def _cholesky_vjp(ct, ans, a):
 cholesky_p = primitive("cholesky", lambda a: namespace_of(a).linalg.cholesky(a), lambda a: shaped(a.shape, a))
 defvjp(cholesky_p, _cholesky_vjp)
 defjvp(cholesky_p, _cholesky_jvp)
+defbatch_matrices(cholesky_p)
 
 
 def cholesky(a, /, *, upper=False):

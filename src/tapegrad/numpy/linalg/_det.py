@@ -16,7 +16,8 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, matrix_operand, pack, pack_impl, shaped, trace, unpack
+from tapegrad.numpy.linalg._common import (T, defbatch_matrices, matrix_operand, pack, pack_impl, shaped, trace,
+                                           unpack)
 from tapegrad.numpy.linalg._solve import inv, solve
 
 
@@ -29,6 +30,7 @@ def _as_matrix_factor(x):
 det_p = primitive("det", lambda a: namespace_of(a).linalg.det(a), lambda a: shaped(a.shape[:-2], a))
 defvjp(det_p, lambda ct, ans, a: _as_matrix_factor(ct * ans) * T(inv(a)))
 defjvp(det_p, lambda t, ans, a: ans * trace(solve(a, t)))
+defbatch_matrices(det_p)
 
 
 def det(a):
@@ -66,6 +68,7 @@ def _slogdet_jvp(t, ans, a):
 slogdet_p = primitive("slogdet", _slogdet_impl, lambda a: shaped(tuple(a.shape[:-2]) + (2,), a))
 defvjp(slogdet_p, _slogdet_vjp)
 defjvp(slogdet_p, _slogdet_jvp)
+defbatch_matrices(slogdet_p)
 
 
 def slogdet(a):

@@ -24,8 +24,8 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, diag_embed, diagonal, matrix_operand, pack, pack_impl,
-                                           safe_reciprocal, shaped, symmetrize, tril, triu, unpack)
+from tapegrad.numpy.linalg._common import (T, defbatch_matrices, diag_embed, diagonal, matrix_operand, pack,
+                                           pack_impl, safe_reciprocal, shaped, symmetrize, tril, triu, unpack)
 
 
 class EighResult(NamedTuple):
@@ -66,6 +66,7 @@ def _eigh_vjp(ct, ans, a):
 eigh_p = primitive("eigh", _eigh_impl, lambda a: shaped(tuple(a.shape[:-2]) + (a.shape[-1] * (a.shape[-1] + 1),), a))
 defvjp(eigh_p, _eigh_vjp)
 defjvp(eigh_p, _eigh_jvp)
+defbatch_matrices(eigh_p)
 
 
 def eigh(a, UPLO="L", *, symmetrize_input=True):

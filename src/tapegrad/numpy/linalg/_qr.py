@@ -19,7 +19,8 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, matrix_operand, pack, pack_impl, packed_size, shaped, tril, unpack
+from tapegrad.numpy.linalg._common import (T, defbatch_matrices, matrix_operand, pack, pack_impl, packed_size,
+                                           shaped, tril, unpack)
 from tapegrad.numpy.linalg._solve import solve
 
 
@@ -70,6 +71,7 @@ qr_p = primitive("qr", _qr_impl, lambda a, *, mode:
                  shaped(tuple(a.shape[:-2]) + (packed_size(_qr_shapes(a.shape, mode)),), a))
 defvjp(qr_p, _qr_vjp)
 defjvp(qr_p, _qr_jvp)
+defbatch_matrices(qr_p)
 
 
 def qr(a, mode="reduced"):

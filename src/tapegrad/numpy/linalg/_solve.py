@@ -20,7 +20,8 @@ from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import T, batch_of, eye_like, float_operand, matrix_operand, shaped
+from tapegrad.numpy.linalg._common import (T, batch_of, defbatch_matrices, defbatch_solve, eye_like, float_operand,
+                                           matrix_operand, shaped)
 from tapegrad.numpy.linalg._svd import svd
 
 
@@ -39,6 +40,7 @@ defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve_p,
        lambda t, ans, a, b: solve(a, -matmul(t, ans)),
        lambda t, ans, a, b: solve(a, t))
+defbatch_solve(solve_p)
 
 
 def solve(a, b):
@@ -66,6 +68,7 @@ def solve(a, b):
 inv_p = primitive("inv", lambda a: namespace_of(a).linalg.inv(a), lambda a: shaped(a.shape, a))
 defvjp(inv_p, lambda ct, ans, a: -matmul(T(ans), matmul(ct, T(ans))))
 defjvp(inv_p, lambda t, ans, a: -matmul(ans, matmul(t, ans)))
+defbatch_matrices(inv_p)
 
 
 def inv(a):
@@ -102,6 +105,7 @@ pinv_p = primitive("pinv", lambda a, *, rcond: namespace_of(a).linalg.pinv(a, rc
                    lambda a, *, rcond: shaped(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a))
 defvjp(pinv_p, _pinv_vjp)
 defjvp(pinv_p, _pinv_jvp)
+defbatch_matrices(pinv_p)
 
 
 _NO_VALUE = object()  # NumPy tells "rtol not given" from "rtol=None"

@@ -28,8 +28,8 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, diag_embed, diagonal, matrix_operand, pack, pack_impl,
-                                           packed_size, safe_reciprocal, shaped, unpack)
+from tapegrad.numpy.linalg._common import (T, defbatch_matrices, diag_embed, diagonal, matrix_operand, pack,
+                                           pack_impl, packed_size, safe_reciprocal, shaped, unpack)
 
 
 class SVDResult(NamedTuple):
@@ -107,6 +107,7 @@ svd_p = primitive("svd", _svd_impl, lambda a, *, full_matrices:
                   shaped(tuple(a.shape[:-2]) + (packed_size(_svd_shapes(a.shape, full_matrices)),), a))
 defvjp(svd_p, _svd_vjp)
 defjvp(svd_p, _svd_jvp)
+defbatch_matrices(svd_p)
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
