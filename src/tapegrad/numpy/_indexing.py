@@ -2,7 +2,8 @@
 the functional updates ``x.at[idx].set/add/get`` (JAX's spelling), ``take`` and ``take_along_axis``.
 
 An index is split into a hashable static spec (ints, slices, None, Ellipsis, and placeholders) and
-its index arrays, which travel as (non-differentiable) operands.
+its index arrays, which travel as (non-differentiable) operands. Under vmap the batch rules rewrite
+the spec so that one indexing operation serves the whole batch (see "index specs under vmap").
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
+from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _shape
+from tapegrad.numpy._batching import batch_size, defbatch, ndim_of, shape_of, to_front
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 
@@ -68,12 +71,140 @@ def _has_arrays(spec) -> bool:
     return any(item[0] == "array" for item in spec)
 
 
+# ---- index specs under vmap --------------------------------------------------------------------------
+# NumPy's rule that shapes the batch rules: once an index holds arrays, its ints count as 0-d arrays
+# ("fancy" items), and the broadcast shape of the fancy items replaces them in place when they stand
+# next to each other in the index, or goes to the front of the result when anything (a slice, None,
+# even an Ellipsis that covers no axis) stands between them. The batch axis becomes one more item: a
+# full slice when no index array is mapped (the batch axis stays where it is), or ``arange(B)`` when
+# some are, so that example b gathers with its own indices (JAX's approach). The item goes where x's
+# batch axis is if that keeps the fancy items as adjacent as they were; otherwise (inside a mask's
+# axes, between adjacent fancy items) x's batch axis first moves to just before the first fancy item.
+_FULL_SLICE = ("slice", None, None, None)
+
+
+class _Index:
+    """An example's index, item by item: ``widths`` (the axes of x each item consumes), ``outs`` (the
+    result axes each non-fancy item makes), ``positions`` (of the fancy items), ``rank`` (of their
+    broadcast shape) and ``window_rank`` (the rank of one example's ``x[idx]``)."""
+
+    def __init__(self, spec, arrays, adims, ndim: int):
+        self.spec, self.fancy = spec, _has_arrays(spec)
+        ex_ndims = [ndim_of(a) - (d is not None) for a, d in zip(arrays, adims)]
+        masks = [a.dtype.kind == "b" for a in arrays]
+        widths, ranks = [], []
+        for kind, *rest in spec:
+            if kind == "array":  # a mask consumes its rank of axes and yields one (its true count)
+                widths.append(ex_ndims[rest[0]] if masks[rest[0]] else 1)
+                ranks.append(1 if masks[rest[0]] else ex_ndims[rest[0]])
+            else:
+                widths.append(0 if kind in ("newaxis", "ellipsis") else 1)
+                ranks.append(0)
+        if ("ellipsis",) in spec:
+            widths[spec.index(("ellipsis",))] = ndim - sum(widths)
+        self.widths = widths
+        self.positions = [k for k, (kind, *_) in enumerate(spec) if self.fancy and kind in ("int", "array")]
+        self.outs = [w if kind == "ellipsis" else int(kind in ("slice", "newaxis"))
+                     for (kind, *_), w in zip(spec, widths)]
+        self.rank = max((ranks[k] for k in self.positions), default=0)
+        self.adjacent = self.positions == list(range(self.positions[0], self.positions[-1] + 1)) if self.fancy else True
+        self.trailing = 0 if ("ellipsis",) in spec else ndim - sum(widths)  # axes no item names
+        self.window_rank = sum(self.outs) + self.trailing + self.rank
+
+    def keeps_layout(self, k: int, fancy_item: bool, padded: bool = False) -> bool:
+        """Whether one more item placed before item ``k`` (after full slices, when ``padded``) leaves
+        the example's fancy items as adjacent as they were: a slice must stay out of an adjacent
+        run, an ``arange`` must join it."""
+        if not self.fancy or not self.adjacent:
+            return True
+        first, last = self.positions[0], self.positions[-1]
+        if fancy_item:
+            return not padded and k in (first, last + 1)
+        return not first < k <= last
+
+    def place(self, dx: int, fancy_item: bool):
+        """``(axis, k, pad)``: with x's batch axis at ``axis``, the batch item goes before item ``k``
+        after ``pad`` full slices (the first axes of an Ellipsis there, or trailing unnamed axes)."""
+        consumed = 0
+        for k, w in enumerate(self.widths):
+            if consumed == dx and self.keeps_layout(k, fancy_item):
+                return dx, k, 0
+            inside = self.spec[k] == ("ellipsis",) and consumed < dx < consumed + w
+            if inside and self.keeps_layout(k, fancy_item, padded=True):
+                return dx, k, dx - consumed
+            consumed += w
+        if consumed <= dx and self.keeps_layout(len(self.spec), fancy_item, padded=dx > consumed):
+            return dx, len(self.spec), dx - consumed
+        first = self.positions[0]  # only fancy indices leave no place
+        return sum(self.widths[:first]), first, 0
+
+    def batch_dim(self, k: int, pad: int, fancy_item: bool) -> int:
+        """The result's batch axis, the batch item standing before item ``k`` after ``pad`` slices:
+        a fancy batch item leads the fancy block; a slice comes after the axes made before it."""
+        if fancy_item:
+            return sum(self.outs[:self.positions[0]]) if self.adjacent else 0
+        before = sum(self.outs[:k]) + pad
+        return before + self.rank if self.fancy and (not self.adjacent or self.positions[0] < k) else before
+
+
+class _BatchedIndex:
+    """An example's index rewritten for the batch: with x's batch axis moved to ``x_axis`` (None: x
+    is shared, and the mapped index arrays carry the batch), ``x[decode_index(spec, arrays)]`` is the
+    batched result, whose batch axis is ``dim``; ``window_rank`` is the rank of one example's ``x[idx]``."""
+
+    def __init__(self, spec, arrays, adims, ndim: int, dx, size: int, xp):
+        index = _Index(spec, arrays, adims, ndim)
+        self.window_rank = index.window_rank
+        mapped = any(d is not None for d in adims)
+        self.arrays = [a if d is None else _lead(a, d, index.rank) for a, d in zip(arrays, adims)]
+        if dx is None:
+            self.x_axis, self.spec, self.dim = None, spec, index.batch_dim(0, 0, True)
+            return
+        self.x_axis, k, pad = index.place(dx, mapped)
+        if mapped:  # integer index arrays are never differentiated: a plain arange will do
+            item = ("array", len(self.arrays))
+            self.arrays.append(xp.arange(size).reshape((size,) + (1,) * index.rank))
+        else:
+            item = _FULL_SLICE
+        # inside an Ellipsis, its first ``pad`` axes become slices and it keeps the rest
+        self.spec = spec[:k] + (_FULL_SLICE,) * pad + (item,) + spec[k:]
+        self.dim = index.batch_dim(k, pad, mapped)
+
+
+def _lead(a, d: int, rank: int):
+    """A mapped integer index array with its batch axis first and unit axes after it up to ``rank``,
+    so that it broadcasts example by example against the other fancy items."""
+    a = to_front(a, d)
+    shape = shape_of(a)
+    return _shape.reshape(a, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
+
+
+def _refuse_mapped_masks(arrays, adims):
+    for a, d in zip(arrays, adims):
+        if d is not None and a.dtype.kind == "b":
+            raise IndexError(
+                "vmap of x[mask]: the boolean mask varies over the batch, so each example would select "
+                "its own number of elements and the results could not be stacked (JAX refuses this too). "
+                "Use tnp.where(mask, x, fill) instead, or a mask that every example shares.")
+
+
 # ---- primitives ----------------------------------------------------------------------------------
+def _getitem_batch(vals, dims, *, idx):
+    (x, *arrays), (dx, *adims) = vals, dims
+    _refuse_mapped_masks(arrays, adims)
+    ndim = ndim_of(x) - (dx is not None)
+    batched = _BatchedIndex(idx, arrays, adims, ndim, dx, batch_size(vals, dims), namespace_of(x))
+    if batched.x_axis != dx:
+        x = _shape.moveaxis(x, dx, batched.x_axis)
+    return bind(getitem_p, x, *batched.arrays, idx=batched.spec), batched.dim
+
+
 getitem_p = primitive("getitem", lambda x, *arrays, idx: x[decode_index(idx, arrays)])
 defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
               bind(index_add_p, _zeros_of(x), ct, *arrays, idx=idx) if argnum == 0 else None)
 defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
               bind(getitem_p, t, *arrays, idx=idx) if argnum == 0 else None)
+defbatch(getitem_p, _getitem_batch)
 
 
 def _zeros_of(x):
@@ -103,12 +234,12 @@ def surviving_writes(shape, arrays, idx):
     assignment keeps. With repeated integer indices only one write per position survives; the mask
     is found by assigning write numbers the same way the values were assigned."""
     xp = namespace_of(*arrays)
-    index = decode_index(idx, arrays)
     slots = xp.zeros(shape, dtype=np.int64)
-    written_shape = slots[index].shape
+    # in tapegrad operations, as the arrays may be traced (mapped by vmap, say)
+    written_shape = tuple(bind(getitem_p, slots, *arrays, idx=idx).shape)
     numbers = xp.arange(int(np.prod(written_shape)), dtype=np.int64).reshape(written_shape)
-    slots[index] = numbers
-    return slots[index] == numbers
+    slots = bind(index_set_p, slots, numbers, *arrays, idx=idx)
+    return bind(getitem_p, slots, *arrays, idx=idx) == numbers
 
 
 def _update_vjp(is_set: bool):
@@ -141,6 +272,75 @@ defvjp_argnum(index_add_p, _update_vjp(is_set=False))
 defvjp_argnum(index_set_p, _update_vjp(is_set=True))
 defjvp_joint(index_add_p, _update_jvp(index_add_p))
 defjvp_joint(index_set_p, _update_jvp(index_set_p))
+
+
+def _update_batch(prim):
+    """``x.at[idx].add/set(y)`` on a batch: x gets its batch axis where ``x[idx]`` would want it
+    (broadcast there when x is shared by every example), and ``y`` is laid out to broadcast against
+    the batched window."""
+    def rule(vals, dims, *, idx):
+        (x, y, *arrays), (dx, dy, *adims) = vals, dims
+        size = batch_size(vals, dims)
+        ndim = ndim_of(x) - (dx is not None)
+        if any(d is not None and a.dtype.kind == "b" for a, d in zip(arrays, adims)):
+            return _masked_update(prim, vals, dims, idx, ndim, size)
+        batched = _BatchedIndex(idx, arrays, adims, ndim, 0 if dx is None else dx, size, namespace_of(x))
+        if dx is None:
+            x = _broadcast_at(x, batched.x_axis, size)
+        elif batched.x_axis != dx:
+            x = _shape.moveaxis(x, dx, batched.x_axis)
+        y = _update_values(as_operand(y), dy, batched.window_rank, batched.dim, size)
+        return bind(prim, x, y, *batched.arrays, idx=batched.spec), batched.x_axis
+    return rule
+
+
+def _masked_update(prim, vals, dims, idx, ndim: int, size: int):
+    """An update through a mask that varies over the batch (``x.at[x < 0].set(0.0)``): unlike
+    ``x[mask]`` its result keeps x's shape. When the mask is the only index array and a shared ``y``
+    is not stretched along the selection, x's batch axis joins the mask's axes (x's just before them,
+    the mask's first): one selection over the whole batch. Otherwise the loop, which is always right."""
+    (x, y, mask, *others), (dx, dy, dm, *_) = vals, dims
+    index = _Index(idx, [mask], [dm], ndim)
+    block = sum(index.outs[:index.positions[0]]) if index.adjacent else 0  # the selection's axis in x[idx]
+    if others or dy is not None or _fit_rank(shape_of(y), index.window_rank)[block] != 1:
+        from tapegrad._vmap import loop_rule
+        return loop_rule(prim, vals, dims, {"idx": idx}, size)
+    axis = sum(index.widths[:idx.index(("array", 0))])
+    x = _broadcast_at(x, axis, size) if dx is None else _shape.moveaxis(x, dx, axis)
+    return bind(prim, x, y, to_front(mask, dm), idx=idx), axis
+
+
+def _broadcast_at(x, axis: int, size: int):
+    """A shared ``x`` repeated for ``size`` examples along ``axis`` (a view; the updates copy it)."""
+    shape = shape_of(x)
+    return _shape.broadcast_to(_shape.expand_dims(x, axis), shape[:axis] + (size,) + shape[axis:])
+
+
+def _update_values(y, dy, window_rank: int, dim: int, size: int):
+    """``y`` laid out to broadcast against the batched window, whose batch axis is ``dim``: a mapped
+    ``y`` gets unit axes up to the window's rank and its batch axis at ``dim``; a shared one that
+    reaches back to the batch axis gets a unit axis there."""
+    rank = ndim_of(y) - (dy is not None)
+    if dy is None:
+        if rank <= window_rank - dim:
+            return y
+        shape = _fit_rank(shape_of(y), window_rank)
+        return _shape.reshape(y, shape[:dim] + (1,) + shape[dim:])
+    if rank == window_rank and dy == dim:
+        return y
+    y = to_front(y, dy)
+    y = _shape.reshape(y, (size,) + _fit_rank(shape_of(y)[1:], window_rank))
+    return _shape.moveaxis(y, 0, dim)
+
+
+def _fit_rank(shape: tuple, rank: int) -> tuple:
+    """``shape`` brought to ``rank`` the way assignment broadcasts: unit axes added in front, or
+    leading unit axes dropped."""
+    return (1,) * (rank - len(shape)) + shape[max(len(shape) - rank, 0):]
+
+
+defbatch(index_add_p, _update_batch(index_add_p))
+defbatch(index_set_p, _update_batch(index_set_p))
 
 
 def getitem(x, idx):
@@ -188,9 +388,17 @@ class IndexUpdateRef:
         repeated integer indices (which JAX would combine one by one) are refused."""
         from tapegrad.numpy import _elementwise
         spec, arrays = encode_index(self.index)
-        if _has_arrays(spec) and not bool(surviving_writes(tuple(self.array.shape), arrays, spec).all()):
-            raise ValueError(f"x.at[idx].{name.replace('imum', '')}(v): the index repeats a position; "
-                             "use unique indices (or .add for sums)")
+        method = f"x.at[idx].{name.replace('imum', '')}(v)"
+        if _has_arrays(spec):
+            unique = surviving_writes(tuple(self.array.shape), arrays, spec).all()
+            try:
+                unique = bool(unique)
+            except ConcretizationError:  # an index mapped by vmap (or staged by jit) has no one answer
+                raise ConcretizationError(
+                    f"{method}: the index is traced (mapped by vmap, say), so whether it repeats a position "
+                    "cannot be checked; if it never does, write x.at[idx].set(op(x[idx], v))") from None
+            if not unique:
+                raise ValueError(f"{method}: the index repeats a position; use unique indices (or .add for sums)")
         combined = getattr(_elementwise, name)(self.get(), values)
         return bind(index_set_p, self.array, combined, *arrays, idx=spec)
 
