@@ -16,6 +16,7 @@ import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
 from _specs import check_values
+from _vmapcheck import check_vmap, in_axes_mixes
 
 DTYPES = [np.float64, np.float32]
 BOTH = ("fwd", "rev")
@@ -167,6 +168,17 @@ def test_values_and_derivatives(spec, shapes, dtype):
     assert [(g.dtype, g.shape) for g in grads] == [(a.dtype, a.shape) for a in args]
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("spec, shapes", CASES)
+def test_vmap(spec, shapes, dtype):
+    args = _args(spec, shapes, dtype)
+    fresh = lambda rng: tuple(draw(s, dtype, rng, spec.domain) for s in shapes)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2 deprecates 2-vectors in cross
+        for in_axes in in_axes_mixes(len(shapes), [len(s) for s in shapes]):
+            check_vmap(lambda *a: spec.op(tnp, *a), args, in_axes, draw=fresh, slack=10.0)
+
+
 def test_cross_with_two_vectors():
     x, y = np.array([1.0, 2.0, 0.5]), np.array([[0.3, -1.0], [2.0, 1.0]])
     with pytest.warns(DeprecationWarning):
@@ -206,6 +218,18 @@ def test_complex_inputs(name, op, dtype):
         warnings.simplefilter("ignore", DeprecationWarning)
         check_values(op(tnp, x), op(np, x), real_dtype)
         check_grads(lambda x: op(tnp, x), (x,), order=2, modes=BOTH, name=name)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name, op", COMPLEX, ids=[c[0] for c in COMPLEX])
+def test_complex_inputs_vmap(name, op, dtype):
+    rng = np.random.default_rng(4)
+    real_dtype = np.float32 if dtype == np.complex64 else np.float64
+    x = (draw((3, 4), real_dtype, rng) + 1j * draw((3, 4), real_dtype, rng)).astype(dtype)
+    if name == "nan-reductions":
+        x[0, 1] = x[2, 3] = np.nan
+    for in_axes in in_axes_mixes(1, 2):
+        check_vmap(lambda x: op(tnp, x), (x,), in_axes, slack=10.0)
 
 
 # ---- NaN gradients, empty slices, integer inputs -------------------------------------------------
@@ -248,6 +272,16 @@ def test_nanargmax_nanargmin(axis, keepdims):
                                       getattr(np, name)(x, axis=axis, keepdims=keepdims))
         out = tg.jvp(lambda x: getattr(np, name)(x, axis=axis, keepdims=keepdims), (x,), (x,))[0]
         np.testing.assert_array_equal(out, getattr(np, name)(x, axis=axis, keepdims=keepdims))
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_nanargmax_nanargmin_vmap(axis, keepdims):
+    x = draw((3, 4), np.float64, np.random.default_rng(3), "nan")
+    fresh = lambda rng: (draw((3, 4), np.float64, rng, "nan"),)  # noqa: E731
+    for in_axes in in_axes_mixes(1, 2):
+        check_vmap(lambda x: [tnp.nanargmax(x, axis=axis, keepdims=keepdims),
+                              tnp.nanargmin(x, axis=axis, keepdims=keepdims)], (x,), in_axes, draw=fresh)
 
 
 @pytest.mark.parametrize("name", ["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin",

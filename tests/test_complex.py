@@ -13,6 +13,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
+from _vmapcheck import check_vmap, in_axes_mixes
+
 COMPLEX = [np.complex128, np.complex64]
 REAL_OF = {np.complex128: np.float64, np.complex64: np.float32}
 
@@ -67,6 +69,14 @@ def test_holomorphic_unary(name, fn, domain, dtype):
     np.testing.assert_allclose(tg.jvp(fn, (z,), (np.ones_like(z),))[1], ct, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,fn,domain", HOLOMORPHIC, ids=[c[0] for c in HOLOMORPHIC])
+def test_holomorphic_unary_vmap(name, fn, domain, dtype):
+    z = _draw((3, 2), dtype, np.random.default_rng(0), domain)
+    for in_axes in in_axes_mixes(1, 2):
+        check_vmap(fn, (z,), in_axes)
+
+
 BINARY = [
     ("add", tnp.add), ("subtract", tnp.subtract), ("multiply", tnp.multiply), ("divide", tnp.divide),
     ("power", tnp.power),
@@ -90,6 +100,17 @@ def test_binary_mixing_real_and_complex(name, fn, kind, sx, sy, dtype):
     gx, gy = tg.vjp(fn, x, y)[1](np.ones(np.broadcast_shapes(sx, sy), dtype))
     # each cotangent has its operand's shape and dtype: a real operand gets the real part
     assert (gx.shape, gx.dtype, gy.shape, gy.dtype) == (x.shape, x.dtype, y.shape, y.dtype)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("kind,sx,sy", KINDS, ids=[k[0] for k in KINDS])
+@pytest.mark.parametrize("name,fn", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_mixing_real_and_complex_vmap(name, fn, kind, sx, sy, dtype):
+    rng = np.random.default_rng(1)
+    x, y = _draw(sx, dtype, rng, "right"), _draw(sy, dtype, rng, "annulus")
+    x, y = (x.real.copy() if kind[0] == "r" else x), (y.real.copy() if kind[1] == "r" else y)
+    for in_axes in in_axes_mixes(2, (len(sx), len(sy))):
+        check_vmap(fn, (x, y), in_axes)
 
 
 def test_real_operand_gets_the_real_part_of_the_cotangent():
@@ -125,6 +146,15 @@ def test_parts(name, fn, ref, dtype):
     np.testing.assert_allclose(out, ref(z), rtol=1e-5 if dtype == np.complex64 else 1e-12)
     assert out.dtype == ref(z).dtype
     check_grads(fn, (z,), order=2, name=name)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX + [np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,fn,ref", PARTS, ids=[p[0] for p in PARTS])
+def test_parts_vmap(name, fn, ref, dtype):
+    rng = np.random.default_rng(2)  # real inputs too: real, imag, conj and angle of a real batch
+    z = rng.uniform(-1.5, 1.5, (3, 2)) if dtype == np.float64 else _draw((3, 2), dtype, rng, "annulus")
+    for in_axes in in_axes_mixes(1, 2):
+        check_vmap(fn, (z,), in_axes)
 
 
 def test_parts_known_derivatives():

@@ -16,6 +16,8 @@ from tapegrad import nn
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
 
+from _vmapcheck import check_vmap, in_axes_mixes
+
 DTYPES = [np.float64, np.float32]
 
 
@@ -96,6 +98,14 @@ def test_functional_float32_preserved(spec):
     g = tg.grad(lambda x: tnp.sum(spec.fn(x)))(x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(out, spec.reference(x.astype(np.float64)), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("spec, shape", CASES)
+def test_functional_vmap(spec, shape, dtype):
+    x = spec.domain(np.random.default_rng(0), shape).astype(dtype)
+    for in_axes in in_axes_mixes(1, len(shape)):
+        check_vmap(spec.fn, (x,), in_axes, slack=10.0)
 
 
 # ---- kinks and stability -------------------------------------------------------------------------
@@ -305,6 +315,21 @@ def test_loss_grads(name, dtype, logits_and_labels):
     assert np.result_type(fn(x, aux)) == dtype
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", sorted(LOSS_CASES))
+def test_loss_vmap(name, dtype, logits_and_labels):
+    logits, labels, probs, weight = logits_and_labels
+    fn = LOSS_CASES[name]
+
+    def example(rng):  # logits, integer labels, probabilities, class weights
+        return (rng.standard_normal((5, 4)).astype(dtype), rng.integers(0, 4, 5),
+                sp.softmax(rng.standard_normal((5, 4)), axis=1).astype(dtype), rng.uniform(0.5, 2.0, 4).astype(dtype))
+    args = (logits.astype(dtype), labels, probs.astype(dtype), weight.astype(dtype))
+    loss = lambda x, labels, probs, weight: fn(x, {"labels": labels, "probs": probs, "weight": weight})  # noqa: E731
+    for in_axes in in_axes_mixes(4, (2, 1, 2, 1)):
+        check_vmap(loss, args, in_axes, draw=example, slack=10.0)
+
+
 def test_loss_grads_wrt_targets():
     rng = np.random.default_rng(6)
     x, t = rng.standard_normal((3, 4)), sp.softmax(rng.standard_normal((3, 4)), axis=1)
@@ -321,6 +346,21 @@ def test_linear(dtype):
     np.testing.assert_allclose(F.linear(x, w), x @ w.T, rtol=1e-6)
     check_grads(F.linear, (x, w, b), order=2)
     assert F.linear(x, w, b).dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_linear_vmap(dtype):
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((2, 3), (4, 3), (4,)))
+    for in_axes in in_axes_mixes(3, (2, 2, 1)):
+        check_vmap(F.linear, (x, w, b), in_axes, slack=10.0)
+    check_vmap(lambda x, w: F.linear(x, w), (x[0], w), (0, None), slack=10.0)
+
+
+def test_one_hot_vmap():
+    labels = np.array([[0, 2], [1, 0]])
+    for in_axes in in_axes_mixes(1, 2):
+        check_vmap(lambda y: F.one_hot(y, 3), (labels,), in_axes, draw=lambda rng: (rng.integers(0, 3, (2, 2)),))
 
 
 def test_one_hot():

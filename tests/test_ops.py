@@ -13,6 +13,7 @@ import tapegrad.scipy.special as tsp
 from tapegrad.testing import check_grads
 
 from _specs import OpSpec
+from _vmapcheck import check_vmap, in_axes_mixes
 
 DTYPES = [np.float64, np.float32]
 
@@ -524,13 +525,146 @@ def test_float_power_computes_in_float64():
     assert tg.grad(lambda x: np.float_power(x, 2.0).sum())(x).dtype == np.float32
 
 
-@pytest.mark.parametrize("fn", [
+LIST_FNS = [
     lambda p, q, y: tnp.dot([p, q], y), lambda p, q, y: tnp.einsum("i,i", [p, q], y),
     lambda p, q, y: tnp.linalg.norm([p, q]), lambda p, q, y: tnp.flip([p, q])[0] * y[0],
     lambda p, q, y: tnp.reshape([p, q, p, q], (2, 2))[1, 1], lambda p, q, y: tnp.outer([p, q], y).sum(),
     lambda p, q, y: tnp.concatenate([[p], [q]])[1], lambda p, q, y: tnp.take([p, q], 1),
     lambda p, q, y: tnp.tile([p, q], 2).sum(), lambda p, q, y: tnp.pad([p, q], 1).sum(),
-])
+]
+
+
+@pytest.mark.parametrize("fn", LIST_FNS)
 def test_lists_of_tracers_work_in_every_function(fn):
     y = np.array([3.0, 4.0])
     check_grads(lambda p, q: fn(p, q, y), (np.asarray(1.0), np.asarray(2.0)), order=2)
+
+
+# ---- vmap: every function of the tables above against a loop over examples ----------------------
+def _check_vmap_mixes(fn, args, **kwargs):
+    """``check_vmap`` for every in_axes mix of ``in_axes_mixes`` (0, 1, -1, None mixes)."""
+    for in_axes in in_axes_mixes(len(args), [np.ndim(a) for a in args]):
+        check_vmap(fn, args, in_axes, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("spec", UNARY, ids=repr)
+def test_unary_vmap(spec, shape, dtype):
+    _check_vmap_mixes(spec.op, (_draw(spec.domains[0], shape, dtype, np.random.default_rng(0)),))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shapes", BINARY_SHAPES, ids=str)
+@pytest.mark.parametrize("spec", BINARY, ids=repr)
+def test_binary_vmap(spec, shapes, dtype):
+    rng = np.random.default_rng(1)
+    x, y = _draw(spec.domains[0], shapes[0], dtype, rng), _draw(spec.domains[-1], shapes[1], dtype, rng)
+    _check_vmap_mixes(spec.op, (x, y))
+    check_vmap(lambda x: spec.op(x, 1.5), (x,), 0)  # a weak Python scalar keeps float32 in the batch too
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("spec", REDUCTIONS, ids=repr)
+def test_reduction_vmap(spec, axis, keepdims, dtype):
+    x = _draw(spec.domains[0], (3, 4, 2) if axis == (0, 1) else (3, 4), dtype, np.random.default_rng(4))
+    _check_vmap_mixes(lambda x: spec.op(x, axis=axis, keepdims=keepdims), (x,), slack=10.0)
+
+
+INT_BOOL = [  # (name, fn, number of arguments): integer and boolean results
+    ("argmax", lambda x: tnp.argmax(x), 1), ("argmax-axis0", lambda x: tnp.argmax(x, axis=0), 1),
+    ("argmin-axis-1-keepdims", lambda x: tnp.argmin(x, axis=-1, keepdims=True), 1),
+    ("all", lambda x: tnp.all(x > 0, axis=1), 1), ("any", lambda x: tnp.any(x > 1), 1),
+    ("less", tnp.less, 2), ("less_equal", tnp.less_equal, 2), ("greater", tnp.greater, 2),
+    ("greater_equal", tnp.greater_equal, 2), ("equal", lambda x, y: tnp.equal(tnp.round(x), tnp.round(y)), 2),
+    ("not_equal", lambda x, y: x != y, 2),
+    ("isnan-isinf-isfinite", lambda x: [tnp.isnan(x), tnp.isinf(1.0 / (x - x[0, 0])), tnp.isfinite(x)], 1),
+    ("logical", lambda x, y: [tnp.logical_and(x > 0, y > 0), tnp.logical_or(x > 0, y > 0),
+                              tnp.logical_xor(x > 0, y > 0), tnp.logical_not(x > 0)], 2),
+    ("bitwise", lambda x, y: [tnp.astype(x * 4, np.int64) & tnp.astype(y * 4, np.int64),
+                              tnp.astype(x * 4, np.int64) | tnp.astype(y * 4, np.int64),
+                              tnp.astype(x * 4, np.int64) ^ tnp.astype(y * 4, np.int64),
+                              ~tnp.astype(x * 4, np.int64), ~(x > y)], 2),
+    ("floor_divide", lambda x, y: tnp.floor_divide(x, y), 2),
+    ("astype-int", lambda x: tnp.astype(x * 3.0, np.int32), 1),
+    ("sign", tnp.sign, 1),
+]
+
+
+@pytest.mark.parametrize("name,fn,nargs", INT_BOOL, ids=[c[0] for c in INT_BOOL])
+def test_integer_and_boolean_vmap(name, fn, nargs):
+    rng = np.random.default_rng(11)
+    args = tuple(_draw("nonzero", (3, 4), np.float64, rng) for _ in range(nargs))
+    with np.errstate(divide="ignore"):
+        _check_vmap_mixes(fn, args)
+
+
+MISC = [  # (name, fn, argument shapes): the other primitives and the functions built on them
+    ("cumsum", lambda x: tnp.cumsum(x, axis=1), [(3, 4)]), ("cumsum-flat", tnp.cumsum, [(3, 4)]),
+    ("cumprod", lambda x: tnp.cumprod(x, axis=0), [(3, 4)]),
+    ("clip", lambda x, lo, hi: tnp.clip(x, lo, hi - 2.0), [(3, 4), (), (4,)]),
+    ("clip-none", lambda x: tnp.clip(x, None, 0.7), [(3, 4)]),
+    ("where", lambda c, x, y: tnp.where(c > 0, x, y), [(3, 4), (4,), ()]),
+    ("where-one-operand", lambda x: tnp.where(x > 0, x * x, 3.0), [(3, 4)]),
+    ("astype", lambda x: tnp.astype(x, np.float32), [(3, 4)]),
+    ("stop_gradient", lambda x: tg.stop_gradient(x) * x, [(3, 4)]),
+    ("like", lambda x: x * tnp.ones_like(x) + tnp.zeros_like(x) + tnp.full_like(x, 2.0), [(3, 4)]),
+    ("array-of-tracers", lambda x, y: tnp.array([x, y * y, x]), [(3,), (3,)]),
+    ("var-std-ddof", lambda x: [tnp.var(x, axis=0, ddof=1), tnp.std(x, axis=1, ddof=1)], [(4, 3)]),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,fn,shapes", MISC, ids=[c[0] for c in MISC])
+def test_misc_vmap(name, fn, shapes, dtype):
+    rng = np.random.default_rng(12)
+    _check_vmap_mixes(fn, tuple(_draw("real", s, dtype, rng) for s in shapes), slack=10.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,fn,ref", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
+def test_shape_and_indexing_vmap(name, fn, ref, dtype):
+    x = _draw("real", (3, 4), dtype, np.random.default_rng(7))
+    if name == "bool-mask":  # each example would select its own number of elements: refused, as JAX
+        with pytest.raises(IndexError, match="mask varies over the batch"):
+            tg.vmap(fn)(np.stack([x, x]))
+        _check_vmap_mixes(lambda x: x[_MASK] * x[:, 0][np.array([True, False, True])].sum(), (x,))
+        return
+    # .at needs a traced value: the reference runs each example under vjp
+    _check_vmap_mixes(fn, (x,), ref=(lambda x: tg.vjp(fn, x)[0]) if name.startswith("at-") else None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,fn,sa,sb", LINALG_CASES, ids=[c[0] for c in LINALG_CASES])
+def test_linalg_vmap(name, fn, sa, sb, dtype):
+    rng = np.random.default_rng(8)
+    _check_vmap_mixes(fn, (_draw("real", sa, dtype, rng), _draw("real", sb, dtype, rng)), slack=10.0)
+
+
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 2)]), ("...ij,...jk->...ik", [(2, 3, 4), (4, 2)]), ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]), ("bij,bjk,bk->bi", [(2, 3, 4), (2, 4, 5), (2, 5)]), ("ij->ji", [(3, 4)]),
+    ("i,i", [(3,), (3,)]), ("ij,k->k", [(3, 4), (2,)]),
+])
+def test_einsum_vmap(subscripts, shapes):
+    rng = np.random.default_rng(9)
+    _check_vmap_mixes(lambda *ops: tnp.einsum(subscripts, *ops), tuple(rng.standard_normal(s) for s in shapes))
+
+
+@pytest.mark.parametrize("ord_,axis,shape", [
+    (None, None, (3,)), (None, None, (3, 4)), (1, None, (3,)), (np.inf, None, (3,)), (3, None, (3,)),
+    (None, 1, (3, 4)), (1, 0, (3, 4)), ("fro", None, (3, 4)), (1, None, (3, 4)), (-np.inf, None, (3, 4)),
+    ("fro", (1, 2), (2, 3, 4)), (2, None, (3, 4)), ("nuc", None, (3, 4)),
+])
+def test_norm_vmap(ord_, axis, shape):
+    x = _draw("nonzero", shape, np.float64, np.random.default_rng(10))
+    _check_vmap_mixes(lambda x: tnp.linalg.norm(x, ord_, axis), (x,))
+    check_vmap(lambda x: tnp.linalg.norm(x, ord_, axis, keepdims=True), (x,), -1)
+
+
+@pytest.mark.parametrize("fn", LIST_FNS)
+def test_lists_of_tracers_vmap(fn):
+    y = np.array([3.0, 4.0])
+    _check_vmap_mixes(fn, (np.asarray(1.0), np.asarray(2.0), y))

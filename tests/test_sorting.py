@@ -17,6 +17,7 @@ import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
 from _specs import check_values
+from _vmapcheck import check_vmap, in_axes_mixes
 
 DTYPES = [np.float64, np.float32]
 BOTH = ("fwd", "rev")
@@ -110,6 +111,18 @@ def test_values_and_derivatives(spec, shapes, dtype):
     assert g.dtype == dtype and g.shape == shapes[0]
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("spec, shapes", CASES)
+def test_vmap(spec, shapes, dtype):
+    args = _args(spec, shapes, dtype)
+    # each example a fresh draw: a different order (and NaN pattern) per example
+    fresh = lambda rng: tuple(draw(s, dtype, rng, spec.nan_fraction) for s in shapes)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a fresh draw may have an all-NaN slice
+        for in_axes in in_axes_mixes(1, len(shapes[0])):
+            check_vmap(lambda x: spec.op(tnp, x), args, in_axes, draw=fresh, slack=10.0)
+
+
 # ---- derivatives in q ----------------------------------------------------------------------------
 # q values whose virtual indices (n - 1) q stay at least 0.1 away from an integer for these lengths
 Q_CASES = [
@@ -135,6 +148,15 @@ def test_derivatives_in_q(name, op, x_shape, q_shape, dtype):
                                    rtol=1e-5)
 
 
+@pytest.mark.parametrize("name, op, x_shape, q_shape", Q_CASES, ids=[c[0] for c in Q_CASES])
+def test_derivatives_in_q_vmap(name, op, x_shape, q_shape):
+    rng = np.random.default_rng(1)
+    x, q = draw(x_shape, np.float64, rng), np.resize([0.3, 0.62], q_shape)
+    for in_axes in in_axes_mixes(2, (len(x_shape), len(q_shape))):
+        check_vmap(lambda x, q: op(tnp, x, q), (x, q), in_axes,
+                   draw=lambda rng: (draw(x_shape, np.float64, rng), rng.uniform(0.1, 0.9, q_shape)))
+
+
 # ---- indices: argsort and argpartition -----------------------------------------------------------
 @pytest.mark.parametrize("axis", [-1, 0, 1, None])
 def test_argsort_and_argpartition_match_numpy(axis):
@@ -150,6 +172,15 @@ def test_argsort_and_argpartition_match_numpy(axis):
         return tnp.take_along_axis(flat, order, axis=-1 if axis is None else axis) * 2.0
     check_grads(f, (x,), order=2, modes=BOTH, name="argsort")
     np.testing.assert_array_equal(np.argsort(x, axis=axis), tg.jvp(lambda x: np.argsort(x, axis=axis), (x,), (x,))[0])
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1, None])
+def test_argsort_and_argpartition_vmap(axis):
+    x = draw((3, 4, 5), np.float64, np.random.default_rng(2))
+    fresh = lambda rng: (draw((3, 4, 5), np.float64, rng),)  # noqa: E731
+    for in_axes in in_axes_mixes(1, 3):
+        check_vmap(lambda x: [tnp.argsort(x, axis=axis), tnp.argpartition(x, (0, 2), axis=axis),
+                              tnp.argsort(x, axis=axis, kind="stable")], (x,), in_axes, draw=fresh)
 
 
 def test_sort_gradient_follows_the_elements():

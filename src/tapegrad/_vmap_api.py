@@ -17,6 +17,10 @@ _ARRAY_TYPES = frozenset([np.ndarray])
 _LEAF = object()  # stands for the treedef of an argument that is one array
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _path_str(path) -> str:
     return "".join(f"[{k!r}]" for k in path)
 
@@ -39,9 +43,11 @@ def _leaf_axes(prefix, tree, name: str, where: str):
     ``tree``) broadcast to its leaves."""
     try:
         full = optree.tree_broadcast_prefix(prefix, tree, none_is_leaf=True, namespace=_tree.NAMESPACE)
-    except ValueError as e:
-        raise ValueError(f"vmap: {name} is not a pytree prefix of {where}: {e} Give an int, None, or a "
-                         f"container shaped like {where}") from None
+    except ValueError:
+        spec = optree.tree_structure(prefix, none_is_leaf=True, namespace=_tree.NAMESPACE)
+        actual = optree.tree_structure(tree, none_is_leaf=True, namespace=_tree.NAMESPACE)
+        raise ValueError(f"vmap: {name} is not a pytree prefix of {where} (structure {spec} against {actual}); "
+                         f"give an int, None, or a container shaped like {where}") from None
     paths, leaves, _ = optree.tree_flatten_with_path(tree, none_is_leaf=True, namespace=_tree.NAMESPACE)
     axes = optree.tree_leaves(full, none_is_leaf=True, namespace=_tree.NAMESPACE)
     return paths, leaves, axes
@@ -64,8 +70,9 @@ class _Inputs:
         if isinstance(in_axes, list):
             in_axes = tuple(in_axes)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError(f"vmap: in_axes has {len(in_axes)} entries but the function got {len(args)} "
-                             "positional arguments; give one entry per positional argument, or one int/None for all")
+            raise ValueError(f"vmap: in_axes has {_count(len(in_axes), 'entry', 'entries')} but the function got "
+                             f"{_count(len(args), 'positional argument', 'positional arguments')}; give one entry "
+                             "per positional argument, or one int/None for all")
         per_arg = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         self.leaves, self.dims, self.names, self.trees = [], [], [], []
         for i, (axes, arg) in enumerate(zip(per_arg, args)):

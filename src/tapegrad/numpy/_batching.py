@@ -135,8 +135,9 @@ def defbatch_reduction(*prims: Primitive) -> None:
 
 
 def _single_axis_rule(prim):
-    """``axis`` one int, or None meaning the flattened example (``argmax``): the batch axis stays put;
-    None flattens each example first."""
+    """``axis`` one int, or None meaning the flattened example (``argmax``): the batch axis stays put
+    (one place lower when ``keepdims=False`` removes an axis before it); None flattens each example
+    first. Also for the scans and sorts, which keep every axis (``cumsum``, ``argsort``)."""
     def rule(vals, dims, *, axis, **params):
         (x,), (d,) = vals, dims
         if axis is None:
@@ -148,7 +149,9 @@ def _single_axis_rule(prim):
             if keepdims:  # the example's reduced shape is all ones
                 out = reshape(out, (shape_of(out)[0],) + (1,) * (ndim_of(vals[0]) - 1))
             return out, 0
-        return bind(prim, x, axis=batch_axis_map(axis, d), **params), d
+        out = bind(prim, x, axis=batch_axis_map(axis, d), **params)
+        removed = params.get("keepdims") is False and axis < d  # argmax drops the axis before the batch's
+        return out, d - 1 if removed else d
     return rule
 
 
