@@ -1,7 +1,7 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
-[sin10] [checkpoint]``
+[sin10] [checkpoint] [vmap]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -9,12 +9,13 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 - names: run only these benchmarks (default: all).
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
-``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``).
+``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``).
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``); "note" holds the
 second number of a benchmark (mlp: over tapegrad's forward; hessian: per basis vector; checkpoint:
-peak memory); "error" is the max relative error against the reference (``sin10``: absolute error).
+peak memory; vmap: speed-up over a Python loop of ``grad``); "error" is the max relative error against
+the reference (``sin10``: absolute error).
 Timings: best (minimum) per-call time over interleaved repeats, gc enabled (see ``_timing.py``).
 """
 from __future__ import annotations
@@ -38,9 +39,10 @@ import bench_checkpoint  # noqa: E402
 import bench_hessian  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
+import bench_vmap  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
-              "checkpoint": bench_checkpoint}
+              "checkpoint": bench_checkpoint, "vmap": bench_vmap}
 
 
 def _peers() -> str:
