@@ -19,16 +19,17 @@ Hessian rows (each checked against the NumPy Hessian: max |H - H_ref| / max |H_r
   and ``torch.autograd.functional.hessian(vectorize=True)``, when installed; PyTorch runs on one
   intra-op thread (``_timing.one_torch_thread`` says why).
 
-Until ``vmap`` exists, tapegrad's Jacobians loop over the 100 basis vectors (one vjp or jvp pass each),
-so the "per basis vector" column (time / 100) is the price of one Hessian-vector product inside them.
+tapegrad's Jacobians are built on ``vmap`` (issue 4): ``jacrev`` is one batched backward pass over the
+whole basis, ``jacfwd`` one batched forward sweep, so the "per basis vector" column (time / 100) is
+what one column of the Hessian costs inside that single pass.
 
 Hessian-vector product rows (``v`` a fixed random vector): ``jvp(grad(f), (x,), (v,))`` (forward over
 reverse), ``grad(lambda x: vdot(grad(f)(x), v))`` (reverse over reverse), ``grad(lambda x: jvp(f, (x,),
 (v,))[1])`` (reverse over forward), ``grad(f)`` alone for scale, and the peers' HVPs; the baseline is
 ``A^T (p * (A v) - p (p . A v)) + v`` by hand.
 
-Targets (issue 3): ``tg.hessian`` <= 20x the NumPy Hessian; the jvp-of-grad route faster than
-grad-of-grad (``jacfwd(jacrev)`` against ``jacrev(jacrev)``; the HVP rows are the per-vector view).
+Targets: ``tg.hessian`` <= 20x the NumPy Hessian (issue 3) and ``jacfwd(jacrev)`` <= 1 ms eager (issue 4);
+the jvp-of-grad route faster than grad-of-grad (``jacfwd(jacrev)`` against ``jacrev(jacrev)``; the HVP rows are the per-vector view).
 
 Run alone: ``python benchmarks/bench_hessian.py [--quick] [--threads N]``.
 """
@@ -52,6 +53,7 @@ from tapegrad.scipy.special import logsumexp  # noqa: E402
 
 M, N = 200, 100
 TARGET_RATIO = 20.0
+TARGET_HESSIAN_MS = 1.0  # issue 4: the full 100 x 100 Hessian via jacfwd(jacrev), eager
 REF_HESSIAN = "numpy Hessian (hand)"
 REF_HVP = "numpy HVP (hand)"
 FWD_OVER_REV = "tapegrad jacfwd(jacrev)"
@@ -246,7 +248,9 @@ def verdict(results) -> str:
     fwd, rev = by[FWD_OVER_REV]["best_ms"], by[REV_OVER_REV]["best_ms"]
     hvp_fwd, hvp_rev = by["tapegrad jvp(grad f)"]["best_ms"], by["tapegrad grad(vdot(grad f, v))"]["best_ms"]
     route = "MET" if fwd < rev else "MISSED"
+    absolute = "MET" if fwd <= TARGET_HESSIAN_MS else "MISSED"
     return (f"hessian target tapegrad hessian <= {TARGET_RATIO:.0f}x numpy: {ok} ({ratio:.1f}x)\n"
+            f"hessian target jacfwd(jacrev) <= {TARGET_HESSIAN_MS:.0f} ms: {absolute} ({_time(fwd)})\n"
             f"hessian target jvp-of-grad faster than grad-of-grad: {route} (Hessian: jacfwd(jacrev) "
             f"{_time(fwd)} vs jacrev(jacrev) {_time(rev)}; one HVP: jvp(grad f) {_time(hvp_fwd)} vs "
             f"grad(vdot(grad f, v)) {_time(hvp_rev)})")
