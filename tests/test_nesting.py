@@ -221,3 +221,13 @@ def test_vmap_edge_cases_constant_outputs_and_control_flow():
     with pytest.raises(tg.errors.ConcretizationError, match="tnp.where"):
         tg.vmap(lambda x: x if x[0] > 0 else -x)(xs)
     assert trace_stack() == ()
+
+
+def test_check_grads_through_vmap_to_second_order_in_both_modes():
+    from tapegrad.testing import check_grads
+    rng = np.random.default_rng(7)
+    xs, w = rng.normal(size=(4, 3)), rng.normal(size=(3, 2))
+    f = lambda x, w: tnp.tanh(x @ w) * tnp.sum(x ** 2)  # noqa: E731
+    check_grads(tg.vmap(f, in_axes=(0, None)), (xs, w), order=2, name="vmap of matmul-tanh")
+    check_grads(tg.vmap(tg.grad(lambda x, w: tnp.sum(f(x, w))), in_axes=(0, None)), (xs, w), order=1,
+                name="vmap of grad")
