@@ -10,6 +10,7 @@ from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
 from tapegrad._custom import custom_jvp, custom_vjp
 from tapegrad._jacobians import hessian, jacfwd, jacrev
+from tapegrad._jit import jit, make_program
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._vmap_api import vmap
 from tapegrad import nn, optim
@@ -18,6 +19,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "custom_jvp", "custom_vjp", "errors", "get_grad", "grad",
-    "hessian", "jacfwd", "jacrev", "jvp", "linearize", "nn", "numpy", "optim", "scipy",
+    "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "make_program", "nn", "numpy", "optim", "scipy",
     "set_backend", "stop_gradient", "testing", "tree", "value_and_grad", "vmap", "vjp",
 ]

@@ -18,7 +18,19 @@ from tapegrad.numpy._operators import ArrayOperators
 
 _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
                                                                 default=None)
+_staging: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_staging", default=None)
 _unnamed = itertools.count()
+
+
+@contextlib.contextmanager
+def staging_parameters(builder):
+    """While ``jit`` stages a function, Parameters read through ``builder`` (implicit inputs) and
+    ``assign`` of a staged value records a write (an output the call writes back)."""
+    token = _staging.set(builder)
+    try:
+        yield
+    finally:
+        _staging.reset(token)
 
 
 class _NoSubstitution:
@@ -108,12 +120,16 @@ class Parameter(ArrayOperators, Boxed):
 
     @property
     def value(self):
-        """The current value: the substituted tracer inside a transform, else the stored array."""
+        """The current value: the substituted tracer inside a transform, the program's implicit input
+        while ``jit`` stages, else the stored array."""
         subs = _substitutions.get()
         if subs:
             v = subs.get(self)
             if v is not None:
                 return v
+        builder = _staging.get()
+        if builder is not None:
+            return builder.read_parameter(self)
         return self._data
 
     def unbox(self):
@@ -126,11 +142,18 @@ class Parameter(ArrayOperators, Boxed):
             ValueError: ``value`` has another shape or dtype (make a new Parameter instead).
             TypeError: ``value`` is a traced value.
         """
-        new = _as_array(value)
+        builder = _staging.get()
+        if builder is not None and isinstance(value, Tracer) and value._trace is builder.trace:
+            new = value  # inside jit: the new value becomes an output that the call writes back
+        else:
+            new = _as_array(value)
         if tuple(new.shape) != tuple(self._data.shape) or new.dtype != self._data.dtype:
             raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
                              f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
                              "the value first")
+        if new is value and isinstance(value, Tracer):
+            builder.writes[self] = value
+            return self
         self._data = new
         return self
 

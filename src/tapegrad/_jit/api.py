@@ -1,0 +1,206 @@
+"""``jit`` and ``make_program``: the pytree wrappers of staging, the cache and the executor."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._backend import namespace_of
+from tapegrad._core import Boxed, ShapedArray, Tracer
+from tapegrad._jit.codegen import compile_program, evaluate
+from tapegrad._jit.staging import stage
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _static_positions(fn, static_argnums, static_argnames):
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"jit: static_argnums must be ints, got {n!r}")
+    return frozenset(nums), frozenset(names)
+
+
+def _check_hashable(value, where: str):
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(f"jit: the static argument {where} is a {type(value).__name__}, which is not hashable, "
+                         "so it cannot be part of the cache key: pass a hashable value (a tuple instead of a "
+                         "list, say), or make it a traced array argument") from None
+
+
+def _leaf(x, where: str):
+    """A traced argument leaf: an array (a Parameter passed as an argument reads as its value) or a
+    Python scalar (weakly typed)."""
+    if isinstance(x, Boxed):
+        x = x.unbox()
+    if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
+        return x
+    raise TypeError(f"jit: {where} holds a {type(x).__name__}, which cannot be traced; mark that argument "
+                    "static (static_argnums=...) or pass arrays")
+
+
+def _signature(x):
+    """The part of the cache key for one leaf: shape, dtype and backend (a Python scalar: its type)."""
+    if type(x) in _SCALARS:
+        return type(x)
+    if isinstance(x, Tracer):
+        return (tuple(x.shape), np.dtype(x.dtype), x.array_namespace().__name__)
+    return (tuple(x.shape), x.dtype, type(x).__module__)
+
+
+def _aval(x):
+    if type(x) in _SCALARS:
+        return ShapedArray((), type(x)), np
+    backend = x.array_namespace() if isinstance(x, Tracer) else namespace_of(x)
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype)), backend
+
+
+class _Entry:
+    """One compiled program: the program, its executor, and what the call must supply and write."""
+
+    def __init__(self, program, builder, out_tree, n_out):
+        self.program, self.out_tree, self.n_out = program, out_tree, n_out
+        self.params_read = list(builder.params_read)
+        self.params_written = list(builder.writes)
+        self.captured = list(builder.captured)
+        self._run = None
+
+    def run(self, leaves):
+        inputs = list(leaves) + self.captured + [p.value for p in self.params_read]
+        if any(isinstance(x, Tracer) for x in inputs):  # under an outer transform: primitives, via bind
+            outs = evaluate(self.program, inputs)
+        else:
+            if self._run is None:
+                self._run = compile_program(self.program)
+            outs = self._run(*inputs)
+        for p, value in zip(self.params_written, outs[self.n_out:]):
+            p.assign(value)
+        return _tree.tree_unflatten(self.out_tree, outs[:self.n_out])
+
+
+class _Jitted:
+    """The callable ``jit`` returns."""
+
+    def __init__(self, fn, static_argnums, static_argnames, donate_argnums):
+        self.fn = fn
+        self.static_nums, self.static_names = _static_positions(fn, static_argnums, static_argnames)
+        self.donate_argnums = donate_argnums
+        self._cache = {}
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, objtype=None):  # on a method: the instance is a static argument
+        if obj is None:
+            return self
+        return functools.partial(self._call, (obj,))
+
+    def __call__(self, *args, **kwargs):
+        return self._call((), *args, **kwargs)
+
+    def _call(self, bound, *args, **kwargs):
+        key, leaves, rebuild = self._split(bound, args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._stage(leaves, rebuild)
+            if not entry.captured:  # values of outer transforms differ at every call: never reused
+                self._cache[key] = entry
+        return entry.run(leaves)
+
+    def _split(self, bound, args, kwargs):
+        """The cache key, the traced leaves, and how to rebuild the full arguments from them."""
+        static = []
+        dynamic_args = list(args)
+        for i in sorted(self.static_nums):
+            if i >= len(args):
+                raise IndexError(f"jit: static_argnums has {i}, but the function got {len(args)} positional "
+                                 "arguments")
+            _check_hashable(args[i], f"at position {i}")
+            static.append((i, args[i]))
+            dynamic_args[i] = None
+        dynamic_kwargs = dict(kwargs)
+        for name in sorted(self.static_names & set(kwargs)):
+            _check_hashable(kwargs[name], f"{name!r}")
+            static.append((name, kwargs[name]))
+            dynamic_kwargs[name] = None
+        leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
+        leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
+        key = (tuple(id(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static))
+
+        def rebuild(traced):
+            call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))
+            for where, value in static:
+                if isinstance(where, int):
+                    call_args[where] = value
+                else:
+                    call_kwargs[where] = value
+            return bound + tuple(call_args), call_kwargs
+        return key, leaves, rebuild
+
+    def _stage(self, leaves, rebuild):
+        avals, backends = zip(*[_aval(x) for x in leaves]) if leaves else ((), ())
+        out_tree = []
+
+        def flat_fun(*traced):
+            call_args, call_kwargs = rebuild(traced)
+            out_leaves, treedef = _tree.tree_flatten(self.fn(*call_args, **call_kwargs))
+            out_tree.append(treedef)
+            return out_leaves
+        program, builder = stage(flat_fun, avals, backends)
+        return _Entry(program, builder, out_tree[0], out_tree[0].num_leaves)
+
+    def _cache_size(self) -> int:
+        """How many compiled programs this function holds (one per argument signature)."""
+        return len(self._cache)
+
+    def program(self, *args, **kwargs):
+        """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
+        key, leaves, rebuild = self._split((), args, kwargs)
+        return (self._cache.get(key) or self._stage(leaves, rebuild)).program
+
+
+def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """Compile ``fn``: stage it once per argument signature into a program of primitives, optimise it,
+    and run it with no tracing overhead (JAX's ``jit``).
+
+    Args:
+        fn: a function of pytrees of arrays (and Python scalars, traced with weak types) returning a
+            pytree of arrays. Usable as ``@jit``, ``@jit(static_argnums=...)`` and on methods (the
+            instance is static).
+        static_argnums / static_argnames: arguments that are Python values, not traced: they must be
+            hashable and are part of the cache key (a new value stages a new program).
+        donate_argnums: arguments whose buffers the program may reuse.
+
+    Returns:
+        A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
+        holds: one per (pytree structure, shapes, dtypes, backend, static arguments).
+
+    Parameters read inside ``fn`` are implicit inputs, read fresh at every call (``p.assign`` between
+    calls is seen); ``p.assign(new)`` inside ``fn`` (``optimizer.step``) makes the new value an output
+    that the call writes back. Under an outer transform (``grad(jit(f))``, ``vmap(jit(f))``) the
+    program is evaluated through ``bind``, so the outer transform sees its primitives; ``fn`` is not
+    traced again.
+
+    Raises:
+        ValueError: an unhashable static argument. TypeError: an argument leaf that is neither an
+        array nor a Python scalar. ConcretizationError: Python control flow on a traced value (the
+        message suggests ``static_argnums`` or ``tnp.where``).
+    """
+    if fn is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    return _Jitted(fn, static_argnums, static_argnames, donate_argnums)
+
+
+def make_program(fn, static_argnums=()):
+    """``make_program(fn)(*args)``: the program ``jit`` stages for these arguments, printable (JAX's
+    ``make_jaxpr``). ``str(program)`` lists its equations; ``program.typecheck()`` checks it."""
+    jitted = _Jitted(fn, static_argnums, (), ())
+
+    @functools.wraps(fn)
+    def make(*args, **kwargs):
+        return jitted.program(*args, **kwargs)
+    return make
+

@@ -1,0 +1,152 @@
+"""The staged program: inputs, equations, outputs and constants (JAX's jaxpr), its printer and its type
+check.
+
+A :class:`Var` is one array-valued variable with its abstract value (shape, dtype, backend). An
+:class:`Eqn` applies one primitive, with its static parameters, to variables or literals (Python
+scalars, kept weak as NumPy 2 treats them) and defines one output variable. A :class:`Program` lists
+its input variables (the function's array arguments, then the implicit inputs: Parameters read and
+values captured from outer transforms), its constant variables with their arrays, its equations in
+order, and its outputs (variables or literals).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+import numpy as np
+
+from tapegrad._core import Primitive, ShapedArray
+
+
+class Var:
+    """One variable of a program; compared by identity."""
+
+    __slots__ = ("aval", "backend", "count")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray, backend=np):
+        self.aval = aval
+        self.backend = backend
+        self.count = next(Var._counter)
+
+    def __repr__(self):
+        return f"Var({self.count}, {type_string(self.aval)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Literal:
+    """A Python scalar operand written into the program (weakly typed, as NumPy 2 treats it)."""
+
+    value: Any
+
+
+@dataclasses.dataclass
+class Eqn:
+    prim: Primitive
+    inputs: list  # Var or Literal
+    params: dict
+    out: Var
+
+
+@dataclasses.dataclass
+class Program:
+    invars: list
+    constvars: list
+    consts: list
+    eqns: list
+    outputs: list  # Var or Literal
+
+    def __str__(self):
+        return pretty(self)
+
+    def typecheck(self) -> None:
+        """Every variable is defined once before use, and every equation's output has the abstract
+        value its primitive's ``abstract_eval`` gives for its inputs.
+
+        Raises:
+            TypeError: naming the equation and the mismatch.
+        """
+        defined = set(map(id, self.invars)) | set(map(id, self.constvars))
+        for k, eqn in enumerate(self.eqns):
+            for x in eqn.inputs:
+                if isinstance(x, Var) and id(x) not in defined:
+                    raise TypeError(f"program equation {k} ({eqn.prim.name}) uses {x!r} before it is defined")
+            avals = [_aval_of_operand(x) for x in eqn.inputs]
+            expected = eqn.prim.abstract_eval(*avals, **eqn.params)
+            if tuple(expected.shape) != tuple(eqn.out.aval.shape) or np.dtype(expected.dtype) != eqn.out.aval.dtype:
+                raise TypeError(f"program equation {k} ({eqn.prim.name}): output is {type_string(eqn.out.aval)} "
+                                f"but abstract evaluation gives {type_string(expected)}")
+            if id(eqn.out) in defined:
+                raise TypeError(f"program equation {k} ({eqn.prim.name}) redefines {eqn.out!r}")
+            defined.add(id(eqn.out))
+        for x in self.outputs:
+            if isinstance(x, Var) and id(x) not in defined:
+                raise TypeError(f"program output {x!r} is never defined")
+
+
+def _aval_of_operand(x):
+    if isinstance(x, Literal):
+        return ShapedArray((), type(x.value))
+    return x.aval
+
+
+# ---- printing -------------------------------------------------------------------------------------
+_SHORT_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64", "int32": "i32",
+                 "bool": "bool", "complex128": "c128", "complex64": "c64", "uint8": "u8", "int8": "i8",
+                 "int16": "i16"}
+
+
+def type_string(aval) -> str:
+    dtype = aval.dtype
+    name = dtype.__name__ if isinstance(dtype, type) else np.dtype(dtype).name
+    return f"{_SHORT_DTYPES.get(name, name)}[{','.join(map(str, aval.shape))}]"
+
+
+def _names():
+    for n in itertools.count():
+        s, n = "", n
+        while True:
+            s = chr(ord("a") + n % 26) + s
+            n = n // 26 - 1
+            if n < 0:
+                break
+        yield s
+
+
+def pretty(program: Program) -> str:
+    """A readable listing in the style of ``jax.make_jaxpr``::
+
+        { lambda c:f64[3] ; a:f64[3] b:f64[3]. let
+            d:f64[3] = mul a b
+            e:f64[3] = add d c
+          in (e) }
+    """
+    names, fresh = {}, _names()
+
+    def name(x):
+        if isinstance(x, Literal):
+            return repr(x.value)
+        if id(x) not in names:
+            names[id(x)] = next(fresh)
+        return names[id(x)]
+
+    def decl(v):
+        return f"{name(v)}:{type_string(v.aval)}"
+
+    consts = " ".join(decl(v) for v in program.constvars)
+    ins = " ".join(decl(v) for v in program.invars)
+    lines = [f"{{ lambda {consts} ; {ins}. let"]
+    for eqn in program.eqns:
+        params = "".join(f" {k}={_param_string(v)}" for k, v in eqn.params.items())
+        args = " ".join(name(x) for x in eqn.inputs)
+        lines.append(f"    {decl(eqn.out)} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
+    lines.append(f"  in ({', '.join(name(x) for x in program.outputs)}) }}")
+    return "\n".join(lines)
+
+
+def _param_string(value) -> str:
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return np.dtype(value).name
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

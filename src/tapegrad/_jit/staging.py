@@ -1,0 +1,141 @@
+"""Staging: ``StagingTrace`` records every primitive applied to its tracers as an equation of a
+:class:`~tapegrad._jit.program.Program`, over abstract values only (shape, dtype, backend).
+
+Operands that are not this trace's tracers enter the program as: literals (Python scalars), constants
+(concrete arrays, such as closed-over NumPy arrays), or implicit inputs (tracers of an outer transform
+captured by a closure, and every Parameter read: DESIGN.md §1.3 says a Parameter is read fresh at each
+call, never baked in).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._core import ShapedArray, Trace, Tracer, new_main
+from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
+from tapegrad.errors import ConcretizationError
+from tapegrad.numpy._operators import ArrayOperators
+
+_SCALARS = (bool, int, float, complex)
+
+
+class StagingTracer(ArrayOperators, Tracer):
+    """A value of the program being staged: only its variable (shape, dtype, backend) is known."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, trace, var: Var):
+        self._trace = trace
+        self.var = var
+
+    @property
+    def shape(self):
+        return self.var.aval.shape
+
+    @property
+    def dtype(self):
+        return self.var.aval.dtype
+
+    def array_namespace(self):
+        return self.var.backend
+
+    def concrete_value(self):
+        raise ConcretizationError(
+            f"a traced value ({type_string(self.var.aval)}) reached Python control flow or float()/int()/"
+            "bool() inside jit, where only its shape and dtype are known: mark the argument it comes "
+            "from static (jit(fn, static_argnums=...)) or select with tnp.where")
+
+    def __repr__(self):
+        return f"StagingTracer({type_string(self.var.aval)})"
+
+
+class Builder:
+    """What the staging trace accumulates: equations, constants, implicit inputs, Parameter writes."""
+
+    def __init__(self):
+        self.eqns = []
+        self.constvars, self.consts, self._const_ids = [], [], {}
+        self.captured_vars, self.captured, self._captured_ids = [], [], {}  # from outer transforms
+        self.param_vars, self.params_read = [], []  # implicit inputs from Parameters
+        self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
+        self.trace = None
+
+    def operand(self, x):
+        if type(x) is StagingTracer and x._trace is self.trace:
+            return x.var
+        if type(x) in _SCALARS:
+            return Literal(x)
+        key = id(x)
+        if isinstance(x, Tracer):  # a value of an outer transform, captured by a closure
+            if key not in self._captured_ids:
+                var = Var(ShapedArray(tuple(x.shape), np.dtype(x.dtype)), x.array_namespace())
+                self._captured_ids[key] = var
+                self.captured_vars.append(var)
+                self.captured.append(x)
+            return self._captured_ids[key]
+        if key not in self._const_ids:
+            from tapegrad._backend import namespace_of
+            var = Var(ShapedArray(tuple(np.shape(x)), np.result_type(x)), namespace_of(x))
+            self._const_ids[key] = var
+            self.constvars.append(var)
+            self.consts.append(x)
+        return self._const_ids[key]
+
+    def new_input(self, aval: ShapedArray, backend) -> StagingTracer:
+        return StagingTracer(self.trace, Var(aval, backend))
+
+    def read_parameter(self, param) -> StagingTracer:
+        """The tracer standing for ``param`` in this program: its newest written value, or an implicit
+        input read fresh at each call."""
+        if param in self.writes:
+            return self.writes[param]
+        for p, var in zip(self.params_read, self.param_vars):
+            if p is param:
+                return StagingTracer(self.trace, var)
+        data = param._data
+        from tapegrad._backend import namespace_of
+        var = Var(ShapedArray(tuple(data.shape), np.dtype(data.dtype)), namespace_of(data))
+        self.params_read.append(param)
+        self.param_vars.append(var)
+        return StagingTracer(self.trace, var)
+
+
+class StagingTrace(Trace):
+    """``main.global_data`` is the :class:`Builder`."""
+
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        builder = self.main.global_data
+        inputs = [builder.operand(a) for a in args]
+        avals = [ShapedArray((), type(x.value)) if isinstance(x, Literal) else x.aval for x in inputs]
+        aval = prim.abstract_eval(*avals, **params)
+        backend = next((x.backend for x in inputs if isinstance(x, Var)), np)
+        out = Var(ShapedArray(tuple(aval.shape), np.dtype(aval.dtype)), backend)
+        builder.eqns.append(Eqn(prim, inputs, dict(params), out))
+        return StagingTracer(self, out)
+
+    def process_joint(self, call, args):
+        # the joint call's own function, staged: its custom rules apply to transforms inside the
+        # jitted function, not to ones outside it (which see the program's primitives)
+        return call.fun(*args)
+
+
+def stage(flat_fun, in_avals, backends):
+    """Stage ``flat_fun`` (a list of arrays to a list of outputs) on abstract inputs.
+
+    Returns ``(program, builder, out_leaves)``: the program's inputs are the arguments, then the
+    captured values, then the Parameters read; its outputs are the function's, then the new values
+    of the Parameters written (``builder.writes``, in order).
+    """
+    from tapegrad._params import staging_parameters
+    builder = Builder()
+    with new_main(StagingTrace, builder) as main:
+        builder.trace = main.trace
+        ins = [builder.new_input(aval, backend) for aval, backend in zip(in_avals, backends)]
+        with staging_parameters(builder):
+            outs = flat_fun(*ins)
+        out_operands = [builder.operand(o) for o in outs]
+        write_operands = [builder.operand(v) for v in builder.writes.values()]
+    program = Program([x.var for x in ins] + builder.captured_vars + builder.param_vars, builder.constvars,
+                      builder.consts, builder.eqns, out_operands + write_operands)
+    return program, builder
