@@ -9,6 +9,7 @@ from tapegrad import _tree
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, ShapedArray, Tracer
 from tapegrad._jit.codegen import compile_program, evaluate
+from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import stage
 
 _SCALARS = (bool, int, float, complex)
@@ -62,8 +63,9 @@ def _aval(x):
 class _Entry:
     """One compiled program: the program, its executor, and what the call must supply and write."""
 
-    def __init__(self, program, builder, out_tree, n_out):
+    def __init__(self, program, builder, out_tree, n_out, donated=()):
         self.program, self.out_tree, self.n_out = program, out_tree, n_out
+        self.donated = donated  # indices of program inputs whose buffers the program may reuse
         self.params_read = list(builder.params_read)
         self.params_written = list(builder.writes)
         self.captured = list(builder.captured)
@@ -75,7 +77,7 @@ class _Entry:
             outs = evaluate(self.program, inputs)
         else:
             if self._run is None:
-                self._run = compile_program(self.program)
+                self._run = compile_program(optimize(self.program), donate=self.donated)
             outs = self._run(*inputs)
         for p, value in zip(self.params_written, outs[self.n_out:]):
             p.assign(value)

@@ -65,8 +65,9 @@ def _last_uses(program: Program) -> dict:
     return by_eqn
 
 
-def compile_program(program: Program):
-    """The program as one Python function of its inputs returning the list of its outputs."""
+def compile_program(program: Program, donate=()):
+    """The program as one Python function of its inputs returning the list of its outputs; the inputs
+    at the indices ``donate`` may have their buffers reused."""
     text, namespace = source(program)
     code = compile(text, "<tapegrad.jit program>", "exec")
     exec(code, namespace)  # noqa: S102 — our own generated source, from the program's equations only
