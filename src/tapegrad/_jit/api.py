@@ -90,7 +90,7 @@ class _Jitted:
     def __init__(self, fn, static_argnums, static_argnames, donate_argnums):
         self.fn = fn
         self.static_nums, self.static_names = _static_positions(fn, static_argnums, static_argnames)
-        self.donate_argnums = donate_argnums
+        self.donate_argnums = frozenset((donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums)
         self._cache = {}
         functools.update_wrapper(self, fn)
 
@@ -107,6 +107,7 @@ class _Jitted:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._stage(leaves, rebuild)
+            entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
                 self._cache[key] = entry
         return entry.run(leaves)
@@ -140,6 +141,17 @@ class _Jitted:
                     call_kwargs[where] = value
             return bound + tuple(call_args), call_kwargs
         return key, leaves, rebuild
+
+    def _donated_leaves(self, args) -> tuple:
+        """The indices, among the traced leaves, of the leaves of the donated positional arguments
+        (the leaves of each argument are contiguous, in argument order)."""
+        donated, start = [], 0
+        for i, arg in enumerate(args):
+            n = 0 if i in self.static_nums else len(_tree.tree_leaves(arg))
+            if i in self.donate_argnums:
+                donated.extend(range(start, start + n))
+            start += n
+        return tuple(donated)
 
     def _stage(self, leaves, rebuild):
         avals, backends = zip(*[_aval(x) for x in leaves]) if leaves else ((), ())

@@ -200,6 +200,21 @@ def _getitem_batch(vals, dims, *, idx):
 
 
 getitem_p = primitive("getitem", lambda x, *arrays, idx: x[decode_index(idx, arrays)])
+_getitem_by_dummies = getitem_p.abstract_eval
+
+
+def _getitem_abstract_eval(x, *arrays, idx):
+    """The shape of ``x[idx]``, known without the data except through a boolean mask: staging
+    (``jit``) refuses a mask rather than guess its number of true elements."""
+    for a in arrays:
+        if np.dtype(a.dtype) == np.bool_:
+            raise ConcretizationError(
+                "x[mask] with a traced boolean mask has a data-dependent shape, which jit cannot stage: "
+                "use tnp.where(mask, x, fill) (same shape as x), or x.at[mask].set(...)")
+    return _getitem_by_dummies(x, *arrays, idx=idx)
+
+
+getitem_p.def_abstract_eval(_getitem_abstract_eval)
 defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
               bind(index_add_p, _zeros_of(x), ct, *arrays, idx=idx) if argnum == 0 else None)
 defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
