@@ -60,6 +60,22 @@ def _aval(x):
     return ShapedArray(tuple(x.shape), np.dtype(x.dtype)), backend
 
 
+class _Identity:
+    """A cache-key part that compares by identity and keeps its object alive (so that its id cannot
+    be reused by another object while the program, which may read its Parameters, is cached)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+
 class _Entry:
     """One compiled program: the program, its executor, and what the call must supply and write."""
 
@@ -130,7 +146,7 @@ class _Jitted:
             dynamic_kwargs[name] = None
         leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
         leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
-        key = (tuple(id(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static))
+        key = (tuple(_Identity(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static))
 
         def rebuild(traced):
             call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))
