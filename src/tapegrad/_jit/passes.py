@@ -1,7 +1,162 @@
-"""Program passes (each a function from a program to an equivalent program)."""
+"""Program passes: each a function from a program to an equivalent program, run once per compile.
+
+- :func:`dce` (dead-code elimination) drops the equations and constants no output needs;
+- :func:`cse` (common-subexpression elimination) computes each distinct equation once;
+- :func:`fold_constants` evaluates, at compile time, the equations whose operands are all constants;
+- :func:`optimize` runs them in order.
+
+Programs are values: a pass builds a new :class:`Program` and never mutates the one it is given (``jit``
+keeps the unoptimised program for ``evaluate``). Unchanged equations and all variables are shared
+between the two, so no later pass may mutate them either. Every pass is one or two linear walks over
+the equations with dicts keyed by variable identity.
+
+The passes rely on every primitive being pure (its result depends on its operands and parameters only,
+and it has no effect): true of all of tapegrad's primitives, none of which draws random numbers or
+writes into its operands.
+"""
 from __future__ import annotations
 
+import math
 
-def optimize(program):
-    """The pass pipeline run before a program is compiled."""
-    return program
+from tapegrad._jit.program import Eqn, Literal, Program, Var
+
+# Fold an equation only when its result has at most this many elements, or no more than its constant
+# operands hold together: folding then never makes the program's constants much larger than they were
+# (``broadcast_to`` of a scalar to a large shape stays a cheap view computed at each call).
+FOLD_LIMIT = 1 << 16
+
+
+def optimize(program: Program) -> Program:
+    """The pass pipeline run before a program is compiled.
+
+    Dead code goes first (a gradient's program carries forward values that nothing reads, and folding
+    or comparing them would be wasted work); then duplicates are merged, so that a constant expression
+    written twice is folded once; folding last leaves the constants it consumed unused, which the final
+    dead-code pass drops.
+    """
+    return dce(fold_constants(cse(dce(program))))
+
+
+# ---- dead-code elimination -----------------------------------------------------------------------
+def dce(program: Program) -> Program:
+    """Drop the equations whose output no program output needs, directly or through other equations,
+    and the constants nothing reads any more. The inputs stay as they are: the call signature of the
+    program does not change."""
+    live = {id(x) for x in program.outputs if isinstance(x, Var)}
+    kept = []
+    for eqn in reversed(program.eqns):
+        if id(eqn.out) in live:
+            kept.append(eqn)
+            live.update(id(x) for x in eqn.inputs if isinstance(x, Var))
+    kept.reverse()
+    constvars, consts = [], []
+    for v, c in zip(program.constvars, program.consts):
+        if id(v) in live:
+            constvars.append(v)
+            consts.append(c)
+    return Program(list(program.invars), constvars, consts, kept, list(program.outputs))
+
+
+# ---- common-subexpression elimination ------------------------------------------------------------
+def cse(program: Program) -> Program:
+    """Compute once each equation that repeats an earlier one: the same primitive, the same parameters
+    and the same operands (the same variables, after renaming; literals equal in value *and* type, as
+    ``x * 2`` and ``x * 2.0`` promote differently). Later uses of the repeat read the first result.
+
+    One exception keeps aliasing as it was: when both results are program outputs, merging them would
+    return one array object twice where the function returned two (and a caller writing into one
+    would change the other), so the repeat is computed again.
+    """
+    outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
+    rename = {}  # id of a dropped equation's output -> the variable that replaces it
+    seen = {}  # equation key -> the output of its first occurrence
+    eqns = []
+    for eqn in program.eqns:
+        inputs = [rename.get(id(x), x) if isinstance(x, Var) else x for x in eqn.inputs]
+        key = _eqn_key(eqn, inputs)
+        first = seen.get(key) if key is not None else None
+        if first is not None and not (id(first) in outputs and id(eqn.out) in outputs):
+            rename[id(eqn.out)] = first
+            continue
+        if key is not None and first is None:
+            seen[key] = eqn.out
+        changed = any(a is not b for a, b in zip(inputs, eqn.inputs))
+        eqns.append(Eqn(eqn.prim, inputs, eqn.params, eqn.out) if changed else eqn)
+    outs = [rename.get(id(x), x) if isinstance(x, Var) else x for x in program.outputs]
+    return Program(list(program.invars), list(program.constvars), list(program.consts), eqns, outs)
+
+
+def _eqn_key(eqn: Eqn, inputs):
+    """What makes two equations compute the same value, hashable; None when a parameter is not
+    hashable (that equation is then never merged)."""
+    operands = tuple(_literal_key(x.value) if isinstance(x, Literal) else id(x) for x in inputs)
+    try:
+        params = tuple(sorted((k, _value_key(v)) for k, v in eqn.params.items()))
+        key = (eqn.prim, params, operands)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _literal_key(value):
+    # the type tells 2 from 2.0 and True from 1; repr tells 0.0 from -0.0 (equal, but 1 / x differs)
+    # and is exact for floats, so distinct values never share a key
+    return ("literal", type(value), repr(value))
+
+
+def _value_key(value):
+    """A parameter's value with the type of every part spelled out, so that parameters equal under
+    ``==`` but not interchangeable (``1`` and ``1.0``, ``0.0`` and ``-0.0``) do not match."""
+    if isinstance(value, tuple):
+        return (tuple, tuple(_value_key(v) for v in value))
+    if isinstance(value, (float, complex)):
+        return _literal_key(value)
+    return (type(value), value)
+
+
+# ---- constant folding ----------------------------------------------------------------------------
+def fold_constants(program: Program) -> Program:
+    """Evaluate at compile time, with the primitive's ``impl``, each equation whose operands are all
+    constants or literals (at least one a constant, which fixes the backend); its output variable
+    becomes a constant of the program. Constants left unread stay until :func:`dce` drops them.
+
+    Not folded: an equation whose result would be large (more than ``FOLD_LIMIT`` elements and more
+    than its constant operands hold), one whose ``impl`` raises (the call will raise as it did), and
+    one defining a program output (the call returns a fresh array each time, not one shared constant
+    that a caller could write into).
+    """
+    constvars, consts = list(program.constvars), list(program.consts)
+    values = {id(v): c for v, c in zip(constvars, consts)}
+    outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
+    eqns = []
+    for eqn in program.eqns:
+        value = _fold(eqn, values) if id(eqn.out) not in outputs else None
+        if value is None:
+            eqns.append(eqn)
+            continue
+        values[id(eqn.out)] = value[0]
+        constvars.append(eqn.out)
+        consts.append(value[0])
+    return Program(list(program.invars), constvars, consts, eqns, list(program.outputs))
+
+
+def _fold(eqn: Eqn, values: dict):
+    """``(result,)`` when ``eqn`` can be folded, else None."""
+    args, size = [], 0
+    for x in eqn.inputs:
+        if isinstance(x, Literal):
+            args.append(x.value)
+        elif id(x) in values:
+            args.append(values[id(x)])
+            size += math.prod(x.aval.shape)
+        else:
+            return None
+    if not any(isinstance(x, Var) for x in eqn.inputs):
+        return None  # literals only: no constant tells which backend to compute on
+    if math.prod(eqn.out.aval.shape) > max(FOLD_LIMIT, size):
+        return None
+    try:
+        return (eqn.prim.impl(*args, **eqn.params),)
+    except Exception:  # noqa: BLE001 — any error is the call's to raise, at run time, as before folding
+        return None
