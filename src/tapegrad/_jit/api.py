@@ -211,7 +211,8 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     calls is seen); ``p.assign(new)`` inside ``fn`` (``optimizer.step``) makes the new value an output
     that the call writes back. Under an outer transform (``grad(jit(f))``, ``vmap(jit(f))``) the
     program is evaluated through ``bind``, so the outer transform sees its primitives; ``fn`` is not
-    traced again.
+    traced again. Arrays that ``fn`` closes over (not arguments, not Parameters) are constants of the
+    program, fixed when it is staged, as in JAX: pass an array that changes as an argument.
 
     Raises:
         ValueError: an unhashable static argument. TypeError: an argument leaf that is neither an
