@@ -78,3 +78,339 @@ def test_errors():
         tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, [1])
     np.testing.assert_allclose(tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, (3,)), 3 * X)
     assert trace_stack() == ()
+
+
+# ---- the cache ----------------------------------------------------------------------------------------
+def test_cache_key_is_the_pytree_structure():
+    jt = tg.jit(lambda d: d["a"] * d["b"])
+    np.testing.assert_allclose(jt({"a": X, "b": Y}), X * Y)
+    jt({"a": Y, "b": X})
+    assert jt._cache_size() == 1
+    np.testing.assert_allclose(jt({"a": X, "b": Y, "c": Y}), X * Y)  # another key: another structure
+    assert jt._cache_size() == 2
+    js = tg.jit(lambda xs: xs[0] - xs[1])
+    np.testing.assert_allclose(js([X, Y]), X - Y)
+    np.testing.assert_allclose(js((X, Y)), X - Y)  # a tuple is not a list
+    assert js._cache_size() == 2
+
+
+def test_static_arguments_are_keyed_by_value():
+    calls = []
+
+    def power(x, n):
+        calls.append(n)  # runs only while staging
+        return x ** n
+    jp = tg.jit(power, static_argnums=1)
+    np.testing.assert_allclose(jp(X, 2), X ** 2)
+    np.testing.assert_allclose(jp(Y, 2), Y ** 2)
+    np.testing.assert_allclose(jp(X, 3), X ** 3)
+    assert jp._cache_size() == 2 and calls == [2, 3]
+    assert "power a 3" in str(tg.make_program(power, static_argnums=1)(X, 3))  # written into the program
+
+
+def test_static_argnames():
+    def wave(x, kind="sin"):
+        return tnp.sin(x) if kind == "sin" else tnp.cos(x)
+    jw = tg.jit(wave, static_argnames="kind")
+    np.testing.assert_allclose(jw(X, kind="cos"), np.cos(X))
+    np.testing.assert_allclose(jw(X, kind="sin"), np.sin(X))
+    np.testing.assert_allclose(jw(X), np.sin(X))
+    jw(X, kind="cos")
+    assert jw._cache_size() == 3  # kind="cos", kind="sin" and the default
+    both = tg.jit(lambda x, n, kind="sin": wave(x, kind) * n, static_argnums=1, static_argnames=("kind",))
+    np.testing.assert_allclose(both(X, 2, kind="cos"), 2 * np.cos(X))
+
+
+def test_static_argname_passed_positionally():
+    jw = tg.jit(lambda x, kind: tnp.sin(x) if kind == "sin" else tnp.cos(x), static_argnames="kind")
+    np.testing.assert_allclose(jw(X, "cos"), np.cos(X))
+
+
+def test_python_scalars_are_traced_with_weak_types():
+    x32 = X.astype(np.float32)
+    scale = tg.jit(lambda x, s: x * s)
+    out = scale(x32, 2.0)
+    assert out.dtype == np.float32  # weak: the array's dtype wins, as in NumPy 2
+    np.testing.assert_allclose(scale(x32, 3.0), 3.0 * x32)  # traced, not baked in: same program
+    assert scale._cache_size() == 1
+    assert scale(x32, 2).dtype == np.float32 and scale._cache_size() == 2  # an int is another key
+    strong = scale(x32, np.array(2.0))  # a 0-d float64 array is not weak
+    assert strong.dtype == (x32 * np.array(2.0)).dtype == np.float64 and scale._cache_size() == 3
+    assert "multiply a b" in str(tg.make_program(lambda x, s: x * s)(x32, 2.0))
+
+
+def test_unhashable_static_arguments_are_a_value_error():
+    with pytest.raises(ValueError, match="at position 1.*not hashable"):
+        tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, [1])
+    with pytest.raises(ValueError, match="'options'.*not hashable"):
+        tg.jit(lambda x, options: x, static_argnames="options")(X, options={"a": 1})
+    assert trace_stack() == ()
+
+
+def test_arguments_that_cannot_be_traced_name_static_argnums():
+    with pytest.raises(TypeError, match="static_argnums"):
+        tg.jit(lambda x, kind: x)(X, "sin")
+
+
+# ---- jit as a decorator, on methods --------------------------------------------------------------------
+def test_decorator_with_and_without_arguments():
+    @tg.jit
+    def plain(x):
+        return x * 2.0
+
+    @tg.jit()
+    def called(x):
+        return x * 3.0
+
+    @tg.jit(static_argnums=(1,))
+    def power(x, n):
+        return x ** n
+    np.testing.assert_allclose(plain(X), 2.0 * X)
+    np.testing.assert_allclose(called(X), 3.0 * X)
+    np.testing.assert_allclose(power(X, 3), X ** 3)
+    assert plain.__name__ == "plain" and plain._cache_size() == 1
+
+
+class Scaled:
+    """A method under jit: the instance is a static argument (by identity); its Parameters are read
+    fresh like any other."""
+
+    def __init__(self, scale):
+        self.w = tg.Parameter(np.ones(3))
+        self.scale = scale
+
+    @tg.jit
+    def __call__(self, x):
+        return tnp.sum(self.w * x) * self.scale
+
+
+def test_jit_on_a_method():
+    a, b = Scaled(2.0), Scaled(3.0)
+    np.testing.assert_allclose(a(X), 2.0 * X.sum())
+    np.testing.assert_allclose(b(X), 3.0 * X.sum())  # its own program, not a's
+    a.w.assign(np.full(3, 5.0))
+    np.testing.assert_allclose(a(X), 10.0 * X.sum())
+    a.scale = 7.0  # a plain attribute was read while staging: the program keeps 2.0 (documented)
+    np.testing.assert_allclose(a(X), 10.0 * X.sum())
+    a(Y)
+    assert Scaled.__call__._cache_size() == 2  # one per instance
+
+
+# ---- Parameters -----------------------------------------------------------------------------------------
+def test_a_parameter_passed_as_an_argument_is_its_value():
+    p = tg.Parameter(X.copy())
+    mul = tg.jit(lambda a, b: a * b)
+    np.testing.assert_allclose(mul(p, Y), X * Y)
+    p.assign(2.0 * X)
+    np.testing.assert_allclose(mul(p, Y), 2.0 * X * Y)
+    np.testing.assert_allclose(mul(X, Y), X * Y)
+    assert mul._cache_size() == 1  # the same signature as an array of its shape and dtype
+
+
+def test_parameters_are_implicit_inputs_and_writes_are_outputs():
+    p = tg.Parameter(np.ones(3), name="p")
+
+    def update(x):
+        p.assign(p * x)
+        return tnp.sum(p)
+    program = tg.make_program(update)(X)
+    assert len(program.invars) == 2 and len(program.outputs) == 2  # x, then p; the sum, then p's new value
+    assert "{ lambda  ; a:f64[3] b:f64[3]. let" in str(program)
+    program.typecheck()
+    step = tg.jit(update)
+    for k in range(1, 4):
+        np.testing.assert_allclose(step(X), np.sum(X ** k))
+        np.testing.assert_allclose(p.value, X ** k)
+        assert type(p.value) is np.ndarray
+    assert step._cache_size() == 1 and trace_stack() == ()
+
+
+def test_concrete_side_effects_run_only_while_staging():
+    """A Parameter assigned a value that does not depend on the arguments is assigned once, while the
+    function is staged; the program does not repeat Python side effects (as in JAX)."""
+    q = tg.Parameter(np.ones(3))
+
+    def reset_and_double(x):
+        q.assign(np.zeros(3))
+        return 2.0 * x
+    run = tg.jit(reset_and_double)
+    run(X)
+    np.testing.assert_array_equal(q.value, np.zeros(3))
+    q.assign(np.ones(3))
+    run(X)
+    np.testing.assert_array_equal(q.value, np.ones(3))
+
+
+# ---- errors ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [lambda x: x if x[0] > 0 else -x, lambda x: float(x[0]) * x,
+                                lambda x: x * int(tnp.sum(x)), lambda x: -x if bool(tnp.all(x > 0)) else x],
+                         ids=["if", "float", "int", "bool"])
+def test_control_flow_on_a_traced_value(fn):
+    jf = tg.jit(fn)
+    with pytest.raises(tg.errors.ConcretizationError, match=r"static_argnums.*tnp\.where") as info:
+        jf(X)
+    assert "f64[]" in str(info.value) or "bool[]" in str(info.value)  # names the value's type
+    assert trace_stack() == () and jf._cache_size() == 0
+    # the two ways out that the message names
+    branch = tg.jit(lambda x, positive: x if positive else -x, static_argnums=1)
+    np.testing.assert_allclose(branch(X, bool(X[0] > 0)), X)
+    np.testing.assert_allclose(tg.jit(lambda x: tnp.where(x[0] > 0, x, -x))(X), X)
+
+
+def test_data_dependent_shapes_are_refused():
+    with pytest.raises(tg.errors.ConcretizationError, match=r"tnp\.where"):
+        tg.jit(lambda x: x[x > 0])(X)
+    assert trace_stack() == ()
+    # the same-shape forms work
+    np.testing.assert_allclose(tg.jit(lambda x: tnp.where(x > 0, x, 0.0))(X), np.where(X > 0, X, 0.0))
+    np.testing.assert_allclose(tg.jit(lambda x: x.at[x < 0].set(0.0))(X), np.maximum(X, 0.0))
+
+
+# ---- composition: every route agrees with eager ------------------------------------------------------------
+def h(x):
+    return tnp.sum(tnp.sin(x) ** 2 * tnp.exp(0.1 * x))
+
+
+def cube_sin(x):
+    return tnp.sin(x) ** 3
+
+
+@tg.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+clip_gradient.defvjp(lambda x: (x, None), lambda _, ct: (tnp.clip(ct, -0.1, 0.1),))
+
+
+@tg.custom_jvp
+def softplus(x):
+    return tnp.log1p(tnp.exp(x))
+
+
+softplus.defjvp(lambda primals, tangents: (softplus(primals[0]), tangents[0] / (1.0 + tnp.exp(-primals[0]))))
+
+
+def clipped_loss(x):
+    return tnp.sum(clip_gradient(x) * 5.0)
+
+
+def checkpointed(x):
+    return tnp.sum(tg.checkpoint(lambda z: tnp.sin(tnp.sin(z)) * z)(x))
+
+
+W = tg.Parameter(RNG.normal(size=3), name="w")
+
+
+def weighted(x):
+    return tnp.sum(W * x) ** 2
+
+
+NET = tg.nn.Sequential(tg.nn.Dense(3, 4, activation="tanh", seed=0, dtype=np.float64),
+                       tg.nn.Dense(4, 2, seed=1, dtype=np.float64))
+BATCH = RNG.normal(size=(5, 3))
+
+
+def net_loss(x):
+    return tnp.mean(NET(x) ** 2)
+
+
+XS = np.stack([X, 2.0 * X, Y])
+ROUTES = {
+    "hessian(jit)": (lambda: tg.hessian(tg.jit(h))(X), lambda: tg.hessian(h)(X)),
+    "jit(hessian)": (lambda: tg.jit(tg.hessian(h))(X), lambda: tg.hessian(h)(X)),
+    "jacrev(jit)": (lambda: tg.jacrev(tg.jit(tnp.sin))(X), lambda: tg.jacrev(tnp.sin)(X)),
+    "jit(jacfwd)": (lambda: tg.jit(tg.jacfwd(tnp.sin))(X), lambda: tg.jacfwd(tnp.sin)(X)),
+    "grad(grad(grad(jit)))": (lambda: tg.grad(tg.grad(tg.grad(tg.jit(cube_sin))))(0.3),
+                              lambda: tg.grad(tg.grad(tg.grad(cube_sin)))(0.3)),
+    "jit(grad(grad(grad)))": (lambda: tg.jit(tg.grad(tg.grad(tg.grad(cube_sin))))(0.3),
+                              lambda: tg.grad(tg.grad(tg.grad(cube_sin)))(0.3)),
+    "grad(jit(grad(jit)))": (lambda: tg.grad(tg.jit(tg.grad(tg.jit(cube_sin))))(0.3),
+                             lambda: tg.grad(tg.grad(cube_sin))(0.3)),
+    "jit(grad(jit))": (lambda: tg.jit(tg.grad(tg.jit(cube_sin)))(0.3), lambda: tg.grad(cube_sin)(0.3)),
+    "jit(vmap(jit))": (lambda: tg.jit(tg.vmap(tg.jit(h)))(XS), lambda: np.array([h(x) for x in XS])),
+    "jvp(jit(grad))": (lambda: tg.jvp(tg.jit(tg.grad(h)), (X,), (Y,))[1], lambda: tg.jvp(tg.grad(h), (X,), (Y,))[1]),
+    "vmap(jit) in_axes=(0, None)": (lambda: tg.vmap(tg.jit(f), in_axes=(0, None))(XS, Y),
+                                    lambda: np.array([f(x, Y) for x in XS])),
+    "vmap(jit(grad))": (lambda: tg.vmap(tg.jit(tg.grad(h)))(XS), lambda: np.array([tg.grad(h)(x) for x in XS])),
+    "jit(vmap(grad weights))": (
+        lambda: tg.jit(tg.vmap(tg.grad(weighted, grad_position=None, weights=W)))(XS),
+        lambda: np.array([tg.grad(weighted, grad_position=None, weights=W)(x) for x in XS])),
+    "grad(jit) weights": (lambda: tg.grad(tg.jit(weighted), grad_position=None, weights=W)(X),
+                          lambda: tg.grad(weighted, grad_position=None, weights=W)(X)),
+    "jit(grad(custom_vjp))": (lambda: tg.jit(tg.grad(clipped_loss))(X), lambda: tg.grad(clipped_loss)(X)),
+    "jit(jvp(custom_jvp))": (lambda: tg.jit(lambda x, t: tg.jvp(softplus, (x,), (t,))[1])(X, Y),
+                             lambda: tg.jvp(softplus, (X,), (Y,))[1]),
+    "jit(grad(checkpoint))": (lambda: tg.jit(tg.grad(checkpointed))(X), lambda: tg.grad(checkpointed)(X)),
+    "grad(jit(checkpoint))": (lambda: tg.grad(tg.jit(checkpointed))(X), lambda: tg.grad(checkpointed)(X)),
+    "grad(closure of jit over a scalar)": (lambda: tg.grad(lambda x: tg.jit(lambda y: x * y)(2.0))(3.0),
+                                           lambda: 2.0),
+    "grad(closure of jit over an array)": (
+        lambda: tg.grad(lambda x: tnp.sum(tg.jit(lambda y: tnp.sin(x) * y)(Y)))(X), lambda: np.cos(X) * Y),
+    "jit(value_and_grad has_aux)": (
+        lambda: tg.jit(tg.value_and_grad(lambda x: (weighted(x), 2.0 * x), grad_position=None, weights=W,
+                                         has_aux=True))(X),
+        lambda: tg.value_and_grad(lambda x: (weighted(x), 2.0 * x), grad_position=None, weights=W, has_aux=True)(X)),
+    "jit(linearize)": (lambda: tg.jit(lambda x, t: tg.linearize(h, x)[1](t))(X, Y),
+                       lambda: tg.linearize(h, X)[1](Y)),
+    "linearize(jit)": (lambda: tg.linearize(tg.jit(h), X)[1](Y), lambda: tg.linearize(h, X)[1](Y)),
+    "module forward": (lambda: tg.jit(NET)(BATCH), lambda: NET(BATCH)),
+    "jit(value_and_grad(module))": (
+        lambda: tg.jit(tg.value_and_grad(net_loss, grad_position=None, weights=NET.trainable_params()))(BATCH),
+        lambda: tg.value_and_grad(net_loss, grad_position=None, weights=NET.trainable_params())(BATCH)),
+}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+def test_more_composition_routes_agree_with_eager(route):
+    got, expected = ROUTES[route]
+    got, expected = got(), expected()
+    assert trace_stack() == ()
+    for a, b in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(expected)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert type(W.value) is np.ndarray and all(type(p.value) is np.ndarray for p in NET.trainable_params())
+
+
+def test_outer_transforms_reuse_the_program():
+    """Under grad, jvp and vmap the program is evaluated through bind: fn's Python runs once."""
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return h(x)
+    jh = tg.jit(counted)
+    for x in (X, Y, 2.0 * X):
+        np.testing.assert_allclose(tg.grad(jh)(x), tg.grad(h)(x), rtol=1e-13)
+        tg.jvp(jh, (x,), (Y,))
+    np.testing.assert_allclose(tg.vmap(jh)(XS), [h(x) for x in XS], rtol=1e-13)
+    jh(X)
+    assert len(calls) == 1 and jh._cache_size() == 1  # a batched f64[3] example has the signature f64[3]
+
+
+def test_an_outer_transform_of_jit_sees_the_custom_functions_primitives():
+    """Inside jit a custom_vjp rule applies (jit(grad)); a transform outside jit differentiates the
+    primitives of the custom function's forward computation instead (a documented limitation)."""
+    np.testing.assert_allclose(tg.jit(tg.grad(clipped_loss))(X), np.full(3, 0.1))  # the custom rule
+    np.testing.assert_allclose(tg.grad(tg.jit(clipped_loss))(X), np.full(3, 5.0))  # d(5x)/dx
+
+
+def test_non_array_outputs_pass_through():
+    """return_ids gives (name, gradient) pairs: the names are strings, outputs that are not arrays."""
+    grads = tg.jit(tg.grad(weighted, grad_position=0, weights=W, return_ids=True))(X)
+    expected = tg.grad(weighted, grad_position=0, weights=W, return_ids=True)(X)
+    assert grads[1][0] == "w" and tg.get_grad(grads, W).shape == (3,)
+    np.testing.assert_allclose(tg.get_grad(grads, 0), tg.get_grad(expected, 0), rtol=1e-13)
+    assert tg.jit(lambda x: (None, 3, x))(X)[:2] == (None, 3)
+
+
+def test_grad_with_weights_of_a_jitted_function_reuses_the_program():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return weighted(x)
+    jw = tg.jit(counted)
+    for x in (X, Y, X):
+        np.testing.assert_allclose(tg.grad(jw, grad_position=None, weights=W)(x),
+                                   tg.grad(weighted, grad_position=None, weights=W)(x), rtol=1e-13)
+    assert len(calls) == 1

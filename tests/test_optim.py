@@ -8,6 +8,7 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad import nn, optim
+from tapegrad._core import trace_stack
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
 
@@ -236,3 +237,128 @@ def test_matches_torch(cls, config):
         torch_opt.step()
     for p, tensor in zip(params, tensors):
         np.testing.assert_allclose(p.value, tensor.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+# ---- inside jit: the state lives in Parameters, read fresh and written back --------------------------------
+JIT_OPTS = {
+    "SGD": lambda ps: optim.SGD(ps, lr=0.1),
+    "SGD-momentum": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True),
+    "Momentum": lambda ps: optim.Momentum(ps, learning_rate=0.05, momentum=0.8),
+    "Adam": lambda ps: optim.Adam(ps, lr=0.05, weight_decay=0.1),
+}
+
+
+def _net_and_data(dtype):
+    net = nn.Sequential(nn.Dense(3, 5, activation="tanh", seed=0, dtype=dtype), nn.Dense(5, 2, seed=1, dtype=dtype))
+    rng = np.random.default_rng(7)
+    batches = [(rng.standard_normal((8, 3)).astype(dtype), rng.standard_normal((8, 2)).astype(dtype))
+               for _ in range(STEPS)]
+    return net, batches
+
+
+def _training_step(net, opt):
+    def step(x, t):
+        loss, grads = tg.value_and_grad(lambda x, t: F.mse_loss(net(x), t), grad_position=None,
+                                        weights=opt.params)(x, t)
+        opt.step(grads)
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("name", list(JIT_OPTS))
+def test_jitted_training_step_matches_eager(name, dtype):
+    (eager_net, batches), (jit_net, _) = _net_and_data(dtype), _net_and_data(dtype)
+    eager_opt, jit_opt = JIT_OPTS[name](eager_net.trainable_params()), JIT_OPTS[name](jit_net.trainable_params())
+    eager_step, jit_step = _training_step(eager_net, eager_opt), tg.jit(_training_step(jit_net, jit_opt))
+    for x, t in batches:
+        np.testing.assert_allclose(jit_step(x, t), eager_step(x, t), **TOL[dtype])
+    assert jit_step._cache_size() == 1  # staged once: the later steps ran the program
+    assert trace_stack() == ()
+    for p, q in zip(jit_net.trainable_params(), eager_net.trainable_params()):
+        assert type(p.value) is np.ndarray and p.dtype == dtype  # written back as arrays, no tracer leaked
+        np.testing.assert_allclose(p.value, q.value, **TOL[dtype])
+    for s, r in zip(tg.tree.tree_leaves(jit_opt.state_params), tg.tree.tree_leaves(eager_opt.state_params)):
+        assert type(s.value) is np.ndarray and s.dtype == r.dtype
+        np.testing.assert_allclose(s.value, r.value, **TOL[dtype])
+    if name == "Adam":  # the step counter is a program input and output, not a constant baked in at step 1
+        assert int(jit_opt.state.step) == STEPS
+
+
+def test_jitted_adam_matches_reference():
+    values, grad_steps = _problem(np.float64, seed=8)
+    params = tg.ParameterTuple(tg.Parameter(v.copy()) for v in values)
+    opt = optim.Adam(params, lr=0.1, betas=(0.8, 0.99))
+    step = tg.jit(opt.step)
+    for grads in grad_steps:
+        step(tuple(grads))
+    for p, want in zip(params, np_adam(values, grad_steps, lr=0.1, betas=(0.8, 0.99))):
+        np.testing.assert_allclose(p.value, want, **TOL[np.float64])
+    assert step._cache_size() == 1 and int(opt.state.step) == STEPS
+
+
+def test_state_parameters_names_and_flags():
+    net = nn.Dense(3, 2, seed=0, dtype=np.float64)
+    adam = optim.Adam(net.trainable_params())
+    assert adam.state_params.step.name == "adam.step" and adam.state_params.step.dtype == np.int32
+    assert [s.name for s in adam.state_params.exp_avg] == ["adam.exp_avg.weight", "adam.exp_avg.bias"]
+    assert [s.name for s in adam.state_params.exp_avg_sq] == ["adam.exp_avg_sq.weight", "adam.exp_avg_sq.bias"]
+    sgd = optim.SGD(net.trainable_params(), momentum=0.9)
+    assert [s.name for s in sgd.state_params.momentum_buffer] == ["sgd.momentum_buffer.weight",
+                                                                  "sgd.momentum_buffer.bias"]
+    assert optim.SGD(net.trainable_params()).state_params == optim.SGDState(None)
+    for s in tg.tree.tree_leaves((adam.state_params, sgd.state_params)):
+        assert isinstance(s, tg.Parameter) and not s.requires_grad
+    assert len(net.trainable_params()) == 2  # the optimiser's Parameters are not the model's
+    assert optim.Adam().state is None and optim.Adam().state_params is None
+
+
+def test_state_can_be_saved_and_restored():
+    values, grad_steps = _problem(np.float64, seed=9)
+    params = [tg.Parameter(v.copy()) for v in values]
+    opt = optim.Adam(params, lr=0.1)
+    opt.step(grad_steps[0])
+    saved_params, saved_state = [np.copy(p.value) for p in params], opt.state
+    assert isinstance(saved_state, optim.AdamState) and type(saved_state.exp_avg[0]) is np.ndarray
+    opt.step(grad_steps[1])
+    after = [np.copy(p.value) for p in params]
+    for p, v in zip(params, saved_params):
+        p.assign(v)
+    opt.state = saved_state  # back to the state after the first step
+    opt.step(grad_steps[1])
+    for p, want in zip(params, after):
+        np.testing.assert_array_equal(p.value, want)
+    with pytest.raises(ValueError, match="structure"):
+        opt.state = optim.AdamState(saved_state.step, saved_state.exp_avg[:1], saved_state.exp_avg_sq)
+    with pytest.raises(ValueError, match="dtype"):
+        opt.state = saved_state._replace(step=np.zeros((), np.float64))
+
+
+def test_state_keeps_the_parameters_dtype_with_float64_gradients():
+    p = tg.Parameter(np.ones(3, np.float32))
+    for opt in (optim.SGD([p], lr=0.1, momentum=0.9), optim.Adam([p], lr=0.1)):
+        for _ in range(2):
+            opt.step((np.ones(3),))
+        assert all(s.dtype == np.float32 for s in tg.tree.tree_leaves(opt.state_params) if s.ndim)
+
+
+def test_functional_update_inside_jit():
+    values, grad_steps = _problem(np.float32, seed=10)
+    opt = optim.Adam(lr=0.1)
+    update = tg.jit(opt.update)
+    params, state = tuple(values), opt.init(tuple(values))
+    eager_params, eager_state = params, state
+    for grads in grad_steps:
+        params, state = update(tuple(grads), state, params)
+        eager_params, eager_state = opt.update(tuple(grads), eager_state, eager_params)
+    assert update._cache_size() == 1 and isinstance(state, optim.AdamState) and int(state.step) == STEPS
+    for got, want in zip(params, eager_params):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, **TOL[np.float32])
+
+
+def test_a_functional_optimiser_has_no_state_to_assign():
+    opt = optim.SGD(lr=0.1, momentum=0.9)
+    assert opt.state is None
+    with pytest.raises(RuntimeError, match="functional style"):
+        opt.state = opt.init((np.ones(3),))

@@ -26,6 +26,7 @@ _unnamed = itertools.count()
 def staging_parameters(builder):
     """While ``jit`` stages a function, Parameters read through ``builder`` (implicit inputs) and
     ``assign`` of a staged value records a write (an output the call writes back)."""
+    builder.outer_substitutions = _substitutions.get() or {}
     token = _staging.set(builder)
     try:
         yield
@@ -123,11 +124,13 @@ class Parameter(ArrayOperators, Boxed):
         """The current value: the substituted tracer inside a transform, the program's implicit input
         while ``jit`` stages, else the stored array."""
         subs = _substitutions.get()
+        builder = _staging.get()
         if subs:
             v = subs.get(self)
-            if v is not None:
+            # a substitution made outside the jit being staged (grad(jit(f), weights=...)) is read at
+            # each call like the stored value: an implicit input, so the program stays reusable
+            if v is not None and (builder is None or builder.outer_substitutions.get(self) is not v):
                 return v
-        builder = _staging.get()
         if builder is not None:
             return builder.read_parameter(self)
         return self._data

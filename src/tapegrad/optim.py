@@ -5,13 +5,19 @@ Each class works in two styles, on the same object:
 - stateful (PyTorch, MindSpore): construct it with the Parameters
   (``Adam(net.trainable_params(), lr=1e-3)``), then ``opt.step(grads)`` with the tuple of gradients
   that ``grad(..., weights=net.trainable_params())`` returns; it assigns the new values
-  (``Parameter.assign``, same shape and dtype) and keeps the optimiser state in ``opt.state``.
-  ``opt(grads)`` is the same call (MindSpore's spelling).
+  (``Parameter.assign``, same shape and dtype). ``opt(grads)`` is the same call (MindSpore's
+  spelling). The optimiser state lives in Parameters of its own (``opt.state_params``, named like
+  ``"adam.exp_avg.fc1.weight"``, ``requires_grad=False``); ``opt.state`` reads their values.
 - functional (optax): ``state = opt.init(params)`` and
   ``new_params, new_state = opt.update(grads, state, params)`` over any pytree of arrays; nothing is
   mutated, so the update can run inside ``jit`` or ``vmap``.
 
-The stateful step is the functional update applied to the Parameters' values. Updates are written in
+The stateful step is the functional update applied to the Parameters' values. Keeping the state in
+Parameters is what lets ``opt.step`` run inside ``jit``: a jitted function reads every Parameter fresh
+at each call and writes back the ones it assigns, so momentum buffers, moments and Adam's step
+counter (a 0-d array, not a Python int) carry over from one jitted step to the next. State kept as
+arrays in Python attributes would instead be baked into the program at its first call, and the new
+values, tracers, would leak out of it. Updates are written in
 ``tapegrad.numpy`` operations, with hyperparameters as Python floats, so float32 parameters stay
 float32. The update rules are PyTorch's (``torch.optim.SGD`` and ``torch.optim.Adam`` with their
 default flags), checked against hand-written NumPy references in the tests.
@@ -25,7 +31,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad.numpy._creation import at_rest
-from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
+from tapegrad.tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 __all__ = ["Adam", "AdamState", "Momentum", "Optimizer", "SGD", "SGDState"]
 
@@ -35,12 +41,13 @@ def _plain(tree):
     return tuple(tree) if isinstance(tree, ParameterTuple) else tree
 
 
-def _flatten_like(tree, treedef, what: str):
+def _flatten_like(tree, treedef, what: str, reference: str = "the parameters"):
     leaves, found = tree_flatten(tree)
     if found != treedef:
-        raise ValueError(f"{what} has pytree structure {found}, but the parameters have {treedef}; pass "
-                         f"{what} in the same structure as the parameters (e.g. the tuple that "
-                         "grad(..., weights=params) returns for a ParameterTuple)")
+        hint = (" (e.g. the tuple that grad(..., weights=params) returns for a ParameterTuple)"
+                if reference == "the parameters" else "")
+        raise ValueError(f"{what} has pytree structure {found}, but {reference} have {treedef}; pass "
+                         f"{what} in the same structure as {reference}{hint}")
     return leaves
 
 
@@ -59,13 +66,19 @@ class Optimizer:
         params: the Parameters for the stateful style (a ``ParameterTuple``, list or tuple of
             Parameters), or None for the functional style only.
 
+    Attributes:
+        params: the ``ParameterTuple`` that ``step`` updates (None in the functional style).
+        state_params: the state as the subclass's state NamedTuple of Parameters (``requires_grad=False``),
+            which ``step`` assigns (None in the functional style).
+        state: the same NamedTuple with the Parameters' current arrays; assignable.
+
     Raises:
         TypeError: ``params`` holds something that is not a Parameter.
     """
 
     def __init__(self, params=None):
         if params is None:
-            self.params, self.state = None, None
+            self.params, self.state_params = None, None
             return
         if isinstance(params, Parameter):
             params = (params,)
@@ -77,7 +90,41 @@ class Optimizer:
                                 "use the functional style: state = opt.init(params); "
                                 "params, state = opt.update(grads, state, params)")
         self.params = ParameterTuple(params)
-        self.state = self.init(tuple(p.value for p in self.params))
+        self.state_params = self._hold(self.init(tuple(p.value for p in self.params)))
+
+    def _hold(self, state):
+        """``state`` (a NamedTuple of None, one array, or a tuple with one array per Parameter) with each
+        array in a Parameter of its own, ``requires_grad=False``, named ``"<optimiser>.<field>"`` or
+        ``"<optimiser>.<field>.<parameter name>"`` (``"adam.exp_avg.fc1.weight"``)."""
+        prefix = type(self).__name__.lower()
+
+        def hold(field, value):
+            if value is None:
+                return None
+            if isinstance(value, tuple):
+                return tuple(Parameter(v, name=f"{prefix}.{field}.{p.name}", requires_grad=False)
+                             for p, v in zip(self.params, value))
+            return Parameter(value, name=f"{prefix}.{field}", requires_grad=False)
+        return type(state)(*(hold(field, value) for field, value in zip(state._fields, state)))
+
+    @property
+    def state(self):
+        """The optimiser state's current values (the subclass's state NamedTuple, as :meth:`init` and
+        :meth:`update` use it), read from ``state_params``; None without ``params``. Assigning a state
+        of the same structure, shapes and dtypes (a saved one, say) assigns each Parameter."""
+        if self.state_params is None:
+            return None
+        return tree_map(lambda s: s.value, self.state_params)
+
+    @state.setter
+    def state(self, state) -> None:
+        if self.state_params is None:
+            raise RuntimeError(f"{type(self).__name__} was built without Parameters, so it holds no state: in "
+                               "the functional style the state is the value that opt.init/opt.update return")
+        holders = tree_leaves(self.state_params)
+        values = _flatten_like(state, tree_structure(self.state_params), "the state", "opt.state_params")
+        for holder, value in zip(holders, values):
+            holder.assign(value)
 
     def init(self, params):
         """The initial optimiser state for the pytree ``params``."""
@@ -89,7 +136,9 @@ class Optimizer:
 
     def step(self, grads) -> None:
         """Update the Parameters given at construction in place, from ``grads`` (one per Parameter, in
-        their order, as ``grad(..., weights=opt.params)`` returns them).
+        their order, as ``grad(..., weights=opt.params)`` returns them), and the state Parameters.
+
+        Inside ``jit`` the new values become outputs of the program, written back at each call.
 
         Raises:
             RuntimeError: the optimiser was built without ``params``.
@@ -108,9 +157,10 @@ class Optimizer:
                 raise ValueError(f"{type(self).__name__}.step: the gradient for Parameter {p.name!r} has shape "
                                  f"{tuple(g.shape)}, but the Parameter has shape {p.shape}")
         values = tuple(p.value for p in self.params)
-        new_values, self.state = self.update(grads, self.state, values)
+        new_values, new_state = self.update(grads, self.state, values)
         for p, value in zip(self.params, new_values):
             p.assign(value)
+        self.state = new_state
 
     def __call__(self, grads) -> None:
         """``step(grads)`` (MindSpore calls an optimiser with the gradients)."""
@@ -119,7 +169,8 @@ class Optimizer:
 
 # ---- SGD -----------------------------------------------------------------------------------------
 class SGDState(NamedTuple):
-    """``SGD``'s state: the momentum buffers (a pytree like the parameters; None without momentum)."""
+    """``SGD``'s state: the momentum buffers (a pytree like the parameters, each buffer keeping the dtype
+    :meth:`SGD.init` gave it; None without momentum)."""
 
     momentum_buffer: Any
 
@@ -178,7 +229,7 @@ class SGD(Optimizer):
 
         Returns:
             ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
-            new :class:`SGDState`.
+            new :class:`SGDState` (each buffer keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the state's buffers do not have ``params``' structure.
@@ -193,10 +244,10 @@ class SGD(Optimizer):
             if wd:
                 g = g + wd * p
             if mu:
-                b = mu * b + g
+                b = _cast_like(mu * b + g, b)  # state keeps its dtype, so that step() can assign it
                 g = g + mu * b if self.nesterov else b
             new_p.append(_cast_like(p - lr * g, p))
-            new_b.append(at_rest(b))
+            new_b.append(b)
         new_state = SGDState(tree_unflatten(treedef, new_b) if mu else None)
         return tree_unflatten(treedef, new_p), new_state
 
@@ -218,7 +269,7 @@ class Momentum(SGD):
 # ---- Adam ----------------------------------------------------------------------------------------
 class AdamState(NamedTuple):
     """``Adam``'s state: the number of updates done (a 0-d int32 array), and the first and second
-    moment estimates ``exp_avg`` and ``exp_avg_sq`` (pytrees like the parameters)."""
+    moment estimates ``exp_avg`` and ``exp_avg_sq`` (pytrees like the parameters, in their dtypes)."""
 
     step: Any
     exp_avg: Any
@@ -283,7 +334,7 @@ class Adam(Optimizer):
 
         Returns:
             ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
-            new :class:`AdamState` (its ``step`` one higher).
+            new :class:`AdamState` (its ``step`` one higher; each array keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the moment estimates do not have ``params``' structure.
@@ -302,11 +353,11 @@ class Adam(Optimizer):
         for p, g, m, v in zip(p_leaves, g_leaves, m_leaves, v_leaves):
             if wd:
                 g = g + wd * p
-            m = beta1 * m + (1.0 - beta1) * g
-            v = beta2 * v + (1.0 - beta2) * (g * g)
+            m = _cast_like(beta1 * m + (1.0 - beta1) * g, m)  # state keeps its dtype, as in SGD
+            v = _cast_like(beta2 * v + (1.0 - beta2) * (g * g), v)
             denom = tnp.sqrt(v) / tnp.astype(bias_correction2_sqrt, v.dtype) + eps
             new_p.append(_cast_like(p - tnp.astype(step_size, m.dtype) * (m / denom), p))
-            new_m.append(at_rest(m))
-            new_v.append(at_rest(v))
+            new_m.append(m)
+            new_v.append(v)
         new_state = AdamState(step, tree_unflatten(treedef, new_m), tree_unflatten(treedef, new_v))
         return tree_unflatten(treedef, new_p), new_state

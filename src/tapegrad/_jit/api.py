@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -16,11 +17,21 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _static_positions(fn, static_argnums, static_argnames):
+    """The static positions and names, each completed from the other through ``fn``'s signature (as
+    JAX does), so that a static argument is static whether passed by position or by name."""
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     for n in nums:
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"jit: static_argnums must be ints, got {n!r}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return frozenset(nums), frozenset(names)
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = set(nums) | {positional.index(name) for name in names if name in positional}
+    names = set(names) | {positional[n] for n in nums if n < len(positional)
+                          and params[n].kind is params[n].POSITIONAL_OR_KEYWORD}
     return frozenset(nums), frozenset(names)
 
 
@@ -104,11 +115,13 @@ class _Jitted:
     """The callable ``jit`` returns."""
 
     def __init__(self, fn, static_argnums, static_argnames, donate_argnums):
+        # first, and without copying fn.__dict__: a wrapped function (grad of a jitted one) carries
+        # the inner jit's attributes, which must not replace this one's
+        functools.update_wrapper(self, fn, updated=())
         self.fn = fn
         self.static_nums, self.static_names = _static_positions(fn, static_argnums, static_argnames)
         self.donate_argnums = frozenset((donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums)
         self._cache = {}
-        functools.update_wrapper(self, fn)
 
     def __get__(self, obj, objtype=None):  # on a method: the instance is a static argument
         if obj is None:
@@ -133,9 +146,8 @@ class _Jitted:
         static = []
         dynamic_args = list(args)
         for i in sorted(self.static_nums):
-            if i >= len(args):
-                raise IndexError(f"jit: static_argnums has {i}, but the function got {len(args)} positional "
-                                 "arguments")
+            if i >= len(args):  # passed by name (static_argnames has it too), or left to its default
+                continue
             _check_hashable(args[i], f"at position {i}")
             static.append((i, args[i]))
             dynamic_args[i] = None

@@ -62,7 +62,7 @@ class Builder:
     def operand(self, x):
         if type(x) is StagingTracer and x._trace is self.trace:
             return x.var
-        if type(x) in _SCALARS:
+        if type(x) in _SCALARS or isinstance(x, str):  # a str: an output leaf such as a return_ids name
             return Literal(x)
         key = id(x)
         if isinstance(x, Tracer):  # a value of an outer transform, captured by a closure
