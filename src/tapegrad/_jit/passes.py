@@ -32,9 +32,11 @@ def optimize(program: Program) -> Program:
     Dead code goes first (a gradient's program carries forward values that nothing reads, and folding
     or comparing them would be wasted work); then duplicates are merged, so that a constant expression
     written twice is folded once; folding last leaves the constants it consumed unused, which the final
-    dead-code pass drops.
+    dead-code pass drops. Elementwise fusion comes last: the groups it forms depend on the use counts
+    that the other passes settle.
     """
-    return dce(fold_constants(cse(dce(program))))
+    from tapegrad._jit.fusion import fuse
+    return fuse(dce(fold_constants(cse(dce(program)))))
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------
