@@ -36,13 +36,15 @@ class Primitive:
     - ``impl(*arrays, **params)``: runs on the backend (``xp`` of the operands);
     - ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype, for staging;
     - ``vjp_rules[i](ct, ans, *primals, **params)``: the cotangent of operand ``i`` (None: zero);
-    - ``jvp_rule`` and ``batch_rule``: filled by the forward-mode and vmap layers.
+    - ``jvp_rule`` and ``batch_rule``: filled by the forward-mode and vmap layers;
+    - ``out_impl(*arrays, out)``: optional, the NumPy computation writing into ``out`` (a NumPy ufunc
+      needs none: it is its own); ``jit``'s buffer reuse gives it the buffer of a dead intermediate.
 
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
     """
 
-    __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff")
+    __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl")
 
     def __init__(self, name: str):
         self.name = name
@@ -51,6 +53,7 @@ class Primitive:
         self.vjp_rules: tuple | None = None
         self.jvp_rule: Callable | None = None
         self.batch_rule: Callable | None = None
+        self.out_impl: Callable | None = None
         self.nondiff = False
 
     def bind(self, *args, **params):

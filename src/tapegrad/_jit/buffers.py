@@ -1,9 +1,9 @@
 """Buffer reuse: which equations of a program may write their result into the buffer of a dead
 intermediate (``out=``), or of a donated input, instead of allocating one.
 
-Only a NumPy ufunc equation (its impl is the ufunc itself, so it takes ``out``) writes into a reused
-buffer, and only a buffer that is certainly its own fresh memory: one allocated by a ufunc or a fused
-kernel (never a view), or a donated input (checked at run time: see ``codegen``). Views are tracked
+Only an equation with an ``out`` form (a NumPy ufunc, whose impl is the ufunc itself; or a primitive's
+``out_impl``: ``matmul``, ``relu``) writes into a reused buffer, and only a buffer that is certainly its
+own fresh memory: one allocated by such an equation or a fused kernel (never a view), or a donated input (checked at run time: see ``codegen``). Views are tracked
 conservatively: the result of any other equation (``reshape``, ``transpose``, ``getitem``,
 ``astype`` with the same dtype, ``stop_gradient``...) may share memory with every buffer its operands
 may share, and a buffer is free only once every variable that may share it is dead and none is a
@@ -23,12 +23,23 @@ import numpy as np
 from tapegrad._jit.program import Program, Var
 
 
-def takes_out(eqn) -> bool:
-    """Whether ``eqn`` calls a single-output NumPy ufunc on NumPy arrays with a non-scalar result (a
-    scalar result is a NumPy scalar, which no ``out=`` can receive)."""
+def out_impl(eqn):
+    """The function that computes ``eqn`` into a given buffer (its last argument), or None: a
+    single-output NumPy ufunc is its own; other primitives may declare one (``Primitive.out_impl``:
+    ``matmul``, ``relu``). Only on NumPy arrays with a non-scalar result (a scalar result is a NumPy
+    scalar, which no ``out=`` can receive), and with no static parameters to bind."""
+    if eqn.params or eqn.out.backend is not np or not eqn.out.aval.shape:
+        return None
+    if not isinstance(eqn.out.aval.dtype, np.dtype):
+        return None
+    if eqn.prim.out_impl is not None:
+        return eqn.prim.out_impl
     impl = eqn.prim.impl
-    return (isinstance(impl, np.ufunc) and impl.nout == 1 and not eqn.params and eqn.out.backend is np
-            and bool(eqn.out.aval.shape) and isinstance(eqn.out.aval.dtype, np.dtype))
+    return impl if isinstance(impl, np.ufunc) and impl.nout == 1 else None
+
+
+def takes_out(eqn) -> bool:
+    return out_impl(eqn) is not None
 
 
 def _fresh(eqn) -> bool:

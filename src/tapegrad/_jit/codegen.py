@@ -93,11 +93,11 @@ def source(program: Program, donate=()):
     dels = _deletions(program, held)
     for k, eqn in enumerate(program.eqns):
         fn = f"f{k}"
-        namespace[fn] = _bound_impl(eqn)
+        namespace[fn] = buffers.out_impl(eqn) if k in reuse else _bound_impl(eqn)
         args = [name_of(eqn, i) for i in range(len(eqn.inputs))]
         if k in reuse:  # positional: cheaper to parse than out=, except where NumPy deprecates it
             holder = donated.get(id(reuse[k])) or names[id(reuse[k])]
-            args.append(f"out={holder}" if eqn.prim.impl in _OUT_BY_KEYWORD else holder)
+            args.append(f"out={holder}" if namespace[fn] in _OUT_BY_KEYWORD else holder)
         names[id(eqn.out)] = f"v{k}"
         lines.append(f"    v{k} = {fn}({', '.join(args)})")
         dead = [names[id(x)] for x in dels.get(k, ()) if names[id(x)].startswith("v")]

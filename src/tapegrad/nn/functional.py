@@ -45,6 +45,7 @@ relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
 defbatch_elementwise(relu_p)
+relu_p.out_impl = lambda x, out: np.maximum(x, 0, out=out)  # jit's buffer reuse
 
 
 def relu(x):
