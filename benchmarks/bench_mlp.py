@@ -9,10 +9,20 @@ The parameters are a list of ``(W, b)`` pairs passed at ``grad_position=0`` to
 Baseline: a hand-written NumPy forward and backward (matmuls, a ReLU mask, the softmax-minus-one-hot
 gradient), the best straightforward NumPy we know how to write (no gradient for the input batch).
 
-Reported: tapegrad / NumPy (target <= 1.2x); tapegrad's grad/forward ratio (``value_and_grad`` time
-over the same function run forward only on plain arrays); autograd's (and PyTorch eager's, when
-installed) ratio to NumPy; each gradient's max relative error against NumPy's (max abs difference
-over max abs value, per leaf, worst leaf) and its dtype (must stay float32).
+Reported: tapegrad / NumPy (target <= 1.2x); ``tapegrad.jit(tapegrad.value_and_grad(...))`` / NumPy
+(target <= 1.0x, issue 5); tapegrad's grad/forward ratio (``value_and_grad`` time over the same
+function run forward only on plain arrays); autograd's, PyTorch eager's and ``jax.jit``'s ratios to NumPy
+(each when installed; JAX's inputs are put on its device once and its results waited for); each
+gradient's max relative error against NumPy's (max abs difference over max abs value, per leaf, worst
+leaf) and its dtype (must stay float32).
+
+First-call cost of ``jit`` (target <= 25 ms, issue 5): a fresh ``jit`` object's first call (staging the
+program, the passes, compiling it, and one run) minus the steady-state call; the best and the median of
+``FIRST_CALLS`` fresh objects, after the timed runs (so the process is warm: imports, optree
+registrations, caches shared between programs). The staging alone is timed with
+``tapegrad.make_program``. JAX's first call is measured the same way, for scale. Once more in a new
+Python process (best of 3 processes): the first jit call a script makes, with every lazy import and
+shared cache still cold.
 
 Run alone: ``python benchmarks/bench_mlp.py [--quick] [--threads N]`` (``--threads 1``: single-threaded
 BLAS, much steadier on a small shared machine).
@@ -20,7 +30,10 @@ BLAS, much steadier on a small shared machine).
 from __future__ import annotations
 
 import os
+import statistics
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import apply_thread_flag, standalone_main, format_table, interleaved, try_import  # noqa: E402
@@ -33,10 +46,18 @@ import numpy as np  # noqa: E402
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
 from tapegrad.scipy.special import logsumexp  # noqa: E402
+from bench_chain import on_device  # noqa: E402  (after apply_thread_flag: bench_chain imports NumPy)
 
 SIZES = (784, 512, 512, 10)
 BATCH = 128
 TARGET_RATIO = 1.2
+JIT_TARGET_RATIO = 1.0
+FIRST_CALL_TARGET_MS = 25.0
+FIRST_CALLS = 5
+REF = "numpy fwd+bwd (hand)"
+EAGER = "tapegrad value_and_grad"
+JIT = "tapegrad jit(value_and_grad)"
+FORWARD = "tapegrad forward only"
 
 
 def make_problem(seed: int = 0):
@@ -77,6 +98,11 @@ def loss_tnp(params, x, labels):
 
 
 tapegrad_value_and_grad = tg.value_and_grad(loss_tnp, grad_position=0)
+
+
+def make_tapegrad_jit():
+    """A fresh ``jit(value_and_grad)``: a new jit object has an empty cache (the first call stages)."""
+    return tg.jit(tg.value_and_grad(loss_tnp, grad_position=0))
 
 
 # ---- hand-written NumPy --------------------------------------------------------------------------
@@ -145,11 +171,27 @@ def make_torch(torch):
     return value_and_grad
 
 
+def make_jax(jax):
+    """A fresh ``jax.jit(jax.value_and_grad(loss))`` taking NumPy arrays (see ``bench_chain.on_device``)."""
+    jnp = jax.numpy
+
+    def loss(params, x, labels):
+        h = x
+        for W, b in params[:-1]:
+            h = jax.nn.relu(h @ W + b)
+        W, b = params[-1]
+        logits = h @ W + b
+        logp = logits - jax.scipy.special.logsumexp(logits, axis=1, keepdims=True)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+    return on_device(jax, jax.jit(jax.value_and_grad(loss)))
+
+
 def contestants():
     out = {
-        "tapegrad value_and_grad": tapegrad_value_and_grad,
-        "numpy fwd+bwd (hand)": numpy_value_and_grad,
-        "tapegrad forward only": loss_tnp,
+        EAGER: tapegrad_value_and_grad,
+        JIT: make_tapegrad_jit(),
+        REF: numpy_value_and_grad,
+        FORWARD: loss_tnp,
     }
     autograd = try_import("autograd")
     if autograd is not None:
@@ -158,7 +200,58 @@ def contestants():
     torch = try_import("torch")
     if torch is not None:
         out["torch eager backward"] = make_torch(torch)
+    jax = try_import("jax")
+    if jax is not None:
+        out["jax jit(value_and_grad)"] = make_jax(jax)
     return out
+
+
+def first_call_ms(make, args, steady_s, calls: int = FIRST_CALLS):
+    """Milliseconds of a fresh jitted function's first call beyond a steady-state call: ``calls``
+    fresh functions from ``make()``, each called once; returns (best, median)."""
+    costs = []
+    for _ in range(calls):
+        fn = make()
+        t0 = time.perf_counter()
+        fn(*args)
+        costs.append((time.perf_counter() - t0 - steady_s) * 1e3)
+    return min(costs), statistics.median(costs)
+
+
+def staging_ms(args, calls: int = FIRST_CALLS):
+    """Best milliseconds of ``make_program`` (staging alone: tracing ``value_and_grad`` into a program)."""
+    costs = []
+    for _ in range(calls):
+        make = tg.make_program(tg.value_and_grad(loss_tnp, grad_position=0))
+        t0 = time.perf_counter()
+        make(*args)
+        costs.append((time.perf_counter() - t0) * 1e3)
+    return min(costs)
+
+
+# The first jit call of a new process: what a script pays once (imports done lazily by the executor or
+# the passes, and caches kept across programs, such as numexpr's compiled expressions, start empty).
+_FRESH_PROCESS = """
+import sys, time
+sys.path.insert(0, {here!r})
+import bench_mlp as b
+args = b.make_problem()
+f = b.make_tapegrad_jit()
+t0 = time.perf_counter(); f(*args); first = time.perf_counter() - t0
+steady = []
+for _ in range(5):
+    t0 = time.perf_counter(); f(*args); steady.append(time.perf_counter() - t0)
+print((first - min(steady)) * 1e3)
+"""
+
+
+def fresh_process_first_call_ms(runs: int = 3):
+    """Best milliseconds of the first ``jit(value_and_grad)`` call beyond a steady one, each in a new
+    Python process (after its imports of NumPy and tapegrad)."""
+    code = _FRESH_PROCESS.format(here=os.path.dirname(os.path.abspath(__file__)))
+    costs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True).stdout.split()[-1]) for _ in range(runs)]
+    return min(costs)
 
 
 def _leaves(grads):
@@ -171,7 +264,7 @@ def check(cands, params, x, labels):
     ref = _leaves(ref)
     report = {}
     for name, fn in cands.items():
-        if name == "tapegrad forward only":
+        if name == FORWARD:
             continue
         loss, grads = fn(params, x, labels)
         grads = _leaves(grads)
@@ -188,35 +281,58 @@ def run(quick: bool = False):
     checks = check(cands, params, x, labels)
     timings = interleaved({name: (lambda fn=fn: fn(params, x, labels)) for name, fn in cands.items()},
                           repeat=3 if quick else 9, target_s=0.1 if quick else 0.3)
-    ref = timings["numpy fwd+bwd (hand)"].best
-    fwd = timings["tapegrad forward only"].best
+    ref = timings[REF].best
+    fwd = timings[FORWARD].best
     results = []
     for name in cands:
         t = timings[name]
         loss_err, rel_err, dtype = checks.get(name, (None, None, None))
         results.append({
-            "bench": "mlp", "name": name, "best_ms": t.best * 1e3, "median_ms": t.median * 1e3,
+            "bench": "mlp", "name": name, "kind": "call", "best_ms": t.best * 1e3, "median_ms": t.median * 1e3,
             "ratio_to_numpy": t.best / ref, "ratio_to_tapegrad_forward": t.best / fwd,
             "loss_err": loss_err, "rel_err": rel_err, "grad_dtype": dtype, "relu": RELU_NAME,
         })
+    args = (params, x, labels)
+    first = {"tapegrad jit first call": (make_tapegrad_jit, timings[JIT].best)}
+    jax = try_import("jax")
+    if jax is not None:
+        first["jax jit first call"] = (lambda: make_jax(jax), timings["jax jit(value_and_grad)"].best)
+    for name, (make, steady) in first.items():
+        best, median = first_call_ms(make, args, steady)
+        results.append({"bench": "mlp", "name": name, "kind": "first_call", "best_ms": best, "median_ms": median,
+                        "staging_ms": staging_ms(args) if name.startswith("tapegrad") else None})
+    fresh = fresh_process_first_call_ms(1 if quick else 3)
+    results.append({"bench": "mlp", "name": "tapegrad jit first call, new process", "kind": "first_call",
+                    "best_ms": fresh, "median_ms": None, "staging_ms": None})
     return results
 
 
 def table(results) -> str:
     rows = []
     for r in results:
+        if r["kind"] == "first_call":
+            continue
         err = "" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
         rows.append([r["name"], f"{r['best_ms']:.2f}", f"{r['median_ms']:.2f}", f"{r['ratio_to_numpy']:.2f}x",
                      f"{r['ratio_to_tapegrad_forward']:.2f}x", err, r["grad_dtype"] or ""])
-    return format_table(["mlp 784-512-512-10, B=128, f32", "ms best", "ms median", "vs numpy",
+    text = format_table(["mlp 784-512-512-10, B=128, f32", "ms best", "ms median", "vs numpy",
                          "vs tg fwd", "rel err", "grad dtype"], rows)
+    firsts = [[r["name"], f"{r['best_ms']:.1f}", "" if r["median_ms"] is None else f"{r['median_ms']:.1f}",
+               "" if r["staging_ms"] is None else f"{r['staging_ms']:.1f}"]
+              for r in results if r["kind"] == "first_call"]
+    return text + "\n\n" + format_table(["first call minus a steady call", "ms best", "ms median",
+                                          "staging ms"], firsts)
 
 
 def compact_rows(results):
     """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, rel err, dtype."""
     rows = []
     for r in results:
-        note = "" if r["name"] == "tapegrad forward only" else f"{r['ratio_to_tapegrad_forward']:.2f}x tg fwd"
+        if r["kind"] == "first_call":
+            note = "" if r["staging_ms"] is None else f"staging {r['staging_ms']:.1f} ms"
+            rows.append(["mlp", r["name"], f"{r['best_ms']:.1f} ms", "", "", note, "", ""])
+            continue
+        note = "" if r["name"] == FORWARD else f"{r['ratio_to_tapegrad_forward']:.2f}x tg fwd"
         rows.append(["mlp", r["name"], f"{r['best_ms']:.2f} ms", f"{r['ratio_to_numpy']:.2f}x",
                      "numpy (hand)", note, "" if r["rel_err"] is None else f"{r['rel_err']:.1e}",
                      r["grad_dtype"] or ""])
@@ -225,10 +341,19 @@ def compact_rows(results):
 
 def verdict(results) -> str:
     by = {r["name"]: r for r in results}
-    tg_r = by["tapegrad value_and_grad"]
+    tg_r, jit_r, first = by[EAGER], by[JIT], by["tapegrad jit first call"]
     ok = "MET" if tg_r["ratio_to_numpy"] <= TARGET_RATIO else "MISSED"
+    jit_ok = "MET" if jit_r["ratio_to_numpy"] <= JIT_TARGET_RATIO else "MISSED"
+    first_ok = "MET" if first["best_ms"] <= FIRST_CALL_TARGET_MS else "MISSED"
+    peers = "; ".join(f"{name} {by[name]['ratio_to_numpy']:.2f}x" for name in
+                      ("torch eager backward", "jax jit(value_and_grad)") if name in by)
     return (f"mlp target tapegrad/numpy <= {TARGET_RATIO:.1f}x: {ok} ({tg_r['ratio_to_numpy']:.2f}x); "
-            f"grad/forward = {tg_r['ratio_to_tapegrad_forward']:.2f}x; relu = {RELU_NAME}")
+            f"grad/forward = {tg_r['ratio_to_tapegrad_forward']:.2f}x; relu = {RELU_NAME}\n"
+            f"mlp target jit(value_and_grad)/numpy <= {JIT_TARGET_RATIO:.1f}x: {jit_ok} "
+            f"({jit_r['ratio_to_numpy']:.2f}x, {jit_r['best_ms']:.2f} ms){'; ' + peers if peers else ''}\n"
+            f"mlp target jit first call (trace + compile) <= {FIRST_CALL_TARGET_MS:.0f} ms: {first_ok} "
+            f"({first['best_ms']:.1f} ms, of which staging {first['staging_ms']:.1f} ms; the first jit call of a "
+            f"new process: {by['tapegrad jit first call, new process']['best_ms']:.1f} ms)")
 
 
 def main(argv=None):
