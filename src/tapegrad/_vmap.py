@@ -116,7 +116,7 @@ def vmap_flat(fun, args, in_dims, out_dims, axis_size: int):
     """
     with new_main(BatchTrace, axis_size) as main:
         trace = main.trace
-        ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+        ins = [x if d is None or x is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
         outs = fun(*ins)
         if callable(out_dims):
             out_dims = out_dims(outs)
@@ -158,7 +158,7 @@ class _BatchedCall:
         self._res_tree = None
 
     def fun(self, *args):
-        return _vmap_listed(self.call.fun, args, self.in_dims, self.size)
+        return vmap_flat(self.call.fun, args, self.in_dims, _at_front, self.size)
 
     def forward(self, *primals):
         from tapegrad import _tree
@@ -168,7 +168,7 @@ class _BatchedCall:
             res_leaves, self._res_tree = _tree.tree_flatten(residuals)
             self._n_out = len(outs)
             return list(outs) + list(res_leaves)
-        flat = _vmap_listed(flat_forward, primals, self.in_dims, self.size)
+        flat = vmap_flat(flat_forward, primals, self.in_dims, _at_front, self.size)
         return flat[:self._n_out], flat[self._n_out:]
 
     def backward(self, residuals, out_cts):
@@ -179,8 +179,8 @@ class _BatchedCall:
             res = _tree.tree_unflatten(self._res_tree, list(xs[:n_res]))
             return list(self.call.backward(res, list(xs[n_res:])))
         args = list(residuals) + list(out_cts)
-        in_cts = _vmap_listed(flat_backward, args, [0] * n_res + [None if c is None else 0 for c in out_cts],
-                              self.size, keep_none=True)
+        in_cts = vmap_flat(flat_backward, args, [0] * n_res + [None if c is None else 0 for c in out_cts],
+                           _at_front, self.size)
         return [_to_input_axis(ct, d) for ct, d in zip(in_cts, self.in_dims)]
 
     def jvp(self, primals, tangents):
@@ -191,8 +191,7 @@ class _BatchedCall:
             self._n_out = len(outs)
             return list(outs) + list(out_tangents)
         # a tangent has its primal's shape, so its batch axis is the primal's
-        flat = _vmap_listed(flat_jvp, list(primals) + list(tangents), self.in_dims * 2, self.size,
-                            keep_none=True)
+        flat = vmap_flat(flat_jvp, list(primals) + list(tangents), self.in_dims * 2, _at_front, self.size)
         return flat[:self._n_out], flat[self._n_out:]
 
     def on_capture(self, args):
@@ -209,11 +208,7 @@ def _to_input_axis(ct, d):
     return reduce_sum(ct, axis=0) if d is None else moveaxis(ct, 0, d)
 
 
-def _vmap_listed(fun, args, in_dims, size: int, keep_none: bool = False):
-    """``vmap_flat`` with every output at batch axis 0, whatever their number; with ``keep_none`` a
-    None output (a zero cotangent or tangent) stays None."""
-    with new_main(BatchTrace, size) as main:
-        trace = main.trace
-        ins = [x if d is None or x is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
-        outs = fun(*ins)
-        return [None if keep_none and o is None else _place(trace, o, 0, size, i) for i, o in enumerate(outs)]
+def _at_front(outs) -> list:
+    """``out_dims`` for a joint call's functions: every output (None too: a zero cotangent or tangent
+    stays None) with its batch axis at 0."""
+    return [0] * len(outs)
