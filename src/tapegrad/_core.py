@@ -227,8 +227,7 @@ class PrimalTracer(Tracer):
 
     def array_namespace(self):
         from tapegrad._backend import namespace_of
-        primal = self.primal
-        return primal.array_namespace() if isinstance(primal, Tracer) else namespace_of(primal)
+        return namespace_of(self.primal)
 
     def concrete_value(self):
         primal = self.primal

@@ -39,8 +39,7 @@ class BatchTracer(ArrayOperators, Tracer):
 
     def array_namespace(self):
         from tapegrad._backend import namespace_of
-        val = self.val
-        return val.array_namespace() if isinstance(val, Tracer) else namespace_of(val)
+        return namespace_of(self.val)
 
     def concrete_value(self):
         raise ConcretizationError(

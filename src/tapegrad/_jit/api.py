@@ -7,11 +7,10 @@ import inspect
 import numpy as np
 
 from tapegrad import _tree
-from tapegrad._backend import namespace_of
-from tapegrad._core import Boxed, ShapedArray, Tracer
+from tapegrad._core import Boxed, Tracer
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
-from tapegrad._jit.staging import stage
+from tapegrad._jit.staging import abstractify, stage
 
 _SCALARS = (bool, int, float, complex)
 
@@ -64,13 +63,6 @@ def _signature(x):
     return (tuple(x.shape), x.dtype, type(x).__module__)
 
 
-def _aval(x):
-    if type(x) in _SCALARS:
-        return ShapedArray((), type(x)), np
-    backend = x.array_namespace() if isinstance(x, Tracer) else namespace_of(x)
-    return ShapedArray(tuple(x.shape), np.dtype(x.dtype)), backend
-
-
 class _Identity:
     """A cache-key part that compares by identity and keeps its object alive (so that its id cannot
     be reused by another object while the program, which may read its Parameters, is cached)."""
@@ -93,7 +85,7 @@ class _Entry:
     def __init__(self, program, builder, out_tree, n_out, donated=()):
         self.program, self.out_tree, self.n_out = program, out_tree, n_out
         self.donated = donated  # indices of program inputs whose buffers the program may reuse
-        self.params_read = list(builder.params_read)
+        self.params_read = list(builder.params)
         self.params_written = list(builder.writes)
         self.captured = list(builder.captured)
         self._run = None
@@ -182,7 +174,7 @@ class _Jitted:
         return tuple(donated)
 
     def _stage(self, leaves, rebuild):
-        avals, backends = zip(*[_aval(x) for x in leaves]) if leaves else ((), ())
+        avals, backends = zip(*[abstractify(x) for x in leaves]) if leaves else ((), ())
         out_tree = []
 
         def flat_fun(*traced):

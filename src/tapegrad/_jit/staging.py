@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Trace, Tracer, new_main
 from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
 from tapegrad.errors import ConcretizationError
@@ -53,32 +54,28 @@ class Builder:
 
     def __init__(self):
         self.eqns = []
-        self.constvars, self.consts, self._const_ids = [], [], {}
-        self.captured_vars, self.captured, self._captured_ids = [], [], {}  # from outer transforms
-        self.param_vars, self.params_read = [], []  # implicit inputs from Parameters
+        self._consts = {}  # id(array) -> (array, var): constants of the program
+        self._captured = {}  # id(tracer) -> (tracer, var): implicit inputs from outer transforms
+        self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
         self.trace = None
+
+    consts = property(lambda self: [x for x, _ in self._consts.values()])
+    constvars = property(lambda self: [v for _, v in self._consts.values()])
+    captured = property(lambda self: [x for x, _ in self._captured.values()])
+    captured_vars = property(lambda self: [v for _, v in self._captured.values()])
 
     def operand(self, x):
         if type(x) is StagingTracer and x._trace is self.trace:
             return x.var
         if type(x) in _SCALARS or isinstance(x, str):  # a str: an output leaf such as a return_ids name
             return Literal(x)
+        # a value of an outer transform captured by a closure is an input; a concrete array, a constant
+        table = self._captured if isinstance(x, Tracer) else self._consts
         key = id(x)
-        if isinstance(x, Tracer):  # a value of an outer transform, captured by a closure
-            if key not in self._captured_ids:
-                var = Var(ShapedArray(tuple(x.shape), np.dtype(x.dtype)), x.array_namespace())
-                self._captured_ids[key] = var
-                self.captured_vars.append(var)
-                self.captured.append(x)
-            return self._captured_ids[key]
-        if key not in self._const_ids:
-            from tapegrad._backend import namespace_of
-            var = Var(ShapedArray(tuple(np.shape(x)), np.result_type(x)), namespace_of(x))
-            self._const_ids[key] = var
-            self.constvars.append(var)
-            self.consts.append(x)
-        return self._const_ids[key]
+        if key not in table:
+            table[key] = (x, Var(*abstractify(x)))
+        return table[key][1]
 
     def new_input(self, aval: ShapedArray, backend) -> StagingTracer:
         return StagingTracer(self.trace, Var(aval, backend))
@@ -88,15 +85,17 @@ class Builder:
         input read fresh at each call."""
         if param in self.writes:
             return self.writes[param]
-        for p, var in zip(self.params_read, self.param_vars):
-            if p is param:
-                return StagingTracer(self.trace, var)
-        data = param._data
-        from tapegrad._backend import namespace_of
-        var = Var(ShapedArray(tuple(data.shape), np.dtype(data.dtype)), namespace_of(data))
-        self.params_read.append(param)
-        self.param_vars.append(var)
-        return StagingTracer(self.trace, var)
+        if param not in self.params:
+            self.params[param] = Var(*abstractify(param._data))
+        return StagingTracer(self.trace, self.params[param])
+
+
+def abstractify(x):
+    """``(aval, backend)`` of an operand: an array or a tracer (its shape, dtype and array module), or a
+    Python scalar (weakly typed: the aval's dtype is its Python type)."""
+    if type(x) in _SCALARS:
+        return ShapedArray((), type(x)), np
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype)), namespace_of(x)
 
 
 class StagingTrace(Trace):
@@ -136,6 +135,6 @@ def stage(flat_fun, in_avals, backends):
             outs = flat_fun(*ins)
         out_operands = [builder.operand(o) for o in outs]
         write_operands = [builder.operand(v) for v in builder.writes.values()]
-    program = Program([x.var for x in ins] + builder.captured_vars + builder.param_vars, builder.constvars,
+    program = Program([x.var for x in ins] + builder.captured_vars + list(builder.params.values()), builder.constvars,
                       builder.consts, builder.eqns, out_operands + write_operands)
     return program, builder
