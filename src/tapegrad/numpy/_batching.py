@@ -10,6 +10,8 @@ and often a strided copy to compute; they move it to the front when the op needs
 """
 from __future__ import annotations
 
+import functools
+
 from tapegrad._core import Primitive, bind
 
 
@@ -71,50 +73,56 @@ def batch_axis_map(axis, d: int) -> int:
     return axis + (axis >= d)
 
 
-# ---- elementwise ------------------------------------------------------------------------------------
-def _elementwise_rule(prim):
-    """NumPy broadcasting with a batch axis: the batch axes must line up, and shared operands broadcast
-    against the example axes only.
+def lead_batch(x, d: int, ndim: int):
+    """``x`` with its batch axis ``d`` moved to 0, then unit axes after it until one example has
+    ``ndim`` axes: NumPy broadcasting aligns examples of different rank from the right, and this keeps
+    the batch axis of every operand in the same place."""
+    x = to_front(x, d)
+    shape = shape_of(x)
+    missing = ndim + 1 - len(shape)
+    if missing <= 0:
+        return x
+    from tapegrad.numpy._shape import reshape
+    return reshape(x, shape[:1] + (1,) * missing + shape[1:])
 
-    Fast path: every batched operand has the full example rank and the same batch axis, and each
-    shared operand is short enough to broadcast against the axes after it: the op runs as it is.
-    Otherwise the batched operands move their batch axis to 0 and gain unit axes up to the full
-    rank."""
-    def rule(vals, dims, **params):
-        ranks, rank, batch_axis, uniform = [], 0, None, True
-        for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
-            r = getattr(v, "ndim", 0)
-            if d is not None:
-                r -= 1
-                if batch_axis is None:
-                    batch_axis = d
-                elif d != batch_axis:
-                    uniform = False
-            ranks.append(r)
-            if r > rank:
-                rank = r
-        if uniform:
-            for r, d in zip(ranks, dims):
-                if (r != rank) if d is not None else (r > rank - batch_axis):
-                    break
-            else:
-                return bind(prim, *vals, **params), batch_axis
-        from tapegrad.numpy._shape import reshape
-        moved = []
-        for v, d, r in zip(vals, dims, ranks):
-            if d is not None:
-                v = to_front(v, d)
-                if r < rank:
-                    shape = shape_of(v)
-                    v = reshape(v, shape[:1] + (1,) * (rank - r) + shape[1:])
-            moved.append(v)
-        return bind(prim, *moved, **params), 0
-    return rule
+
+# ---- broadcasting: elementwise ops, and NumPy's stacked linalg -----------------------------------------
+def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
+    """The batch rule of a primitive that broadcasts its operands over their leading axes, each operand
+    ending in ``core`` axes of its own (0 for elementwise ops, 2 for the matrices of NumPy's linalg):
+    the batch axis becomes one more broadcast axis.
+
+    Fast path: every batched operand has the full number of broadcast axes and the same batch axis
+    ``d`` among them, and each shared operand is short enough to broadcast against the axes after
+    ``d``: the op runs as it is and the output's batch axis is ``d``. Otherwise each batched operand
+    gets its batch axis at 0 and unit axes up to the longest operand (:func:`lead_batch`), so the
+    shared operands broadcast against the example axes only; the output's batch axis is 0.
+    """
+    ranks, rank, batch_axis, uniform = [], 0, None, True
+    for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
+        r = getattr(v, "ndim", 0) - core
+        if d is not None:
+            r -= 1
+            if batch_axis is None:
+                batch_axis = d
+            elif d != batch_axis:
+                uniform = False
+        ranks.append(r)
+        if r > rank:
+            rank = r
+    if uniform and batch_axis <= rank:
+        for r, d in zip(ranks, dims):
+            if (r != rank) if d is not None else (r > rank - batch_axis):
+                break
+        else:
+            return bind(prim, *vals, **params), batch_axis
+    moved = [v if d is None else lead_batch(v, d, rank + core) for v, d in zip(vals, dims)]
+    return bind(prim, *moved, **params), 0
 
 
 def defbatch_elementwise(*prims: Primitive) -> None:
     for prim in prims:
-        prim.batch_rule = _elementwise_rule(prim)
+        prim.batch_rule = functools.partial(broadcast_batch, prim)
 
 
 # ---- reductions with ``axis`` (None or a sorted tuple) and ``keepdims`` --------------------------------
@@ -161,8 +169,8 @@ def defbatch_single_axis(*prims: Primitive) -> None:
 
 
 def _front_rule(prim, shift_params):
-    """Every batched operand moved to the front (shared ones broadcast when ``broadcast``), and
-    ``shift_params(params, ndim)`` rewriting the example's static parameters for the batched arrays."""
+    """Every operand with its batch axis at 0 (shared ones broadcast), and ``shift_params(params)``
+    rewriting the example's static parameters for the batched arrays."""
     def rule(vals, dims, **params):
         moved = all_at_front(vals, dims)
         return bind(prim, *moved, **shift_params(dict(params))), 0

@@ -15,7 +15,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _shape
-from tapegrad.numpy._batching import batch_size, defbatch, ndim_of, shape_of, to_front
+from tapegrad.numpy._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 
@@ -156,7 +156,8 @@ class _BatchedIndex:
         index = _Index(spec, arrays, adims, ndim)
         self.window_rank = index.window_rank
         mapped = any(d is not None for d in adims)
-        self.arrays = [a if d is None else _lead(a, d, index.rank) for a, d in zip(arrays, adims)]
+        # a mapped index array: batch axis first, then unit axes, to broadcast example by example
+        self.arrays = [a if d is None else lead_batch(a, d, index.rank) for a, d in zip(arrays, adims)]
         if dx is None:
             self.x_axis, self.spec, self.dim = None, spec, index.batch_dim(0, 0, True)
             return
@@ -169,14 +170,6 @@ class _BatchedIndex:
         # inside an Ellipsis, its first ``pad`` axes become slices and it keeps the rest
         self.spec = spec[:k] + (_FULL_SLICE,) * pad + (item,) + spec[k:]
         self.dim = index.batch_dim(k, pad, mapped)
-
-
-def _lead(a, d: int, rank: int):
-    """A mapped integer index array with its batch axis first and unit axes after it up to ``rank``,
-    so that it broadcasts example by example against the other fancy items."""
-    a = to_front(a, d)
-    shape = shape_of(a)
-    return _shape.reshape(a, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
 
 
 def _refuse_mapped_masks(arrays, adims):

@@ -11,7 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._batching import defbatch, ndim_of, shape_of, to_front
+from tapegrad.numpy._batching import defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad.numpy._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 
 
@@ -67,18 +67,10 @@ def _matmul_batch(vals, dims):
     x = _shape.expand_dims(x, -2) if rx == 1 else x
     y = _shape.expand_dims(y, -1) if ry == 1 else y
     rank = max(rx, ry, 2)
-    x, y = (_lead_batch(v, d, rank) for v, d in ((x, dx), (y, dy)))
+    x, y = (v if d is None else lead_batch(v, 0, rank) for v, d in ((x, dx), (y, dy)))
     out = matmul(x, y)
     squeeze = tuple(a for a, r in ((-2, rx), (-1, ry)) if r == 1)
     return (_shape.squeeze(out, squeeze) if squeeze else out), 0
-
-
-def _lead_batch(v, d, rank: int):
-    """A batched operand (batch axis first) with unit axes up to ``rank`` example axes."""
-    if d is None:
-        return v
-    shape = shape_of(v)
-    return _shape.reshape(v, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
 
 
 defbatch(matmul_p, _matmul_batch)

@@ -11,7 +11,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _elementwise, _reductions
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._batching import all_at_front, defbatch, defbatch_front, to_front
+from tapegrad.numpy._batching import all_at_front, defbatch, defbatch_front, lead_batch, to_front
 from tapegrad.numpy._rules import deflinear, defjvp, defvjp, defvjp_argnum, primitive
 
 
@@ -178,10 +178,8 @@ broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).b
 
 def _broadcast_to_batch(vals, dims, *, shape):
     """The batch axis to the front, then unit axes up to the target rank, then broadcast."""
-    x = to_front(vals[0], dims[0])
-    x_shape = _shape_of(x)
-    x = bind(reshape_p, x, shape=x_shape[:1] + (1,) * (len(shape) + 1 - len(x_shape)) + x_shape[1:])
-    return bind(broadcast_to_p, x, shape=x_shape[:1] + tuple(shape)), 0
+    x = lead_batch(vals[0], dims[0], len(shape))
+    return bind(broadcast_to_p, x, shape=_shape_of(x)[:1] + tuple(shape)), 0
 
 
 defbatch(broadcast_to_p, _broadcast_to_batch)

@@ -11,7 +11,7 @@ dense, zeros in the pieces the caller did not use, and the rule unpacks it the s
 packs its output tangents with :func:`pack`. One LAPACK call serves every output.
 
 Batching. NumPy's linalg maps over leading (stack) axes, so under ``vmap`` the batch axis is one more
-stack axis (:func:`stacked_batch`, every decomposition, ``det``, ``inv``, ``pinv``, ``expm``); a solve
+stack axis (``broadcast_batch`` with two core axes: every decomposition, ``det``, ``inv``, ``pinv``, ``expm``); a solve
 against a shared matrix folds the batch into the right-hand side's columns instead
 (:func:`solve_batch`). The packed outputs keep the operands' stack axes first, so they batch alike.
 """
@@ -26,7 +26,7 @@ from tapegrad._core import ShapedArray, bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
-from tapegrad.numpy._batching import defbatch, ndim_of, shape_of, to_front
+from tapegrad.numpy._batching import broadcast_batch, defbatch, shape_of
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._indexing import getitem
 
@@ -153,41 +153,11 @@ def unpack(packed, shapes):
 
 
 # ---- batching ------------------------------------------------------------------------------------
-def stacked_batch(prim, vals, dims, **params):
-    """The batch rule of a primitive that maps over the leading (stack) axes of matrix operands and
-    broadcasts them (NumPy's linalg): the batch axis becomes one more stack axis.
-
-    It stays where it is (no ``moveaxis``, one bind) when every mapped operand has the same number
-    of stack axes, all the most any operand has, and the batch axis among them at the same position
-    ``d``, with each shared operand short enough to broadcast against the axes after ``d``: the
-    output's batch axis is then ``d`` too. Otherwise (a batch axis among the matrix axes, unequal
-    stacks) each mapped operand gets its batch axis at 0 and unit stack axes up to the longest
-    stack, so the shared operands broadcast against the example axes only; the output's batch axis
-    is 0.
-    """
-    stacks = [ndim_of(v) - (d is not None) - 2 for v, d in zip(vals, dims)]  # an example's stack axes
-    rank = max(stacks)
-    mapped = {d for d in dims if d is not None}
-    if len(mapped) == 1:
-        d = next(iter(mapped))
-        if all((r == rank and d <= r) if dd is not None else r <= rank - d for r, dd in zip(stacks, dims)):
-            return bind(prim, *vals, **params), d
-    moved = [v if d is None else _lead(v, d, rank) for v, d in zip(vals, dims)]
-    return bind(prim, *moved, **params), 0
-
-
-def _lead(v, d, rank: int):
-    """A mapped operand with its batch axis at 0, followed by ``rank`` stack axes (unit ones added)."""
-    v = to_front(v, d)
-    shape = shape_of(v)
-    missing = rank + 3 - len(shape)
-    return _shape.reshape(v, shape[:1] + (1,) * missing + shape[1:]) if missing else v
-
-
 def defbatch_matrices(*prims) -> None:
-    """:func:`stacked_batch` as the batch rule of each of ``prims``."""
+    """The batch rule of each of ``prims``, which map over the leading (stack) axes of matrix operands
+    and broadcast them: the batch axis is one more stack axis (``broadcast_batch`` with two core axes)."""
     for prim in prims:
-        defbatch(prim, functools.partial(stacked_batch, prim))
+        defbatch(prim, functools.partial(broadcast_batch, prim, core=2))
 
 
 def solve_batch(prim, vals, dims, **params):
@@ -197,11 +167,11 @@ def solve_batch(prim, vals, dims, **params):
     column axis (``(..., n, B, k)``), which merge, and ONE solve with ``B k`` right-hand sides
     factors each matrix once, instead of ``B`` solves of ``k`` columns (a batch of vectors against
     one matrix is ``solve(a, b_batch.T)``). The output's batch axis is the one before the columns.
-    ``a`` mapped: :func:`stacked_batch`.
+    ``a`` mapped: the batch is one more stack axis (``broadcast_batch``).
     """
     (a, b), (da, db) = vals, dims
     if da is not None:
-        return stacked_batch(prim, vals, dims, **params)
+        return broadcast_batch(prim, vals, dims, core=2, **params)
     b = _shape.moveaxis(b, db, -2)
     shape = shape_of(b)
     x = bind(prim, a, _shape.reshape(b, shape[:-2] + (shape[-2] * shape[-1],)), **params)
