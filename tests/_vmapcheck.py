@@ -1,5 +1,6 @@
 """What the vmap tests share: ``check_vmap`` runs a function of one example under ``tg.vmap`` and
-compares it with a Python loop over the examples, and ``in_axes_mixes`` lists the ``in_axes`` to try."""
+compares it with a Python loop over the examples, ``in_axes_mixes`` lists the ``in_axes`` to try, and
+``check_vmap_mixes`` runs the one for each of the others."""
 from __future__ import annotations
 
 import numpy as np
@@ -95,3 +96,10 @@ def in_axes_mixes(n_args, ndims):
             seen.add(key)
             unique.append(mix)
     return unique
+
+
+def check_vmap_mixes(fn, args, **kwargs):
+    """``check_vmap`` for every ``in_axes`` mix of ``in_axes_mixes`` (0, 1, -1, None mixes), the ranks
+    taken from ``args``."""
+    for in_axes in in_axes_mixes(len(args), [np.ndim(a) for a in args]):
+        check_vmap(fn, args, in_axes, **kwargs)

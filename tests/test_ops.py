@@ -13,7 +13,7 @@ import tapegrad.scipy.special as tsp
 from tapegrad.testing import check_grads
 
 from _specs import OpSpec
-from _vmapcheck import check_vmap, in_axes_mixes
+from _vmapcheck import check_vmap, check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
 
@@ -541,17 +541,11 @@ def test_lists_of_tracers_work_in_every_function(fn):
 
 
 # ---- vmap: every function of the tables above against a loop over examples ----------------------
-def _check_vmap_mixes(fn, args, **kwargs):
-    """``check_vmap`` for every in_axes mix of ``in_axes_mixes`` (0, 1, -1, None mixes)."""
-    for in_axes in in_axes_mixes(len(args), [np.ndim(a) for a in args]):
-        check_vmap(fn, args, in_axes, **kwargs)
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
 @pytest.mark.parametrize("spec", UNARY, ids=repr)
 def test_unary_vmap(spec, shape, dtype):
-    _check_vmap_mixes(spec.op, (_draw(spec.domains[0], shape, dtype, np.random.default_rng(0)),))
+    check_vmap_mixes(spec.op, (_draw(spec.domains[0], shape, dtype, np.random.default_rng(0)),))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -560,7 +554,7 @@ def test_unary_vmap(spec, shape, dtype):
 def test_binary_vmap(spec, shapes, dtype):
     rng = np.random.default_rng(1)
     x, y = _draw(spec.domains[0], shapes[0], dtype, rng), _draw(spec.domains[-1], shapes[1], dtype, rng)
-    _check_vmap_mixes(spec.op, (x, y))
+    check_vmap_mixes(spec.op, (x, y))
     check_vmap(lambda x: spec.op(x, 1.5), (x,), 0)  # a weak Python scalar keeps float32 in the batch too
 
 
@@ -570,7 +564,7 @@ def test_binary_vmap(spec, shapes, dtype):
 @pytest.mark.parametrize("spec", REDUCTIONS, ids=repr)
 def test_reduction_vmap(spec, axis, keepdims, dtype):
     x = _draw(spec.domains[0], (3, 4, 2) if axis == (0, 1) else (3, 4), dtype, np.random.default_rng(4))
-    _check_vmap_mixes(lambda x: spec.op(x, axis=axis, keepdims=keepdims), (x,), slack=10.0)
+    check_vmap_mixes(lambda x: spec.op(x, axis=axis, keepdims=keepdims), (x,), slack=10.0)
 
 
 INT_BOOL = [  # (name, fn, number of arguments): integer and boolean results
@@ -598,7 +592,7 @@ def test_integer_and_boolean_vmap(name, fn, nargs):
     rng = np.random.default_rng(11)
     args = tuple(_draw("nonzero", (3, 4), np.float64, rng) for _ in range(nargs))
     with np.errstate(divide="ignore"):
-        _check_vmap_mixes(fn, args)
+        check_vmap_mixes(fn, args)
 
 
 MISC = [  # (name, fn, argument shapes): the other primitives and the functions built on them
@@ -620,7 +614,7 @@ MISC = [  # (name, fn, argument shapes): the other primitives and the functions 
 @pytest.mark.parametrize("name,fn,shapes", MISC, ids=[c[0] for c in MISC])
 def test_misc_vmap(name, fn, shapes, dtype):
     rng = np.random.default_rng(12)
-    _check_vmap_mixes(fn, tuple(_draw("real", s, dtype, rng) for s in shapes), slack=10.0)
+    check_vmap_mixes(fn, tuple(_draw("real", s, dtype, rng) for s in shapes), slack=10.0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -630,17 +624,17 @@ def test_shape_and_indexing_vmap(name, fn, ref, dtype):
     if name == "bool-mask":  # each example would select its own number of elements: refused, as JAX
         with pytest.raises(IndexError, match="mask varies over the batch"):
             tg.vmap(fn)(np.stack([x, x]))
-        _check_vmap_mixes(lambda x: x[_MASK] * x[:, 0][np.array([True, False, True])].sum(), (x,))
+        check_vmap_mixes(lambda x: x[_MASK] * x[:, 0][np.array([True, False, True])].sum(), (x,))
         return
     # .at needs a traced value: the reference runs each example under vjp
-    _check_vmap_mixes(fn, (x,), ref=(lambda x: tg.vjp(fn, x)[0]) if name.startswith("at-") else None)
+    check_vmap_mixes(fn, (x,), ref=(lambda x: tg.vjp(fn, x)[0]) if name.startswith("at-") else None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name,fn,sa,sb", LINALG_CASES, ids=[c[0] for c in LINALG_CASES])
 def test_linalg_vmap(name, fn, sa, sb, dtype):
     rng = np.random.default_rng(8)
-    _check_vmap_mixes(fn, (_draw("real", sa, dtype, rng), _draw("real", sb, dtype, rng)), slack=10.0)
+    check_vmap_mixes(fn, (_draw("real", sa, dtype, rng), _draw("real", sb, dtype, rng)), slack=10.0)
 
 
 @pytest.mark.parametrize("subscripts,shapes", [
@@ -650,7 +644,7 @@ def test_linalg_vmap(name, fn, sa, sb, dtype):
 ])
 def test_einsum_vmap(subscripts, shapes):
     rng = np.random.default_rng(9)
-    _check_vmap_mixes(lambda *ops: tnp.einsum(subscripts, *ops), tuple(rng.standard_normal(s) for s in shapes))
+    check_vmap_mixes(lambda *ops: tnp.einsum(subscripts, *ops), tuple(rng.standard_normal(s) for s in shapes))
 
 
 @pytest.mark.parametrize("ord_,axis,shape", [
@@ -660,11 +654,11 @@ def test_einsum_vmap(subscripts, shapes):
 ])
 def test_norm_vmap(ord_, axis, shape):
     x = _draw("nonzero", shape, np.float64, np.random.default_rng(10))
-    _check_vmap_mixes(lambda x: tnp.linalg.norm(x, ord_, axis), (x,))
+    check_vmap_mixes(lambda x: tnp.linalg.norm(x, ord_, axis), (x,))
     check_vmap(lambda x: tnp.linalg.norm(x, ord_, axis, keepdims=True), (x,), -1)
 
 
 @pytest.mark.parametrize("fn", LIST_FNS)
 def test_lists_of_tracers_vmap(fn):
     y = np.array([3.0, 4.0])
-    _check_vmap_mixes(fn, (np.asarray(1.0), np.asarray(2.0), y))
+    check_vmap_mixes(fn, (np.asarray(1.0), np.asarray(2.0), y))
