@@ -146,18 +146,17 @@ class Parameter(ArrayOperators, Boxed):
             TypeError: ``value`` is a traced value.
         """
         builder = _staging.get()
-        if builder is not None and isinstance(value, Tracer) and value._trace is builder.trace:
-            new = value  # inside jit: the new value becomes an output that the call writes back
-        else:
-            new = _as_array(value)
+        # inside jit, a staged value: the new value becomes an output that the call writes back
+        staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
+        new = value if staged else _as_array(value)
         if tuple(new.shape) != tuple(self._data.shape) or new.dtype != self._data.dtype:
             raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
                              f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
                              "the value first")
-        if new is value and isinstance(value, Tracer):
-            builder.writes[self] = value
-            return self
-        self._data = new
+        if staged:
+            builder.writes[self] = new
+        else:
+            self._data = new
         return self
 
     @property
