@@ -1,0 +1,177 @@
+"""The primitives behind ``tapegrad.random``: each draw is a pure function of a key (NumPy's Philox).
+
+A key is a ``uint64`` array of shape ``(2,)``: the 128-bit key of NumPy's counter-based
+``numpy.random.Philox``. Each primitive takes the key as its array operand (so ``jit`` traces it and
+``vmap`` maps over it) and the shape, dtype and the like as static parameters. Its ``impl`` builds
+``Generator(Philox(key=key))`` from the key's value, starting at counter 0, and draws; the same key
+always gives the same numbers, so common-subexpression elimination and constant folding under
+``jit`` are sound.
+
+Keys are 16 bytes: the draw runs on NumPy and its result goes to the key's backend (``xp.asarray``),
+so CPU and GPU draw the same numbers. A CuPy key is read back to the host for each draw, the one
+device-to-host copy in the library (16 bytes per key), which the counter-based design cannot avoid
+without a Philox kernel of our own.
+
+Every ``impl`` also accepts keys with leading axes ``(*batch, 2)`` and draws once per key, stacking
+the results: that is the batch rule (one Generator per example, as a Python loop over the examples
+would build), and its other operands (``randint``'s bounds, ``fold_in``'s data) are broadcast over
+those axes. Under ``vmap`` with an unbatched key and batched bounds, the key is broadcast: every
+example draws from the same key, as JAX does.
+
+Where counters go: draws use the stream from counter 0; ``split`` reads the block at counter word 3
+equal to ``2**63``, and ``fold_in(data)`` the block at word 3 equal to ``2**62`` and word 0 equal to
+``data``. No draw comes near those counters (word 3 moves after ``2**194`` values), so children are
+independent of their parent's draws and of each other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import Boxed, ShapedArray, bind
+from tapegrad.numpy._batching import all_at_front, defbatch, to_front
+from tapegrad.numpy._rules import def_nondiff, primitive
+
+KEY_DTYPE = np.dtype(np.uint64)
+_SPLIT_COUNTER = np.array([0, 0, 0, 1 << 63], np.uint64)
+_FOLD_IN_WORD = 1 << 62
+
+
+# ---- keys ----------------------------------------------------------------------------------------
+def check_key(key, fn: str):
+    """The key as an array operand (a Parameter reads as its value), or a TypeError naming ``key``."""
+    if isinstance(key, Boxed):
+        key = key.unbox()
+    shape, dtype = getattr(key, "shape", None), getattr(key, "dtype", None)
+    if shape is not None and tuple(shape) == (2,) and np.dtype(dtype) == KEY_DTYPE:
+        return key
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        hint = f"make one with tapegrad.random.key({int(key)})"
+    elif shape is not None and len(shape) > 1 and tuple(shape[-1:]) == (2,) and np.dtype(dtype) == KEY_DTYPE:
+        hint = "a stack of keys draws one result per key under tg.vmap(...)"
+    else:
+        hint = "make one with tapegrad.random.key(seed), and new ones with split or fold_in"
+    got = (f"an array of shape {tuple(shape)} and dtype {np.dtype(dtype)}" if shape is not None
+           else f"a {type(key).__name__}")
+    raise TypeError(f"{fn}: key must be a single random key (a uint64 array of shape (2,)), got {got}; {hint}")
+
+
+# ---- the one loop over keys ----------------------------------------------------------------------
+def _host(x):
+    """``x`` as a NumPy value: a CuPy array is copied to the host (16 bytes for a key)."""
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def generator(key) -> np.random.Generator:
+    """NumPy's Generator on Philox with this key (a ``uint64[2]`` NumPy array), at counter 0."""
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+def _per_key(key, draw, shape: tuple, dtype, *operands):
+    """``draw(key, *operands)`` for each key along the leading axes of ``key`` (``(*batch, 2)``), each
+    result of ``shape`` and ``dtype``, stacked into ``batch + shape`` on the key's backend. The
+    ``operands`` broadcast against ``batch``; ``draw`` gets one key and one scalar of each."""
+    xp = namespace_of(key)
+    host = _host(key)
+    batch = host.shape[:-1]
+    values = [np.broadcast_to(_host(o), batch) for o in operands]
+    if not batch:
+        out = np.asarray(draw(host, *[v[()] for v in values]), dtype)
+    else:  # one Generator per key: exactly what a Python loop over the examples computes
+        out = np.empty(batch + tuple(shape), dtype)
+        for i in np.ndindex(*batch):
+            out[i] = draw(host[i], *[v[i] for v in values])
+    return out if xp is np else xp.asarray(out)
+
+
+def _key_aval(key, shape: tuple, dtype) -> ShapedArray:
+    """One draw of ``shape`` and ``dtype`` per key along the key's leading axes."""
+    return ShapedArray(tuple(key.shape[:-1]) + tuple(shape), np.dtype(dtype))
+
+
+def _key_batch(prim):
+    """The batch rule of every random primitive: operands with their batch axis at 0 (a shared key or
+    bound broadcast), one draw per example along that axis; the result's batch axis is 0."""
+    def rule(vals, dims, **params):
+        if len(vals) == 1:
+            return bind(prim, to_front(vals[0], dims[0]), **params), 0
+        return bind(prim, *all_at_front(vals, dims), **params), 0
+    return rule
+
+
+def _random_primitive(name, impl, abstract_eval):
+    """A draw: not differentiable in its operands (integer keys and bounds have no tangent), one
+    batch rule for all."""
+    prim = primitive(name, impl, abstract_eval)
+    def_nondiff(prim)
+    defbatch(prim, _key_batch(prim))
+    return prim
+
+
+# ---- float draws ---------------------------------------------------------------------------------
+def _native(dtype) -> np.dtype:
+    """The dtype NumPy's Generator draws in: itself for float32/float64, float32 for float16."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _normal(key, shape, dtype):
+    return generator(key).standard_normal(shape, dtype=_native(dtype)).astype(dtype, copy=False)
+
+
+def _uniform(key, shape, dtype):
+    u = generator(key).random(shape, dtype=_native(dtype))
+    if dtype == np.float16:  # round down onto float16's grid in [0, 1): a cast could round up to 1.0
+        u = np.floor(u * 2048.0) / 2048.0
+    return u.astype(dtype, copy=False)
+
+
+normal_p = _random_primitive(
+    "random_normal",
+    lambda key, *, shape, dtype: _per_key(key, lambda k: _normal(k, shape, dtype), shape, dtype),
+    lambda key, *, shape, dtype: _key_aval(key, shape, dtype))
+uniform_p = _random_primitive(
+    "random_uniform",
+    lambda key, *, shape, dtype: _per_key(key, lambda k: _uniform(k, shape, dtype), shape, dtype),
+    lambda key, *, shape, dtype: _key_aval(key, shape, dtype))
+
+
+# ---- integer draws -------------------------------------------------------------------------------
+def _integers(key, low, high, shape, dtype):
+    low, high = int(low), int(high)
+    if high <= low:
+        raise ValueError(f"randint: maxval ({high}) must be greater than minval ({low}); the draw is from "
+                         "[minval, maxval)")
+    return generator(key).integers(low, high, size=shape, dtype=dtype)
+
+
+randint_p = _random_primitive(
+    "random_randint",
+    lambda key, minval, maxval, *, shape, dtype: _per_key(
+        key, lambda k, lo, hi: _integers(k, lo, hi, shape, dtype), shape, dtype, minval, maxval),
+    lambda key, minval, maxval, *, shape, dtype: _key_aval(key, shape, dtype))
+
+permutation_p = _random_primitive(
+    "random_permutation",
+    lambda key, *, n: _per_key(key, lambda k: generator(k).permutation(n), (n,), np.int64),
+    lambda key, *, n: _key_aval(key, (n,), np.int64))
+
+
+# ---- new keys ------------------------------------------------------------------------------------
+def _split(key, num):
+    return np.random.Philox(key=key, counter=_SPLIT_COUNTER).random_raw(2 * num).reshape(num, 2)
+
+
+def _fold_in(key, data):
+    word = int(data) % 2 ** 64  # uint64's wrap-around: JAX casts data to its key word type too
+    counter = np.array([word, 0, 0, _FOLD_IN_WORD], np.uint64)  # a tuple would go through float64
+    return np.random.Philox(key=key, counter=counter).random_raw(2)
+
+
+split_p = _random_primitive(
+    "random_split",
+    lambda key, *, num: _per_key(key, lambda k: _split(k, num), (num, 2), KEY_DTYPE),
+    lambda key, *, num: _key_aval(key, (num, 2), KEY_DTYPE))
+fold_in_p = _random_primitive(
+    "random_fold_in",
+    lambda key, data: _per_key(key, _fold_in, (2,), KEY_DTYPE, data),
+    lambda key, data: _key_aval(key, (2,), KEY_DTYPE))
