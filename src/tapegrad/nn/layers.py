@@ -1,4 +1,5 @@
-"""Layers: ``Dense`` (MindSpore's fully connected layer), ``Sequential``, and activation modules."""
+"""Layers: ``Dense`` (MindSpore's fully connected layer), ``Embedding``, ``Flatten``, ``Sequential``, and
+activation modules."""
 from __future__ import annotations
 
 import math
@@ -12,6 +13,7 @@ from tapegrad._params import Parameter
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
 from tapegrad.nn._module import Module
+from tapegrad.nn._norm import embedding
 
 _ACTIVATIONS = {
     "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "gelu": F.gelu, "silu": F.silu, "swish": F.silu,
@@ -215,3 +217,107 @@ class Sigmoid(Module):
 
     def __call__(self, x):
         return F.sigmoid(x)
+
+
+class Embedding(Module):
+    """A lookup table: ``Embedding(n, d)(idx) == weight[idx]`` (``torch.nn.Embedding``).
+
+    Args:
+        num_embeddings: ``n``, the number of rows (the vocabulary size).
+        embedding_dim: ``d``, the length of each row.
+        padding_idx: a row that gets no gradient (:func:`tapegrad.nn.functional.embedding`), set to
+            zeros at initialisation; a negative index counts from the end. None: no such row.
+        weight_init: how ``weight`` (shape ``(n, d)``) starts: None draws from ``N(0, 1)``, PyTorch's
+            default; otherwise as :class:`Dense`'s ``weight_init`` (an array, a number, a callable
+            ``(shape, dtype, rng) -> array`` or an initialiser's name). The ``padding_idx`` row is then
+            zeroed, except when an array is given: its values are kept as they are (as PyTorch's
+            ``Embedding.from_pretrained``).
+        dtype: of ``weight`` (float32 by default).
+        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
+
+    Input: integer indices of any shape, in ``[0, n)``; output ``input.shape + (d,)``, of ``weight``'s
+    dtype.
+
+    Raises:
+        TypeError: sizes that are not ints; (at the call) non-integer indices.
+        ValueError: a non-positive size; ``padding_idx`` outside ``[-n, n)``; an initial array of the
+            wrong shape.
+        IndexError: (at the call) an index outside ``[0, n)``.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, weight_init=None,
+                 dtype=np.float32, seed=None):
+        super().__init__()
+        for what, size in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+                raise TypeError(f"Embedding: {what} must be an int, got {size!r}")
+            if size <= 0:
+                raise ValueError(f"Embedding: {what} must be positive, got {size}")
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+                raise TypeError(f"Embedding: padding_idx must be an int or None, got {padding_idx!r}")
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must lie in [-{self.num_embeddings}, "
+                                 f"{self.num_embeddings}), got {padding_idx}")
+            padding_idx = int(padding_idx) % self.num_embeddings
+        self.padding_idx = padding_idx
+        shape, dtype = (self.num_embeddings, self.embedding_dim), np.dtype(dtype)
+        given = hasattr(weight_init, "shape") and not callable(weight_init)
+        value = _initial_value(init.normal if weight_init is None else weight_init, shape, dtype,
+                               np.random.default_rng(seed), 1.0, "Embedding weight_init")
+        if padding_idx is not None and not given:
+            value[padding_idx] = 0  # a fresh array of our own, not yet a Parameter
+        self.weight = Parameter(value)
+
+    def __call__(self, input):
+        return embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        return text if self.padding_idx is None else text + f", padding_idx={self.padding_idx}"
+
+
+class Flatten(Module):
+    """Merges axes ``start_dim`` to ``end_dim`` (inclusive) into one (``torch.nn.Flatten``).
+
+    Args:
+        start_dim: the first axis to merge (1 by default: the batch axis 0 is kept).
+        end_dim: the last axis to merge (-1: the last). Negative axes count from the end.
+
+    Input of shape ``(d0, ..., dk)``; output of shape ``(d0, ..., d[start-1], d[start] * ... *
+    d[end], d[end+1], ...)``, same dtype; a view-like reshape (the gradient is reshaped back).
+
+    Raises:
+        TypeError: axes that are not ints.
+        numpy.exceptions.AxisError: (at the call) an axis out of range for the input, or ``start_dim``
+            after ``end_dim``. It is both a ``ValueError`` and an ``IndexError`` (PyTorch raises
+            ``IndexError``).
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        for what, dim in (("start_dim", start_dim), ("end_dim", end_dim)):
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+                raise TypeError(f"Flatten: {what} must be an int, got {dim!r}")
+        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
+
+    def __call__(self, x):
+        shape = tuple(x.shape)
+        rank = max(len(shape), 1)  # a 0-d input is flattened as if it were (1,), as torch.flatten
+        start, end = self.start_dim, self.end_dim
+        for what, dim in (("start_dim", start), ("end_dim", end)):
+            if not -rank <= dim < rank:
+                raise np.exceptions.AxisError(f"Flatten: {what}={dim} is out of range for an input of shape "
+                                              f"{shape} (axes -{rank} to {rank - 1})")
+        start, end = start % rank, end % rank
+        if start > end:
+            raise np.exceptions.AxisError(f"Flatten: start_dim={self.start_dim} comes after end_dim="
+                                          f"{self.end_dim} for an input of shape {shape}")
+        if not shape:
+            return tnp.reshape(x, (1,))
+        merged = math.prod(shape[start:end + 1])
+        return tnp.reshape(x, shape[:start] + (merged,) + shape[end + 1:])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
