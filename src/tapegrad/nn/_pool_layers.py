@@ -1,0 +1,159 @@
+"""Pooling modules (PyTorch's ``nn.MaxPool2d``, ``nn.AvgPool2d``, ... with the same arguments): thin
+holders of the arguments of the functions in :mod:`tapegrad.nn._pool`. They have no Parameters.
+
+The arguments are checked when the module is built (types and signs), and again against the input's
+shape at the call.
+"""
+from __future__ import annotations
+
+from tapegrad.nn import _pool
+from tapegrad.nn._module import Module
+
+
+def _checked(name, n, kernel_size, stride, padding, dilation=1):
+    """Fail at construction on sizes the call would refuse whatever the input."""
+    window = _pool._ints(kernel_size, n, "kernel_size", name, 1)
+    if stride is not None and not (isinstance(stride, (tuple, list)) and len(stride) == 0):
+        _pool._ints(stride, n, "stride", name, 1)
+    pads = _pool._ints(padding, n, "padding", name, 0)
+    _pool._ints(dilation, n, "dilation", name, 1)
+    if any(p > k // 2 for p, k in zip(pads, window)):
+        raise ValueError(f"{name}: padding must be at most half of kernel_size (as PyTorch), got padding="
+                         f"{padding!r} with kernel_size={kernel_size!r}")
+
+
+class _MaxPoolNd(Module):
+    _n = 2
+    _fn = staticmethod(_pool.max_pool2d)
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        super().__init__()
+        _checked(type(self).__name__, self._n, kernel_size, stride, padding, dilation)
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride  # as PyTorch keeps it
+        self.padding, self.dilation, self.ceil_mode = padding, dilation, bool(ceil_mode)
+
+    def __call__(self, x):
+        return self._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """1-d max pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.MaxPool1d``).
+
+    Args: as :func:`tapegrad.nn._pool.max_pool1d` (``stride=None`` means ``kernel_size``).
+
+    Raises:
+        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+    """
+
+    _n = 1
+    _fn = staticmethod(_pool.max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-d max pooling over the last two axes of ``(N, C, H, W)`` or ``(C, H, W)`` (``torch.nn.MaxPool2d``).
+
+    Args:
+        kernel_size: the window, an int or ``(kh, kw)``.
+        stride: an int or ``(sh, sw)``; None (the default) means ``kernel_size``.
+        padding: ``-inf`` padding on both sides, at most ``kernel_size // 2``.
+        dilation: the spacing between window elements.
+        ceil_mode: round the output size up (PyTorch's rule).
+
+    See :func:`tapegrad.nn._pool.max_pool2d` for the output shape and the gradient's tie rule.
+
+    Raises:
+        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+    """
+
+
+class _AvgPoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        _checked(type(self).__name__, self._n, kernel_size, stride, padding)
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding, self.ceil_mode, self.count_include_pad = padding, bool(ceil_mode), bool(count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPoolNd):
+    """1-d average pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.AvgPool1d``).
+
+    Args: as :func:`tapegrad.nn._pool.avg_pool1d`.
+
+    Raises:
+        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+    """
+
+    _n = 1
+
+    def __call__(self, x):
+        return _pool.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-d average pooling over the last two axes of ``(N, C, H, W)`` or ``(C, H, W)``
+    (``torch.nn.AvgPool2d``).
+
+    Args:
+        kernel_size: the window, an int or ``(kh, kw)``.
+        stride: an int or ``(sh, sw)``; None (the default) means ``kernel_size``.
+        padding: zero padding on both sides, at most ``kernel_size // 2``.
+        ceil_mode: round the output size up (PyTorch's rule).
+        count_include_pad: count the padding in each window's divisor.
+        divisor_override: a non-zero int to divide every window's sum by, or None.
+
+    See :func:`tapegrad.nn._pool.avg_pool2d`.
+
+    Raises:
+        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self.divisor_override = divisor_override
+
+    def __call__(self, x):
+        return _pool.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad, self.divisor_override)
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _n = 2
+
+    def __init__(self, output_size):
+        super().__init__()
+        _pool._adaptive_sizes(output_size, (1,) * self._n, type(self).__name__)  # types and signs
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Adaptive average pooling to length ``output_size`` (``torch.nn.AdaptiveAvgPool1d``); see
+    :func:`tapegrad.nn._pool.adaptive_avg_pool1d`."""
+
+    _n = 1
+
+    def __call__(self, x):
+        return _pool.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Adaptive average pooling to ``output_size = (H_out, W_out)`` (an int for both; None keeps an input
+    size) (``torch.nn.AdaptiveAvgPool2d``); see :func:`tapegrad.nn._pool.adaptive_avg_pool2d`."""
+
+    def __call__(self, x):
+        return _pool.adaptive_avg_pool2d(x, self.output_size)
