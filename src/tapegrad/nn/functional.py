@@ -25,11 +25,22 @@ from tapegrad._core import Tracer, bind
 from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
+from tapegrad.nn._conv_api import (conv1d, conv2d, conv3d, conv_general_dilated, conv_transpose1d, conv_transpose2d,
+                                   conv_transpose3d)
+from tapegrad.nn._conv import ConvDimensionNumbers
+from tapegrad.nn._dropout import dropout
+from tapegrad.nn._norm import batch_norm, embedding, group_norm, layer_norm
+from tapegrad.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
+                               max_pool2d)
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 __all__ = [
+    "ConvDimensionNumbers", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+    "conv1d", "conv2d", "conv3d", "embedding", "group_norm", "layer_norm",
+    "conv_general_dilated", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout", "max_pool1d",
+    "max_pool2d",
     "binary_cross_entropy_with_logits", "cross_entropy", "elu", "gelu", "leaky_relu", "linear",
     "log_softmax", "logsumexp", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu", "softmax",
     "softplus", "tanh",
