@@ -18,6 +18,7 @@ from tapegrad.nn._conv_api import (conv1d, conv2d, conv3d, conv_general_dilated,
 from tapegrad.testing import check_grads
 
 from _vmapcheck import check_vmap, check_vmap_mixes
+from _gpu import cupy_or_skip
 
 CONV = {1: conv1d, 2: conv2d, 3: conv3d}
 CONV_T = {1: conv_transpose1d, 2: conv_transpose2d, 3: conv_transpose3d}
@@ -519,11 +520,7 @@ def test_out_channels_not_divisible_by_groups_names_groups():
 
 @pytest.mark.gpu
 def test_cupy_conv2d_forward_and_backward_match_numpy():
-    cupy = pytest.importorskip("cupy")
-    try:
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception:
-        pytest.skip("no GPU")
+    cupy = cupy_or_skip()
     x, w, b = _draw((2, 4, 9, 8), np.float32), _draw((6, 2, 3, 3), np.float32, 1), _draw((6,), np.float32, 2)
 
     def loss(a, k, c):

@@ -17,6 +17,7 @@ from tapegrad.nn._dropout import Dropout, dropout
 from tapegrad.testing import check_grads
 
 from _vmapcheck import check_vmap
+from _gpu import cupy_or_skip
 
 DTYPES = [np.float64, np.float32, np.float16]
 X = np.random.default_rng(0).standard_normal((4, 6))
@@ -278,11 +279,7 @@ def test_module_with_an_explicit_key_under_checkpoint():
 
 @pytest.mark.gpu
 def test_dropout_on_cupy():
-    cupy = pytest.importorskip("cupy")
-    try:
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception:
-        pytest.skip("no GPU")
+    cupy = cupy_or_skip()
     x, k = X.astype(np.float32), R.key(8)
     y = dropout(cupy.asarray(x), 0.3, key=cupy.asarray(k))
     assert isinstance(y, cupy.ndarray) and y.dtype == np.float32

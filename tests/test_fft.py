@@ -12,6 +12,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.numpy import fft as tfft
 from tapegrad.testing import check_grads
+from _gpu import cupy_or_skip
 
 NORMS = [None, "ortho", "forward"]
 COMPLEX = {np.float64: np.complex128, np.float32: np.complex64}
@@ -213,11 +214,7 @@ def test_a_wrong_transpose_is_caught():
 
 @pytest.mark.gpu
 def test_cupy_transforms_stay_on_the_device():
-    cupy = pytest.importorskip("cupy")
-    try:
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception:
-        pytest.skip("no GPU")
+    cupy = cupy_or_skip()
     x = _draw((6, 5), np.float32, "real")
     xg = cupy.asarray(x)
     out = tfft.irfftn(tfft.rfftn(xg) * 2.0, s=x.shape)

@@ -14,6 +14,7 @@ from tapegrad import random as R
 from tapegrad.testing import check_grads
 
 from _vmapcheck import check_vmap
+from _gpu import cupy_or_skip
 
 N = 100_000
 FLOATS = [np.float64, np.float32, np.float16]
@@ -412,11 +413,7 @@ def test_every_random_primitive_has_its_rules():
 
 @pytest.mark.gpu
 def test_cupy_keys_draw_the_same_numbers_on_the_device():
-    cupy = pytest.importorskip("cupy")
-    try:
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception:
-        pytest.skip("no GPU")
+    cupy = cupy_or_skip()
     k = R.key(50)
     kg = cupy.asarray(k)
     for fn in DRAWS.values():
