@@ -100,3 +100,24 @@ def test_a_closure_over_traced_weights_is_taped_as_an_ordinary_call():
         np.testing.assert_allclose(a, b)
     np.testing.assert_allclose(tg.jvp(ck, (x, w), (w, x))[1], tg.jvp(plain, (x, w), (w, x))[1])
     check_grads(ck, (x, w), order=2)
+
+
+def test_state_written_inside_is_recomputed_from_where_it_was_and_written_once():
+    """A checkpointed function that updates state (nn.Dropout's key, BatchNorm's running statistics)
+    recomputes with the state it first saw, the same mask, and leaves the state as one call leaves it."""
+    x = RNG.standard_normal((4, 3, 2, 2))
+
+    def stateful_net():
+        drop, norm = tg.nn.Dropout(0.5, seed=1), tg.nn.BatchNorm2d(3, dtype=np.float64)
+        return drop, norm, lambda x: tnp.sum(drop(norm(x)) * x)
+
+    results = []
+    for wrap in (lambda f: f, tg.checkpoint):
+        drop, norm, f = stateful_net()
+        g = tg.grad(wrap(f))(x)
+        results.append((g, drop.key.value, norm.running_mean.value, norm.num_batches_tracked.value))
+    (g0, key0, mean0, count0), (g1, key1, mean1, count1) = results
+    np.testing.assert_array_equal(g1, g0)
+    np.testing.assert_array_equal(key1, key0)
+    np.testing.assert_array_equal(mean1, mean0)
+    assert count1 == count0 == 1

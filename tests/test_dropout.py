@@ -268,8 +268,7 @@ def test_jitted_training_step_matches_eager():
 
 
 def test_module_with_an_explicit_key_under_checkpoint():
-    # checkpoint runs the layer twice; its own key would advance in between and the recomputed mask
-    # would differ, so under checkpoint the key is passed in (documented on Dropout)
+    # an explicit key is used as it is, checkpointed or not (the layer's own key: tests/test_checkpoint.py)
     layer, k = Dropout(0.5, seed=1), R.key(3)
     x = np.arange(1.0, 9.0)
     plain = tg.grad(lambda x: (layer(x, key=k) * x).sum())(x)

@@ -14,7 +14,7 @@ import functools
 from tapegrad._core import bind_joint, is_inexact
 from tapegrad._custom import _FlatCall
 from tapegrad._jvp import jvp_flat
-from tapegrad._params import substitute, traced_parameters
+from tapegrad._params import recording_writes, substitute, traced_parameters
 from tapegrad._tape import vjp_flat
 
 
@@ -29,15 +29,31 @@ class _CheckpointCall(_FlatCall):
         self.params = list(params)
         self.n_args = len(self.leaves)
         self.leaves += list(params.values())
+        self.writes = []  # (Parameter, value before, value after) of the state fn assigned in forward
 
     def fun(self, *leaves):
         with substitute(dict(zip(self.params, leaves[self.n_args:]))):
             return super().fun(*leaves[:self.n_args])
 
     def forward(self, *primals):
-        return self.fun(*primals), primals
+        with recording_writes() as before:
+            out = self.fun(*primals)
+        # the state fn wrote (a Dropout key, running statistics): as it was before and after the call
+        self.writes = [(p, old, p._data) for p, old in before.items()]
+        return out, primals
 
     def backward(self, primals, out_cts):
+        """Recompute ``fn`` from the state it first saw (the same dropout mask), then put back the state
+        it left, so the recomputation neither changes the result nor updates the state twice."""
+        for p, old, _ in self.writes:
+            p._data = old
+        try:
+            return self._pull_back(primals, out_cts)
+        finally:
+            for p, _, new in self.writes:
+                p._data = new
+
+    def _pull_back(self, primals, out_cts):
         variables = [i for i, x in enumerate(primals) if is_inexact(x)]
 
         def on_variables(*vs):

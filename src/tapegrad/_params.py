@@ -19,6 +19,7 @@ from tapegrad.numpy._operators import ArrayOperators
 _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
                                                                 default=None)
 _staging: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_staging", default=None)
+_writes: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_writes", default=None)
 _unnamed = itertools.count()
 
 
@@ -32,6 +33,19 @@ def staging_parameters(builder):
         yield
     finally:
         _staging.reset(token)
+
+
+@contextlib.contextmanager
+def recording_writes():
+    """Within the block, each Parameter's value before its first ``assign`` is kept in the yielded
+    dict (``checkpoint`` restores them to recompute a function that updates state, such as a
+    Dropout key or BatchNorm's running statistics, exactly as it first ran)."""
+    log = {}
+    token = _writes.set(log)
+    try:
+        yield log
+    finally:
+        _writes.reset(token)
 
 
 class _NoSubstitution:
@@ -156,6 +170,9 @@ class Parameter(ArrayOperators, Boxed):
         if staged:
             builder.writes[self] = new
         else:
+            log = _writes.get()
+            if log is not None and self not in log:
+                log[self] = self._data
             self._data = new
         return self
 

@@ -88,8 +88,9 @@ class Dropout(Module):
             ``nn.Dense``'s ``seed=None``). Give a seed for reproducible masks, and give each layer
             its own: layers with the same seed draw the same masks for inputs of the same shape.
 
-    A call ``layer(x, key=k)`` uses ``k`` and leaves ``self.key`` alone (for ``checkpoint``, which runs
-    the layer twice and must draw the same mask both times, or to manage keys yourself). Under
+    A call ``layer(x, key=k)`` uses ``k`` and leaves ``self.key`` alone (to manage keys yourself).
+    Under ``checkpoint`` the recomputation starts from the key the forward pass saw, so it draws the
+    same mask and the key advances once. Under
     ``vmap`` the layer's key is shared, so every example gets the same mask (JAX's semantics); pass a
     batched ``key=`` for per-example masks.
 
