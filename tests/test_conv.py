@@ -175,6 +175,17 @@ def test_float32_stays_float32_and_mixed_dtypes_promote():
     g = tg.grad(lambda a, b: tnp.sum(conv2d(a, b) ** 2), grad_position=(0, 1))(x, w)
     assert g[0].dtype == np.float32 and g[1].dtype == np.float32
     assert conv2d(x, w.astype(np.float64)).dtype == np.float64
+    # each gradient keeps its operand's dtype, as in every binary rule (no upcast of the float32 input)
+    g = tg.grad(lambda a, b: tnp.sum(conv2d(a, b)), grad_position=(0, 1))(x, w.astype(np.float64))
+    assert g[0].dtype == np.float32 and g[1].dtype == np.float64
+
+
+def test_padding_and_dimension_numbers_refuse_non_ints():
+    x, w = _draw((1, 1, 5)), _draw((1, 1, 2))
+    with pytest.raises(TypeError, match="padding"):
+        conv_general_dilated(x, w, None, ((1.7, 1),))
+    with pytest.raises(TypeError, match="dimension_numbers"):
+        conv_general_dilated(x, w, None, "VALID", dimension_numbers=((0, 1, 2.0),) * 3)
 
 
 def test_non_contiguous_operands():

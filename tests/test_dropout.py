@@ -285,3 +285,26 @@ def test_dropout_on_cupy():
     np.testing.assert_array_equal(cupy.asnumpy(y), dropout(x, 0.3, key=k))
     layer = Dropout(0.3, seed=cupy.asarray(k))
     assert isinstance(layer(cupy.asarray(x)), cupy.ndarray) and isinstance(layer.key.value, cupy.ndarray)
+
+
+def test_a_refused_call_leaves_the_key_as_it_was():
+    layer = Dropout(0.5, seed=3)
+    before = np.array(layer.key.value)
+    with pytest.raises(TypeError):
+        layer(np.ones(4, dtype=np.int64))
+    np.testing.assert_array_equal(layer.key.value, before)
+
+
+def test_jit_stages_again_after_eval_and_train():
+    """A program staged in training mode has dropout built in; eval() makes the next call stage again."""
+    layer = Dropout(0.5, seed=4)
+    step = tg.jit(lambda x: layer(x))
+    x = np.ones(16)
+    assert np.any(step(x) == 0.0)
+    layer.eval()
+    np.testing.assert_array_equal(step(x), x)
+    layer.train()
+    assert np.any(step(x) == 0.0)
+    layer.train()  # no change of mode: the cached program is reused
+    step(x)
+    assert step._cache_size() == 3

@@ -449,3 +449,8 @@ def test_layer_norm_and_group_norm_module_errors():
         LayerNorm((3, 0))
     with pytest.raises(ValueError, match="normalized_shape \\(5,\\)"):
         LayerNorm(5)(np.ones((2, 4), np.float32))
+
+
+def test_group_norm_of_an_empty_batch():
+    out = group_norm(np.zeros((0, 4, 3)), 2)
+    assert out.shape == (0, 4, 3)

@@ -13,6 +13,14 @@ from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
 
 _SCALARS = (bool, int, float, complex)
+_mode_epoch = [0]  # bumped when a module's training flag changes: part of every cache key
+
+
+def modes_changed() -> None:
+    """A module's ``training`` flag changed (``Module.train()``/``eval()``): a program staged before
+    baked in the old flags (whether Dropout draws, whether BatchNorm updates its statistics), so the
+    next call of every jitted function stages again."""
+    _mode_epoch[0] += 1
 
 
 def _static_positions(fn, static_argnums, static_argnames):
@@ -150,7 +158,8 @@ class _Jitted:
             dynamic_kwargs[name] = None
         leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
         leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
-        key = (tuple(_Identity(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static))
+        key = (tuple(_Identity(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static),
+               _mode_epoch[0])
 
         def rebuild(traced):
             call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))

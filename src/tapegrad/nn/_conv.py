@@ -268,7 +268,7 @@ def _conv_vjp_lhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                feature_group_count=groups, batch_group_count=1)
     if batch_group_count > 1:  # the batch groups were read from the input's batch axis: put them back
         out = _merge_axis(_split_axis(out, lhs_spec[1], batch_group_count), lhs_spec[1], lhs_spec[0])
-    return out
+    return _in_dtype_of(out, lhs)
 
 
 def _conv_vjp_rhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -282,11 +282,19 @@ def _conv_vjp_rhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
     lo = np.array([p[0] for p in padding])
     hi = (_dilated(out_spatial, window_strides) - _dilated(in_spatial, lhs_dilation)
           + _dilated(kernel, rhs_dilation) - lo - 1)
-    return conv(lhs, ct, window_strides=rhs_dilation, padding=tuple(zip(lo.tolist(), hi.tolist())),
-                lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
-                dimension_numbers=ConvDimensionNumbers(_swap_roles(lhs_spec), _swap_roles(out_spec),
-                                                       _swap_roles(rhs_spec)),
-                feature_group_count=batch_group_count, batch_group_count=feature_group_count)
+    out = conv(lhs, ct, window_strides=rhs_dilation, padding=tuple(zip(lo.tolist(), hi.tolist())),
+               lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
+               dimension_numbers=ConvDimensionNumbers(_swap_roles(lhs_spec), _swap_roles(out_spec),
+                                                      _swap_roles(rhs_spec)),
+               feature_group_count=batch_group_count, batch_group_count=feature_group_count)
+    return _in_dtype_of(out, rhs)
+
+
+def _in_dtype_of(ct, x):
+    """A cotangent in its operand's dtype: a float32 input convolved with a float64 kernel gets a float32
+    gradient, as every binary rule gives (DESIGN.md section 1.4: no rule upcasts)."""
+    from tapegrad.numpy._elementwise import astype
+    return ct if ct.dtype == x.dtype else astype(ct, x.dtype)
 
 
 defvjp(conv_general_dilated_p, _conv_vjp_lhs, _conv_vjp_rhs)

@@ -44,7 +44,7 @@ def _dimension_numbers(dimension_numbers, ndim: int) -> ConvDimensionNumbers:
                          f"three strings (lhs, rhs, out), got {dimension_numbers!r}")
     if all(isinstance(s, str) for s in dimension_numbers):
         return _parse_specs(*dimension_numbers, ndim)
-    specs = ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dimension_numbers))
+    specs = ConvDimensionNumbers(*(tuple(_int(i, "dimension_numbers") for i in s) for s in dimension_numbers))
     for name, spec in zip(("lhs", "rhs", "out"), specs):
         if sorted(spec) != list(range(ndim)):
             raise ValueError(f"conv_general_dilated: dimension_numbers' {name} spec {spec} must be a "
@@ -86,13 +86,20 @@ def _padding(padding, in_spatial, kernel, strides, lhs_dilation, rhs_dilation) -
         raise ValueError(f"conv_general_dilated: padding must be 'SAME', 'VALID' or {n} (low, high) pairs, "
                          f"got {padding!r}")
     try:
-        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+        pairs = tuple((lo, hi) for lo, hi in padding)
     except (TypeError, ValueError):
         pairs = ()
     if len(pairs) != n:
         raise ValueError(f"conv_general_dilated: padding must be 'SAME', 'VALID' or {n} (low, high) pairs "
                          f"of ints, got {padding!r}")
-    return pairs
+    return tuple((_int(lo, "padding"), _int(hi, "padding")) for lo, hi in pairs)
+
+
+def _int(value, what: str) -> int:
+    """``value`` as an int; floats and bools are refused rather than truncated."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"conv_general_dilated: {what} must hold ints, got {value!r}")
+    return int(value)
 
 
 def _check_operands(lhs, rhs, fn: str):

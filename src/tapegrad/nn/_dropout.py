@@ -107,11 +107,12 @@ class Dropout(Module):
     def __call__(self, x, *, key=None):
         if not self.training or self.p in (0.0, 1.0):
             return dropout(x, self.p, self.training, key=key)
-        if key is None:
-            keys = random.split(self.key.value)
-            self.key.assign(keys[0])
-            key = keys[1]
-        return dropout(x, self.p, True, key=key)
+        if key is not None:
+            return dropout(x, self.p, True, key=key)
+        keys = random.split(self.key.value)
+        out = dropout(x, self.p, True, key=keys[1])
+        self.key.assign(keys[0])  # only after a successful draw: a refused input leaves the key as it was
+        return out
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

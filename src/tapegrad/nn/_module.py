@@ -10,6 +10,7 @@ of the gradients ``grad(..., weights=net.trainable_params())`` gives back (MindS
 """
 from __future__ import annotations
 
+from tapegrad._jit.api import modes_changed
 from tapegrad._params import Parameter, ParameterTuple
 
 
@@ -100,9 +101,17 @@ class Module:
 
     # ---- mode --------------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
-        """Set ``training = mode`` on this module and every sub-module; returns ``self``."""
+        """Set ``training = mode`` on this module and every sub-module; returns ``self``.
+
+        A change of mode makes ``jit`` stage its functions again at their next call, since a program
+        staged in training mode has the training behaviour (dropout, statistics updates) built in.
+        """
+        changed = False
         for module in self.modules():
+            changed |= module.training != bool(mode)
             module.training = bool(mode)
+        if changed:
+            modes_changed()
         return self
 
     def eval(self) -> "Module":

@@ -88,7 +88,7 @@ def _channel_view(v, ndim: int):
     return None if v is None else tnp.reshape(v, (-1,) + (1,) * (ndim - 2))
 
 
-def assign_statistic(param: Parameter, value) -> None:
+def assign_statistic(param: Parameter, value, name: str) -> None:
     """``param.assign(value)``, without a derivative, in ``param``'s dtype.
 
     ``stop_gradient`` makes the value concrete under ``grad`` and ``jvp`` at any nesting (each level
@@ -102,7 +102,7 @@ def assign_statistic(param: Parameter, value) -> None:
         if not isinstance(value, Tracer):
             raise
         raise TypeError(
-            f"batch_norm: the running statistic {param.name!r} cannot be updated from a traced value with no "
+            f"batch_norm: the running statistic {name} cannot be updated from a traced value with no "
             "single concrete value (under vmap each example has its own batch statistics); put the model "
             "in evaluation mode (net.eval()) to use the running statistics, or build the layer with "
             "track_running_stats=False (or pass running_mean=running_var=None) to use batch statistics "
@@ -136,10 +136,12 @@ def normalize_batch(input, running_mean, running_var, weight, bias, training: bo
         count = math.prod(input.shape[i] for i in axes)
         if running_mean is not None:
             batch_mean = stop_gradient(tnp.reshape(mean, (-1,)))  # nothing of the update is taped
-            assign_statistic(running_mean, (1.0 - momentum) * running_mean.value + momentum * batch_mean)
+            assign_statistic(running_mean, (1.0 - momentum) * running_mean.value + momentum * batch_mean,
+                             "running_mean")
         if running_var is not None:  # the running variance is the unbiased one (PyTorch)
             batch_var = stop_gradient(tnp.reshape(var, (-1,))) * (count / (count - 1))
-            assign_statistic(running_var, (1.0 - momentum) * running_var.value + momentum * batch_var)
+            assign_statistic(running_var, (1.0 - momentum) * running_var.value + momentum * batch_var,
+                             "running_var")
     return out
 
 
@@ -306,7 +308,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     _check_vector(weight, "weight", (channels,), what, hint)
     _check_vector(bias, "bias", (channels,), what, hint)
     eps = _check_eps(eps, what)
-    grouped = tnp.reshape(input, (shape[0], int(num_groups), -1))
+    grouped = tnp.reshape(input, (shape[0], int(num_groups), math.prod(shape[1:]) // int(num_groups)))
     _, var, centred = _moments(grouped, (2,))
     normalised = tnp.reshape(centred * _inv_std(var, eps), shape)
     return _affine(normalised, _channel_view(weight, len(shape)), _channel_view(bias, len(shape)))

@@ -91,7 +91,7 @@ class _BatchNorm(Module):
                 momentum = 1.0 / tnp.astype(count, self.running_mean.dtype)
         out = _norm.normalize_batch(x, *running, self.weight, self.bias, use_batch, momentum, self.eps)
         if update:  # after the statistics, so that a refused update (vmap) leaves the count alone
-            _norm.assign_statistic(self.num_batches_tracked, count)
+            _norm.assign_statistic(self.num_batches_tracked, count, "num_batches_tracked")
         return out
 
     def extra_repr(self) -> str:
@@ -115,8 +115,8 @@ class BatchNorm2d(_BatchNorm):
     The updates use ``Parameter.assign`` with values that carry no derivative: they happen eagerly,
     under ``grad(..., weights=net.trainable_params())``, ``jvp`` and higher-order derivatives (the
     concrete values are stored, once per call of the model) and under ``jit`` (written back after each
-    call). ``jit`` does not see the ``training`` flag: jit one function for training and another for
-    evaluation. Under ``vmap`` the update is refused (TypeError): call ``net.eval()`` first, or use
+    call). Switching ``train()``/``eval()`` makes a jitted function stage again at its next call, so
+    it follows the mode. Under ``vmap`` the update is refused (TypeError): call ``net.eval()`` first, or use
     ``track_running_stats=False``.
 
     Args:
