@@ -146,6 +146,18 @@ def test_conv_matches_torch(case, bias, dtype):
     _close(out, _torch_ref(getattr(torch.nn.functional, f"conv{n}d"), x, w, b, kwargs), dtype)
 
 
+def test_conv2d_broadcasts_one_tuples_like_torch():
+    """PyTorch takes a 1-tuple for a 2-d stride, padding or dilation, and repeats it."""
+    torch = pytest.importorskip("torch")
+    x, w = _draw((2, 3, 9, 9)), _draw((4, 3, 3, 3), seed=1)
+    kwargs = dict(stride=(2,), padding=(1,), dilation=(2,))
+    _close(conv2d(x, w, None, **kwargs), _torch_ref(torch.nn.functional.conv2d, x, w, None, kwargs), np.float64)
+    with pytest.raises(TypeError, match="conv2d: stride"):
+        conv2d(x, w, stride=(2, 2, 2))
+    with pytest.raises(TypeError, match="conv2d: stride"):
+        conv2d(x, w, stride=2.0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("case", CONV_T_CASES, ids=_case_id)
@@ -470,7 +482,7 @@ ERRORS = [
     ("bias shape", lambda: conv2d(X4, W4, np.zeros(5), groups=2), ValueError, "bias"),
     ("same with stride", lambda: conv2d(X4, W4, groups=2, padding="same", stride=2), ValueError, "same"),
     ("unknown padding word", lambda: conv2d(X4, W4, groups=2, padding="full"), ValueError, "padding"),
-    ("padding too short", lambda: conv2d(X4, W4, groups=2, padding=(1,)), TypeError, "padding"),
+    ("padding wrong length", lambda: conv2d(X4, W4, groups=2, padding=(1, 1, 1)), TypeError, "padding"),
     ("negative padding", lambda: conv2d(X4, W4, groups=2, padding=-1), ValueError, "padding"),
     ("stride zero", lambda: conv2d(X4, W4, groups=2, stride=0), ValueError, "stride"),
     ("dilation not ints", lambda: conv2d(X4, W4, groups=2, dilation=(1.5, 1)), TypeError, "dilation"),

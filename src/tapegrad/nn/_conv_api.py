@@ -4,10 +4,9 @@ one that is wrong, and binds the single primitive of ``_conv.py``.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import ConvDimensionNumbers, conv, dilate_shape
 from tapegrad.numpy._creation import asarray
 
@@ -16,21 +15,6 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_general_dilated", "conv_transpose
 
 
 # ---- argument checks -----------------------------------------------------------------------------
-
-def _ints(value, n: int, what: str, fn: str, minimum: int = 1) -> tuple:
-    """``value`` (an int or a sequence of ``n`` ints) as an ``n``-tuple of ints >= ``minimum``."""
-    items = (value,) * n if isinstance(value, (numbers.Integral, np.integer)) else value
-    try:
-        items = tuple(items)
-    except TypeError:
-        raise TypeError(f"{fn}: {what} must be an int or a sequence of {n} ints, got {value!r}") from None
-    if len(items) != n or any(isinstance(i, bool) or not isinstance(i, (numbers.Integral, np.integer))
-                              for i in items):
-        raise TypeError(f"{fn}: {what} must be an int or a sequence of {n} ints, got {value!r}")
-    if any(i < minimum for i in items):
-        raise ValueError(f"{fn}: every entry of {what} must be >= {minimum}, got {value!r}")
-    return tuple(int(i) for i in items)
-
 
 def _dimension_numbers(dimension_numbers, ndim: int) -> ConvDimensionNumbers:
     """None (``(N, C, *spatial)``, ``(O, I, *spatial)``, ``(N, C, *spatial)``), a
@@ -44,7 +28,8 @@ def _dimension_numbers(dimension_numbers, ndim: int) -> ConvDimensionNumbers:
                          f"three strings (lhs, rhs, out), got {dimension_numbers!r}")
     if all(isinstance(s, str) for s in dimension_numbers):
         return _parse_specs(*dimension_numbers, ndim)
-    specs = ConvDimensionNumbers(*(tuple(_int(i, "dimension_numbers") for i in s) for s in dimension_numbers))
+    fn = "conv_general_dilated"
+    specs = ConvDimensionNumbers(*(tuple(as_int(i, "dimension_numbers", fn) for i in s) for s in dimension_numbers))
     for name, spec in zip(("lhs", "rhs", "out"), specs):
         if sorted(spec) != list(range(ndim)):
             raise ValueError(f"conv_general_dilated: dimension_numbers' {name} spec {spec} must be a "
@@ -92,14 +77,8 @@ def _padding(padding, in_spatial, kernel, strides, lhs_dilation, rhs_dilation) -
     if len(pairs) != n:
         raise ValueError(f"conv_general_dilated: padding must be 'SAME', 'VALID' or {n} (low, high) pairs "
                          f"of ints, got {padding!r}")
-    return tuple((_int(lo, "padding"), _int(hi, "padding")) for lo, hi in pairs)
-
-
-def _int(value, what: str) -> int:
-    """``value`` as an int; floats and bools are refused rather than truncated."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"conv_general_dilated: {what} must hold ints, got {value!r}")
-    return int(value)
+    fn = "conv_general_dilated"
+    return tuple((as_int(lo, "padding", fn), as_int(hi, "padding", fn)) for lo, hi in pairs)
 
 
 def _check_operands(lhs, rhs, fn: str):
@@ -178,11 +157,11 @@ def conv_general_dilated(lhs, rhs, window_strides=None, padding="VALID", lhs_dil
     lhs, rhs = _check_operands(lhs, rhs, fn)
     specs = _dimension_numbers(dimension_numbers, lhs.ndim)
     n = lhs.ndim - 2
-    window_strides = _ints(1 if window_strides is None else window_strides, n, "window_strides", fn)
-    lhs_dilation = _ints(1 if lhs_dilation is None else lhs_dilation, n, "lhs_dilation", fn)
-    rhs_dilation = _ints(1 if rhs_dilation is None else rhs_dilation, n, "rhs_dilation", fn)
-    feature_group_count = _ints(feature_group_count, 1, "feature_group_count", fn)[0]
-    batch_group_count = _ints(batch_group_count, 1, "batch_group_count", fn)[0]
+    window_strides = as_ints(1 if window_strides is None else window_strides, n, "window_strides", fn)
+    lhs_dilation = as_ints(1 if lhs_dilation is None else lhs_dilation, n, "lhs_dilation", fn)
+    rhs_dilation = as_ints(1 if rhs_dilation is None else rhs_dilation, n, "rhs_dilation", fn)
+    feature_group_count = as_ints(feature_group_count, 1, "feature_group_count", fn)[0]
+    batch_group_count = as_ints(batch_group_count, 1, "batch_group_count", fn)[0]
     _check_groups(lhs.shape, rhs.shape, specs, feature_group_count, batch_group_count, fn)
     in_spatial = tuple(lhs.shape[i] for i in specs.lhs_spec[2:])
     kernel = tuple(rhs.shape[i] for i in specs.rhs_spec[2:])
@@ -236,7 +215,7 @@ def _torch_padding(padding, n: int, kernel, dilation, stride, fn: str) -> tuple:
             totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
             return tuple((t // 2, t - t // 2) for t in totals)
         raise ValueError(f"{fn}: padding must be an int, a tuple of {n} ints, 'valid' or 'same', got {padding!r}")
-    return tuple((p, p) for p in _ints(padding, n, "padding", fn, minimum=0))
+    return tuple((p, p) for p in as_ints(padding, n, "padding", fn, minimum=0))
 
 
 def _add_bias(out, bias, n: int, fn: str):
@@ -257,14 +236,14 @@ def _unbatched(out, added: bool):
 def _conv_nd(n: int, input, weight, bias, stride, padding, dilation, groups):
     fn = f"conv{n}d"
     input, weight, added = _batched(input, weight, n, fn)
-    groups = _ints(groups, 1, "groups", fn)[0]
+    groups = as_ints(groups, 1, "groups", fn)[0]
     if input.shape[1] != weight.shape[1] * groups:
         raise ValueError(f"{fn}: input has {input.shape[1]} channels, but weight {tuple(weight.shape)} with "
                          f"groups={groups} expects {weight.shape[1] * groups}")
     if weight.shape[0] % groups:
         raise ValueError(f"{fn}: weight's {weight.shape[0]} output channels must be divisible by groups={groups}")
-    stride = _ints(stride, n, "stride", fn)
-    dilation = _ints(dilation, n, "dilation", fn)
+    stride = as_ints(stride, n, "stride", fn)
+    dilation = as_ints(dilation, n, "dilation", fn)
     pads = _torch_padding(padding, n, weight.shape[2:], dilation, stride, fn)
     out = conv_general_dilated(input, weight, stride, pads, None, dilation, None, groups)
     return _unbatched(_add_bias(out, bias, n, fn), added)
@@ -330,15 +309,15 @@ def _conv_transpose_nd(n: int, input, weight, bias, stride, padding, output_padd
     from tapegrad.nn._conv import _merge_axis, _split_axis
     fn = f"conv_transpose{n}d"
     input, weight, added = _batched(input, weight, n, fn)
-    groups = _ints(groups, 1, "groups", fn)[0]
+    groups = as_ints(groups, 1, "groups", fn)[0]
     if input.shape[1] != weight.shape[0] or weight.shape[0] % groups:
         raise ValueError(f"{fn}: input has {input.shape[1]} channels, but weight {tuple(weight.shape)} expects "
                          f"{weight.shape[0]} (weight is (C_in, C_out / groups, *kernel), C_in divisible by "
                          f"groups={groups})")
-    stride = _ints(stride, n, "stride", fn)
-    dilation = _ints(dilation, n, "dilation", fn)
-    pad = _ints(padding, n, "padding", fn, minimum=0)
-    extra = _ints(output_padding, n, "output_padding", fn, minimum=0)
+    stride = as_ints(stride, n, "stride", fn)
+    dilation = as_ints(dilation, n, "dilation", fn)
+    pad = as_ints(padding, n, "padding", fn, minimum=0)
+    extra = as_ints(output_padding, n, "output_padding", fn, minimum=0)
     if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
         raise ValueError(f"{fn}: output_padding {extra} must be smaller than stride {stride} or dilation "
                          f"{dilation} (PyTorch's rule)")

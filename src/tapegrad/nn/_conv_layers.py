@@ -9,27 +9,18 @@ functional ``conv{n}d`` / ``conv_transpose{n}d`` of ``_conv_api``. The initialis
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from tapegrad._params import Parameter
 from tapegrad.nn import _conv_api
-from tapegrad.nn._conv_api import _ints
+from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._module import Module
 from tapegrad.nn.layers import _initial_value
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _UNSUPPORTED_MODES = ("reflect", "replicate", "circular")
-
-
-def _positive_int(value, what: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{where}: {what} must be an int, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{where}: {what} must be positive, got {value}")
-    return int(value)
 
 
 class _ConvNd(Module):
@@ -41,17 +32,17 @@ class _ConvNd(Module):
     def _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                padding_mode, output_padding, dtype, seed, weight_init, bias_init):
         where, n = type(self).__name__, self.rank
-        self.in_channels = _positive_int(in_channels, "in_channels", where)
-        self.out_channels = _positive_int(out_channels, "out_channels", where)
-        self.groups = _positive_int(groups, "groups", where)
+        self.in_channels = as_int(in_channels, "in_channels", where, minimum=1)
+        self.out_channels = as_int(out_channels, "out_channels", where, minimum=1)
+        self.groups = as_int(groups, "groups", where, minimum=1)
         for what, channels in (("in_channels", self.in_channels), ("out_channels", self.out_channels)):
             if channels % self.groups:
                 raise ValueError(f"{where}: {what}={channels} must be divisible by groups={self.groups}")
-        self.kernel_size = _ints(kernel_size, n, "kernel_size", where)
-        self.stride = _ints(stride, n, "stride", where)
+        self.kernel_size = as_ints(kernel_size, n, "kernel_size", where)
+        self.stride = as_ints(stride, n, "stride", where)
         self.padding = self._check_padding(padding, where)
-        self.dilation = _ints(dilation, n, "dilation", where)
-        self.output_padding = _ints(output_padding, n, "output_padding", where, minimum=0)
+        self.dilation = as_ints(dilation, n, "dilation", where)
+        self.output_padding = as_ints(output_padding, n, "output_padding", where, minimum=0)
         if self.transposed and any(e >= max(s, d) for e, s, d in
                                    zip(self.output_padding, self.stride, self.dilation)):
             raise ValueError(f"{where}: output_padding {self.output_padding} must be smaller than stride "
@@ -70,7 +61,7 @@ class _ConvNd(Module):
                 raise ValueError(f"{where}: padding='same' needs stride 1 (PyTorch's rule), got stride "
                                  f"{self.stride}")
             return padding
-        return _ints(padding, self.rank, "padding", where, minimum=0)
+        return as_ints(padding, self.rank, "padding", where, minimum=0)
 
     @staticmethod
     def _check_padding_mode(padding_mode, where: str) -> str:

@@ -11,6 +11,7 @@ from tapegrad import random
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._params import Parameter
 from tapegrad._random import check_key, uniform_p
+from tapegrad.nn._args import as_int
 from tapegrad.nn._module import Module
 
 
@@ -123,6 +124,4 @@ def _initial_key(seed):
         return random.key(np.random.SeedSequence().entropy)
     if hasattr(seed, "shape") and not isinstance(seed, np.integer):
         return check_key(seed, "Dropout").copy()  # the layer's own key, on the seed's backend
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"Dropout: seed must be an int, a key or None, got {type(seed).__name__} {seed!r}")
-    return random.key(seed)
+    return random.key(as_int(seed, "seed", "Dropout", expected="an int, a key or None"))

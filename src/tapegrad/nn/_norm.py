@@ -30,6 +30,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._core import Tracer
 from tapegrad._params import Parameter
+from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.numpy._elementwise import stop_gradient
 
 __all__ = ["batch_norm", "embedding", "group_norm", "layer_norm"]
@@ -50,12 +51,6 @@ def _check_vector(value, name: str, expected: tuple, what: str, hint: str) -> No
     shape = _shape_of(value, name, what)
     if shape != expected:
         raise ValueError(f"{what}: {name} must have shape {expected} ({hint}), got {shape}")
-
-
-def _check_eps(eps, what: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps >= 0:
-        raise ValueError(f"{what}: eps must be a non-negative number, got {eps!r}")
-    return float(eps)
 
 
 def _moments(x, axes: tuple):
@@ -215,7 +210,7 @@ def check_batch_norm(input, running_mean, running_var, weight, bias, training: b
                              f"variance, got input of shape {shape}")
         _check_running(running_mean, "running_mean")
         _check_running(running_var, "running_var")
-    return _check_eps(eps, what)
+    return as_nonnegative_float(eps, "eps", what)
 
 
 # ---- layer_norm and group_norm -------------------------------------------------------------------
@@ -265,7 +260,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     hint = "normalized_shape"
     _check_vector(weight, "weight", dims, what, hint)
     _check_vector(bias, "bias", dims, what, hint)
-    eps = _check_eps(eps, what)
+    eps = as_nonnegative_float(eps, "eps", what)
     axes = tuple(range(len(shape) - len(dims), len(shape)))
     _, var, centred = _moments(input, axes)
     return _affine(centred * _inv_std(var, eps), weight, bias)
@@ -298,8 +293,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     shape = _shape_of(input, "input", what)
     if len(shape) < 2:
         raise ValueError(f"{what}: input must have shape (N, C, *), at least 2 axes, got {shape}")
-    if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)):
-        raise TypeError(f"{what}: num_groups must be an int, got {num_groups!r}")
+    num_groups = as_int(num_groups, "num_groups", what)
     channels = shape[1]
     if num_groups <= 0 or channels % num_groups:
         raise ValueError(f"{what}: num_groups must be a positive divisor of the number of channels "
@@ -307,7 +301,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     hint = f"one value per channel: input has C = {channels} channels on axis 1"
     _check_vector(weight, "weight", (channels,), what, hint)
     _check_vector(bias, "bias", (channels,), what, hint)
-    eps = _check_eps(eps, what)
+    eps = as_nonnegative_float(eps, "eps", what)
     grouped = tnp.reshape(input, (shape[0], int(num_groups), math.prod(shape[1:]) // int(num_groups)))
     _, var, centred = _moments(grouped, (2,))
     normalised = tnp.reshape(centred * _inv_std(var, eps), shape)
@@ -315,12 +309,11 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 
 
 # ---- embedding -----------------------------------------------------------------------------------
-def _padding_index(padding_idx, num_embeddings: int, what: str):
+def padding_index(padding_idx, num_embeddings: int, what: str):
     """``padding_idx`` in ``[0, num_embeddings)`` (a negative one counts from the end, as PyTorch)."""
     if padding_idx is None:
         return None
-    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
-        raise TypeError(f"{what}: padding_idx must be an int or None, got {padding_idx!r}")
+    as_int(padding_idx, "padding_idx", what, expected="an int or None")
     if not -num_embeddings <= padding_idx < num_embeddings:
         raise ValueError(f"{what}: padding_idx must lie in [-{num_embeddings}, {num_embeddings}) (the "
                          f"number of embeddings), got {padding_idx}")
@@ -355,7 +348,7 @@ def embedding(input, weight, padding_idx=None):
     if np.dtype(input.dtype).kind not in "iu":
         raise TypeError(f"{what}: input must hold integer indices, got dtype {input.dtype}; cast it with "
                         ".astype(np.int64)")
-    padding_idx = _padding_index(padding_idx, num, what)
+    padding_idx = padding_index(padding_idx, num, what)
     concrete = input if not isinstance(input, Tracer) else None
     if concrete is not None and concrete.size:
         lo, hi = int(concrete.min()), int(concrete.max())

@@ -9,7 +9,6 @@ batch statistics and updates the running ones; in evaluation mode it normalises 
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
@@ -17,26 +16,10 @@ import tapegrad.numpy as tnp
 from tapegrad._backend import default_namespace
 from tapegrad._params import Parameter
 from tapegrad.nn import _norm
+from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.nn._module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm"]
-
-
-def _check_size(value, name: str, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what}: {name} must be an int, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{what}: {name} must be positive, got {value}")
-    return int(value)
-
-
-def _check_float(value, name: str, what: str, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
-        raise ValueError(f"{what}: {name} must be a non-negative number{' or None' if allow_none else ''}, "
-                         f"got {value!r}")
-    return float(value)
 
 
 def _filled(shape, fill: float, dtype, requires_grad: bool = True) -> Parameter:
@@ -53,9 +36,9 @@ class _BatchNorm(Module):
                  track_running_stats: bool = True, dtype=np.float32):
         super().__init__()
         what = type(self).__name__
-        self.num_features = _check_size(num_features, "num_features", what)
-        self.eps = _check_float(eps, "eps", what)
-        self.momentum = _check_float(momentum, "momentum", what, allow_none=True)
+        self.num_features = as_int(num_features, "num_features", what, minimum=1)
+        self.eps = as_nonnegative_float(eps, "eps", what)
+        self.momentum = as_nonnegative_float(momentum, "momentum", what, allow_none=True)
         self.affine, self.track_running_stats = bool(affine), bool(track_running_stats)
         dtype, shape = np.dtype(dtype), (self.num_features,)
         self.weight = _filled(shape, 1.0, dtype) if self.affine else None
@@ -184,8 +167,8 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = _norm.as_normalized_shape(normalized_shape, "LayerNorm")
         for size in self.normalized_shape:
-            _check_size(size, "every size in normalized_shape", "LayerNorm")
-        self.eps = _check_float(eps, "eps", "LayerNorm")
+            as_int(size, "every size in normalized_shape", "LayerNorm", minimum=1)
+        self.eps = as_nonnegative_float(eps, "eps", "LayerNorm")
         self.elementwise_affine = bool(elementwise_affine)
         dtype = np.dtype(dtype)
         affine = self.elementwise_affine
@@ -222,12 +205,12 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  dtype=np.float32):
         super().__init__()
-        self.num_groups = _check_size(num_groups, "num_groups", "GroupNorm")
-        self.num_channels = _check_size(num_channels, "num_channels", "GroupNorm")
+        self.num_groups = as_int(num_groups, "num_groups", "GroupNorm", minimum=1)
+        self.num_channels = as_int(num_channels, "num_channels", "GroupNorm", minimum=1)
         if self.num_channels % self.num_groups:
             raise ValueError(f"GroupNorm: num_channels={self.num_channels} must be divisible by "
                              f"num_groups={self.num_groups}")
-        self.eps = _check_float(eps, "eps", "GroupNorm")
+        self.eps = as_nonnegative_float(eps, "eps", "GroupNorm")
         self.affine = bool(affine)
         dtype = np.dtype(dtype)
         self.weight = _filled((self.num_channels,), 1.0, dtype) if self.affine else None

@@ -43,6 +43,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad.nn._args import as_int, as_ints
 from tapegrad.numpy._batching import all_at_front, defbatch, ndim_of
 from tapegrad.numpy._rules import def_nondiff, defjvp, defvjp, primitive
 
@@ -295,19 +296,6 @@ for _prim in (max_pool_p, window_argmax_p, select_scatter_p, window_gather_p, wi
 
 
 # ---- arguments -----------------------------------------------------------------------------------
-def _ints(value, n: int, name: str, fn: str, minimum: int) -> tuple:
-    """``value`` (an int, or a tuple/list of 1 or ``n`` ints) as a tuple of ``n`` ints ``>= minimum``."""
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if len(items) not in (1, n) or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items):
-        raise TypeError(f"{fn}: {name} must be an int or a tuple of {n} ints, got {value!r}")
-    items = tuple(int(v) for v in items) * (n if len(items) == 1 else 1)
-    if any(v < minimum for v in items):
-        what = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{fn}: {name} must be {what}, got {value!r}")
-    return items
-
-
 def _out_len(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """PyTorch's ``pooling_output_shape``: in ceil mode the last window must start inside the input or
     the left padding."""
@@ -325,11 +313,11 @@ class _Geometry:
         if len(shape) not in (n + 1, n + 2):
             layout = "(N, C, L) or (C, L)" if n == 1 else "(N, C, H, W) or (C, H, W)"
             raise ValueError(f"{fn}: input must be {layout}, got shape {shape}")
-        self.window = _ints(kernel_size, n, "kernel_size", fn, 1)
+        self.window = as_ints(kernel_size, n, "kernel_size", fn, 1)
         no_stride = stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
-        self.strides = self.window if no_stride else _ints(stride, n, "stride", fn, 1)
-        pads = _ints(padding, n, "padding", fn, 0)
-        self.dilation = _ints(dilation, n, "dilation", fn, 1)
+        self.strides = self.window if no_stride else as_ints(stride, n, "stride", fn, 1)
+        pads = as_ints(padding, n, "padding", fn, 0)
+        self.dilation = as_ints(dilation, n, "dilation", fn, 1)
         if any(p > k // 2 for p, k in zip(pads, self.window)):
             raise ValueError(f"{fn}: padding must be at most half of kernel_size (as PyTorch), got padding={padding!r} "
                              f"with kernel_size={kernel_size!r}; use a smaller padding or a larger kernel")
@@ -442,8 +430,7 @@ def _avg_pool(fn, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     g = _Geometry(fn, input, n, kernel_size, stride, padding, 1, ceil_mode)
     _check_dtype(input, fn, floats_only=True)
     if divisor_override is not None:
-        if isinstance(divisor_override, bool) or not isinstance(divisor_override, (int, np.integer)):
-            raise TypeError(f"{fn}: divisor_override must be None or an int, got {divisor_override!r}")
+        as_int(divisor_override, "divisor_override", fn, expected="None or an int")
         if divisor_override == 0:
             raise ValueError(f"{fn}: divisor_override must not be zero; pass None to divide by the window size")
     pads = tuple(lo for lo, _ in g.padding)

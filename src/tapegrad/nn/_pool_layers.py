@@ -7,16 +7,17 @@ shape at the call.
 from __future__ import annotations
 
 from tapegrad.nn import _pool
+from tapegrad.nn._args import as_ints
 from tapegrad.nn._module import Module
 
 
 def _checked(name, n, kernel_size, stride, padding, dilation=1):
     """Fail at construction on sizes the call would refuse whatever the input."""
-    window = _pool._ints(kernel_size, n, "kernel_size", name, 1)
+    window = as_ints(kernel_size, n, "kernel_size", name, 1)
     if stride is not None and not (isinstance(stride, (tuple, list)) and len(stride) == 0):
-        _pool._ints(stride, n, "stride", name, 1)
-    pads = _pool._ints(padding, n, "padding", name, 0)
-    _pool._ints(dilation, n, "dilation", name, 1)
+        as_ints(stride, n, "stride", name, 1)
+    pads = as_ints(padding, n, "padding", name, 0)
+    as_ints(dilation, n, "dilation", name, 1)
     if any(p > k // 2 for p, k in zip(pads, window)):
         raise ValueError(f"{name}: padding must be at most half of kernel_size (as PyTorch), got padding="
                          f"{padding!r} with kernel_size={kernel_size!r}")

@@ -13,7 +13,8 @@ from tapegrad._params import Parameter
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
 from tapegrad.nn._module import Module
-from tapegrad.nn._norm import embedding
+from tapegrad.nn._args import as_int
+from tapegrad.nn._norm import embedding, padding_index
 
 _ACTIVATIONS = {
     "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "gelu": F.gelu, "silu": F.silu, "swish": F.silu,
@@ -104,12 +105,8 @@ class Dense(Module):
     def __init__(self, in_channels: int, out_channels: int, weight_init=None, bias_init=None,
                  has_bias: bool = True, activation=None, dtype=np.float32, seed=None):
         super().__init__()
-        for what, size in (("in_channels", in_channels), ("out_channels", out_channels)):
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-                raise TypeError(f"Dense: {what} must be an int, got {size!r}")
-            if size <= 0:
-                raise ValueError(f"Dense: {what} must be positive, got {size}")
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.in_channels = as_int(in_channels, "in_channels", "Dense", minimum=1)
+        self.out_channels = as_int(out_channels, "out_channels", "Dense", minimum=1)
         self.has_bias = bool(has_bias)
         self.activation_name = activation if isinstance(activation, str) else getattr(
             activation, "__name__", None if activation is None else type(activation).__name__)
@@ -248,19 +245,9 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, weight_init=None,
                  dtype=np.float32, seed=None):
         super().__init__()
-        for what, size in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-                raise TypeError(f"Embedding: {what} must be an int, got {size!r}")
-            if size <= 0:
-                raise ValueError(f"Embedding: {what} must be positive, got {size}")
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
-        if padding_idx is not None:
-            if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
-                raise TypeError(f"Embedding: padding_idx must be an int or None, got {padding_idx!r}")
-            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"Embedding: padding_idx must lie in [-{self.num_embeddings}, "
-                                 f"{self.num_embeddings}), got {padding_idx}")
-            padding_idx = int(padding_idx) % self.num_embeddings
+        self.num_embeddings = as_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
+        self.embedding_dim = as_int(embedding_dim, "embedding_dim", "Embedding", minimum=1)
+        padding_idx = padding_index(padding_idx, self.num_embeddings, "Embedding")
         self.padding_idx = padding_idx
         shape, dtype = (self.num_embeddings, self.embedding_dim), np.dtype(dtype)
         given = hasattr(weight_init, "shape") and not callable(weight_init)
@@ -297,10 +284,8 @@ class Flatten(Module):
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()
-        for what, dim in (("start_dim", start_dim), ("end_dim", end_dim)):
-            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-                raise TypeError(f"Flatten: {what} must be an int, got {dim!r}")
-        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
+        self.start_dim = as_int(start_dim, "start_dim", "Flatten")
+        self.end_dim = as_int(end_dim, "end_dim", "Flatten")
 
     def __call__(self, x):
         shape = tuple(x.shape)
