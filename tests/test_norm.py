@@ -454,3 +454,49 @@ def test_layer_norm_and_group_norm_module_errors():
 def test_group_norm_of_an_empty_batch():
     out = group_norm(np.zeros((0, 4, 3)), 2)
     assert out.shape == (0, 4, 3)
+
+
+# ---- values against the formulas in NumPy (runs without PyTorch) ----------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (4, 3, 2, 5)])
+def test_batch_norm_matches_its_formula(shape, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    w, b = rng.standard_normal(3).astype(dtype), rng.standard_normal(3).astype(dtype)
+    mean0, var0 = rng.standard_normal(3).astype(dtype), rng.uniform(0.5, 2.0, 3).astype(dtype)
+    running_mean, running_var = tg.Parameter(mean0.copy()), tg.Parameter(var0.copy())
+    axes = (0,) + tuple(range(2, len(shape)))
+    view = (1, 3) + (1,) * (len(shape) - 2)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    count = x.size // 3
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+
+    out = batch_norm(x, running_mean, running_var, w, b, training=True, momentum=0.1, eps=1e-5)
+    expected = (x - mean.reshape(view)) / np.sqrt(var.reshape(view) + 1e-5) * w.reshape(view) + b.reshape(view)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, expected, **tol)
+    np.testing.assert_allclose(running_mean.value, 0.9 * mean0 + 0.1 * mean, **tol)
+    np.testing.assert_allclose(running_var.value, 0.9 * var0 + 0.1 * var * count / (count - 1), **tol)
+
+    out = batch_norm(x, running_mean, running_var, w, b, training=False, eps=1e-5)
+    m, v = np.asarray(running_mean.value), np.asarray(running_var.value)
+    expected = (x - m.reshape(view)) / np.sqrt(v.reshape(view) + 1e-5) * w.reshape(view) + b.reshape(view)
+    np.testing.assert_allclose(out, expected, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_and_group_norm_match_their_formulas(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4, 5)).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    w, b = rng.standard_normal((4, 5)).astype(dtype), rng.standard_normal((4, 5)).astype(dtype)
+    mean, var = x.mean(axis=(1, 2), keepdims=True), x.var(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(layer_norm(x, (4, 5), w, b), (x - mean) / np.sqrt(var + 1e-5) * w + b, **tol)
+
+    gw, gb = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
+    grouped = x.reshape(3, 2, 10)
+    normalised = ((grouped - grouped.mean(axis=2, keepdims=True))
+                  / np.sqrt(grouped.var(axis=2, keepdims=True) + 1e-5)).reshape(x.shape)
+    out = group_norm(x, 2, gw, gb)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, normalised * gw[:, None] + gb[:, None], **tol)

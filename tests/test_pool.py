@@ -3,6 +3,8 @@ kernel/stride/padding/dilation/ceil_mode, derivatives to order 2 in both modes, 
 backward (a gradient penalty), the modules, and the error messages."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -423,3 +425,59 @@ X4 = np.zeros((1, 1, 5, 5))
 def test_errors_name_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# ---- values against a NumPy reference (runs without PyTorch) -------------------------------------------
+def _reference_pool(x, n, kind, k, s, p, d, ceil, count_include_pad=True):
+    """PyTorch's pooling, window by window: output length ``floor((L + 2p - d(k-1) - 1 [+ s-1]) / s) + 1``,
+    dropping a ceil-mode window that starts in the right padding; max over the in-bounds elements, or
+    their sum over the window size clipped to the padded input (``count_include_pad``) or to the input."""
+    tup = lambda v: (v,) * n if isinstance(v, int) else tuple(v)
+    k, p, d = tup(k), tup(p), tup(d)
+    s = k if s is None else tup(s)
+    lengths = x.shape[-n:]
+    outs = []
+    for L, kk, ss, pp, dd in zip(lengths, k, s, p, d):
+        o = (L + 2 * pp - dd * (kk - 1) - 1 + (ss - 1 if ceil else 0)) // ss + 1
+        if ceil and (o - 1) * ss >= L + pp:
+            o -= 1
+        outs.append(o)
+    out = np.empty(x.shape[:-n] + tuple(outs), x.dtype)
+    for pos in itertools.product(*[range(o) for o in outs]):
+        if kind == "max":
+            axes = [[o * ss - pp + j * dd for j in range(kk)] for o, ss, pp, kk, dd in zip(pos, s, p, k, d)]
+            axes = [[i for i in a if 0 <= i < L] for a, L in zip(axes, lengths)]
+            window = x[(Ellipsis,) + np.ix_(*axes)]
+            out[(Ellipsis,) + pos] = window.reshape(window.shape[:-n] + (-1,)).max(axis=-1)
+        else:
+            starts = [o * ss - pp for o, ss, pp in zip(pos, s, p)]
+            ends = [min(a + kk, L + pp) for a, kk, L, pp in zip(starts, k, lengths, p)]
+            padded_size = np.prod([e - a for a, e in zip(starts, ends)])
+            starts = [max(a, 0) for a in starts]
+            ends = [min(e, L) for e, L in zip(ends, lengths)]
+            window = x[(Ellipsis,) + tuple(slice(a, e) for a, e in zip(starts, ends))]
+            size = padded_size if count_include_pad else np.prod([e - a for a, e in zip(starts, ends)])
+            out[(Ellipsis,) + pos] = window.reshape(window.shape[:-n] + (-1,)).sum(axis=-1) / size
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,case", TABLE, ids=TABLE_IDS)
+def test_max_pool_matches_reference(n, case, dtype):
+    x = np.random.default_rng(0).standard_normal(SHAPE_1D if n == 1 else SHAPE_2D).astype(dtype)
+    out = _max(n)(x, *case)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, _reference_pool(x, n, "max", *case))
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,case", [t for t in TABLE if not _has_dilation(t[1])],
+                         ids=[i for i, t in zip(TABLE_IDS, TABLE) if not _has_dilation(t[1])])
+def test_avg_pool_matches_reference(n, case, dtype, count_include_pad):
+    x = np.random.default_rng(1).standard_normal(SHAPE_1D if n == 1 else SHAPE_2D).astype(dtype)
+    k, s, p, _, ceil = case
+    out = _avg(n)(x, k, s, p, ceil, count_include_pad)
+    assert out.dtype == dtype
+    ref = _reference_pool(x.astype(np.float64), n, "avg", k, s, p, 1, ceil, count_include_pad)
+    np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
