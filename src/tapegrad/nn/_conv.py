@@ -56,7 +56,7 @@ def conv_out_spatial(in_spatial, kernel_spatial, window_strides, padding, lhs_di
     least 0."""
     padded = [s + lo + hi for s, (lo, hi) in zip(dilate_shape(in_spatial, lhs_dilation), padding)]
     window = dilate_shape(kernel_spatial, rhs_dilation)
-    return tuple(max(0, (p - k) // st + 1) if p >= k else 0
+    return tuple((p - k) // st + 1 if p >= k else 0
                  for p, k, st in zip(padded, window, window_strides))
 
 

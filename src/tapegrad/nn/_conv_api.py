@@ -203,6 +203,19 @@ def _check_operands_torch(input, weight, n: int, fn: str):
     return input, weight
 
 
+def check_same_needs_unit_stride(stride: tuple, fn: str) -> None:
+    """PyTorch's rule for ``padding='same'`` (shared with the Conv layers, which check it when built)."""
+    if any(s != 1 for s in stride):
+        raise ValueError(f"{fn}: padding='same' needs stride 1 (PyTorch's rule), got stride {stride}")
+
+
+def check_output_padding(output_padding: tuple, stride: tuple, dilation: tuple, fn: str) -> None:
+    """PyTorch's rule for a transposed convolution's ``output_padding`` (shared with the layers)."""
+    if any(e >= max(s, d) for e, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(f"{fn}: output_padding {output_padding} must be smaller than stride {stride} or "
+                         f"dilation {dilation} (PyTorch's rule)")
+
+
 def _torch_padding(padding, n: int, kernel, dilation, stride, fn: str) -> tuple:
     """PyTorch's ``padding``: an int or n ints (both sides), ``'valid'`` or ``'same'`` (stride 1 only;
     an odd total pads one more on the high side, as PyTorch)."""
@@ -210,8 +223,7 @@ def _torch_padding(padding, n: int, kernel, dilation, stride, fn: str) -> tuple:
         if padding == "valid":
             return ((0, 0),) * n
         if padding == "same":
-            if any(s != 1 for s in stride):
-                raise ValueError(f"{fn}: padding='same' needs stride 1 (PyTorch's rule), got stride {stride}")
+            check_same_needs_unit_stride(stride, fn)
             totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
             return tuple((t // 2, t - t // 2) for t in totals)
         raise ValueError(f"{fn}: padding must be an int, a tuple of {n} ints, 'valid' or 'same', got {padding!r}")
@@ -318,9 +330,7 @@ def _conv_transpose_nd(n: int, input, weight, bias, stride, padding, output_padd
     dilation = as_ints(dilation, n, "dilation", fn)
     pad = as_ints(padding, n, "padding", fn, minimum=0)
     extra = as_ints(output_padding, n, "output_padding", fn, minimum=0)
-    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
-        raise ValueError(f"{fn}: output_padding {extra} must be smaller than stride {stride} or dilation "
-                         f"{dilation} (PyTorch's rule)")
+    check_output_padding(extra, stride, dilation, fn)
     kernel = weight.shape[2:]
     pads = tuple((d * (k - 1) - p, d * (k - 1) - p + e) for k, d, p, e in zip(kernel, dilation, pad, extra))
     if groups > 1:  # (g * C_in/g, C_out/g, k) -> (C_in/g, g * C_out/g, k): groups join the output channels

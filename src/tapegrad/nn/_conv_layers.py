@@ -43,10 +43,8 @@ class _ConvNd(Module):
         self.padding = self._check_padding(padding, where)
         self.dilation = as_ints(dilation, n, "dilation", where)
         self.output_padding = as_ints(output_padding, n, "output_padding", where, minimum=0)
-        if self.transposed and any(e >= max(s, d) for e, s, d in
-                                   zip(self.output_padding, self.stride, self.dilation)):
-            raise ValueError(f"{where}: output_padding {self.output_padding} must be smaller than stride "
-                             f"{self.stride} or dilation {self.dilation} (PyTorch's rule)")
+        if self.transposed:
+            _conv_api.check_output_padding(self.output_padding, self.stride, self.dilation, where)
         self.padding_mode = self._check_padding_mode(padding_mode, where)
         self._init_parameters(bool(bias), np.dtype(dtype), seed, weight_init, bias_init, where)
 
@@ -57,9 +55,8 @@ class _ConvNd(Module):
             if self.transposed or padding not in ("same", "valid"):
                 allowed = "an int or a tuple of ints" + ("" if self.transposed else ", 'same' or 'valid'")
                 raise ValueError(f"{where}: padding must be {allowed}, got {padding!r}")
-            if padding == "same" and any(s != 1 for s in self.stride):
-                raise ValueError(f"{where}: padding='same' needs stride 1 (PyTorch's rule), got stride "
-                                 f"{self.stride}")
+            if padding == "same":
+                _conv_api.check_same_needs_unit_stride(self.stride, where)
             return padding
         return as_ints(padding, self.rank, "padding", where, minimum=0)
 

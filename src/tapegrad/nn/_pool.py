@@ -44,6 +44,7 @@ import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.nn._args import as_int, as_ints
+from tapegrad.nn._conv import conv_out_spatial
 from tapegrad.numpy._batching import all_at_front, defbatch, ndim_of
 from tapegrad.numpy._rules import def_nondiff, defjvp, defvjp, primitive
 
@@ -59,8 +60,8 @@ _BITS = {2: np.int16, 4: np.int32, 8: np.int64}  # an integer of each float's si
 # ceil_mode adds, so every window lies inside the padded input.
 
 def _out_spatial(spatial, window, strides, dilation, padding) -> tuple:
-    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
-                 for n, k, s, d, (lo, hi) in zip(spatial, window, strides, dilation, padding))
+    """The convolution's output size for the same window (no input dilation)."""
+    return conv_out_spatial(spatial, window, strides, padding, (1,) * len(window), dilation)
 
 
 def _offsets(window):
