@@ -28,6 +28,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.numpy._batching import defbatch
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad.numpy._shape import unbroadcast
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -268,7 +269,7 @@ def _conv_vjp_lhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                feature_group_count=groups, batch_group_count=1)
     if batch_group_count > 1:  # the batch groups were read from the input's batch axis: put them back
         out = _merge_axis(_split_axis(out, lhs_spec[1], batch_group_count), lhs_spec[1], lhs_spec[0])
-    return _in_dtype_of(out, lhs)
+    return unbroadcast(out, lhs)  # in lhs's dtype, as every binary rule (no rule upcasts)
 
 
 def _conv_vjp_rhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -287,14 +288,7 @@ def _conv_vjp_rhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                dimension_numbers=ConvDimensionNumbers(_swap_roles(lhs_spec), _swap_roles(out_spec),
                                                       _swap_roles(rhs_spec)),
                feature_group_count=batch_group_count, batch_group_count=feature_group_count)
-    return _in_dtype_of(out, rhs)
-
-
-def _in_dtype_of(ct, x):
-    """A cotangent in its operand's dtype: a float32 input convolved with a float64 kernel gets a float32
-    gradient, as every binary rule gives (DESIGN.md section 1.4: no rule upcasts)."""
-    from tapegrad.numpy._elementwise import astype
-    return ct if ct.dtype == x.dtype else astype(ct, x.dtype)
+    return unbroadcast(out, rhs)
 
 
 defvjp(conv_general_dilated_p, _conv_vjp_lhs, _conv_vjp_rhs)
