@@ -12,6 +12,7 @@ import tapegrad.numpy as tnp
 import tapegrad.scipy.special as tsp
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _specs import OpSpec, check_op
 from _vmapcheck import check_vmap, check_vmap_mixes
 
