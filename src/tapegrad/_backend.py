@@ -1,69 +1,126 @@
-"""Which array module (``xp``) an operation runs on: NumPy, or CuPy when its operands live there.
+"""Which array module (``xp``) an operation runs on: NumPy, or a device library (CuPy) when its
+operands live there.
 
-Creation functions use the default backend (``set_backend``, or the ``TAPEGRAD_BACKEND`` environment
-variable: ``numpy`` or ``cupy``). Mixing the two in one operation is an error; nothing here copies
-between host and device implicitly.
+How an array's module is found (:func:`namespace_of`):
+
+- a ``numpy.ndarray`` belongs to NumPy; Python and NumPy scalars belong to no module (they combine
+  with arrays of any module, as CuPy allows);
+- a CuPy array (a type defined in a ``cupy`` module) belongs to the ``cupy`` module, whatever its
+  version (CuPy 13 has no ``__array_namespace__``);
+- any other array belongs to the module its ``__array_namespace__()`` returns: the array-API
+  standard's rule. This is how a device library other than CuPy, or the strict device double of the
+  test suite, is recognised, with nothing to register.
+
+Creation functions use the default backend: ``set_backend("numpy")``, ``set_backend("cupy")`` or
+``set_backend(module)`` (a module object such as ``cupy``), or the ``TAPEGRAD_BACKEND`` environment
+variable (``numpy`` or ``cupy``). Mixing host and device arrays in one operation is a ``TypeError``;
+nothing here copies between host and device implicitly.
 """
 from __future__ import annotations
 
+import importlib
 import os
-import sys
+import types
 
 import numpy
 
 _default_backend = os.environ.get("TAPEGRAD_BACKEND", "numpy")
 
+# operand types that never decide the module: the hot path skips them with one set lookup
+_SCALARS = frozenset([int, float, complex, bool, type(None)] + list(set(numpy.sctypeDict.values())))
+
 
 def namespace_of(*arrays):
-    """The array module of ``arrays``: ``cupy`` if any is a CuPy array, else ``numpy``.
+    """The array module of ``arrays``: the device module of the device arrays among them, else
+    ``numpy``. Python and NumPy scalars go with any module.
 
     Raises:
-        TypeError: NumPy and CuPy arrays are mixed; move one side with ``cupy.asarray`` /
-            ``cupy.asnumpy`` first.
+        TypeError: host (``numpy.ndarray``) and device arrays are mixed, or arrays of two device
+            modules; move them to one device first (``cupy.asarray(x)`` / ``x.get()``).
     """
-    cupy = sys.modules.get("cupy")
-    if cupy is None:  # no CuPy array can exist before cupy is imported
-        return numpy
-    found_cupy = found_numpy = False
+    device = None
+    host = False
     for a in arrays:
+        t = type(a)
+        if t is numpy.ndarray:
+            host = True
+            continue
+        if t in _SCALARS:
+            continue
         module = _module_of(a)
-        found_cupy |= module is cupy
-        found_numpy |= module is numpy
-    if found_cupy and found_numpy:
-        raise TypeError("an operation mixes NumPy and CuPy arrays; move them to one device first "
-                        "(cupy.asarray(x) or cupy.asnumpy(x)); tapegrad never copies implicitly")
-    return cupy if found_cupy else numpy
+        if module is numpy:
+            host = True
+        elif module is not None and module is not device:
+            if device is not None:
+                raise TypeError(f"an operation mixes arrays of {device.__name__} and {module.__name__}; "
+                                "move them to one device first")
+            device = module
+    if device is None:
+        return numpy
+    if host:
+        raise TypeError(f"an operation mixes NumPy (host) arrays and {device.__name__} (device) arrays; "
+                        f"move them to one device first ({device.__name__}.asarray(x), or x.get() to "
+                        "the host); tapegrad never copies implicitly")
+    return device
 
 
 def _module_of(a):
+    """The module of one operand, or None for a scalar or a non-array."""
     from tapegrad._core import Tracer
     if isinstance(a, Tracer):
         return a.array_namespace()
-    return sys.modules["cupy"] if type(a).__module__.startswith("cupy") else (
-        numpy if isinstance(a, (numpy.ndarray, numpy.generic)) else None)
+    if isinstance(a, numpy.ndarray):
+        return numpy
+    if isinstance(a, numpy.generic):
+        return None
+    if type(a).__module__.startswith("cupy"):
+        return importlib.import_module("cupy")
+    namespace = getattr(a, "__array_namespace__", None)
+    return namespace() if namespace is not None else None
 
 
-def set_backend(name: str) -> None:
+def scipy_module(xp, name: str):
+    """SciPy's submodule ``name`` (``"special"``, ``"linalg"``) for arrays of ``xp``: ``scipy.<name>``
+    for NumPy, ``cupyx.scipy.<name>`` for CuPy, and by the same convention ``<module>x.scipy.<name>``
+    for another device module (the test suite's device double provides ``devicearrayx.scipy``).
+
+    Raises:
+        ImportError: the module is not installed (SciPy, or CuPy's ``cupyx``).
+    """
+    prefix = "" if xp is numpy else f"{xp.__name__}x."
+    return importlib.import_module(f"{prefix}scipy.{name}")
+
+
+def set_backend(backend) -> None:
     """Choose where creation functions (``tnp.zeros``, ``tnp.arange``, ...) put new arrays.
 
     Args:
-        name: ``"numpy"`` or ``"cupy"``.
+        backend: ``"numpy"``, ``"cupy"``, or a module object with NumPy's creation functions
+            (``cupy`` itself, or the namespace another device array's ``__array_namespace__``
+            returns).
 
     Raises:
         ValueError: any other name.
+        TypeError: neither a name nor a module.
         ImportError: ``"cupy"`` without CuPy installed (``pip install tapegrad[cupy]``).
     """
     global _default_backend
-    if name not in ("numpy", "cupy"):
-        raise ValueError(f"set_backend: name must be 'numpy' or 'cupy', got {name!r}")
-    if name == "cupy":
-        import cupy  # noqa: F401  (fail here, not at the first creation call)
-    _default_backend = name
+    if isinstance(backend, str):
+        if backend not in ("numpy", "cupy"):
+            raise ValueError(f"set_backend: name must be 'numpy' or 'cupy', got {backend!r}")
+        if backend == "cupy":
+            import cupy  # noqa: F401  (fail here, not at the first creation call)
+    elif not isinstance(backend, types.ModuleType):
+        raise TypeError(f"set_backend: pass 'numpy', 'cupy' or an array module, got {type(backend).__name__}")
+    _default_backend = backend
 
 
 def default_namespace():
     """The array module that creation functions use."""
-    if _default_backend == "cupy":
+    backend = _default_backend
+    if isinstance(backend, types.ModuleType):
+        return backend
+    if backend == "cupy":
         import cupy
         return cupy
     return numpy

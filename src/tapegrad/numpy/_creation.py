@@ -31,8 +31,15 @@ def array(object, dtype=None, copy=True):
     if isinstance(object, (list, tuple)) and _contains_traced(object):
         out = stack([array(o) for o in object])
         return out if dtype is None else astype(out, dtype)
-    xp = namespace_of(object) if hasattr(object, "__array_namespace__") else default_namespace()
+    arrays = _array_leaves(object)  # a list of CuPy arrays stays on the device: no host round trip
+    xp = namespace_of(*arrays) if arrays else default_namespace()
     return xp.array(object, dtype=dtype, copy=copy)
+
+
+def _array_leaves(obj) -> list:
+    if isinstance(obj, (list, tuple)):
+        return [a for o in obj for a in _array_leaves(o)]
+    return [obj] if hasattr(obj, "__array_namespace__") and not isinstance(obj, np.generic) else []
 
 
 def at_rest(x):

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from tapegrad._backend import namespace_of
+from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
@@ -36,11 +36,7 @@ __all__ = ["cho_factor", "cho_solve", "expm", "solve_triangular"]
 
 def _scipy_linalg(*arrays):
     """``scipy.linalg``, or ``cupyx.scipy.linalg`` for CuPy arrays."""
-    if namespace_of(*arrays) is np:
-        import scipy.linalg
-        return scipy.linalg
-    import cupyx.scipy.linalg
-    return cupyx.scipy.linalg
+    return scipy_module(namespace_of(*arrays), "linalg")
 
 
 # ---- solve_triangular ----------------------------------------------------------------------------

@@ -1,0 +1,404 @@
+"""A strict device-array test double: CuPy's rules on NumPy's numbers, for machines without a GPU.
+
+``DeviceArray`` wraps a NumPy array and behaves as a ``cupy.ndarray`` does where it matters to a
+library that must never copy between host and device behind the user's back:
+
+- ``numpy.asarray(x)`` / ``__array__`` raises ``TypeError`` with CuPy's message, and there is no
+  buffer protocol (``memoryview(x)`` raises), so any implicit device-to-host conversion fails;
+- an operation that mixes a device array with a host ``numpy.ndarray`` (0-d included) raises
+  ``TypeError``, as CuPy does; Python and NumPy scalars mix freely, as in CuPy;
+- NumPy's ufuncs and functions dispatch through ``__array_ufunc__`` / ``__array_function__`` to the
+  namespace ``xp`` below, whose results are device arrays again; a NumPy function the namespace does
+  not implement is refused (``NotImplemented``, so NumPy raises ``TypeError``), never run on the host;
+- reductions return 0-d device arrays, never NumPy scalars (CuPy's behaviour);
+- ``float()``, ``int()``, ``complex()``, ``bool()`` of a one-element array, ``.item()`` and
+  ``.tolist()`` are allowed (CuPy synchronises and copies); ``.get()`` and ``xp.asnumpy(x)`` are the
+  explicit device-to-host copies, ``xp.asarray(host)`` the explicit host-to-device one.
+
+``xp`` is the namespace, a module like ``cupy``: creation functions, the ufuncs, array functions,
+``linalg``, ``fft``, ``lib.stride_tricks`` and the dtypes, each implemented by calling NumPy on the
+unwrapped data and wrapping the result. A name it does not list raises ``AttributeError``: an
+implementation that needs it must be added here on purpose, after checking that CuPy has it.
+``DeviceArray.__array_namespace__()`` returns ``xp``, which is how tapegrad's backend lookup knows the
+array lives on another device.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import types
+
+import numpy as np
+
+_IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
+             "NumPy array explicitly.")
+
+
+def _host_operand_error(what: str):
+    return TypeError(f"Unsupported type <class 'numpy.ndarray'> in {what}: a host array cannot be mixed "
+                     "with device arrays; copy it explicitly with xp.asarray(x) (or the device array back "
+                     "with .get())")
+
+
+def _unwrap(x, what: str):
+    """``x`` with every device array replaced by its NumPy data; a host ndarray anywhere raises."""
+    if type(x) is DeviceArray:
+        return x._data
+    if isinstance(x, np.ndarray):
+        raise _host_operand_error(what)
+    if type(x) in (list, tuple):
+        return type(x)(_unwrap(v, what) for v in x)
+    return x
+
+
+def _unwrap_index(idx):
+    """An index with its device arrays unwrapped. Host index arrays and lists are accepted: CuPy copies
+    them to the device (``_prepare_slice_list``), the one place it converts host arrays implicitly."""
+    if type(idx) is DeviceArray:
+        return idx._data
+    if type(idx) is tuple:
+        return tuple(_unwrap_index(i) for i in idx)
+    return idx
+
+
+def _wrap(x):
+    """NumPy results as device arrays: arrays and NumPy scalars (CuPy returns 0-d arrays), inside
+    tuples and lists too; Python values (shapes, dtypes, bools of predicates) as they are."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return DeviceArray(np.asarray(x))
+    if type(x) in (list, tuple):
+        return type(x)(_wrap(v) for v in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a named tuple (slogdet, eigh, qr, svd)
+        return type(x)(*(_wrap(v) for v in x))
+    return x
+
+
+def _device_call(fn, name: str):
+    """``fn`` (a NumPy function) on device arrays: operands unwrapped, results wrapped."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        out = kwargs.get("out")
+        result = fn(*_unwrap(args, name), **{k: _unwrap(v, name) for k, v in kwargs.items()})
+        return out if type(out) is DeviceArray else _wrap(result)
+    call.__name__ = name
+    return call
+
+
+class Ufunc:
+    """A NumPy ufunc run on device arrays, with its methods (CuPy's ufuncs have them too)."""
+
+    def __init__(self, ufunc: np.ufunc):
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+        self.nin, self.nout, self.nargs = ufunc.nin, ufunc.nout, ufunc.nargs
+
+    def __call__(self, *args, **kwargs):
+        return _apply_ufunc(self._ufunc, "__call__", args, kwargs)
+
+    def __getattr__(self, method):
+        if method not in ("reduce", "accumulate", "reduceat", "outer", "at"):
+            raise AttributeError(f"device ufunc {self.__name__!r} has no attribute {method!r}")
+        return lambda *args, **kwargs: _apply_ufunc(self._ufunc, method, args, kwargs)
+
+    def __repr__(self):
+        return f"<device ufunc {self.__name__!r}>"
+
+
+def _apply_ufunc(ufunc, method, args, kwargs):
+    what = f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__
+    out = kwargs.get("out")
+    if method == "at":  # (a, indices, b): the indices as in indexing
+        args = (args[0], _unwrap_index(args[1])) + tuple(args[2:])
+        result = ufunc.at(_unwrap(args[0], what), args[1], *_unwrap(args[2:], what))
+        return None
+    result = getattr(ufunc, method)(*_unwrap(args, what), **{k: _unwrap(v, what) for k, v in kwargs.items()})
+    if out is not None:  # written in place: hand back the caller's device arrays
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    return _wrap(result)
+
+
+# ---- the array ---------------------------------------------------------------------------------
+_METHODS = ("astype", "reshape", "transpose", "ravel", "flatten", "squeeze", "swapaxes", "copy", "sum",
+            "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all", "cumsum",
+            "cumprod", "conj", "conjugate", "clip", "round", "dot", "diagonal", "trace", "nonzero",
+            "repeat", "take", "fill", "sort", "argsort", "view", "searchsorted", "partition",
+            "argpartition", "choose", "compress", "put")
+
+
+class DeviceArray:
+    """A NumPy array standing for an array on another device (see the module docstring)."""
+
+    __slots__ = ("_data",)
+    __array_priority__ = 100  # as cupy.ndarray
+    __hash__ = None
+
+    def __init__(self, data: np.ndarray):
+        assert type(data) is np.ndarray, type(data)
+        self._data = data
+
+    # -- the refusals --
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(_IMPLICIT)
+
+    def __array_namespace__(self, *, api_version=None):
+        return xp
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        operands = inputs + tuple(kwargs.get("out", ()))
+        if any(isinstance(x, np.ndarray) for x in operands):
+            raise _host_operand_error(ufunc.__name__)
+        if not all(_is_operand(x) for x in operands):
+            return NotImplemented  # a tracer, a Parameter...: let its own protocol run
+        return _apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        if not all(issubclass(t, DeviceArray) for t in types_):
+            return NotImplemented
+        impl = _namespace_function(func)
+        return NotImplemented if impl is None else impl(*args, **kwargs)
+
+    # -- explicit copies and conversions (CuPy synchronises and allows these) --
+    def get(self) -> np.ndarray:
+        """The explicit device-to-host copy."""
+        return self._data.copy()
+
+    def item(self, *args):
+        return self._data.item(*args)
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self):
+        return float(self._scalar("float"))
+
+    def __int__(self):
+        return int(self._scalar("int"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex"))
+
+    def __bool__(self):
+        return bool(self._scalar("bool"))
+
+    def _scalar(self, what):
+        if self._data.size != 1:
+            raise TypeError(f"only 1-element device arrays can be converted with {what}(), got shape "
+                            f"{self._data.shape}")
+        return self._data.reshape(()).item()
+
+    # -- attributes --
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
+    itemsize = property(lambda self: self._data.itemsize)
+    nbytes = property(lambda self: self._data.nbytes)
+    strides = property(lambda self: self._data.strides)
+    T = property(lambda self: DeviceArray(self._data.T))
+    mT = property(lambda self: DeviceArray(self._data.mT))
+    real = property(lambda self: DeviceArray(self._data.real))
+    imag = property(lambda self: DeviceArray(self._data.imag))
+    base = property(lambda self: None if self._data.base is None else DeviceArray(np.asarray(self._data.base)))
+    device = property(lambda self: "device:0")
+
+    @property
+    def flags(self):
+        # CuPy's flags: contiguity and ownership only (no `writeable`)
+        f = self._data.flags
+        return types.SimpleNamespace(c_contiguous=f.c_contiguous, f_contiguous=f.f_contiguous,
+                                     owndata=f.owndata)
+
+    def __getattr__(self, name):
+        if name in _METHODS:
+            return _device_call(getattr(self._data, name), f"ndarray.{name}")
+        raise AttributeError(f"'DeviceArray' object has no attribute {name!r} (not in the double's list)")
+
+    def __len__(self):
+        return len(self._data)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (DeviceArray(np.asarray(row)) for row in self._data)
+
+    def __getitem__(self, idx):
+        return _wrap(self._data[_unwrap_index(idx)])
+
+    def __setitem__(self, idx, value):
+        self._data[_unwrap_index(idx)] = _unwrap(value, "assignment")
+
+    def __copy__(self):
+        return DeviceArray(self._data.copy())
+
+    def __deepcopy__(self, memo):
+        return DeviceArray(copy.deepcopy(self._data, memo))
+
+    def __reduce__(self):
+        return (DeviceArray, (self._data,))
+
+    def __repr__(self):
+        return "device_" + repr(self._data)
+
+    def __str__(self):
+        return str(self._data)
+
+    def __format__(self, spec):
+        return format(self._data.item() if self._data.ndim == 0 else self._data, spec)
+
+
+def _is_operand(x) -> bool:
+    return type(x) is DeviceArray or isinstance(x, (int, float, complex, bool, np.generic)) or x is None
+
+
+def _binary(ufunc, reflected=False):
+    def op(self, other):
+        if not _is_operand(other):
+            if isinstance(other, np.ndarray):
+                raise _host_operand_error(ufunc.__name__)
+            return NotImplemented
+        return _apply_ufunc(ufunc, "__call__", (other, self) if reflected else (self, other), {})
+    return op
+
+
+def _inplace(ufunc):
+    def op(self, other):
+        _apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+        return self
+    return op
+
+
+for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
+                   ("floordiv", np.floor_divide), ("mod", np.remainder), ("pow", np.power),
+                   ("matmul", np.matmul), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("xor", np.bitwise_xor), ("lshift", np.left_shift), ("rshift", np.right_shift),
+                   ("divmod", np.divmod)]:
+    setattr(DeviceArray, f"__{_name}__", _binary(_uf))
+    setattr(DeviceArray, f"__r{_name}__", _binary(_uf, reflected=True))
+    if _name != "divmod":
+        setattr(DeviceArray, f"__i{_name}__", _inplace(_uf))
+for _name, _uf in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
+                   ("eq", np.equal), ("ne", np.not_equal)]:
+    setattr(DeviceArray, f"__{_name}__", _binary(_uf))
+for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute), ("invert", np.invert)]:
+    setattr(DeviceArray, f"__{_name}__", lambda self, _uf=_uf: _apply_ufunc(_uf, "__call__", (self,), {}))
+
+
+# ---- the namespace -----------------------------------------------------------------------------
+def _asarray(a, dtype=None, order=None, *, copy=None):
+    """The explicit host-to-device copy (a device array: a cast, or itself)."""
+    if type(a) is DeviceArray:
+        data = a._data if dtype is None else a._data.astype(dtype, copy=False)
+        return DeviceArray(data.copy() if copy else data) if data is not a._data or copy else a
+    return DeviceArray(np.array(_unwrap_sequence(a), dtype=dtype, order=order or "K", copy=True))
+
+
+def _array(a, dtype=None, copy=True, order="K", ndmin=0):
+    data = a._data if type(a) is DeviceArray else _unwrap_sequence(a)
+    return DeviceArray(np.array(data, dtype=dtype, copy=True, order=order, ndmin=ndmin))
+
+
+def _unwrap_sequence(a):
+    """Device arrays inside a (nested) list as their data: ``cupy.asarray([x, y])`` stacks them."""
+    if type(a) is DeviceArray:
+        return a._data
+    if type(a) in (list, tuple):
+        return type(a)(_unwrap_sequence(v) for v in a)
+    return a
+
+
+def _asnumpy(a, **kwargs):
+    """The explicit device-to-host copy; a host array passes through (as ``cupy.asnumpy``)."""
+    return a.get() if type(a) is DeviceArray else np.asarray(a, **kwargs)
+
+
+def _result_type(*arrays_and_dtypes):
+    return np.result_type(*[a.dtype if type(a) is DeviceArray else a for a in arrays_and_dtypes])
+
+
+_FUNCTIONS = """
+zeros ones empty full zeros_like ones_like empty_like full_like arange linspace logspace geomspace eye
+identity tri tril triu diag diagflat diagonal trace meshgrid indices
+reshape transpose moveaxis swapaxes rollaxis broadcast_to broadcast_arrays expand_dims squeeze ravel
+concatenate stack hstack vstack dstack column_stack split array_split atleast_1d atleast_2d atleast_3d
+flip fliplr flipud roll rot90 repeat tile pad take take_along_axis put_along_axis
+where clip round around real imag conjugate conj angle sinc iscomplexobj isrealobj isscalar
+sum prod mean var std max min amax amin argmax argmin any all cumsum cumprod average median
+nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin nancumsum nancumprod
+sort argsort partition argpartition searchsorted unique nonzero count_nonzero argwhere flatnonzero
+dot vdot inner outer tensordot einsum kron cross diff ediff1d convolve
+shape ndim size copy copyto may_share_memory shares_memory isclose allclose array_equal
+can_cast promote_types
+""".split()
+_UFUNC_NAMES = [n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)]
+_LINALG = "solve inv pinv eigh eigvalsh eig eigvals qr cholesky det slogdet svd norm lstsq matrix_power matrix_rank".split()
+_FFT = """fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq
+fftshift ifftshift""".split()
+_CONSTANTS = "pi e inf nan newaxis euler_gamma".split()
+_TYPES = """dtype float16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 uint64
+bool_ intp integer floating complexfloating inexact number signedinteger unsignedinteger generic finfo
+iinfo""".split()
+
+
+def _module(name, functions, source):
+    module = types.ModuleType(name)
+    for fn in functions:
+        setattr(module, fn, _device_call(getattr(source, fn), f"{name}.{fn}"))
+    return module
+
+
+xp = _module("devicearray", _FUNCTIONS, np)
+xp.__doc__ = "The double's namespace: a module like ``cupy`` (see tests/_device.py)."
+for _n in _UFUNC_NAMES:
+    setattr(xp, _n, Ufunc(getattr(np, _n)))
+for _n in _CONSTANTS + _TYPES:
+    setattr(xp, _n, getattr(np, _n))
+xp.ndarray = DeviceArray
+xp.asarray, xp.array, xp.asnumpy, xp.result_type = _asarray, _array, _asnumpy, _result_type
+xp.ascontiguousarray = lambda a, dtype=None: _asarray(a, dtype, order="C")
+xp.linalg = _module("devicearray.linalg", _LINALG, np.linalg)
+xp.fft = _module("devicearray.fft", _FFT, np.fft)
+xp.lib = types.ModuleType("devicearray.lib")
+xp.lib.stride_tricks = _module("devicearray.lib.stride_tricks", ["as_strided"], np.lib.stride_tricks)
+
+# SciPy's functions that ``cupyx.scipy`` also has (tapegrad finds them as ``<module>x.scipy.<name>``)
+_SPECIAL = """betaln xlog1py xlogy polygamma digamma entr erf erfc erfcx erfinv gamma gammaln i0 i0e i1 i1e
+log_ndtr ndtr ndtri expit logit""".split()
+_SCIPY_LINALG = ["solve_triangular", "expm"]
+
+
+def _scipy_modules():
+    import sys
+
+    import scipy.linalg
+    import scipy.special
+    scipy_ns = types.ModuleType("devicearrayx.scipy")
+    scipy_ns.special = _module("devicearrayx.scipy.special", _SPECIAL, scipy.special)
+    scipy_ns.linalg = _module("devicearrayx.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
+    sys.modules.update({"devicearrayx": types.ModuleType("devicearrayx"), "devicearrayx.scipy": scipy_ns,
+                        "devicearrayx.scipy.special": scipy_ns.special,
+                        "devicearrayx.scipy.linalg": scipy_ns.linalg})
+
+
+_scipy_modules()
+
+_SUBMODULES = {"numpy": xp, "numpy.linalg": xp.linalg, "numpy.fft": xp.fft}
+
+
+def _namespace_function(func):
+    """The namespace's version of the NumPy function ``func`` (CuPy's ``__array_function__`` rule: the
+    function of the same name in the matching module), or None."""
+    module = _SUBMODULES.get(getattr(func, "__module__", None))
+    return None if module is None else getattr(module, func.__name__, None)
+
+
+def asarray(a, dtype=None):
+    """Shorthand for tests: ``xp.asarray`` mapped over a pytree's array leaves (host arrays and
+    NumPy scalars move to the device; Python scalars stay as they are)."""
+    import tapegrad as tg
+    return tg.tree.tree_map(lambda x: _asarray(x, dtype) if isinstance(x, (np.ndarray, np.generic)) else x, a)
+
+
+def get(a):
+    """Shorthand for tests: ``.get()`` mapped over a pytree's device leaves."""
+    import tapegrad as tg
+    return tg.tree.tree_map(lambda x: x.get() if type(x) is DeviceArray else x, a)

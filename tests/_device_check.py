@@ -1,0 +1,119 @@
+"""What the device test files share: run one function on host arrays and on the strict device double,
+through one route (eager, reverse mode, forward mode, both at order 2, jit, vmap), and check that the
+device run returns device arrays only, with the host run's shapes, dtypes and values.
+
+The host run is the reference: its numbers are checked against NumPy and finite differences by the
+ordinary test files; here the question is only whether the same code runs on a device without a
+host conversion, and computes the same thing there.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import _backend
+
+import _device
+from _device import DeviceArray, xp
+from _tol import assert_close
+
+ROUTES = ("eager", "vjp", "jvp", "jvp-of-vjp", "vjp-of-jvp", "jit", "jit-vjp", "vmap")
+
+
+@contextlib.contextmanager
+def device_backend():
+    """Creation functions (``tnp.zeros``, ``tnp.arange``...) put their arrays on the double."""
+    saved = _backend._default_backend
+    tg.set_backend(xp)
+    try:
+        yield
+    finally:
+        _backend._default_backend = saved
+
+
+def _floats(tree):
+    return [x for x in tg.tree.tree_leaves(tree) if np.dtype(x.dtype).kind in "fc"]
+
+
+def _draw_like(tree, rng):
+    """A random host tree shaped like ``tree`` (floats; integer and bool leaves get zeros)."""
+    def draw(x):
+        x = np.asarray(x.get() if type(x) is DeviceArray else x)
+        if x.dtype.kind not in "fc":
+            return np.zeros(x.shape, x.dtype)
+        return rng.standard_normal(x.shape).astype(x.dtype)
+    return tg.tree.tree_map(draw, tree)
+
+
+def assert_same(device_out, host_out, where: str, ulps: int = 64):
+    """``device_out`` holds device arrays only (Python scalars where the host has them), equal to
+    ``host_out`` in structure, shape, dtype and value."""
+    d_leaves, d_tree = tg.tree.tree_flatten(device_out)
+    h_leaves, h_tree = tg.tree.tree_flatten(host_out)
+    assert d_tree == h_tree, f"{where}: structure {d_tree} on the device, {h_tree} on the host"
+    for k, (d, h) in enumerate(zip(d_leaves, h_leaves)):
+        if isinstance(h, (np.ndarray, np.generic)):
+            assert type(d) is DeviceArray, f"{where}: output leaf {k} is a {type(d).__name__} on the device"
+            d = d.get()
+            assert d.shape == np.shape(h) and d.dtype == np.result_type(h), \
+                f"{where}: leaf {k} is {d.dtype}{d.shape} on the device, {np.result_type(h)}{np.shape(h)} on the host"
+            if d.dtype.kind in "fc":
+                assert_close(d, h, ulps=ulps, err_msg=where)
+            else:
+                np.testing.assert_array_equal(d, h, err_msg=where)
+        else:
+            assert type(d) is type(h) and d == h, f"{where}: leaf {k} is {d!r} on the device, {h!r} on the host"
+
+
+def run_route(route: str, fn, args, seed: int = 0, default_device: bool = False):
+    """``(host result, device result)`` of ``fn`` at ``args`` (host arrays) through ``route``. The
+    default backend stays NumPy unless ``default_device``: device operands alone must decide where
+    everything derived from them lives. Where the host run raises, the device run must raise the
+    same exception type (``(None, None)`` is returned then)."""
+    rng = np.random.default_rng(seed)
+    out = tg.vjp(fn, *args)[0]
+    u = _draw_like(out, rng)
+    v = _draw_like(args, rng)
+    program = _ROUTES[route]
+    dargs, du, dv = _device.asarray(args), _device.asarray(u), _device.asarray(v)
+    try:
+        host = program(fn, args, u, v)
+    except Exception as e:  # noqa: BLE001 - the device must fail the same way
+        host = e
+    with device_backend() if default_device else contextlib.nullcontext():
+        if isinstance(host, Exception):
+            with pytest.raises(type(host)):
+                program(fn, dargs, du, dv)
+            return None, None
+        return host, program(fn, dargs, du, dv)
+
+
+def _batch(tree, n=3):
+    """``n`` examples of ``tree`` stacked on a new leading axis (scaled copies, so they differ)."""
+    def stack(x):
+        scales = np.array([1.0, 0.9, 1.1])[:n].reshape((n,) + (1,) * np.ndim(x))
+        if isinstance(x, DeviceArray):
+            return x[None] * xp.asarray(scales.astype(x.dtype))
+        return (np.asarray(x)[None] * scales).astype(np.result_type(x))
+    return tg.tree.tree_map(stack, tree)
+
+
+_ROUTES = {
+    "eager": lambda fn, x, u, v: fn(*x),
+    "vjp": lambda fn, x, u, v: tg.vjp(fn, *x)[1](u),
+    "jvp": lambda fn, x, u, v: tg.jvp(fn, tuple(x), tuple(v)),
+    "jvp-of-vjp": lambda fn, x, u, v: tg.jvp(lambda *y: tg.vjp(fn, *y)[1](u), tuple(x), tuple(v)),
+    "vjp-of-jvp": lambda fn, x, u, v: tg.vjp(lambda *y: tg.jvp(fn, y, tuple(v))[1], *x)[1](u),
+    "jit": lambda fn, x, u, v: tg.jit(fn)(*x),
+    "jit-vjp": lambda fn, x, u, v: tg.jit(lambda *y: tg.vjp(fn, *y)[1](u))(*x),
+    "vmap": lambda fn, x, u, v: tg.vmap(fn)(*_batch(tuple(x))),
+}
+
+
+def check_route(route: str, fn, args, seed: int = 0, ulps: int = 64, default_device: bool = False):
+    """``fn`` through ``route`` on the device equals the host run (see :func:`assert_same`)."""
+    host, device = run_route(route, fn, tuple(args), seed, default_device)
+    assert_same(device, host, f"{route} of {getattr(fn, '__name__', fn)}", ulps=ulps)
