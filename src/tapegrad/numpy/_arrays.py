@@ -9,9 +9,10 @@ import operator
 
 import numpy as np
 
+from tapegrad._backend import namespace_of
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._creation import as_operand, full_like
 from tapegrad.numpy._reductions import normalize_axis
 
 
@@ -21,8 +22,11 @@ def _along(axis: int, index) -> tuple:
 
 
 # ---- differences ---------------------------------------------------------------------------------
-def _edge(value, shape, axis):
-    """``prepend``/``append`` as an array; a scalar is broadcast to length 1 along ``axis``."""
+def _edge(value, a, shape, axis):
+    """``prepend``/``append`` as an array on ``a``'s backend; a scalar is broadcast to length 1 along
+    ``axis``."""
+    if isinstance(value, (int, float, complex, np.generic)):  # NumPy's dtype for it, a's device
+        return full_like(a, value, dtype=np.result_type(value), shape=shape[:axis] + (1,) + shape[axis + 1:])
     value = as_operand(value)
     if _shape.ndim(value) == 0:
         return _shape.broadcast_to(value, shape[:axis] + (1,) + shape[axis + 1:])
@@ -47,8 +51,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         raise ValueError("diff requires input that is at least one dimensional")
     axis = normalize_axis(axis, _shape.ndim(a))[0]
     shape = tuple(_shape.shape(a))
-    pieces = ([_edge(prepend, shape, axis)] if prepend is not None else []) + [a] + (
-        [_edge(append, shape, axis)] if append is not None else [])
+    pieces = ([_edge(prepend, a, shape, axis)] if prepend is not None else []) + [a] + (
+        [_edge(append, a, shape, axis)] if append is not None else [])
     if len(pieces) > 1:
         a = _shape.concatenate(pieces, axis=axis)
     op = ew.not_equal if np.dtype(a.dtype) == np.bool_ else ew.subtract
@@ -161,13 +165,14 @@ def select(condlist, choicelist, default=0):
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     dtype = _shape.result_type(*choices)
     shape = np.broadcast_shapes(*(tuple(_shape.shape(x)) for x in conds + choices))
-    result = _shape.broadcast_to(_cast(choices[-1], dtype), shape)
+    xp = namespace_of(*conds, *choices)  # scalar choices become arrays on the arrays' device
+    result = _shape.broadcast_to(_cast(choices[-1], dtype, xp), shape)
     for cond, choice in zip(conds[::-1], choices[-2::-1]):
-        result = ew.where(cond, _cast(choice, dtype), result)
+        result = ew.where(cond, _cast(choice, dtype, xp), result)
     return result
 
 
-def _cast(x, dtype):
-    if not hasattr(x, "dtype"):
-        x = np.asarray(x, dtype=dtype)
+def _cast(x, dtype, xp):
+    if not hasattr(x, "dtype") or isinstance(x, np.generic):
+        x = xp.asarray(x, dtype=dtype)
     return x if np.dtype(x.dtype) == dtype else ew.astype(x, dtype)
