@@ -61,7 +61,11 @@ def assert_same(device_out, host_out, where: str, ulps: int = 64):
             assert d.shape == np.shape(h) and d.dtype == np.result_type(h), \
                 f"{where}: leaf {k} is {d.dtype}{d.shape} on the device, {np.result_type(h)}{np.shape(h)} on the host"
             if d.dtype.kind in "fc":
-                assert_close(d, h, ulps=ulps, err_msg=where)
+                # scale at least 1: the inputs are of unit order, and a value that is 0 in exact
+                # arithmetic (a bias gradient through BatchNorm) is rounding noise of that order,
+                # which fused (host) and unfused (device) programs round differently
+                finite = np.abs(h[np.isfinite(h)]) if np.size(h) else np.zeros(1)
+                assert_close(d, h, ulps=ulps, scale=max(float(finite.max(initial=0.0)), 1.0), err_msg=where)
             else:
                 np.testing.assert_array_equal(d, h, err_msg=where)
         else:

@@ -321,8 +321,9 @@ class Adam(Optimizer):
     def init(self, params) -> AdamState:
         """Step 0 and zero moment estimates shaped like ``params``."""
         params = _plain(params)
-        return AdamState(tnp.zeros((), np.int32), tree_map(tnp.zeros_like, params),
-                         tree_map(tnp.zeros_like, params))
+        leaves = tree_flatten(params)[0]  # the step count lives on the parameters' device
+        step = tnp.zeros_like(leaves[0], np.int32, ()) if leaves else tnp.zeros((), np.int32)
+        return AdamState(step, tree_map(tnp.zeros_like, params), tree_map(tnp.zeros_like, params))
 
     def update(self, grads, state: AdamState, params):
         """One Adam step.

@@ -180,7 +180,7 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     y = _cudnn_conv(xp, *args) if xp is not np else None
     if y is None:
         y = _conv_kernel_as_image(xp, *args) if _kernel_outgrows_input(*args) else _conv_canonical(xp, *args)
-    return y.transpose(np.argsort(out_spec))
+    return y.transpose(tuple(np.argsort(out_spec).tolist()))  # axes as ints: CuPy takes no host array
 
 
 def _cudnn_conv(xp, x, w, window_strides, padding, lhs_dilation, rhs_dilation, groups, batch_groups):
