@@ -360,6 +360,26 @@ xp.fft = _module("devicearray.fft", _FFT, np.fft)
 xp.lib = types.ModuleType("devicearray.lib")
 xp.lib.stride_tricks = _module("devicearray.lib.stride_tricks", ["as_strided"], np.lib.stride_tricks)
 
+class Fused:
+    """What ``xp.fuse(fn)`` returns: ``fn`` run on device arrays, as one "kernel" (CuPy's ``fuse``
+    compiles the body; here it runs eagerly on the double). ``calls`` counts the launches, so tests
+    can see that a fused program ran; host arrays are refused, as by any device kernel."""
+
+    launches = 0  # over all kernels
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, *args):
+        if any(isinstance(a, np.ndarray) for a in args):
+            raise _host_operand_error("fuse")
+        self.calls += 1
+        Fused.launches += 1
+        return self.fn(*args)
+
+
+xp.fuse = Fused
+
 # SciPy's functions that ``cupyx.scipy`` also has (tapegrad finds them as ``<module>x.scipy.<name>``)
 _SPECIAL = """betaln xlog1py xlogy polygamma digamma entr erf erfc erfcx erfinv gamma gammaln i0 i0e i1 i1e
 log_ndtr ndtr ndtri expit logit""".split()

@@ -1,6 +1,6 @@
 """Elementwise fusion: a group of elementwise equations whose intermediates are used only inside the
 group becomes one equation of the ``fused`` primitive, which runs the whole group in one call
-(``numexpr`` on CPU, a ``cupy.fuse`` kernel on GPU).
+(``numexpr`` on CPU, a ``cupy.fuse`` kernel on GPU: any device backend with a ``fuse``).
 
 Groups. Walking the program backwards, an elementwise equation joins the group of its consumers when
 its output is not a program output and every consumer lies in that one group; otherwise it roots a
@@ -298,15 +298,18 @@ def _pays(eqns, group) -> bool:
     return saved_us > size * extra_ns * 1e-3
 
 
-# ---- cupy (GPU): UNTESTED here (no GPU on the machine this was written on) ------------------------------
-def cupy_fusible(eqn) -> bool:
-    return _candidate(eqn) and eqn.out.backend.__name__ == "cupy"
+# ---- device fusion (CuPy's ``fuse``) -------------------------------------------------------------------
+def device_fusible(eqn) -> bool:
+    """Whether ``eqn`` is a candidate on a device backend that offers ``fuse`` (``cupy.fuse``). Run
+    in the tests through the device double's ``fuse``; never on a real GPU yet."""
+    backend = eqn.out.backend
+    return backend is not np and hasattr(backend, "fuse") and _candidate(eqn)
 
 
-def cupy_kernel(eqns, group) -> Kernel:
-    """UNTESTED. The group replayed by one ``cupy.fuse`` kernel: each equation calls the cupy ufunc of
-    its name, each literal is a NumPy scalar of the dtype NumPy 2 gives it."""
-    cupy = eqns[group.root].out.backend
+def device_kernel(eqns, group) -> Kernel:
+    """The group replayed by one ``fuse`` kernel of the operands' backend: each equation calls the
+    backend's ufunc of its name, each literal is a NumPy scalar of the dtype NumPy 2 gives it."""
+    xp = eqns[group.root].out.backend
     members = [eqns[k] for k in group.members]
     inputs = list(group.inputs.values())
 
@@ -315,14 +318,16 @@ def cupy_kernel(eqns, group) -> Kernel:
         for eqn in members:
             args = [literal_dtype(eqn, i).type(x.value) if isinstance(x, Literal) else env[id(x)]
                     for i, x in enumerate(eqn.inputs)]
-            env[id(eqn.out)] = getattr(cupy, eqn.prim.name)(*args)
+            env[id(eqn.out)] = getattr(xp, eqn.prim.name)(*args)
         return env[id(members[-1].out)]
-    return Kernel(cupy.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
+    return Kernel(xp.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
 
 
 # ---- the pass ----------------------------------------------------------------------------------------
 def _fusible(eqn) -> bool:
-    return numexpr_fusible(eqn) or (eqn.out.backend is not np and cupy_fusible(eqn))
+    """numexpr for NumPy arrays, the backend's ``fuse`` for device arrays (never numexpr: it would
+    read device memory through the buffer protocol)."""
+    return numexpr_fusible(eqn) if eqn.out.backend is np else device_fusible(eqn)
 
 
 def fuse(program: Program) -> Program:
@@ -343,7 +348,7 @@ def fuse(program: Program) -> Program:
             except (TypeError, ValueError, NotImplementedError):  # numexpr refuses it: leave it unfused
                 continue
         else:
-            kernel = cupy_kernel(program.eqns, group)
+            kernel = device_kernel(program.eqns, group)
         replaced[group.root] = Eqn(fused_p, list(group.inputs.values()), {"kernel": kernel}, root)
         drop.update(group.members)
     if not replaced:
