@@ -17,6 +17,7 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._api import jvp, vjp
+from tapegrad._backend import namespace_of
 
 # eps and tolerances by the lowest float precision among the inputs
 _SETTINGS = {
@@ -70,32 +71,40 @@ def _least_precise(args):
 
 
 def _random_like(tree, rng):
+    """Random directions drawn on the host, then put where each leaf lives (CuPy arrays: the device)."""
     def draw(x):
         x = np.asarray(x) if isinstance(x, (float, complex)) else x
-        kind = np.dtype(x.dtype).kind
+        kind, shape = np.dtype(x.dtype).kind, tuple(x.shape)
         if kind == "f":
-            return rng.standard_normal(np.shape(x)).astype(x.dtype)
-        if kind == "c":
-            return (rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))).astype(x.dtype)
-        return np.zeros_like(x)
+            value = rng.standard_normal(shape).astype(x.dtype)
+        elif kind == "c":
+            value = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(x.dtype)
+        else:
+            value = np.zeros(shape, x.dtype)
+        return namespace_of(x).asarray(value)
     return _tree.tree_map(draw, tree)
 
 
 def _wide(x):
-    """``x`` in double precision, complex kept complex."""
-    x = np.asarray(x)
+    """``x`` in double precision, complex kept complex, on its own backend."""
+    x = namespace_of(x).asarray(x)
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def _inner(a, b) -> float:
-    """``Re(vdot(a, b))`` summed over the leaves of two pytrees of one structure."""
-    return float(sum(np.real(np.vdot(_wide(x), _wide(y)))
-                     for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b))))
+    """``Re(vdot(a, b))`` summed over the leaves of two pytrees of one structure (on the leaves'
+    backend; only the scalar comes to the host)."""
+    total = 0.0
+    for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b)):
+        x, y = _wide(x), _wide(y)
+        total += float(namespace_of(x, y).vdot(x, y).real)
+    return total
 
 
 def _axpy(alpha, v, x):
     """``x + alpha * v`` leaf by leaf, keeping each leaf's dtype."""
-    return _tree.tree_map(lambda vi, xi: np.asarray(xi + alpha * vi, dtype=np.result_type(xi)), v, x)
+    return _tree.tree_map(lambda vi, xi: namespace_of(vi, xi).asarray(xi + alpha * vi, dtype=np.result_type(xi)),
+                          v, x)
 
 
 def _conj(tree):
