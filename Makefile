@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-device bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(VENV)/.installed-examples
 # one BLAS thread: the tests use small matrices, where OpenBLAS's threads only contend for 2 cores
 test: $(VENV)/.installed-dev
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
+
+# every case of the device tests through every route, on the strict device double (docs/devices.md);
+# `make test` runs a sample of them
+test-device: $(VENV)/.installed-dev
+	TAPEGRAD_DEVICE_TESTS=all OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/test_device_*.py
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py

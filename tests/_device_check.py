@@ -9,6 +9,8 @@ host conversion, and computes the same thing there.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +23,33 @@ from _device import DeviceArray, xp
 from _tol import assert_close
 
 ROUTES = ("eager", "vjp", "jvp", "jvp-of-vjp", "vjp-of-jvp", "jit", "jit-vjp", "vmap")
+
+# ``make test-device`` sets TAPEGRAD_DEVICE_TESTS=all: every case through every route. Otherwise (the
+# plain ``make test``) one case in FAST_EVERY runs, through one route, the routes taken in turn along
+# the table: every route still runs on every family of functions, in a few seconds in all.
+ALL = os.environ.get("TAPEGRAD_DEVICE_TESTS", "") == "all"
+FAST_EVERY = 3
+
+
+def sample(cases: list) -> list:
+    """``cases`` under ``make test-device``; one in FAST_EVERY of them otherwise."""
+    return list(cases) if ALL else list(cases)[::FAST_EVERY]
+
+
+def grid(*axes, ids=None, unpack=False):
+    """``pytest.param`` s for the product of ``axes`` (lists of values) crossed with :data:`ROUTES`
+    (the last argument): all of it under ``make test-device``, one route per case otherwise.
+    ``ids``: one function per axis; ``unpack``: the first axis holds tuples of several arguments."""
+    cases = list(itertools.product(*axes))
+    params = []
+    for k, case in enumerate(cases):
+        if not ALL and k % FAST_EVERY:
+            continue
+        values = (list(case[0]) if unpack else [case[0]]) + list(case[1:])
+        name = "-".join(str((ids[i] if ids else repr)(part)) for i, part in enumerate(case))
+        routes = ROUTES if ALL else (ROUTES[k // FAST_EVERY % len(ROUTES)],)
+        params += [pytest.param(*values, route, id=f"{name}-{route}") for route in routes]
+    return params
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from tapegrad.nn import functional as F
 
 import _device
 from _device import DeviceArray
-from _device_check import assert_same, device_backend
+from _device_check import assert_same, device_backend, sample
 
 LAYERS = [  # (name, constructor, input shape, input kind)
     ("Dense", lambda: nn.Dense(4, 3, seed=0), (5, 4), "float"),
@@ -43,7 +43,6 @@ LAYERS = [  # (name, constructor, input shape, input kind)
     ("CNN", lambda: nn.Sequential(nn.Conv2d(1, 3, 3, padding=1, seed=15), nn.BatchNorm2d(3), nn.ReLU(),
                                   nn.MaxPool2d(2), nn.Flatten(), nn.Dense(12, 2, seed=16)), (3, 1, 4, 4), "float"),
 ]
-LAYER_IDS = [c[0] for c in LAYERS]
 
 
 def _input(shape, kind, seed=0):
@@ -83,8 +82,8 @@ ROUTES = {
 }
 
 
-@pytest.mark.parametrize("route", list(ROUTES))
-@pytest.mark.parametrize("name,make,shape,kind", LAYERS, ids=LAYER_IDS)
+@pytest.mark.parametrize("name,make,shape,kind,route", sample(
+    [pytest.param(*case, route, id=f"{case[0]}-{route}") for case in LAYERS for route in ROUTES]))
 def test_layer(name, make, shape, kind, route):
     if kind == "int" and route in ("grad-input", "vmap-grad-input", "hvp"):
         pytest.skip("integer indices have no gradient")
@@ -142,9 +141,9 @@ def _train(net, opt_factory, x, style, steps=3):
     return losses, [p.value for p in params], opt.state
 
 
-@pytest.mark.parametrize("style", ["stateful", "jit", "functional"])
-@pytest.mark.parametrize("opt_name,opt_factory", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
-@pytest.mark.parametrize("name,make,shape,kind", NETS, ids=[c[0] for c in NETS])
+@pytest.mark.parametrize("name,make,shape,kind,opt_name,opt_factory,style", sample(
+    [pytest.param(*net, *opt, style, id=f"{net[0]}-{opt[0]}-{style}")
+     for net in NETS for opt in OPTIMIZERS for style in ("stateful", "jit", "functional")]))
 def test_optimizer_steps(name, make, shape, kind, opt_name, opt_factory, style):
     host_net, device_net = _pair(make)
     x = _input(shape, kind)
@@ -166,8 +165,8 @@ LOSSES = [
 ]
 
 
-@pytest.mark.parametrize("route", ["value", "grad", "jit-grad", "jvp"])
-@pytest.mark.parametrize("name,fn,target", LOSSES, ids=[c[0] for c in LOSSES])
+@pytest.mark.parametrize("name,fn,target,route", sample(
+    [pytest.param(*loss, route, id=f"{loss[0]}-{route}") for loss in LOSSES for route in ("value", "grad", "jit-grad", "jvp")]))
 def test_loss(name, fn, target, route):
     if not hasattr(F, name.split("-")[0]):
         pytest.skip(f"nn.functional has no {name}")

@@ -20,39 +20,31 @@ import test_nn as nn_table
 import test_scipy_linalg as scipy_linalg_table
 import test_special as special_table
 import test_ufuncs as ufunc_table
-from _device_check import ROUTES, check_route, run_route
+from _device_check import check_route, grid, run_route
 
 DTYPES = [np.float64, np.float32]
 DTYPE_IDS = lambda d: np.dtype(d).name  # noqa: E731
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shape", ufunc_table.SHAPES, ids=str)
-@pytest.mark.parametrize("spec", ufunc_table.UNARY, ids=repr)
+@pytest.mark.parametrize("spec,shape,dtype,route", grid(ufunc_table.UNARY, ufunc_table.SHAPES, DTYPES,
+                                                       ids=(repr, str, DTYPE_IDS)))
 def test_ufunc_unary(spec, shape, dtype, route):
     check_route(route, spec.op, (ufunc_table._draw(spec.domains[0], shape, dtype, np.random.default_rng(0)),))
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shapes", ufunc_table.BINARY_SHAPES, ids=str)
-@pytest.mark.parametrize("spec", ufunc_table.BINARY, ids=repr)
+@pytest.mark.parametrize("spec,shapes,dtype,route", grid(ufunc_table.BINARY, ufunc_table.BINARY_SHAPES, DTYPES,
+                                                        ids=(repr, str, DTYPE_IDS)))
 def test_ufunc_binary(spec, shapes, dtype, route):
     check_route(route, spec.op, ufunc_table._draw_pair(spec, shapes, dtype, np.random.default_rng(1)))
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("spec,domain", special_table.UNARY_CASES,
-                         ids=[f"{s.name}-{d}" for s, d in special_table.UNARY_CASES])
+@pytest.mark.parametrize("spec,domain,dtype,route", grid(special_table.UNARY_CASES, DTYPES, unpack=True,
+                                                        ids=(lambda c: f"{c[0].name}-{c[1]}", DTYPE_IDS)))
 def test_special_unary(spec, domain, dtype, route):
     check_route(route, spec.op, (special_table._draw(domain, (3, 2), dtype, np.random.default_rng(0)),))
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("spec", special_table.BINARY, ids=repr)
+@pytest.mark.parametrize("spec,dtype,route", grid(special_table.BINARY, DTYPES, ids=(repr, DTYPE_IDS)))
 def test_special_binary(spec, dtype, route):
     rng = np.random.default_rng(1)
     args = (special_table._draw(spec.domains[0], (3, 2), dtype, rng), special_table._draw(spec.domains[1], (2,), dtype, rng))
@@ -63,8 +55,8 @@ def test_special_binary(spec, dtype, route):
 HOST_CONSTANTS = {"select", "select-default-traced", "vstack-scalar-and-const"}
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("spec, shapes", arrays.CASES)
+@pytest.mark.parametrize("spec,shapes,route", grid([(c.values[0], c.values[1]) for c in arrays.CASES], unpack=True,
+                                                 ids=(lambda c: f"{c[0].name}-{c[1]}",)))
 def test_array_function(spec, shapes, route):
     args = arrays._args(spec, shapes, np.float64)
     fn = lambda *a: spec.op(tnp, *a)  # noqa: E731
@@ -78,26 +70,23 @@ def test_array_function(spec, shapes, route):
         check_route(route, fn, args)
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("default", [0.5, np.float32(0.5), None], ids=["python", "numpy-scalar", "traced"])
+@pytest.mark.parametrize("default,route", grid([0.5, np.float32(0.5), None], ids=(lambda d: type(d).__name__,)))
 def test_select_with_device_conditions_and_scalar_choices(default, route):
     x = arrays._args(arrays.SPECS[0], ((3, 4),), np.float64)[0]
     check_route(route, lambda x: tnp.select([x > 0, x < -1], [x, 2.0], default=x * x if default is None else default),
                 (x,))
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("spec,shapes", linalg_table.CASES, ids=[f"{s.name}-{sh}" for s, sh in linalg_table.CASES])
+@pytest.mark.parametrize("spec,shapes,dtype,route", grid(linalg_table.CASES, DTYPES, unpack=True,
+                                                        ids=(lambda c: f"{c[0].name}-{c[1]}", DTYPE_IDS)))
 def test_linalg(spec, shapes, dtype, route):
     rng = np.random.default_rng(zlib.crc32(repr((spec.name, shapes)).encode()))
     args = tuple(linalg_table._draw(kind, shape, rng).astype(dtype) for kind, shape in zip(spec.kinds, shapes))
     check_route(route, lambda *xs: spec.fn(tnp.linalg, *xs), args, ulps=4096 if dtype == np.float32 else 64)
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("spec,shapes", scipy_linalg_table.CASES,
-                         ids=[f"{s.name}-{sh}" for s, sh in scipy_linalg_table.CASES])
+@pytest.mark.parametrize("spec,shapes,route", grid(scipy_linalg_table.CASES, unpack=True,
+                                                 ids=(lambda c: f"{c[0].name}-{c[1]}",)))
 def test_scipy_linalg(spec, shapes, route):
     rng = np.random.default_rng(zlib.crc32(repr((spec.name, shapes)).encode()))
     args = tuple(scipy_linalg_table._draw(kind, shape, rng) for kind, shape in zip(spec.kinds, shapes))
@@ -111,16 +100,15 @@ FFT_CASES += [(name, kind, dict(s=s, axes=axes))
               for s, axes in fft_table.ND_CASES if not (s is not None and axes is None)]
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("name,kind,kwargs", FFT_CASES, ids=[f"{n}-{k}-{kw}" for n, k, kw in FFT_CASES])
+@pytest.mark.parametrize("name,kind,kwargs,route", grid(FFT_CASES, unpack=True, ids=(lambda c: f"{c[0]}-{c[1]}-{c[2]}",)))
 def test_fft(name, kind, kwargs, route):
     x = fft_table._draw((5, 4, 3) if "s" in kwargs else (5, 3), np.float64, kind)
     check_route(route, lambda a: getattr(tfft, name)(a, **kwargs), (x,))
 
 
-@pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("spec, shape", nn_table.CASES)
+@pytest.mark.parametrize("spec,shape,dtype,route", grid([(c.values[0], c.values[1]) for c in nn_table.CASES],
+                                                       DTYPES, unpack=True,
+                                                       ids=(lambda c: f"{c[0].name}-{c[1]}", DTYPE_IDS)))
 def test_functional(spec, shape, dtype, route):
     x = spec.domain(np.random.default_rng(0), shape).astype(dtype)
     check_route(route, spec.fn, (x,))
