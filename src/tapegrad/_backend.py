@@ -27,6 +27,7 @@ import numpy
 _default_backend = os.environ.get("TAPEGRAD_BACKEND", "numpy")
 
 # operand types that never decide the module: the hot path skips them with one set lookup
+_ndarray = numpy.ndarray
 _SCALARS = frozenset([int, float, complex, bool, type(None)] + list(set(numpy.sctypeDict.values())))
 
 
@@ -42,19 +43,17 @@ def namespace_of(*arrays):
     host = False
     for a in arrays:
         t = type(a)
-        if t is numpy.ndarray:
+        if t is _ndarray:
             host = True
-            continue
-        if t in _SCALARS:
-            continue
-        module = _module_of(a)
-        if module is numpy:
-            host = True
-        elif module is not None and module is not device:
-            if device is not None:
-                raise TypeError(f"an operation mixes arrays of {device.__name__} and {module.__name__}; "
-                                "move them to one device first")
-            device = module
+        elif t not in _SCALARS:
+            module = _module_of(a)
+            if module is numpy:
+                host = True
+            elif module is not None and module is not device:
+                if device is not None:
+                    raise TypeError(f"an operation mixes arrays of {device.__name__} and {module.__name__}; "
+                                    "move them to one device first")
+                device = module
     if device is None:
         return numpy
     if host:
