@@ -167,6 +167,25 @@ def test_dropout_on_the_device_and_its_gradient():
     assert type(dev.key.value) is DeviceArray
 
 
+def test_a_python_scalar_tangent_goes_to_its_primals_device():
+    x = np.asarray(1.5)
+    assert_same(tg.jvp(tnp.sin, (xp.asarray(x),), (1.0,)), tg.jvp(tnp.sin, (x,), (1.0,)), "scalar tangent")
+    assert_same(tg.jvp(tnp.sin, (xp.asarray(np.asarray(0.5)),), (2,)), tg.jvp(tnp.sin, (np.asarray(0.5),), (2,)),
+                "integer tangent")
+
+
+def test_a_python_float_at_a_differentiated_position_lives_on_the_default_backend():
+    x = np.array([1.0, 2.0])
+    fn = lambda a, x: tnp.sum(a * x * x)  # noqa: E731
+    with device_backend():
+        got = tg.grad(fn, (0, 1))(2.0, xp.asarray(x))
+        got_vjp = tg.vjp(fn, 2.0, xp.asarray(x))[1](1.0)
+    assert_same(got, tg.grad(fn, (0, 1))(2.0, x), "float position")
+    assert_same(got_vjp, tg.vjp(fn, 2.0, x)[1](1.0), "float primal")
+    with pytest.raises(TypeError, match="mixes|host array"):  # the default backend is NumPy here
+        tg.grad(fn, (0, 1))(2.0, xp.asarray(x))
+
+
 def test_set_backend_accepts_a_module_and_refuses_other_objects():
     from tapegrad import _backend
     saved = _backend._default_backend

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from tapegrad import _tree
+from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._jvp import jvp_flat
@@ -98,7 +99,7 @@ def _differentiable_leaf(leaf, where: str):
     if isinstance(leaf, Boxed):
         leaf = leaf.unbox()
     if isinstance(leaf, (float, complex)):
-        return np.asarray(leaf)
+        return default_namespace().asarray(leaf)  # a Python float has no device: the default backend's
     if isinstance(leaf, (bool, int)) or not hasattr(leaf, "dtype"):
         kind = type(leaf).__name__
         raise TypeError(f"{where} is a {kind}; gradients need floating-point arrays. Pass a float "
@@ -414,7 +415,7 @@ def _check_tangent(t, x, i, api):
     if isinstance(t, Boxed):
         t = t.unbox()
     if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
-        t = np.asarray(t, dtype=x.dtype)
+        t = namespace_of(x).asarray(t, dtype=x.dtype)  # on its primal's device
     if not hasattr(t, "shape") or tuple(t.shape) != tuple(x.shape):
         shape = tuple(t.shape) if hasattr(t, "shape") else type(t).__name__
         raise ValueError(f"{api}: tangent leaf {i} has shape {shape}, but its primal has shape "
