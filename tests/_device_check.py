@@ -125,12 +125,13 @@ def run_route(route: str, fn, args, seed: int = 0, default_device: bool = False)
 
 
 def _batch(tree, n=3):
-    """``n`` examples of ``tree`` stacked on a new leading axis (scaled copies, so they differ)."""
+    """``n`` examples of ``tree`` stacked on a new leading axis (scaled copies, so they differ), made
+    on the host and copied to the device for device leaves (the same numbers on both)."""
     def stack(x):
-        scales = np.array([1.0, 0.9, 1.1])[:n].reshape((n,) + (1,) * np.ndim(x))
-        if isinstance(x, DeviceArray):
-            return x[None] * xp.asarray(scales.astype(x.dtype))
-        return (np.asarray(x)[None] * scales).astype(np.result_type(x))
+        host = x.get() if isinstance(x, DeviceArray) else np.asarray(x)
+        scales = np.array([1.0, 0.9, 1.1])[:n].reshape((n,) + (1,) * host.ndim)
+        batch = (host[None] * scales).astype(host.dtype)
+        return xp.asarray(batch) if isinstance(x, DeviceArray) else batch
     return tg.tree.tree_map(stack, tree)
 
 

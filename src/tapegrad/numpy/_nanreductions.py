@@ -213,6 +213,7 @@ def _all_nan_to_nan(out, count):
 
 def _nanquantile(a, q, axis, method, keepdims, weak_q: bool):
     a = stats.operand(a)
+    q = stats.q_on_device_of(a, q)
     if not _inexact(a):
         return stats.quantile_of(a, q, axis, method, keepdims, weak_q)
     if np.dtype(a.dtype).kind == "c":

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
@@ -191,9 +192,17 @@ def checked_q(q, scale: float, name: str):
     return q
 
 
+def q_on_device_of(a, q):
+    """A concrete ``q`` (Python numbers, a list, a NumPy array) moved to ``a``'s device when ``a``
+    lives on one: ``q`` is a parameter of the call, which CuPy's ``quantile`` takes from the host too."""
+    xp = namespace_of(a)
+    return q if xp is np or isinstance(q, Tracer) or namespace_of(q) is not np else xp.asarray(q)
+
+
 def quantile_of(a, q, axis, method, keepdims, weak_q: bool):
     """:func:`quantile` of a checked ``q`` (see :func:`checked_q`)."""
     a = operand(a)
+    q = q_on_device_of(a, q)
     if np.dtype(a.dtype).kind == "c":
         raise TypeError("a must be an array of real numbers")
     x, axes = samples_first(a, axis)
