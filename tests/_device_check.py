@@ -18,9 +18,32 @@ import pytest
 import tapegrad as tg
 from tapegrad import _backend
 
-import _device
-from _device import DeviceArray, xp
+from _device import xp
 from _tol import assert_close
+
+# the device module the checks run on: the double, or real CuPy (tests/test_device_gpu.py)
+DEVICE = {"xp": xp}
+
+
+@contextlib.contextmanager
+def on_device(module):
+    """Run the checks on ``module`` (``cupy``) instead of the double."""
+    saved = DEVICE["xp"]
+    DEVICE["xp"] = module
+    try:
+        yield
+    finally:
+        DEVICE["xp"] = saved
+
+
+def _is_device(x) -> bool:
+    return isinstance(x, DEVICE["xp"].ndarray)
+
+
+def to_device(tree):
+    """Host array leaves (and NumPy scalars) copied to the device; Python scalars stay."""
+    put = DEVICE["xp"].asarray
+    return tg.tree.tree_map(lambda x: put(x) if isinstance(x, (np.ndarray, np.generic)) else x, tree)
 
 ROUTES = ("eager", "vjp", "jvp", "jvp-of-vjp", "vjp-of-jvp", "jit", "jit-vjp", "vmap")
 
@@ -56,7 +79,7 @@ def grid(*axes, ids=None, unpack=False):
 def device_backend():
     """Creation functions (``tnp.zeros``, ``tnp.arange``...) put their arrays on the double."""
     saved = _backend._default_backend
-    tg.set_backend(xp)
+    tg.set_backend(DEVICE["xp"])
     try:
         yield
     finally:
@@ -70,7 +93,7 @@ def _floats(tree):
 def _draw_like(tree, rng):
     """A random host tree shaped like ``tree`` (floats; integer and bool leaves get zeros)."""
     def draw(x):
-        x = np.asarray(x.get() if type(x) is DeviceArray else x)
+        x = x.get() if _is_device(x) else np.asarray(x)
         if x.dtype.kind not in "fc":
             return np.zeros(x.shape, x.dtype)
         return rng.standard_normal(x.shape).astype(x.dtype)
@@ -85,7 +108,7 @@ def assert_same(device_out, host_out, where: str, ulps: int = 64):
     assert d_tree == h_tree, f"{where}: structure {d_tree} on the device, {h_tree} on the host"
     for k, (d, h) in enumerate(zip(d_leaves, h_leaves)):
         if isinstance(h, (np.ndarray, np.generic)):
-            assert type(d) is DeviceArray, f"{where}: output leaf {k} is a {type(d).__name__} on the device"
+            assert _is_device(d), f"{where}: output leaf {k} is a {type(d).__name__} on the device"
             d = d.get()
             assert d.shape == np.shape(h) and d.dtype == np.result_type(h), \
                 f"{where}: leaf {k} is {d.dtype}{d.shape} on the device, {np.result_type(h)}{np.shape(h)} on the host"
@@ -111,7 +134,7 @@ def run_route(route: str, fn, args, seed: int = 0, default_device: bool = False)
     u = _draw_like(out, rng)
     v = _draw_like(args, rng)
     program = _ROUTES[route]
-    dargs, du, dv = _device.asarray(args), _device.asarray(u), _device.asarray(v)
+    dargs, du, dv = to_device(args), to_device(u), to_device(v)
     try:
         host = program(fn, args, u, v)
     except Exception as e:  # noqa: BLE001 - the device must fail the same way
@@ -128,10 +151,10 @@ def _batch(tree, n=3):
     """``n`` examples of ``tree`` stacked on a new leading axis (scaled copies, so they differ), made
     on the host and copied to the device for device leaves (the same numbers on both)."""
     def stack(x):
-        host = x.get() if isinstance(x, DeviceArray) else np.asarray(x)
+        host = x.get() if _is_device(x) else np.asarray(x)
         scales = np.array([1.0, 0.9, 1.1])[:n].reshape((n,) + (1,) * host.ndim)
         batch = (host[None] * scales).astype(host.dtype)
-        return xp.asarray(batch) if isinstance(x, DeviceArray) else batch
+        return DEVICE["xp"].asarray(batch) if _is_device(x) else batch
     return tg.tree.tree_map(stack, tree)
 
 

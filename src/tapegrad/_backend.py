@@ -72,7 +72,7 @@ def _module_of(a):
         return numpy
     if isinstance(a, numpy.generic):
         return None
-    if type(a).__module__.startswith("cupy"):
+    if type(a).__module__.partition(".")[0] == "cupy":
         return importlib.import_module("cupy")
     namespace = getattr(a, "__array_namespace__", None)
     return namespace() if namespace is not None else None
