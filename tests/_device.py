@@ -13,11 +13,13 @@ library that must never copy between host and device behind the user's back:
 - reductions return 0-d device arrays, never NumPy scalars (CuPy's behaviour);
 - ``float()``, ``int()``, ``complex()``, ``bool()`` of a one-element array, ``.item()`` and
   ``.tolist()`` are allowed (CuPy synchronises and copies); ``.get()`` and ``xp.asnumpy(x)`` are the
-  explicit device-to-host copies, ``xp.asarray(host)`` the explicit host-to-device one.
+  explicit device-to-host copies, ``xp.asarray(host)`` the explicit host-to-device one; host index
+  arrays and lists in ``x[idx]``, ``x[idx] = v`` and ``ufunc.at`` are accepted (CuPy copies them).
 
 ``xp`` is the namespace, a module like ``cupy``: creation functions, the ufuncs, array functions,
-``linalg``, ``fft``, ``lib.stride_tricks`` and the dtypes, each implemented by calling NumPy on the
-unwrapped data and wrapping the result. A name it does not list raises ``AttributeError``: an
+``linalg``, ``fft``, ``lib.stride_tricks``, the dtypes and ``fuse``, each implemented by calling NumPy
+on the unwrapped data and wrapping the result; ``devicearrayx.scipy.special`` and ``.linalg`` stand
+for ``cupyx.scipy``. A name it does not list raises ``AttributeError``: an
 implementation that needs it must be added here on purpose, after checking that CuPy has it.
 ``DeviceArray.__array_namespace__()`` returns ``xp``, which is how tapegrad's backend lookup knows the
 array lives on another device.
@@ -108,8 +110,7 @@ def _apply_ufunc(ufunc, method, args, kwargs):
     what = f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__
     out = kwargs.get("out")
     if method == "at":  # (a, indices, b): the indices as in indexing
-        args = (args[0], _unwrap_index(args[1])) + tuple(args[2:])
-        result = ufunc.at(_unwrap(args[0], what), args[1], *_unwrap(args[2:], what))
+        ufunc.at(_unwrap(args[0], what), _unwrap_index(args[1]), *_unwrap(args[2:], what))
         return None
     result = getattr(ufunc, method)(*_unwrap(args, what), **{k: _unwrap(v, what) for k, v in kwargs.items()})
     if out is not None:  # written in place: hand back the caller's device arrays
