@@ -11,6 +11,7 @@ from tapegrad._core import Boxed, Tracer
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
+from tapegrad._owned import owned
 
 _SCALARS = (bool, int, float, complex)
 _mode_epoch = [0]  # bumped when a module's training flag changes: part of every cache key
@@ -59,7 +60,7 @@ def _leaf(x, where: str):
     if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
         return x
     raise TypeError(f"jit: {where} holds a {type(x).__name__}, which cannot be traced; mark that argument "
-                    "static (static_argnums=...) or pass arrays")
+                    f"static (static_argnums=...) or pass arrays{_tree.unregistered_container_hint(x)}")
 
 
 def _signature(x):
@@ -108,7 +109,10 @@ class _Entry:
             outs = self._run(*inputs)
         for p, value in zip(self.params_written, outs[self.n_out:]):
             p.assign(value)
-        return _tree.tree_unflatten(self.out_tree, outs[:self.n_out])
+        # an output may be an input, a constant or a view of one: the caller gets its own buffer
+        # (a donated input is the caller's to give, so it may come back as it is)
+        kept = [x for i, x in enumerate(inputs) if i not in self.donated]
+        return _tree.tree_unflatten(self.out_tree, owned(outs[:self.n_out], caller=kept + self.program.consts))
 
 
 class _Jitted:
