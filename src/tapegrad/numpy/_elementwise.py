@@ -323,6 +323,8 @@ def stop_gradient(x):
 
 
 def _astype_impl(x, *, dtype):
+    if not hasattr(x, "dtype"):  # a weakly typed Python scalar (a jit argument)
+        return np.asarray(x, dtype=dtype)
     if x.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part, as NumPy
         x = namespace_of(x).real(x)                # does, without its ComplexWarning
     return x.astype(dtype, copy=False)
