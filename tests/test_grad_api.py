@@ -1,4 +1,4 @@
-"""The ``grad`` / ``value_and_grad`` / ``get_grad`` / ``vjp`` contract of DESIGN.md §1, §1.1, §1.2, §1.4:
+"""The ``grad`` / ``value_and_grad`` / ``get_grad`` / ``vjp`` contract of docs/grad.md:
 return conventions, pytrees, has_aux, return_ids, sensitivities, zeros, dtypes, the error table (type
 and moment), vjp, exception safety, Parameters, nesting, long chains and NumPy dispatch on tracers."""
 import re

@@ -1,7 +1,7 @@
 """The differentiation API: ``grad``, ``value_and_grad``, ``get_grad``, ``vjp``, ``jvp``, ``linearize``,
 ``stop_gradient``.
 
-Argument handling and MindSpore's return conventions (DESIGN.md §1.1) live here; the differentiation
+Argument handling and MindSpore's return conventions (docs/grad.md) live here; the differentiation
 itself is ``_tape.vjp_flat`` and ``_jvp.jvp_flat`` on flat lists of leaves.
 """
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _split_aux(out, has_aux: bool, api: str):
 
 
 def _assemble(spec, in_trees, grads, params):
-    """MindSpore's return structure (DESIGN.md §1.1), with ``(id, g)`` pairs under ``return_ids``."""
+    """MindSpore's return structure (docs/grad.md), with ``(id, g)`` pairs under ``return_ids``."""
     input_grads, start = [], 0
     for p, treedef, n in in_trees:
         g = _tree.tree_unflatten(treedef, grads[start:start + n])

@@ -3,7 +3,7 @@
 
 Operands that are not this trace's tracers enter the program as: literals (Python scalars), constants
 (concrete arrays, such as closed-over NumPy arrays), or implicit inputs (tracers of an outer transform
-captured by a closure, and every Parameter read: DESIGN.md §1.3 says a Parameter is read fresh at each
+captured by a closure, and every Parameter read: a Parameter is read fresh at each
 call, never baked in).
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ Conventions that differ from one library to another, and the choice made here:
 
 - class axis: ``softmax``/``log_softmax`` take ``axis=-1`` (JAX); the losses put classes on axis 1 of
   an ``(N, C, d1, ...)`` input, or axis 0 of a ``(C,)`` input (PyTorch).
-- kinks: ``relu'(0) = 0`` (DESIGN.md §1.4, as JAX and PyTorch); ``leaky_relu'(0) = negative_slope``
+- kinks: ``relu'(0) = 0`` (as JAX and PyTorch); ``leaky_relu'(0) = negative_slope``
   and ``elu'(0) = alpha`` (PyTorch's backward picks the negative branch at 0).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ relu_p.out_impl = lambda x, out: np.maximum(x, 0, out=out)  # jit's buffer reuse
 def relu(x):
     """``max(x, 0)`` elementwise; same shape and dtype as ``x``.
 
-    Its derivative is 1 where ``x > 0`` and 0 elsewhere, so ``relu'(0) = 0`` (DESIGN.md §1.4; JAX and
+    Its derivative is 1 where ``x > 0`` and 0 elsewhere, so ``relu'(0) = 0`` (JAX and
     PyTorch agree). The gradient is the cotangent times the mask ``x > 0``, so it keeps the
     cotangent's dtype.
     """
