@@ -13,18 +13,24 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer
 
+_SCALARS = (bool, int, float, complex)
+
 
 def owned(results, caller=()) -> list:
     """``results`` (a list of leaves), each an array no one else holds: a NumPy scalar becomes a 0-d
     array, and an array that is a view, read-only, repeated in ``results``, or one of the ``caller``'s
     own arrays (inputs, cotangents, constants) is copied. Python scalars and tracers (results inside
     an outer transform, which are not arrays at rest) pass through."""
-    seen = {id(x) for x in caller}
+    seen = set(map(id, caller))
     out = []
     for x in results:
-        if isinstance(x, np.generic):
+        kind = type(x)
+        if kind is np.ndarray:  # the common case, decided without the generic attribute probes
+            if x.base is not None or id(x) in seen or not x.flags.writeable:
+                x = x.copy(order="K")
+        elif isinstance(x, np.generic):
             x = np.asarray(x)
-        elif hasattr(x, "shape") and not isinstance(x, Tracer) and _shared(x, seen):
+        elif kind not in _SCALARS and hasattr(x, "shape") and not isinstance(x, Tracer) and _shared(x, seen):
             x = namespace_of(x).array(x, copy=True)
         seen.add(id(x))
         out.append(x)
@@ -32,6 +38,7 @@ def owned(results, caller=()) -> list:
 
 
 def _shared(x, seen) -> bool:
+    """For another backend's array (CuPy): a view (``base``), read-only where it has the flag, or seen."""
     if id(x) in seen or getattr(x, "base", None) is not None:
         return True
     flags = getattr(x, "flags", None)
