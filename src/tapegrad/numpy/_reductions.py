@@ -269,10 +269,14 @@ def _count(a, axis) -> int:
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32)."""
+    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32). As NumPy, float16
+    input is summed in float32 and the mean cast back to float16 (a float16 sum of two 65504s would
+    be inf)."""
     a = as_operand(a)
     if dtype is not None:
         a = ew.astype(a, dtype)
+    if getattr(a, "dtype", None) == np.float16:
+        return ew.astype(mean(ew.astype(a, np.float32), axis=axis, keepdims=keepdims), np.float16)
     return sum(a, axis=axis, keepdims=keepdims) / _count(a, axis)
 
 
