@@ -83,6 +83,12 @@ class MainTrace:
         self.active = True
         self.trace = trace_type(self)
 
+    def close(self) -> None:
+        """The transform has ended: its tracers are now escaped values (``bind`` refuses them), and
+        the main lets go of its trace and data (tracers still reach the main, not the reverse)."""
+        self.active = False
+        self.trace = self.global_data = None
+
     def __repr__(self):
         return f"MainTrace(level={self.level}, {self.trace_type.__name__})"
 
@@ -92,15 +98,27 @@ _trace_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("tapegrad_t
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data: Any = None):
-    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises."""
+    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises.
+
+    Safe against an exception raised before any one line (a ``KeyboardInterrupt``): the stack is set
+    inside the ``try``, and the exit runs twice, so what an interrupt skips the second pass does
+    (setting the previous stack again, unlike ``reset(token)``, may be repeated). The exit also
+    breaks the cycle between the main and its trace (and the builder that staging keeps in
+    ``global_data``), so a program's constants go with the last reference, not at the next
+    garbage collection.
+    """
     stack = _trace_stack.get()
     main = MainTrace(len(stack) + 1, trace_type, global_data)
-    token = _trace_stack.set(stack + (main,))
     try:
+        _trace_stack.set(stack + (main,))
         yield main
     finally:
-        main.active = False
-        _trace_stack.reset(token)
+        try:
+            _trace_stack.set(stack)
+            main.close()
+        finally:
+            _trace_stack.set(stack)
+            main.close()
 
 
 def trace_stack() -> tuple:
