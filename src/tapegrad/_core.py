@@ -101,8 +101,9 @@ def new_main(trace_type: type, global_data: Any = None):
     """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises.
 
     Safe against an exception raised before any one line (a ``KeyboardInterrupt``): the stack is set
-    inside the ``try``, and the exit runs twice, so what an interrupt skips the second pass does
-    (setting the previous stack again, unlike ``reset(token)``, may be repeated). The exit also
+    inside the ``try``, and the exit runs in two nested ``finally`` blocks, each starting with it, so
+    what an interrupt makes the inner one skip the outer one does (setting the previous stack again,
+    unlike ``reset(token)``, may be repeated; ``close`` too). The exit also
     breaks the cycle between the main and its trace (and the builder that staging keeps in
     ``global_data``), so a program's constants go with the last reference, not at the next
     garbage collection.
@@ -110,15 +111,15 @@ def new_main(trace_type: type, global_data: Any = None):
     stack = _trace_stack.get()
     main = MainTrace(len(stack) + 1, trace_type, global_data)
     try:
-        _trace_stack.set(stack + (main,))
-        yield main
-    finally:
         try:
-            _trace_stack.set(stack)
-            main.close()
+            _trace_stack.set(stack + (main,))
+            yield main
         finally:
             _trace_stack.set(stack)
             main.close()
+    finally:
+        _trace_stack.set(stack)
+        main.close()
 
 
 def trace_stack() -> tuple:

@@ -26,18 +26,18 @@ _unnamed = itertools.count()
 @contextlib.contextmanager
 def _scoped(var: contextvars.ContextVar, value):
     """``var`` is ``value`` within the block. Safe against an exception raised before any one line
-    (a ``KeyboardInterrupt``): the value is set inside the ``try``, and the previous value is set
-    back twice, so the second line does what an interrupt made the first skip (setting a value,
-    unlike ``reset(token)``, may be repeated)."""
+    (a ``KeyboardInterrupt``): the value is set inside the ``try``, and two nested ``finally``
+    blocks set the previous value back, each as its first line, so the outer one does what an
+    interrupt made the inner one skip (setting a value, unlike ``reset(token)``, may be repeated)."""
     previous = var.get()
     try:
-        var.set(value)
-        yield value
-    finally:
         try:
-            var.set(previous)
+            var.set(value)
+            yield value
         finally:
             var.set(previous)
+    finally:
+        var.set(previous)
 
 
 def staging_parameters(builder):
