@@ -140,6 +140,7 @@ def test_the_scenarios_cover_every_scope():
     assert seen == set(SCOPES.values())
 
 
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer (POSIX)")
 def test_timed_interrupts_at_random_offsets_leave_no_state():
     """200 interrupts (SIGALRM raising KeyboardInterrupt) at random offsets of up to 2 ms into a
     stream of calls that open and close every scope."""
