@@ -103,10 +103,9 @@ def new_main(trace_type: type, global_data: Any = None):
     Safe against an exception raised before any one line (a ``KeyboardInterrupt``): the stack is set
     inside the ``try``, and the exit runs in two nested ``finally`` blocks, each starting with it, so
     what an interrupt makes the inner one skip the outer one does (setting the previous stack again,
-    unlike ``reset(token)``, may be repeated; ``close`` too). The exit also
-    breaks the cycle between the main and its trace (and the builder that staging keeps in
-    ``global_data``), so a program's constants go with the last reference, not at the next
-    garbage collection.
+    unlike ``reset(token)``, may be repeated; ``close`` too). The exit also breaks the cycle between
+    the main and its trace (and the builder that staging keeps in ``global_data``), so a program's
+    constants go with their last reference, not at the next garbage collection.
     """
     stack = _trace_stack.get()
     main = MainTrace(len(stack) + 1, trace_type, global_data)

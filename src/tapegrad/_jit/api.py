@@ -301,10 +301,10 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
     program, fixed when it is staged, as in JAX: pass an array that changes as an argument.
 
     Raises:
-        ValueError: an unhashable static argument, or a ``cache_size`` that is not None or an int
-        >= 0. TypeError: an argument leaf that is neither an
-        array nor a Python scalar. ConcretizationError: Python control flow on a traced value (the
-        message suggests ``static_argnums`` or ``tnp.where``).
+        ValueError: an unhashable static argument, or a ``cache_size`` that is neither None nor an
+        int >= 0. TypeError: an argument leaf that is neither an array nor a Python scalar.
+        ConcretizationError: Python control flow on a traced value (the message suggests
+        ``static_argnums`` or ``tnp.where``).
     """
     if fn is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
