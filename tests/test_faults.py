@@ -130,7 +130,7 @@ def test_an_interrupt_before_any_line_of_the_scopes_leaves_no_state(name):
         with pytest.raises(KeyboardInterrupt):
             _run_traced(scenario, interrupt_at=k)
         _assert_clean()
-    _assert_working()
+        _assert_working()
 
 
 def test_the_scenarios_cover_every_scope():
