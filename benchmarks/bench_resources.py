@@ -18,7 +18,7 @@ Sections (each prints a table):
   the time, and whether every result equals the single-threaded one.
 - ``scale``: a chain of 10^5 and 10^6 ``sin`` under ``grad`` (time; peak traced memory), and ``grad``
   of ``sum(sin(stack(xs)))`` over a list of N traced scalars, N = 1,000 to 10^5 (time, and its ratio
-  to the previous N: 2 is linear, 4 quadratic).
+  to the previous N: 2 is linear, 4 quadratic), and of the same sum written per leaf.
 
 Run: ``python benchmarks/bench_resources.py [--quick] [--threads N] [section ...]`` (``--quick``
 divides the counts by 10; a section name runs only that section). Times are single runs on a shared
@@ -239,6 +239,13 @@ def bench_scale(quick):
         ratio = "" if previous is None else f"x{elapsed / previous[1]:.2f} for x{n / previous[0]:g}"
         rows.append([f"grad of sum(sin(stack(xs))), {n} inputs", f"{elapsed:.3f}", "", ratio])
         previous = (n, elapsed)
+    per_leaf = tg.grad(lambda xs: sum(tnp.sin(x) for x in xs))
+    for n in (8000, sizes[-1]):
+        xs = [0.001 * k for k in range(n)]
+        gc.collect()
+        start = time.perf_counter()
+        per_leaf(xs)
+        rows.append([f"grad of Python sum of sin per leaf, {n} inputs", f"{time.perf_counter() - start:.3f}", "", ""])
     return format_table(["case", "s", "peak traced", "growth"], rows)
 
 
