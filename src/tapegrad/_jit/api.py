@@ -121,21 +121,13 @@ DEFAULT_CACHE_SIZE = 128
 class _Programs(collections.OrderedDict):
     """The compiled programs of one function (or of one instance, for a method), by cache key: at
     most ``size`` (None: no bound), the least recently used evicted first, as
-    ``functools.lru_cache(maxsize)``."""
+    ``functools.lru_cache(maxsize)``. A hit moves its key to the end (``_Jitted._call``, inline: it
+    is on every call's path)."""
 
     def __init__(self, size: int | None):
         super().__init__()
         self.size = size
         self.lock = threading.Lock()
-
-    def get(self, key):
-        entry = super().get(key)
-        if entry is not None:
-            try:
-                self.move_to_end(key)
-            except KeyError:  # another thread evicted it in between: it still runs this time
-                pass
-        return entry
 
     def put(self, key, entry) -> None:
         with self.lock:
@@ -176,7 +168,7 @@ class _Jitted:
         return self._call((), *args, **kwargs)
 
     def _call(self, bound, *args, **kwargs):
-        cache = self._programs_of(bound)
+        cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
         if entry is None:
@@ -184,14 +176,17 @@ class _Jitted:
             entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
                 cache.put(key, entry)
+        elif cache.size is not None:
+            try:
+                cache.move_to_end(key)  # now the most recently used
+            except KeyError:  # another thread evicted it in between: it still runs this time
+                pass
         return entry.run(leaves)
 
     def _programs_of(self, bound) -> _Programs:
-        """The cache for a call: a method's instance has its own, which dies with the instance (the
-        cache never keeps it alive); a plain call, or an instance without weak references, uses the
-        function's (whose key then holds the instance: ``_Identity``)."""
-        if not bound:
-            return self._cache
+        """The cache for a call of a method: its instance has its own, which dies with the instance
+        (the cache never keeps it alive); an instance without weak references uses the function's
+        (whose key then holds the instance: ``_Identity``)."""
         obj = bound[0]
         slot = self._instances.get(id(obj))
         if slot is not None and slot[0]() is obj:
