@@ -84,6 +84,12 @@ class MainTrace:
         self.active = True
         self.trace = trace_type(self)
 
+    def close(self) -> None:
+        """The transform has ended: its tracers are now escaped values (``bind`` refuses them), and
+        the main lets go of its trace and data (tracers still reach the main, not the reverse)."""
+        self.active = False
+        self.trace = self.global_data = None
+
     def __repr__(self):
         return f"MainTrace(level={self.level}, {self.trace_type.__name__})"
 
@@ -93,15 +99,27 @@ _trace_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("tapegrad_t
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data: Any = None):
-    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises."""
+    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises.
+
+    Safe against an exception raised before any one line (a ``KeyboardInterrupt``): the stack is set
+    inside the ``try``, and the exit runs in two nested ``finally`` blocks, each starting with it, so
+    what an interrupt makes the inner one skip the outer one does (setting the previous stack again,
+    unlike ``reset(token)``, may be repeated; ``close`` too). The exit also breaks the cycle between
+    the main and its trace (and the builder that staging keeps in ``global_data``), so a program's
+    constants go with their last reference, not at the next garbage collection.
+    """
     stack = _trace_stack.get()
     main = MainTrace(len(stack) + 1, trace_type, global_data)
-    token = _trace_stack.set(stack + (main,))
     try:
-        yield main
+        try:
+            _trace_stack.set(stack + (main,))
+            yield main
+        finally:
+            _trace_stack.set(stack)
+            main.close()
     finally:
-        main.active = False
-        _trace_stack.reset(token)
+        _trace_stack.set(stack)
+        main.close()
 
 
 def trace_stack() -> tuple:
