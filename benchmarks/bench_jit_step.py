@@ -12,7 +12,7 @@ Contestants (each starts from the same initial weights, its own copy):
 - ``tapegrad eager``: the demo's body as written, ``grad_fn(x, y)`` then ``optimizer.step(grads)``;
 - ``tapegrad jit``: that same body under ``tg.jit``, unchanged. The Parameters, and the optimiser's
   state when it is kept in Parameters (``opt.state_params``), are implicit inputs of the program, and
-  their new values are outputs that the call writes back (DESIGN.md section 1.3); the error column says
+  their new values are outputs that the call writes back (docs/jit.md); the error column says
   whether it trains as eager does (state kept in a plain Python attribute would be baked into the
   program at the first call);
 - ``tapegrad jit, functional Adam state``: the optimiser in its functional style: the Adam state is an

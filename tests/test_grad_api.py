@@ -1,4 +1,4 @@
-"""The ``grad`` / ``value_and_grad`` / ``get_grad`` / ``vjp`` contract of DESIGN.md §1, §1.1, §1.2, §1.4:
+"""The ``grad`` / ``value_and_grad`` / ``get_grad`` / ``vjp`` contract of docs/grad.md:
 return conventions, pytrees, has_aux, return_ids, sensitivities, zeros, dtypes, the error table (type
 and moment), vjp, exception safety, Parameters, nesting, long chains and NumPy dispatch on tracers."""
 import re
@@ -880,7 +880,7 @@ class TestNumpyDispatch:
             tg.grad(f)(np.array([1.0, 2.0]))
         assert _core.trace_stack() == ()
 
-    def test_float_and_bool_on_tracer_allow_control_flow(self):
+    def test_bool_on_tracer_allows_control_flow_and_float_of_a_stopped_value_is_a_constant(self):
         def f(x):
             if x.sum() > 0:                      # bool(tracer)
                 return (x ** 2).sum()
@@ -890,9 +890,9 @@ class TestNumpyDispatch:
         assert_array(tg.grad(f)(np.array([-1.0, -2.0])), [3.0, 12.0])
 
         def g(x):
-            c = float(x.sum())                   # a constant: no gradient through it
+            c = float(tg.stop_gradient(x.sum()))  # a constant, said so: no gradient through it
             y = x
-            while float(y.sum()) < 10.0:
+            while y.sum() < 10.0:                  # bool(tracer)
                 y = y * 2.0
             return y.sum() * c
 

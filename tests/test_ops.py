@@ -122,7 +122,7 @@ def test_mixed_precision_gradients_keep_each_dtype():
     np.testing.assert_allclose(gx, 2.0)
 
 
-# ---- kinks and ties (DESIGN.md §1.4) -----------------------------------------------------------
+# ---- kinks and ties (docs/numpy.md) -------------------------------------------------------------
 def test_kink_and_tie_conventions():
     zero = np.zeros(3)
     assert np.all(tg.grad(lambda x: tnp.abs(x).sum())(zero) == 0)

@@ -294,7 +294,7 @@ def test_mindspore_dense_value_and_grad_cases():
 #   x = 2.0; y1 = x * x; y2 = x * 3; dx = paddle.grad([y1, y2], [x], grad_outputs)[0]
 #   dx = 2 * x * dy1 + 3 * dy2 = 4 * dy1 + 3 * dy2; a None entry (or None for all) means ones:
 #   None -> 7, [None, 4] -> 16, [4, None] -> 19, [3, 4] -> 24.
-# tapegrad spelling (DESIGN.md §1.2): vjp(fn, x)[1](cotangents); one vjp_fn serves all four calls
+# tapegrad spelling (docs/grad.md): vjp(fn, x)[1](cotangents); one vjp_fn serves all four calls
 # (retain_graph).
 @pytest.mark.parametrize("grad_outputs, expected", [
     (None, 7.0),

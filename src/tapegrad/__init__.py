@@ -2,7 +2,7 @@
 
 ``grad(fn, grad_position, weights, has_aux)`` runs ``fn`` under a tape-recording interpreter and
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
-See DESIGN.md and the docs for the contract.
+The docs (``docs/``) describe the API and its conventions.
 """
 from tapegrad import errors, numpy, random, scipy, testing, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp

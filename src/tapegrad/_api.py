@@ -1,7 +1,7 @@
 """The differentiation API: ``grad``, ``value_and_grad``, ``get_grad``, ``vjp``, ``jvp``, ``linearize``,
 ``stop_gradient``.
 
-Argument handling and MindSpore's return conventions (DESIGN.md §1.1) live here; the differentiation
+Argument handling and MindSpore's return conventions (docs/grad.md) live here; the differentiation
 itself is ``_tape.vjp_flat`` and ``_jvp.jvp_flat`` on flat lists of leaves.
 """
 from __future__ import annotations
@@ -13,11 +13,12 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._backend import default_namespace, namespace_of
-from tapegrad._core import Boxed, Tracer
+from tapegrad._core import Boxed, Tracer, is_inexact
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._jvp import jvp_flat
+from tapegrad._owned import owned
 from tapegrad._tape import forward_sweep, record_flat, sweep_order, vjp_flat
-from tapegrad.numpy._creation import at_rest, ones_like, zeros_like
+from tapegrad.numpy._creation import ones_like, zeros_like
 from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
 
 
@@ -74,6 +75,32 @@ class _WeightsSpec:
         return _tree.tree_unflatten(self.treedef, grads)
 
 
+# peers' keywords for what tapegrad spells otherwise, and where to go instead
+_FOREIGN_KEYWORDS = {
+    "argnums": "grad_position (JAX's argnums; grad_position=1, or (0, 1))",
+    "argnum": "grad_position (autograd's argnum; grad_position=1, or (0, 1))",
+    "holomorphic": "nothing: complex inputs follow JAX's convention, holomorphic or not",
+    "sens_param": "vjp (vjp(fn, *args)[1](sens) takes the sensitivity)",
+    "grad_outputs": "vjp (vjp(fn, *args)[1](grad_outputs) takes the cotangent)",
+    "create_graph": "nothing: every gradient is differentiable again",
+    "retain_graph": "nothing: grad keeps no graph; a vjp_fn may be called any number of times",
+    "allow_unused": "nothing: inputs the output does not depend on get zero gradients",
+}
+
+
+def refuse_unknown_keywords(api: str, kwargs: dict) -> None:
+    """A ``TypeError`` for keywords ``api`` does not take, naming tapegrad's spelling where a peer's
+    (``argnums``) was used.
+
+    Raises:
+        TypeError: ``kwargs`` is not empty.
+    """
+    for name in kwargs:
+        instead = _FOREIGN_KEYWORDS.get(name)
+        hint = f"; use {instead}" if instead else ""
+        raise TypeError(f"{api}() got an unexpected keyword argument {name!r}{hint}")
+
+
 def _check_flag(value, name):
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool (True or False), got {value!r}")
@@ -103,7 +130,8 @@ def _differentiable_leaf(leaf, where: str):
     if isinstance(leaf, (bool, int)) or not hasattr(leaf, "dtype"):
         kind = type(leaf).__name__
         raise TypeError(f"{where} is a {kind}; gradients need floating-point arrays. Pass a float "
-                        "array (e.g. np.asarray(x, dtype=np.float32)) or leave it out of grad_position")
+                        "array (e.g. np.asarray(x, dtype=np.float32)) or leave it out of grad_position"
+                        f"{_tree.unregistered_container_hint(leaf)}")
     if np.dtype(leaf.dtype).kind not in "fc":
         raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating (or complex) dtype. "
                         "Cast it (x.astype(np.float32)) or leave it out of grad_position")
@@ -116,7 +144,19 @@ def _flatten_outputs(out):
 
 
 def _stop_gradient_tree(tree):
-    return _tree.tree_map(lambda x: at_rest(_stop_gradient_leaf(x)), tree)
+    return _tree.tree_map(_stop_gradient_leaf, tree)
+
+
+def _owned_trees(trees, caller) -> list:
+    """``trees`` (pytrees of results) with every array leaf owned by the caller (``_owned.owned``):
+    no leaf is a view, read-only, one of ``caller``'s arrays, or the same object as another leaf."""
+    flat = [_tree.tree_flatten(t) for t in trees]
+    leaves = owned([leaf for leaves, _ in flat for leaf in leaves], caller)
+    out, start = [], 0
+    for tree_leaves, treedef in flat:
+        out.append(_tree.tree_unflatten(treedef, leaves[start:start + len(tree_leaves)]))
+        start += len(tree_leaves)
+    return out
 
 
 # ---- grad and value_and_grad -------------------------------------------------------------------
@@ -154,9 +194,10 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
                             "outputs (cast with .astype(np.float32)) or pass the integer ones as aux "
                             "with has_aux=True")
     in_cts = pullback([ones_like(o) for o in out_primals], free=True)
-    grads = [at_rest(ct) if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
-    value = _tree.tree_unflatten(box["treedef"], [at_rest(o) for o in out_primals])
-    return value, box["aux"], _assemble(spec, in_trees, grads, params)
+    grads = [ct if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
+    out_primals, grads, aux = _owned_trees([out_primals, grads, box["aux"]], caller=primals)
+    value = _tree.tree_unflatten(box["treedef"], out_primals)
+    return value, aux, _assemble(spec, in_trees, grads, params)
 
 
 def _split_aux(out, has_aux: bool, api: str):
@@ -171,7 +212,7 @@ def _split_aux(out, has_aux: bool, api: str):
 
 
 def _assemble(spec, in_trees, grads, params):
-    """MindSpore's return structure (DESIGN.md §1.1), with ``(id, g)`` pairs under ``return_ids``."""
+    """MindSpore's return structure (docs/grad.md), with ``(id, g)`` pairs under ``return_ids``."""
     input_grads, start = [], 0
     for p, treedef, n in in_trees:
         g = _tree.tree_unflatten(treedef, grads[start:start + n])
@@ -189,7 +230,7 @@ def _assemble(spec, in_trees, grads, params):
     return weights_part if spec.positions is None else (inputs_part, weights_part)
 
 
-def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
+def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **kwargs):
     """The gradient of ``fn``, as MindSpore's ``grad``.
 
     Every leaf of ``fn``'s output gets a sensitivity of ones, so the result is the gradient of the sum
@@ -225,7 +266,8 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
             empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
             are not Parameters; ``has_aux``/``return_ids`` not a bool; (at the call) an integer, bool or
-            non-numeric leaf at a differentiated position; a non-float output.
+            non-numeric leaf at a differentiated position; a non-float output; a keyword ``grad`` does
+            not take (a peer's ``argnums`` names ``grad_position``).
         IndexError: (at the call) a position beyond the arguments given.
 
     Example:
@@ -235,6 +277,7 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
         >>> tg.grad(f, grad_position=(1, 2))(x, y, z)
         (array([0., 2.]), array([-2.,  6.]))
     """
+    refuse_unknown_keywords("grad", kwargs)
     spec = _GradSpec(grad_position, weights, has_aux, return_ids)
 
     @functools.wraps(fn)
@@ -244,13 +287,17 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
     return grad_fn
 
 
-def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
+def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **kwargs):
     """``fn``'s value and its gradient (arguments as :func:`grad`).
 
     Returns:
         A function returning ``(value, gradients)``; with ``has_aux=True``,
         ``((out, aux1, ...), gradients)``. ``gradients`` has :func:`grad`'s structure.
+
+    Raises:
+        as :func:`grad`.
     """
+    refuse_unknown_keywords("value_and_grad", kwargs)
     spec = _GradSpec(grad_position, weights, has_aux, return_ids)
 
     @functools.wraps(fn)
@@ -319,12 +366,18 @@ class _FlatFun:
         out_leaves, self.out_treedef = _flatten_outputs(out)
         return out_leaves
 
-    def outputs(self, out_leaves):
-        return _tree.tree_unflatten(self.out_treedef, [at_rest(o) for o in out_leaves])
+    def outputs(self, out_leaves, caller=()):
+        """The output pytree of ``out_leaves``, each leaf owned by the caller (``_owned.owned``)."""
+        return _tree.tree_unflatten(self.out_treedef, owned(out_leaves, caller))
 
-    def returns(self, *results):
-        """``results``, with aux appended when ``has_aux`` (the vjp/jvp return convention)."""
-        return results + (self.aux,) if self.has_aux else results
+    def returns(self, leaf_lists, middle, caller):
+        """``(out, middle)`` or ``(out, middle, aux)`` (the vjp/jvp return convention), with
+        ``leaf_lists`` (the output's leaves, then a tangent's) rebuilt as output pytrees and their
+        leaves and aux's owned by the caller."""
+        trees = _owned_trees(list(leaf_lists) + [self.aux], caller)
+        results = tuple(_tree.tree_unflatten(self.out_treedef, leaves) for leaves in trees[:-1])
+        results += middle
+        return results + (trees[-1],) if self.has_aux else results
 
 
 def vjp(fn, *primals, has_aux=False):
@@ -354,9 +407,9 @@ def vjp(fn, *primals, has_aux=False):
     def vjp_fn(ct=None):
         cts = _check_cotangents(ct, flat_fun.out_treedef, out_primals)
         in_cts = pullback(cts)
-        return flat_fun.unflatten_inputs(
-            [at_rest(g) if g is not None else zeros_like(x) for g, x in zip(in_cts, flat_fun.leaves)])
-    return flat_fun.returns(flat_fun.outputs(out_primals), vjp_fn)
+        grads = [g if g is not None else zeros_like(x) for g, x in zip(in_cts, flat_fun.leaves)]
+        return flat_fun.unflatten_inputs(owned(grads, caller=flat_fun.leaves + [c for c in cts if c is not None]))
+    return flat_fun.returns([out_primals], (vjp_fn,), caller=flat_fun.leaves)
 
 
 def jvp(fn, primals, tangents, has_aux=False):
@@ -381,8 +434,8 @@ def jvp(fn, primals, tangents, has_aux=False):
     """
     flat_fun, flat_tangents = _jvp_arguments(fn, primals, tangents, has_aux)
     out_primals, out_tangents = jvp_flat(flat_fun, flat_fun.leaves, flat_tangents)
-    out_tangents = [zeros_like(o) if t is None else at_rest(t) for t, o in zip(out_tangents, out_primals)]
-    return flat_fun.returns(flat_fun.outputs(out_primals), flat_fun.outputs(out_tangents))
+    out_tangents = [zeros_like(o) if t is None else t for t, o in zip(out_tangents, out_primals)]
+    return flat_fun.returns([out_primals, out_tangents], (), caller=flat_fun.leaves + flat_tangents)
 
 
 def _jvp_arguments(fn, primals, tangents, has_aux):
@@ -456,38 +509,47 @@ def linearize(fn, *primals, has_aux=False):
     def jvp_fn(*tangents):
         flat_tangents = _flat_tangents(primals, tangents, flat_fun.leaves, "linearize")
         out_tangents = forward_sweep(order, in_nodes, flat_tangents, out_nodes)
-        return flat_fun.outputs([zeros_like(o) if t is None else at_rest(t)
-                                 for t, o in zip(out_tangents, out_primals)])
-    return flat_fun.returns(flat_fun.outputs(out_primals), jvp_fn)
+        return flat_fun.outputs([zeros_like(o) if t is None else t for t, o in zip(out_tangents, out_primals)],
+                                caller=flat_tangents)
+    return flat_fun.returns([out_primals], (jvp_fn,), caller=flat_fun.leaves)
 
 
 def _check_cotangents(ct, out_treedef, out_primals):
+    """One cotangent per output leaf, each shaped and typed like its output: None means ones, a Python
+    scalar scales ones; the cotangent of an integer or boolean output (a comparison) carries nothing
+    and becomes None (a zero), whatever its dtype, as in JAX and autograd."""
     if ct is None:
-        return [ones_like(o) for o in out_primals]
+        return [ones_like(o) if is_inexact(o) else None for o in out_primals]
     leaves, treedef = _tree.tree_flatten(ct, none_is_leaf=True)
     expected = _tree.tree_flatten(_tree.tree_unflatten(out_treedef, out_primals), none_is_leaf=True)[1]
     if treedef != expected:
         raise ValueError(f"vjp_fn: the cotangent's structure {treedef} does not match the output's "
                          f"{expected}; pass one array (or None for ones) per output leaf")
-    cts = []
-    for i, (c, o) in enumerate(zip(leaves, out_primals)):
-        if c is None:
-            cts.append(ones_like(o))
-            continue
-        if isinstance(c, Boxed):
-            c = c.unbox()
-        if isinstance(c, (int, float)):
-            c = ones_like(o) * c
-        o_shape = tuple(np.shape(o)) if not hasattr(o, "shape") else tuple(o.shape)
-        if tuple(c.shape) != o_shape:
-            raise ValueError(f"vjp_fn: cotangent {i} has shape {tuple(c.shape)}, but output {i} has shape "
-                             f"{o_shape}; pass a cotangent shaped like the output")
-        o_dtype = o.dtype if hasattr(o, "dtype") else np.result_type(o)
-        if c.dtype != o_dtype:
-            raise TypeError(f"vjp_fn: cotangent {i} has dtype {c.dtype}, but output {i} has dtype {o_dtype}; "
-                            f"cast it with .astype({o_dtype})")
-        cts.append(c)
-    return cts
+    return [_check_cotangent(c, o, i) for i, (c, o) in enumerate(zip(leaves, out_primals))]
+
+
+def _check_cotangent(c, o, i):
+    if isinstance(c, Boxed):
+        c = c.unbox()
+    o_shape = tuple(np.shape(o)) if not hasattr(o, "shape") else tuple(o.shape)
+    o_dtype = o.dtype if hasattr(o, "dtype") else np.result_type(o)
+    if isinstance(c, (bool, int, float, complex)):
+        c_shape, c_dtype = o_shape, np.result_type(o_dtype, c)
+    elif c is None or not hasattr(c, "shape"):
+        c_shape, c_dtype = o_shape, o_dtype
+    else:
+        c_shape, c_dtype = tuple(c.shape), c.dtype
+    if c_shape != o_shape:
+        raise ValueError(f"vjp_fn: cotangent {i} has shape {c_shape}, but output {i} has shape "
+                         f"{o_shape}; pass a cotangent shaped like the output")
+    if not is_inexact(o):  # nothing flows back through an integer or boolean output
+        return None
+    if c_dtype != o_dtype:
+        raise TypeError(f"vjp_fn: cotangent {i} has dtype {c_dtype}, but output {i} has dtype {o_dtype}; "
+                        f"cast it with .astype({o_dtype})")
+    if c is None:
+        return ones_like(o)
+    return ones_like(o) * c if isinstance(c, (bool, int, float, complex)) else c
 
 
 def stop_gradient(x):

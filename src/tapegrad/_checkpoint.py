@@ -45,9 +45,9 @@ class _CheckpointCall(_FlatCall):
     def backward(self, primals, out_cts):
         """Recompute ``fn`` from the state it first saw (the same dropout mask), then put back the state
         it left, so the recomputation neither changes the result nor updates the state twice."""
-        for p, old, _ in self.writes:
-            p._data = old
-        try:
+        try:  # the state is replaced inside the try: an interrupt between the two leaves nothing replaced
+            for p, old, _ in self.writes:
+                p._data = old
             return self._pull_back(primals, out_cts)
         finally:
             for p, _, new in self.writes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 from typing import Any, Callable, NamedTuple
 
 import numpy
@@ -83,6 +84,12 @@ class MainTrace:
         self.active = True
         self.trace = trace_type(self)
 
+    def close(self) -> None:
+        """The transform has ended: its tracers are now escaped values (``bind`` refuses them), and
+        the main lets go of its trace and data (tracers still reach the main, not the reverse)."""
+        self.active = False
+        self.trace = self.global_data = None
+
     def __repr__(self):
         return f"MainTrace(level={self.level}, {self.trace_type.__name__})"
 
@@ -92,15 +99,27 @@ _trace_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("tapegrad_t
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data: Any = None):
-    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises."""
+    """Push a transform with a fresh level; pop it on exit, also when ``fn`` raises.
+
+    Safe against an exception raised before any one line (a ``KeyboardInterrupt``): the stack is set
+    inside the ``try``, and the exit runs in two nested ``finally`` blocks, each starting with it, so
+    what an interrupt makes the inner one skip the outer one does (setting the previous stack again,
+    unlike ``reset(token)``, may be repeated; ``close`` too). The exit also breaks the cycle between
+    the main and its trace (and the builder that staging keeps in ``global_data``), so a program's
+    constants go with their last reference, not at the next garbage collection.
+    """
     stack = _trace_stack.get()
     main = MainTrace(len(stack) + 1, trace_type, global_data)
-    token = _trace_stack.set(stack + (main,))
     try:
-        yield main
+        try:
+            _trace_stack.set(stack + (main,))
+            yield main
+        finally:
+            _trace_stack.set(stack)
+            main.close()
     finally:
-        main.active = False
-        _trace_stack.reset(token)
+        _trace_stack.set(stack)
+        main.close()
 
 
 def trace_stack() -> tuple:
@@ -167,34 +186,73 @@ class Tracer:
         raise NotImplementedError
 
     def concrete_value(self):
-        """The concrete array behind this tracer, where the transform has one (eager reverse mode)."""
+        """The concrete array behind this tracer, where the transform has one (eager reverse mode):
+        what ``bool()`` and Python control flow read."""
         raise ConcretizationError(
             f"{self!r} is abstract here, so Python cannot branch on it or convert it with "
             "float()/int()/bool(): mark the argument static (static_argnums) or use tnp.where")
 
-    def __float__(self):
-        return float(self.concrete_value())
+    def carries_derivative(self) -> bool:
+        """Whether a derivative transform differentiates this value, so that converting it to a
+        Python or NumPy scalar would silently drop the derivative."""
+        return False
 
-    def __int__(self):
-        return int(self.concrete_value())
+    def to_scalar(self, conversion: str):
+        """The concrete value for ``conversion`` (``"float()"``, ``".item()"``...).
 
+        Raises:
+            ConcretizationError: the value carries a derivative (the conversion would lose it), or it
+                is abstract (jit, vmap).
+        """
+        if self.carries_derivative():
+            raise ConcretizationError(lost_derivative_message(conversion, self))
+        return self.concrete_value()
+
+    # bool() stays eager (Python control flow on values, as autograd and PyTorch allow); the
+    # conversions below would turn a differentiated value into a constant without a word
     def __bool__(self):
         return bool(self.concrete_value())
 
+    def __float__(self):
+        return float(self.to_scalar("float()"))
+
+    def __int__(self):
+        return int(self.to_scalar("int()"))
+
     def __complex__(self):
-        return complex(self.concrete_value())
+        return complex(self.to_scalar("complex()"))
+
+    def __index__(self):
+        return operator.index(self.to_scalar("operator.index()"))
+
+    def __round__(self, ndigits=None):
+        return round(self.to_scalar("round()"), ndigits)
+
+    def __format__(self, spec):
+        if not spec:  # f"{x}" prints the tracer; a numeric spec ("{x:.3f}") needs the number
+            return repr(self)
+        return format(self.to_scalar(f"format spec {spec!r}"), spec)
 
     def item(self, *args):
-        value = self.concrete_value()
+        value = self.to_scalar(".item()")
         return value.item(*args) if hasattr(value, "item") else value
 
     def tolist(self):
-        return self.concrete_value().tolist()
+        return self.to_scalar(".tolist()").tolist()
 
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
+
+
+def lost_derivative_message(conversion: str, value) -> str:
+    """Why ``conversion`` of a differentiated ``value`` is refused, and the two ways out."""
+    return (f"{conversion} of a value that carries a derivative ({value!r}) would turn it into a "
+            "constant and the derivative would be lost without a word. Compute with tapegrad.numpy "
+            "(import tapegrad.numpy as tnp; tnp.exp(x) rather than math.exp(x), x rather than "
+            "float(x)), or, if the value is meant as a constant (logging, a Python-side decision), "
+            "convert tg.stop_gradient(x) instead")
 
 
 def is_inexact(x) -> bool:
@@ -232,6 +290,9 @@ class PrimalTracer(Tracer):
     def concrete_value(self):
         primal = self.primal
         return primal.concrete_value() if isinstance(primal, Tracer) else primal
+
+    def carries_derivative(self) -> bool:
+        return is_inexact(self.primal)
 
 
 class Boxed:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 
 from tapegrad import _tree
-from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, linearize, vjp
+from tapegrad._api import (_check_flag, _differentiable_leaf, _select_positions, linearize,
+                           refuse_unknown_keywords, vjp)
 from tapegrad.numpy._creation import zeros_like
 from tapegrad._vmap_api import vmap
 from tapegrad.numpy._shape import reshape
@@ -92,7 +93,7 @@ def _check_aux(has_aux, api):
     return has_aux
 
 
-def jacrev(fn, grad_position=0, has_aux=False):
+def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
     """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``.
 
     Args:
@@ -107,9 +108,11 @@ def jacrev(fn, grad_position=0, has_aux=False):
         of shape ``out_leaf.shape + in_leaf.shape`` and the input's dtype), or ``(jacobian, aux)``.
 
     Raises:
-        TypeError, ValueError: a bad ``grad_position`` or ``has_aux`` (at ``jacrev(...)``, as ``grad``).
+        TypeError, ValueError: a bad ``grad_position`` or ``has_aux``, or a keyword it does not take
+            (a peer's ``argnums`` names ``grad_position``), at ``jacrev(...)``, as ``grad``.
         IndexError: a position past the arguments; TypeError: a non-float input there (at the call).
     """
+    refuse_unknown_keywords("jacrev", kwargs)
     positions, single = _jac_positions(grad_position, "jacrev")
     _check_aux(has_aux, "jacrev")
 
@@ -131,13 +134,14 @@ def jacrev(fn, grad_position=0, has_aux=False):
     return jac_fn
 
 
-def jacfwd(fn, grad_position=0, has_aux=False):
+def jacfwd(fn, grad_position=0, has_aux=False, **kwargs):
     """The Jacobian of ``fn`` by forward mode: ``linearize`` once, then one forward sweep per input
     element, as JAX's ``jacfwd``.
 
     Arguments, return structure and errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of
     the two when the selected inputs have fewer elements than the outputs.
     """
+    refuse_unknown_keywords("jacfwd", kwargs)
     positions, single = _jac_positions(grad_position, "jacfwd")
     _check_aux(has_aux, "jacfwd")
 
@@ -170,7 +174,7 @@ def _rows_last(batched, offset: int, size: int, total: int):
     return batched if size == total else batched[..., offset:offset + size]
 
 
-def hessian(fn, grad_position=0, has_aux=False):
+def hessian(fn, grad_position=0, has_aux=False, **kwargs):
     """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse (JAX's choice: one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).
 
@@ -179,4 +183,5 @@ def hessian(fn, grad_position=0, has_aux=False):
     ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and ``j``.
     Arguments and errors are those of :func:`jacrev`; with ``has_aux`` the result is ``(H, aux)``.
     """
+    refuse_unknown_keywords("hessian", kwargs)
     return jacfwd(jacrev(fn, grad_position, has_aux), grad_position, has_aux)

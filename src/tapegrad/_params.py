@@ -24,28 +24,34 @@ _unnamed = itertools.count()
 
 
 @contextlib.contextmanager
+def _scoped(var: contextvars.ContextVar, value):
+    """``var`` is ``value`` within the block. Safe against an exception raised before any one line
+    (a ``KeyboardInterrupt``): the value is set inside the ``try``, and two nested ``finally``
+    blocks set the previous value back, each as its first line, so the outer one does what an
+    interrupt made the inner one skip (setting a value, unlike ``reset(token)``, may be repeated)."""
+    previous = var.get()
+    try:
+        try:
+            var.set(value)
+            yield value
+        finally:
+            var.set(previous)
+    finally:
+        var.set(previous)
+
+
 def staging_parameters(builder):
     """While ``jit`` stages a function, Parameters read through ``builder`` (implicit inputs) and
     ``assign`` of a staged value records a write (an output the call writes back)."""
     builder.outer_substitutions = _substitutions.get() or {}
-    token = _staging.set(builder)
-    try:
-        yield
-    finally:
-        _staging.reset(token)
+    return _scoped(_staging, builder)
 
 
-@contextlib.contextmanager
 def recording_writes():
     """Within the block, each Parameter's value before its first ``assign`` is kept in the yielded
     dict (``checkpoint`` restores them to recompute a function that updates state, such as a
     Dropout key or BatchNorm's running statistics, exactly as it first ran)."""
-    log = {}
-    token = _writes.set(log)
-    try:
-        yield log
-    finally:
-        _writes.reset(token)
+    return _scoped(_writes, {})
 
 
 class _NoSubstitution:
@@ -64,19 +70,10 @@ _NO_SUBSTITUTION = _NoSubstitution()
 
 def substitute(mapping: dict):
     """Within the block, ``p.value`` is ``mapping[p]`` for each Parameter ``p`` in ``mapping``."""
-    return _substitute(mapping) if mapping else _NO_SUBSTITUTION
-
-
-@contextlib.contextmanager
-def _substitute(mapping: dict):
+    if not mapping:
+        return _NO_SUBSTITUTION
     current = _substitutions.get()
-    merged = dict(current) if current else {}
-    merged.update(mapping)
-    token = _substitutions.set(merged)
-    try:
-        yield
-    finally:
-        _substitutions.reset(token)
+    return _scoped(_substitutions, {**current, **mapping} if current else dict(mapping))
 
 
 def _as_array(value):

@@ -127,6 +127,17 @@ def _backward_special(node, ct, cts):
     return [(parent, in_cts[argnum]) for argnum, parent in node.parents]
 
 
+def _backward_operands(node, rules, ct, cts):
+    """A rule for any number of operands (``concatenate``, ``einsum``): called once for all of them,
+    with the primals as one list, so a node of N operands costs O(N) (``stack`` of 10^5 scalars)."""
+    parents = node.parents
+    parent_cts = rules.all_operands([argnum for argnum, _ in parents], ct, node.ans, node.primals, node.params)
+    for (_, parent), parent_ct in zip(parents, parent_cts):
+        if parent_ct is not None:
+            previous = cts.get(parent)
+            cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+
+
 def _reverse_topological(out_nodes):
     """The nodes that reach ``out_nodes``, consumers before producers (latest created first)."""
     seen = {node for node in out_nodes if node is not None}
@@ -171,11 +182,14 @@ def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
                 node.primals = node.params = None
             continue
         rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
-        for argnum, parent in node.parents:
-            parent_ct = rules[argnum](ct, ans, *primals, **params)
-            if parent_ct is not None:
-                previous = cts.get(parent)
-                cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+        if type(rules) is tuple:  # the hot path: one rule per operand
+            for argnum, parent in node.parents:
+                parent_ct = rules[argnum](ct, ans, *primals, **params)
+                if parent_ct is not None:
+                    previous = cts.get(parent)
+                    cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+        else:
+            _backward_operands(node, rules, ct, cts)
         if free:
             node.primals = node.ans = None
     return [results.get(node) for node in in_nodes]

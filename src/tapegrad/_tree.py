@@ -29,3 +29,13 @@ def tree_map(fn, tree, *rest, none_is_leaf: bool = False):
 
 def tree_structure(tree):
     return optree.tree_structure(tree, namespace=NAMESPACE)
+
+
+def unregistered_container_hint(leaf) -> str:
+    """For an error about a leaf that is an object holding arrays (a dataclass, an attrs class): how
+    to make its fields leaves."""
+    if isinstance(leaf, (bool, int, float, complex, str, bytes)) or leaf is None:
+        return ""
+    kind = type(leaf).__name__
+    return (f". If {kind} is a container of arrays (a dataclass, say), register it as a pytree node, "
+            f"tapegrad.tree.register_node({kind}, flatten, unflatten), so that its fields become leaves")

@@ -10,6 +10,7 @@ import optree
 
 from tapegrad import _tree
 from tapegrad._core import Boxed
+from tapegrad._owned import owned
 from tapegrad._vmap import MappedOutputError, vmap_flat
 
 
@@ -56,6 +57,9 @@ def _leaf_axes(prefix, tree, name: str, where: str):
 def _normalize_in_axis(axis, leaf, name: str, where: str):
     if axis is None or leaf is None:
         return None
+    if not hasattr(leaf, "ndim") and not isinstance(leaf, (bool, int, float, complex)):
+        raise TypeError(f"vmap: {where} is a {type(leaf).__name__}, which cannot be mapped; pass arrays, or "
+                        f"in_axes=None for it{_tree.unregistered_container_hint(leaf)}")
     ndim = np.ndim(leaf) if not hasattr(leaf, "ndim") else leaf.ndim
     if not -ndim <= axis < ndim:
         raise ValueError(f"vmap: {name} = {axis} maps {where} of shape {tuple(np.shape(leaf))} along axis {axis}, "
@@ -229,7 +233,7 @@ def vmap(fn, in_axes=0, out_axes=0, axis_size=None, chunk_size=None):
                 out_leaves = _chunked(flat_fun, inputs, outputs, chunk_size)
         except MappedOutputError as err:
             raise outputs.mapped_error(err) from None
-        return optree.tree_unflatten(outputs.treedef, out_leaves)
+        return optree.tree_unflatten(outputs.treedef, owned(out_leaves, caller=inputs.leaves))
 
     return vmapped
 

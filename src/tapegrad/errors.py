@@ -1,17 +1,25 @@
 """Exceptions tapegrad raises for misuse of traced values."""
 
 
-class TracerArrayConversionError(TypeError):
-    """A traced value was turned into a concrete array (``np.asarray(tracer)``, ``tracer.__array__()``).
+class ConcretizationError(TypeError):
+    """A traced value was needed as a concrete Python or NumPy value.
 
-    Inside a transformed function use ``tapegrad.numpy`` (or plain NumPy functions, which dispatch
-    to it) instead of converting.
+    Raised when the conversion would lose something: under a derivative transform (``grad``, ``vjp``,
+    ``jvp``, ``jacrev``...), ``float(x)``, ``int(x)``, ``complex(x)``, ``operator.index(x)``,
+    ``round(x)``, ``x.item()``, ``x.tolist()``, ``math.exp(x)`` or ``np.float32(x)`` of a value that
+    carries a derivative would make it a constant and drop the derivative; under ``jit`` or ``vmap``
+    the value is abstract (only its shape and dtype are known, or it differs per example), so Python
+    control flow and ``bool(x)`` cannot read it either. The message names the conversion and the way
+    out: compute with ``tapegrad.numpy``, wrap a value meant as a constant in ``tg.stop_gradient``,
+    mark a jit argument static (``static_argnums``), or select with ``tnp.where``.
     """
 
 
-class ConcretizationError(TypeError):
-    """Python control flow, ``float()`` or ``bool()`` needed the value of an abstract traced value.
+class TracerArrayConversionError(ConcretizationError):
+    """A traced value was turned into a concrete array (``np.asarray(tracer)``, ``tracer.__array__()``,
+    and the NumPy scalar types other than ``np.float64``, which convert through ``__array__``).
 
-    Under ``jit`` or ``vmap`` values are abstract: mark the argument static (``static_argnums``) or
-    express the branch with ``tnp.where``.
+    Inside a transformed function use ``tapegrad.numpy`` (or plain NumPy functions, which dispatch
+    to it) instead of converting. A subclass of :class:`ConcretizationError` (and so of ``TypeError``):
+    it is the same loss of a derivative, reached through NumPy's array protocol.
     """

@@ -1,8 +1,11 @@
 """``jit`` and ``make_program``: the pytree wrappers of staging, the cache and the executor."""
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import threading
+import weakref
 
 import numpy as np
 
@@ -11,6 +14,7 @@ from tapegrad._core import Boxed, Tracer
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
+from tapegrad._owned import owned
 
 _SCALARS = (bool, int, float, complex)
 _mode_epoch = [0]  # bumped when a module's training flag changes: part of every cache key
@@ -59,7 +63,7 @@ def _leaf(x, where: str):
     if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
         return x
     raise TypeError(f"jit: {where} holds a {type(x).__name__}, which cannot be traced; mark that argument "
-                    "static (static_argnums=...) or pass arrays")
+                    f"static (static_argnums=...) or pass arrays{_tree.unregistered_container_hint(x)}")
 
 
 def _signature(x):
@@ -73,7 +77,8 @@ def _signature(x):
 
 class _Identity:
     """A cache-key part that compares by identity and keeps its object alive (so that its id cannot
-    be reused by another object while the program, which may read its Parameters, is cached)."""
+    be reused by another object while the program, which may read its Parameters, is cached). Only
+    for an instance that takes no weak reference: the others get a cache of their own (``_Programs``)."""
 
     __slots__ = ("obj",)
 
@@ -108,20 +113,55 @@ class _Entry:
             outs = self._run(*inputs)
         for p, value in zip(self.params_written, outs[self.n_out:]):
             p.assign(value)
-        return _tree.tree_unflatten(self.out_tree, outs[:self.n_out])
+        # an output may be an input, a constant or a view of one: the caller gets its own buffer
+        # (a donated input is the caller's to give, so it may come back as it is)
+        kept = [x for i, x in enumerate(inputs) if i not in self.donated]
+        return _tree.tree_unflatten(self.out_tree, owned(outs[:self.n_out], caller=kept + self.program.consts))
+
+
+DEFAULT_CACHE_SIZE = 128
+
+
+class _Programs(collections.OrderedDict):
+    """The compiled programs of one function (or of one instance, for a method), by cache key: at
+    most ``size`` (None: no bound), the least recently used evicted first, as
+    ``functools.lru_cache(maxsize)``. A hit moves its key to the end (``_Jitted._call``, inline: it
+    is on every call's path)."""
+
+    def __init__(self, size: int | None):
+        super().__init__()
+        self.size = size
+        self.lock = threading.Lock()
+
+    def put(self, key, entry) -> None:
+        with self.lock:
+            self[key] = entry
+            while self.size is not None and len(self) > self.size:
+                self.popitem(last=False)
+
+
+def _check_cache_size(cache_size):
+    if cache_size is None:
+        return None
+    if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+        raise ValueError(f"jit: cache_size must be an int >= 0 (0: keep no program) or None (no bound), "
+                         f"got {cache_size!r}")
+    return cache_size
 
 
 class _Jitted:
     """The callable ``jit`` returns."""
 
-    def __init__(self, fn, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fn, static_argnums, static_argnames, donate_argnums, cache_size=DEFAULT_CACHE_SIZE):
         # first, and without copying fn.__dict__: a wrapped function (grad of a jitted one) carries
         # the inner jit's attributes, which must not replace this one's
         functools.update_wrapper(self, fn, updated=())
         self.fn = fn
         self.static_nums, self.static_names = _static_positions(fn, static_argnums, static_argnames)
         self.donate_argnums = frozenset((donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums)
-        self._cache = {}
+        self.cache_size = _check_cache_size(cache_size)
+        self._cache = _Programs(self.cache_size)
+        self._instances = {}  # id(instance) -> (weak reference, _Programs): a method's per-instance caches
 
     def __get__(self, obj, objtype=None):  # on a method: the instance is a static argument
         if obj is None:
@@ -132,17 +172,45 @@ class _Jitted:
         return self._call((), *args, **kwargs)
 
     def _call(self, bound, *args, **kwargs):
-        key, leaves, rebuild = self._split(bound, args, kwargs)
-        entry = self._cache.get(key)
+        cache = self._programs_of(bound) if bound else self._cache
+        key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
+        entry = cache.get(key)
         if entry is None:
             entry = self._stage(leaves, rebuild)
             entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
-                self._cache[key] = entry
+                cache.put(key, entry)
+        elif cache.size is not None:
+            try:
+                cache.move_to_end(key)  # now the most recently used
+            except KeyError:  # another thread evicted it in between: it still runs this time
+                pass
         return entry.run(leaves)
 
-    def _split(self, bound, args, kwargs):
-        """The cache key, the traced leaves, and how to rebuild the full arguments from them."""
+    def _programs_of(self, bound) -> _Programs:
+        """The cache for a call of a method: its instance has its own, which dies with the instance
+        (the cache never keeps it alive); an instance without weak references uses the function's
+        (whose key then holds the instance: ``_Identity``)."""
+        obj = bound[0]
+        slot = self._instances.get(id(obj))
+        if slot is not None and slot[0]() is obj:
+            return slot[1]
+        instances = self._instances
+
+        def forget(ref, key=id(obj)):
+            if instances.get(key, (None,))[0] is ref:
+                instances.pop(key, None)
+        try:
+            ref = weakref.ref(obj, forget)
+        except TypeError:  # no __weakref__ slot
+            return self._cache
+        programs = _Programs(self.cache_size)
+        instances[id(obj)] = (ref, programs)
+        return programs
+
+    def _split(self, bound, args, kwargs, shared=True):
+        """The cache key, the traced leaves, and how to rebuild the full arguments from them. In the
+        function's ``shared`` cache, the key holds the bound instance."""
         static = []
         dynamic_args = list(args)
         for i in sorted(self.static_nums):
@@ -158,8 +226,8 @@ class _Jitted:
             dynamic_kwargs[name] = None
         leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
         leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
-        key = (tuple(_Identity(b) for b in bound), treedef, tuple(_signature(x) for x in leaves), tuple(static),
-               _mode_epoch[0])
+        owner = tuple(_Identity(b) for b in bound) if shared else ()
+        key = (owner, treedef, tuple(_signature(x) for x in leaves), tuple(static), _mode_epoch[0])
 
         def rebuild(traced):
             call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))
@@ -195,8 +263,9 @@ class _Jitted:
         return _Entry(program, builder, out_tree[0], out_tree[0].num_leaves)
 
     def _cache_size(self) -> int:
-        """How many compiled programs this function holds (one per argument signature)."""
-        return len(self._cache)
+        """How many compiled programs this function holds (one per argument signature and, for a
+        method, per live instance)."""
+        return len(self._cache) + sum(len(p) for _, p in list(self._instances.values()))
 
     def program(self, *args, **kwargs):
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
@@ -204,7 +273,7 @@ class _Jitted:
         return (self._cache.get(key) or self._stage(leaves, rebuild)).program
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=DEFAULT_CACHE_SIZE):
     """Compile ``fn``: stage it once per argument signature into a program of primitives, optimise it,
     and run it with no tracing overhead (JAX's ``jit``).
 
@@ -215,6 +284,9 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
         static_argnums / static_argnames: arguments that are Python values, not traced: they must be
             hashable and are part of the cache key (a new value stages a new program).
         donate_argnums: arguments whose buffers the program may reuse.
+        cache_size: how many compiled programs to keep (128 by default; None: no bound; 0: none),
+            the least recently used dropped first, as ``functools.lru_cache(maxsize=...)``. A method
+            keeps this many per instance, in a cache that goes with the instance.
 
     Returns:
         A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
@@ -228,14 +300,15 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     program, fixed when it is staged, as in JAX: pass an array that changes as an argument.
 
     Raises:
-        ValueError: an unhashable static argument. TypeError: an argument leaf that is neither an
-        array nor a Python scalar. ConcretizationError: Python control flow on a traced value (the
-        message suggests ``static_argnums`` or ``tnp.where``).
+        ValueError: an unhashable static argument, or a ``cache_size`` that is neither None nor an
+        int >= 0. TypeError: an argument leaf that is neither an array nor a Python scalar.
+        ConcretizationError: Python control flow on a traced value (the message suggests
+        ``static_argnums`` or ``tnp.where``).
     """
     if fn is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
-    return _Jitted(fn, static_argnums, static_argnames, donate_argnums)
+                             donate_argnums=donate_argnums, cache_size=cache_size)
+    return _Jitted(fn, static_argnums, static_argnames, donate_argnums, cache_size)
 
 
 def make_program(fn, static_argnums=()):

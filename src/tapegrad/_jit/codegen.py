@@ -158,7 +158,7 @@ def compile_program(program: Program, donate=()):
     text, namespace = source(program, donate)
     code = compile(text, "<tapegrad.jit program>", "exec")
     exec(code, namespace)  # noqa: S102 — our own generated source, from the program's equations only
-    run = namespace["run"]
+    run = namespace.pop("run")  # run's globals are the namespace: kept there, it would be a cycle holding the constants
     run.source = text
     return run
 

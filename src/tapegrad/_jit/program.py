@@ -41,7 +41,7 @@ class Literal:
     value: Any
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)  # no __dict__: a long program holds one per operation
 class Eqn:
     prim: Primitive
     inputs: list  # Var or Literal

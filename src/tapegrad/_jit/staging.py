@@ -3,7 +3,7 @@
 
 Operands that are not this trace's tracers enter the program as: literals (Python scalars), constants
 (concrete arrays, such as closed-over NumPy arrays), or implicit inputs (tracers of an outer transform
-captured by a closure, and every Parameter read: DESIGN.md §1.3 says a Parameter is read fresh at each
+captured by a closure, and every Parameter read: a Parameter is read fresh at each
 call, never baked in).
 """
 from __future__ import annotations
@@ -59,6 +59,16 @@ class Builder:
         self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
         self.trace = None
+        self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
+
+    def shared_aval(self, aval) -> ShapedArray:
+        """``aval`` normalised (a tuple shape, a NumPy dtype), as the one instance this program keeps
+        for its type: a long program has few distinct types, and a variable costs a pointer to it."""
+        key = (tuple(aval.shape), np.dtype(aval.dtype))
+        shared = self._avals.get(key)
+        if shared is None:
+            shared = self._avals[key] = ShapedArray(*key)
+        return shared
 
     consts = property(lambda self: [x for x, _ in self._consts.values()])
     constvars = property(lambda self: [v for _, v in self._consts.values()])
@@ -107,9 +117,9 @@ class StagingTrace(Trace):
         builder = self.main.global_data
         inputs = [builder.operand(a) for a in args]
         avals = [ShapedArray((), type(x.value)) if isinstance(x, Literal) else x.aval for x in inputs]
-        aval = prim.abstract_eval(*avals, **params)
+        aval = builder.shared_aval(prim.abstract_eval(*avals, **params))
         backend = next((x.backend for x in inputs if isinstance(x, Var)), np)
-        out = Var(ShapedArray(tuple(aval.shape), np.dtype(aval.dtype)), backend)
+        out = Var(aval, backend)
         builder.eqns.append(Eqn(prim, inputs, dict(params), out))
         return StagingTracer(self, out)
 

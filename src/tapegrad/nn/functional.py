@@ -10,7 +10,7 @@ Conventions that differ from one library to another, and the choice made here:
 
 - class axis: ``softmax``/``log_softmax`` take ``axis=-1`` (JAX); the losses put classes on axis 1 of
   an ``(N, C, d1, ...)`` input, or axis 0 of a ``(C,)`` input (PyTorch).
-- kinks: ``relu'(0) = 0`` (DESIGN.md §1.4, as JAX and PyTorch); ``leaky_relu'(0) = negative_slope``
+- kinks: ``relu'(0) = 0`` (as JAX and PyTorch); ``leaky_relu'(0) = negative_slope``
   and ``elu'(0) = alpha`` (PyTorch's backward picks the negative branch at 0).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ relu_p.out_impl = lambda x, out: np.maximum(x, 0, out=out)  # jit's buffer reuse
 def relu(x):
     """``max(x, 0)`` elementwise; same shape and dtype as ``x``.
 
-    Its derivative is 1 where ``x > 0`` and 0 elsewhere, so ``relu'(0) = 0`` (DESIGN.md §1.4; JAX and
+    Its derivative is 1 where ``x > 0`` and 0 elsewhere, so ``relu'(0) = 0`` (JAX and
     PyTorch agree). The gradient is the cotangent times the mask ``x > 0``, so it keeps the
     cotangent's dtype.
     """
@@ -354,9 +354,31 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     return (1.0 - label_smoothing) * loss + (label_smoothing / shape[class_axis]) * smooth
 
 
+def _check_same_shape(input, target, name: str) -> None:
+    """An elementwise loss compares ``input`` and ``target`` entry by entry: shapes that merely
+    broadcast, such as ``(N, 1)`` against ``(N,)``, would compare every prediction with every target
+    and return a wrong loss without a word (PyTorch only warns), so they are refused."""
+    input_shape, target_shape = tnp.shape(input), tnp.shape(target)
+    if input_shape != target_shape:
+        raise ValueError(f"{name}: input has shape {input_shape} but target has shape {target_shape}; they "
+                         "must be equal, or the loss would broadcast them against each other (an (N, 1) "
+                         "input against an (N,) target compares every prediction with every target). "
+                         "Reshape one of them first, e.g. input.reshape(target.shape)")
+
+
 def mse_loss(input, target, reduction: str = "mean"):
-    """Squared error ``(input - target)**2``, reduced (``torch.nn.functional.mse_loss``)."""
+    """Squared error ``(input - target)**2``, reduced (``torch.nn.functional.mse_loss``).
+
+    Args:
+        input, target: arrays of one shape.
+        reduction: ``"mean"`` (a 0-d array), ``"sum"`` (a 0-d array) or ``"none"`` (input's shape).
+
+    Raises:
+        ValueError: input and target shapes differ (PyTorch broadcasts with a warning; the silent
+            ``(N, 1)`` against ``(N,)`` broadcast is the bug this refuses), an unknown ``reduction``.
+    """
     _check_reduction(reduction, "mse_loss")
+    _check_same_shape(input, target, "mse_loss")
     return _reduce(tnp.square(input - target), reduction, "mse_loss")
 
 
@@ -370,13 +392,20 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
 
     Args:
         input: logits, any shape.
-        target: same shape (or broadcastable), values in ``[0, 1]``.
+        target: the same shape, values in ``[0, 1]``.
         weight: broadcastable rescaling of each element's loss, or None.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         pos_weight: weight of the positive term, broadcastable along the last axis (one per class),
             or None.
+
+    Returns:
+        The loss: a 0-d array for ``"mean"``/``"sum"``, input's shape for ``"none"``.
+
+    Raises:
+        ValueError: input and target shapes differ (as PyTorch), an unknown ``reduction``.
     """
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
+    _check_same_shape(input, target, "binary_cross_entropy_with_logits")
     log1p_exp_neg_abs = tnp.log1p(tnp.exp(-tnp.abs(input)))
     if pos_weight is None:
         loss = tnp.maximum(input, 0.0) - input * target + log1p_exp_neg_abs

@@ -8,7 +8,8 @@ import numpy as _np
 from tapegrad import _core
 from tapegrad.numpy import linalg
 from tapegrad.numpy._creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,
-                                      identity, linspace, ones, ones_like, zeros, zeros_like)
+                                      identity, ones, ones_like, zeros, zeros_like)
+from tapegrad.numpy._ranges import geomspace, linspace, logspace
 from tapegrad.numpy._elementwise import (abs, absolute, add, arccos, arcsin, arctan, arctan2, around, astype,
                                          bitwise_and, bitwise_or, bitwise_xor, ceil, clip, cos, cosh,
                                          divide, equal, exp, expm1, float_power, floor, greater, greater_equal, invert,
@@ -19,7 +20,7 @@ from tapegrad.numpy._elementwise import (abs, absolute, add, arccos, arcsin, arc
                                          true_divide, where)
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
-from tapegrad.numpy._operators import floor_divide, register_numpy_functions
+from tapegrad.numpy._operators import floor_divide, register_alternatives, register_numpy_functions
 from tapegrad.numpy._reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, max, mean, min,
                                         prod, std, sum, var)
 from tapegrad.numpy._shape import (broadcast_arrays, broadcast_to, concatenate, expand_dims, flip,
@@ -37,6 +38,7 @@ __all__ = [
     "cumprod", "cumsum", "divide", "dot", "einsum", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1",
     "eye", "flip", "float_power", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "identity",
     "inner", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "linalg", "linspace", "log",
+    "logspace", "geomspace",
     "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
     "matmul", "max", "maximum", "mean", "min", "minimum", "moveaxis", "multiply", "negative",
     "not_equal", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "repeat",
@@ -89,4 +91,8 @@ register_numpy_functions({name: getattr(fft, name) for name in fft.__all__}, _np
 # ---- end block: linalg and fft submodules ----
 
 register_numpy_functions({name: globals()[name] for name in __all__ if name not in ("linalg", "fft")})
+# np.mean([t0, t1]) converts the list before dispatch can see the tracers: its error names ours
+register_alternatives("numpy", "tapegrad.numpy", __all__)
+register_alternatives("numpy.linalg", "tapegrad.numpy.linalg", linalg.__all__)
+register_alternatives("numpy.fft", "tapegrad.numpy.fft", fft.__all__)
 register_numpy_functions({name: getattr(linalg, name) for name in linalg.__all__}, _np.linalg)

@@ -85,10 +85,6 @@ def arange(*args, **kwargs):
     return default_namespace().arange(*args, **kwargs)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    return default_namespace().linspace(start, stop, num, endpoint, retstep, dtype, axis)
-
-
 def _like_args(a, dtype, shape):
     if isinstance(a, Boxed):
         a = a.unbox()

@@ -6,7 +6,7 @@ both its vjp (``g`` the output cotangent) and its jvp (``g`` the operand's tange
 then sums the broadcast axes away. For complex operands this is JAX's convention for holomorphic
 functions (no conjugation in either mode: ``vjp(ct) = ct * f'(z)``, ``jvp(t) = f'(z) * t``).
 
-The conventions at kinks and ties (DESIGN.md §1.4): ``abs'(0) = 0``, ``sign' = 0``, ``d/dx x**0 = 0``,
+The conventions at kinks and ties (JAX's and autograd's, docs/numpy.md): ``abs'(0) = 0``, ``sign' = 0``, ``d/dx x**0 = 0``,
 ``maximum``/``minimum`` split the gradient evenly between tied operands, ``clip`` passes the gradient to
 ``x`` on the boundary, ``sqrt'(0) = inf``.
 """
@@ -323,6 +323,8 @@ def stop_gradient(x):
 
 
 def _astype_impl(x, *, dtype):
+    if not hasattr(x, "dtype"):  # a weakly typed Python scalar (a jit argument)
+        return np.asarray(x, dtype=dtype)
     if x.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part, as NumPy
         x = namespace_of(x).real(x)                # does, without its ComplexWarning
     return x.astype(dtype, copy=False)

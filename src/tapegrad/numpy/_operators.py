@@ -7,6 +7,8 @@ the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversio
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from tapegrad._core import bind
@@ -126,10 +128,17 @@ class ArrayOperators:
 
     # NumPy protocols
     def __array__(self, dtype=None, copy=None):
+        if self.carries_derivative():
+            loss = ("the derivative would be lost; compute with tapegrad.numpy (import tapegrad.numpy as "
+                    "tnp) or plain NumPy functions, which dispatch to it, or convert tg.stop_gradient(x) "
+                    "if the value is meant as a constant")
+        else:
+            loss = ("compute with tapegrad.numpy (import tapegrad.numpy as tnp) or plain NumPy "
+                    "functions, which dispatch to it, instead of np.asarray / np.array")
         raise TracerArrayConversionError(
-            f"cannot convert a traced value ({self!r}) to a NumPy array: inside a function being "
-            "transformed, compute with tapegrad.numpy (import tapegrad.numpy as tnp) or plain NumPy "
-            "functions, which dispatch to it, instead of np.asarray / np.array")
+            f"cannot convert a traced value ({self!r}) to a NumPy array or scalar (np.asarray, np.array, "
+            f"np.float32(x), or a NumPy function given a list that holds it): {loss}"
+            f"{_foreign_hint()}")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if kwargs.get("out") is not None:
@@ -139,12 +148,14 @@ class ArrayOperators:
         if method == "reduce" and ufunc.__name__ in _UFUNC_REDUCTIONS and set(kwargs) <= {"axis", "keepdims"}:
             kwargs.setdefault("axis", 0)  # ufunc.reduce's default, unlike sum/max's None
             return _UFUNC_REDUCTIONS[ufunc.__name__](*inputs, **kwargs)
-        fn = _UFUNCS.get(ufunc.__name__)
+        foreign = _foreign_ufunc(ufunc)  # scipy.special.gammaln(x): a SciPy ufunc, not NumPy's
+        fn = None if foreign else _UFUNCS.get(ufunc.__name__)
         if method != "__call__" or fn is None or kwargs:
-            spelled = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            spelled = f"{foreign or 'numpy'}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {sorted(kwargs)}" if kwargs and fn is not None else ""
-            raise TypeError(f"{spelled}{extra} is not supported on traced values by tapegrad.numpy; "
-                            "rewrite it with supported tapegrad.numpy functions")
+            hint = _ALTERNATIVES.get(f"{foreign}.{ufunc.__name__}")
+            advice = f"call {hint}, which traces" if hint else "rewrite it with supported tapegrad.numpy functions"
+            raise TypeError(f"{spelled}{extra} is not supported on traced values by tapegrad; {advice}")
         return fn(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -156,6 +167,47 @@ class ArrayOperators:
             raise TypeError(f"numpy.{_qualified(func)}: out= is not supported on traced values")
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
         return fn(*args, **kwargs)
+
+
+_ALTERNATIVES: dict = {}  # "scipy.special.gammaln" -> "tapegrad.scipy.special.gammaln"
+
+
+def register_alternatives(foreign: str, ours: str, names) -> None:
+    """Name ``ours.<name>`` in the error raised when ``foreign.<name>`` (a module of another library,
+    ``"scipy.special"``) is called on a traced value. Filled by the packages above this one."""
+    for name in names:
+        _ALTERNATIVES[f"{foreign}.{name}"] = f"{ours}.{name}"
+
+
+def _foreign_ufunc(ufunc):
+    """The module (``"scipy.special"``) of a ufunc that is not NumPy's, among those registered."""
+    for foreign in {key.rsplit(".", 1)[0] for key in _ALTERNATIVES}:
+        if foreign.split(".")[0] == "numpy":
+            continue
+        module = sys.modules.get(foreign)
+        if module is not None and getattr(module, ufunc.__name__, None) is ufunc:
+            return foreign
+    return None
+
+
+def _foreign_hint() -> str:
+    """For the error of a traced value converted inside another library's function (``np.mean`` of a
+    list that holds it, ``scipy.linalg.expm`` calling ``np.asarray``): the function of ours to call
+    instead, found as the outermost frame of that library on the call stack."""
+    frame, outermost = sys._getframe(2), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        package = module.split(".")[0]
+        if package in ("numpy", "scipy"):
+            parts = module.split(".")
+            sub = parts[:2] if package == "scipy" else parts[:1] + [p for p in parts[1:2] if p in ("linalg", "fft")]
+            outermost = f"{'.'.join(sub)}.{frame.f_code.co_name}"
+        elif outermost is not None:
+            break
+        frame = frame.f_back
+    hint = _ALTERNATIVES.get(outermost) if outermost else None
+    return (f". {outermost} converts its arguments to NumPy arrays before tapegrad can see the traced "
+            f"values in them; call {hint}, which traces" if hint else "")
 
 
 def _qualified(func) -> str:

@@ -14,7 +14,8 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._complex import conj, real
+from tapegrad.numpy._creation import as_operand, ones_like
 from tapegrad.numpy._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad.numpy._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 
@@ -115,11 +116,16 @@ def _prod_tree(x, axis, keepdims):
     Differentiating the tree gives every order of derivative exactly, zeros in ``x`` included, with
     O(n) work and no division by ``x``.
     """
-    from tapegrad.numpy._creation import ones_like
     shape = tuple(x.shape)
     axes = tuple(range(len(shape))) if axis is None else axis
     rest = tuple(i for i in range(len(shape)) if i not in axes)
-    x = _shape.reshape(_shape.transpose(x, rest + axes), tuple(shape[i] for i in rest) + (-1,))
+    n = 1
+    for i in axes:
+        n *= shape[i]
+    if n == 0:  # the empty product is the constant 1 (JAX: an empty zero gradient)
+        return ones_like(x, shape=tuple(1 if i in axes else d for i, d in enumerate(shape)) if keepdims
+                         else tuple(shape[i] for i in rest))
+    x = _shape.reshape(_shape.transpose(x, rest + axes), tuple(shape[i] for i in rest) + (n,))
     while x.shape[-1] > 1:
         if x.shape[-1] % 2:
             x = _shape.concatenate([x, ones_like(x, shape=tuple(x.shape[:-1]) + (1,))], axis=-1)
@@ -263,10 +269,14 @@ def _count(a, axis) -> int:
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32)."""
+    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32). As NumPy, float16
+    input is summed in float32 and the mean cast back to float16 (a float16 sum of two 65504s would
+    be inf)."""
     a = as_operand(a)
     if dtype is not None:
         a = ew.astype(a, dtype)
+    if getattr(a, "dtype", None) == np.float16:
+        return ew.astype(mean(ew.astype(a, np.float32), axis=axis, keepdims=keepdims), np.float16)
     return sum(a, axis=axis, keepdims=keepdims) / _count(a, axis)
 
 
@@ -276,9 +286,17 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     if dtype is not None:
         a = ew.astype(a, dtype)
     centred = a - mean(a, axis=axis, keepdims=True)
-    return sum(centred * centred, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+    squares = real(centred * conj(centred)) if np.dtype(a.dtype).kind == "c" else centred * centred
+    return sum(squares, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Standard deviation, ``sqrt(var)``; its gradient is infinite where the variance is 0."""
-    return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    """Standard deviation, ``sqrt(var)``, as ``numpy.std`` (real for complex input).
+
+    Its gradient is infinite where the variance is 0 over several elements. Over one element the
+    deviation is the constant 0 whatever the value, so every derivative is 0 in both modes (not the
+    ``0 * inf = nan`` of differentiating ``sqrt`` at 0).
+    """
+    a = as_operand(a)
+    variance = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    return ew.sqrt(ew.stop_gradient(variance) if _count(a, axis) == 1 else variance)

@@ -3,6 +3,7 @@ built on them (ravel, squeeze, expand_dims, swapaxes, moveaxis, stack, split, re
 from __future__ import annotations
 
 import builtins
+import itertools
 import operator
 
 import numpy as np
@@ -206,13 +207,22 @@ concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).con
 
 
 def _concatenate_vjp(argnum, ct, ans, *xs, axis):
-    start = builtins.sum(_shape_of(x)[axis] for x in xs[:argnum])
-    index = (slice(None),) * axis + (slice(start, start + _shape_of(xs[argnum])[axis]),)
-    piece = ct[index]
-    return piece if piece.dtype == xs[argnum].dtype else _elementwise.astype(piece, xs[argnum].dtype)
+    return _concatenate_operands_vjp((argnum,), ct, ans, xs, axis=axis)[0]
 
 
-defvjp_argnum(concatenate_p, _concatenate_vjp)
+def _concatenate_operands_vjp(argnums, ct, ans, xs, *, axis):
+    """The pieces of ``ct`` for the operands ``argnums``; the offsets are summed once for all of them
+    (a running sum per operand made ``stack`` of N arrays quadratic in N)."""
+    starts = list(itertools.accumulate((_shape_of(x)[axis] for x in xs), initial=0))
+    pieces = []
+    for argnum in argnums:
+        piece = ct[(slice(None),) * axis + (slice(starts[argnum], starts[argnum + 1]),)]
+        x = xs[argnum]
+        pieces.append(piece if piece.dtype == x.dtype else _elementwise.astype(piece, x.dtype))
+    return pieces
+
+
+defvjp_argnum(concatenate_p, _concatenate_vjp, _concatenate_operands_vjp)
 defbatch(concatenate_p, lambda vals, dims, *, axis: (bind(concatenate_p, *all_at_front(vals, dims), axis=axis + 1), 0))
 deflinear(concatenate_p)
 

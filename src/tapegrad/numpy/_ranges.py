@@ -1,0 +1,106 @@
+"""Evenly spaced ranges: ``linspace``, ``logspace``, ``geomspace``, differentiable in ``start`` and
+``stop`` (and ``logspace``'s ``base``).
+
+With concrete endpoints they are NumPy's (or CuPy's) own functions. With a traced endpoint they are
+built from tapegrad operations with NumPy's formula, ``start + arange(num) * (stop - start) / div``
+(``div = num - 1`` with the endpoint, else ``num``), the last sample set to ``stop`` exactly, so the
+derivative with respect to ``start`` is ``1 - i / div`` at sample ``i`` (JAX's and autograd's). Calling
+NumPy there would send the tracer back through ``__array_function__`` to this very function.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tapegrad._backend import default_namespace, namespace_of
+from tapegrad.numpy import _elementwise as ew
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import _contains_traced, asarray
+
+
+def _num(num, name: str) -> int:
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"{name}: num must be an int, got {type(num).__name__}") from None
+    if num < 0:
+        raise ValueError(f"{name}: num must be non-negative, got {num}")
+    return num
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """``num`` evenly spaced samples from ``start`` to ``stop``, as ``numpy.linspace``: shape
+    ``(num,) + broadcast(start, stop).shape`` with the samples along ``axis``; dtype
+    ``result_type(start, stop, float)`` unless ``dtype`` is given. With ``retstep``, ``(samples, step)``.
+
+    Raises:
+        TypeError: ``num`` is not an int. ValueError: ``num`` is negative.
+    """
+    if not (_contains_traced(start) or _contains_traced(stop)):
+        xp = namespace_of(start, stop) if _on_device(start, stop) else default_namespace()
+        return xp.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    num = _num(num, "linspace")
+    start, stop = asarray(start), asarray(stop)
+    float_dtype = np.result_type(start.dtype, stop.dtype, 1.0)
+    start, stop = ew.astype(start, float_dtype), ew.astype(stop, float_dtype)
+    shape = np.broadcast_shapes(tuple(start.shape), tuple(stop.shape))
+    div = num - 1 if endpoint else num
+    steps = namespace_of(start, stop).arange(num, dtype=float_dtype).reshape((num,) + (1,) * len(shape))
+    delta = stop - start
+    if div > 0:
+        step = delta / div
+        samples = start + steps * step
+    else:  # one sample (or none): NumPy's step is nan
+        step = ew.multiply(delta, np.nan)
+        samples = start + steps * delta
+    samples = _shape.broadcast_to(samples, (num,) + shape)
+    if endpoint and num > 1:
+        samples = samples.at[-1].set(_shape.broadcast_to(stop, shape))
+    samples = _shape.moveaxis(samples, 0, axis)
+    if dtype is not None:
+        samples = ew.astype(samples, dtype)
+    return (samples, step) if retstep else samples
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop, num, endpoint)``, as ``numpy.logspace``."""
+    if not (_contains_traced(start) or _contains_traced(stop) or _contains_traced(base)):
+        xp = namespace_of(start, stop, base) if _on_device(start, stop, base) else default_namespace()
+        return xp.logspace(start, stop, num, endpoint, base, dtype, axis)
+    exponents = linspace(start, stop, num, endpoint, axis=axis)
+    base = asarray(base)
+    if base.ndim:  # an array of bases broadcasts against the endpoints, not the samples
+        base = _shape.expand_dims(base, axis)
+    out = ew.power(base, exponents)
+    return out if dtype is None else ew.astype(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Samples evenly spaced on a log scale from ``start`` to ``stop`` (which share a sign and are not
+    zero), as ``numpy.geomspace``; the endpoints are exact.
+
+    Raises:
+        ValueError: ``start`` or ``stop`` is 0 (checked where they are concrete).
+    """
+    if not (_contains_traced(start) or _contains_traced(stop)):
+        xp = namespace_of(start, stop) if _on_device(start, stop) else default_namespace()
+        return xp.geomspace(start, stop, num, endpoint, dtype, axis)
+    num = _num(num, "geomspace")
+    start, stop = asarray(start), asarray(stop)
+    if bool(ew.logical_or(ew.equal(start, 0), ew.equal(stop, 0)).any()):  # eager: bool() is allowed
+        raise ValueError("geomspace: a geometric sequence cannot include zero; give non-zero start and stop")
+    sign = ew.stop_gradient(ew.sign(start))  # NumPy: the sequence takes start's sign
+    samples = sign * logspace(ew.log10(start * sign), ew.log10(stop * sign), num, endpoint, axis=0)
+    shape = tuple(samples.shape[1:])
+    if num > 0:
+        samples = samples.at[0].set(_shape.broadcast_to(start, shape))
+    if endpoint and num > 1:
+        samples = samples.at[-1].set(_shape.broadcast_to(stop, shape))
+    samples = _shape.moveaxis(samples, 0, axis)
+    return samples if dtype is None else ew.astype(samples, dtype)
+
+
+def _on_device(*values) -> bool:
+    """Whether an endpoint is an array of another backend (CuPy), whose function then makes the range."""
+    return any(hasattr(v, "__array_namespace__") and not isinstance(v, (np.ndarray, np.generic)) for v in values)

@@ -1,0 +1,270 @@
+"""Faults: an interrupt at any instant of a transform's set-up or tear-down, or an exception raised
+inside ``fn``, leaves no transform, substitution, staging or write log set in the thread, and the
+next call gives the right numbers.
+
+The scopes (``new_main``, the Parameter scopes) are checked deterministically: a ``sys.settrace`` hook
+raises ``KeyboardInterrupt`` before each line they run, one line per trial, every line in turn. A timed
+test then interrupts whole calls with ``SIGALRM`` at random microsecond offsets.
+"""
+from __future__ import annotations
+
+import random
+import signal
+import sys
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from tapegrad import _core, _params
+from tapegrad._core import trace_stack
+from _tol import assert_close
+
+
+class Net(tg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(0)
+        self.w1 = tg.Parameter(rng.normal(size=(3, 4)))
+        self.w2 = tg.Parameter(rng.normal(size=(4,)))
+
+    def __call__(self, x):
+        return tnp.tanh(x @ self.w1) @ self.w2
+
+
+NET = Net()
+X = np.random.default_rng(1).normal(size=(5, 3))
+WEIGHTS = NET.trainable_params()
+
+
+def _loss(x):
+    return tnp.sum(NET(x) ** 2)
+
+
+def _weight_grads():
+    return tg.grad(_loss, grad_position=None, weights=WEIGHTS)(X)
+
+
+def _reference():
+    """The right numbers, written in NumPy: the forward, and the gradients of the weights."""
+    w1, w2 = NET.w1.value, NET.w2.value
+    h = np.tanh(X @ w1)
+    y = h @ w2
+    g_y = 2 * y
+    g_w2 = h.T @ g_y
+    g_w1 = X.T @ (np.outer(g_y, w2) * (1 - h ** 2))
+    return y, (g_w1, g_w2)
+
+
+# every scope whose entry or exit an interrupt could split
+SCOPES = {
+    _core.new_main.__wrapped__.__code__: "new_main",
+    _core.MainTrace.close.__code__: "MainTrace.close",
+    _params._scoped.__wrapped__.__code__: "_scoped",
+    _params.substitute.__code__: "substitute",
+    _params.staging_parameters.__code__: "staging_parameters",
+    _params.recording_writes.__code__: "recording_writes",
+}
+
+# calls that open every scope: the tape with weights (new_main, substitute), jit staging with a
+# Parameter read (staging_parameters), checkpoint under grad with weights (recording_writes), forward
+# mode and vmap of grad (nested mains)
+SCENARIOS = {
+    "grad_weights": _weight_grads,
+    "jit_staging": lambda: tg.jit(NET)(X),
+    "checkpoint": lambda: tg.grad(lambda x: tnp.sum(tg.checkpoint(NET)(x)), grad_position=None, weights=WEIGHTS)(X),
+    "jvp": lambda: tg.jvp(NET, (X,), (np.ones_like(X),)),
+    "vmap_grad": lambda: tg.vmap(tg.grad(lambda x: NET(x[None])[0]))(X),
+}
+
+
+def _assert_clean():
+    assert trace_stack() == ()
+    assert not _params._substitutions.get()
+    assert _params._staging.get() is None
+    assert _params._writes.get() is None
+
+
+def _assert_working():
+    """The next plain call, grad with weights and jit of the module give the NumPy numbers."""
+    y, (g_w1, g_w2) = _reference()
+    assert_close(NET(X), y)
+    g1, g2 = _weight_grads()
+    assert_close(g1, g_w1)
+    assert_close(g2, g_w2)
+    assert_close(tg.jit(NET)(X), y)
+
+
+def _run_traced(scenario, interrupt_at=None):
+    """Run ``scenario`` with a trace hook on the scopes' frames. Returns the lines they ran, as
+    ``(scope, line)``; with ``interrupt_at=k``, raises KeyboardInterrupt before the k-th of them."""
+    lines = []
+
+    def local(frame, event, arg):
+        if event == "line":
+            if len(lines) == interrupt_at:
+                lines.append((SCOPES[frame.f_code], frame.f_lineno))
+                raise KeyboardInterrupt  # CPython turns tracing off after a hook raises
+            lines.append((SCOPES[frame.f_code], frame.f_lineno))
+        return local
+
+    def hook(frame, event, arg):
+        return local if frame.f_code in SCOPES else None
+    previous = sys.gettrace()
+    sys.settrace(hook)
+    try:
+        scenario()
+    finally:
+        sys.settrace(previous)
+    return lines
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_an_interrupt_before_any_line_of_the_scopes_leaves_no_state(name):
+    scenario = SCENARIOS[name]
+    lines = _run_traced(scenario)
+    scopes = {scope for scope, _ in lines}
+    assert "new_main" in scopes and len(lines) >= 5, lines  # the hook really sees the scopes
+    for k in range(len(lines)):
+        with pytest.raises(KeyboardInterrupt):
+            _run_traced(scenario, interrupt_at=k)
+        _assert_clean()
+        _assert_working()
+
+
+def test_the_scenarios_cover_every_scope():
+    seen = set()
+    for scenario in SCENARIOS.values():
+        seen |= {scope for scope, _ in _run_traced(scenario)}
+    assert seen == set(SCOPES.values())
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer (POSIX)")
+def test_timed_interrupts_at_random_offsets_leave_no_state():
+    """200 interrupts (SIGALRM raising KeyboardInterrupt) at random offsets of up to 2 ms into a
+    stream of calls that open and close every scope."""
+    rng = random.Random(0)
+    scenarios = list(SCENARIOS.values())
+    armed = [False]
+
+    def interrupt(signum, frame):
+        if armed[0]:  # a late signal, after the trial is over, must not escape the test
+            armed[0] = False
+            raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    landed = 0
+    try:
+        for _ in range(200):
+            try:
+                armed[0] = True
+                signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-6, 2e-3))
+                for _ in range(1000):
+                    rng.choice(scenarios)()
+                armed[0] = False
+            except KeyboardInterrupt:
+                landed += 1
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _assert_clean()
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # Python swallows (and prints) an interrupt that lands in a finalizer; nearly all land in the calls
+    assert landed >= 150
+    _assert_working()
+
+
+# ---- exceptions raised inside fn ----------------------------------------------------------------
+class Boom(Exception):
+    pass
+
+
+def _failing(exc_type):
+    def fn(x):
+        _ = tnp.sin(x) * NET.w2.value[0]  # some traced work (and a Parameter read) first
+        raise exc_type("inside fn")
+    return fn
+
+
+TRANSFORMS = {
+    "grad": lambda f: tg.grad(f)(X),
+    "grad_weights": lambda f: tg.grad(f, grad_position=None, weights=WEIGHTS)(X),
+    "value_and_grad": lambda f: tg.value_and_grad(f)(X),
+    "vjp": lambda f: tg.vjp(f, X),
+    "jvp": lambda f: tg.jvp(f, (X,), (X,)),
+    "vmap": lambda f: tg.vmap(f)(X),
+    "jit": lambda f: tg.jit(f)(X),
+    "checkpoint": lambda f: tg.grad(tg.checkpoint(f))(X),
+    "grad_of_grad": lambda f: tg.grad(lambda x: tnp.sum(tg.grad(f)(x)))(X),
+    "vmap_of_grad": lambda f: tg.vmap(tg.grad(f))(X),
+    "jit_of_vmap_of_grad": lambda f: tg.jit(tg.vmap(tg.grad(f)))(X),
+    "grad_of_jit": lambda f: tg.grad(tg.jit(f), grad_position=None, weights=WEIGHTS)(X),
+    "jacfwd_of_jacrev": lambda f: tg.jacfwd(tg.jacrev(f))(X),
+}
+
+
+@pytest.mark.parametrize("exc_type", [Boom, KeyboardInterrupt], ids=["Exception", "KeyboardInterrupt"])
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_an_exception_inside_fn_leaves_no_state(name, exc_type):
+    before = [p.value.copy() for p in WEIGHTS]
+    with pytest.raises(exc_type):
+        TRANSFORMS[name](_failing(exc_type))
+    _assert_clean()
+    for p, value in zip(WEIGHTS, before):
+        assert p.value is not None and np.array_equal(p.value, value)
+    _assert_working()
+
+
+def test_a_staged_assign_is_not_written_back_when_fn_raises():
+    """Under jit, ``p.assign`` of a traced value is an output written back after the call: a call that
+    raises writes nothing, and keeps no half-built program."""
+    p = tg.Parameter(np.arange(3.0))
+    fail = [True]
+
+    def step(x):
+        p.assign(p.value + x)
+        if fail[0]:
+            raise Boom("after the assign")
+        return tnp.sum(p.value)
+    jitted = tg.jit(step)
+    with pytest.raises(Boom):
+        jitted(np.ones(3))
+    _assert_clean()
+    assert np.array_equal(p.value, np.arange(3.0)) and jitted._cache_size() == 0
+    fail[0] = False
+    assert_close(jitted(np.ones(3)), np.float64(6.0))
+    assert np.array_equal(p.value, np.arange(3.0) + 1) and jitted._cache_size() == 1
+
+
+@pytest.mark.parametrize("where", ["grad", "checkpoint"])
+def test_an_eager_assign_stays_when_fn_raises(where):
+    """Outside jit staging, ``p.assign`` of a concrete value takes effect at once, as any Python side
+    effect does; an exception raised later in ``fn`` does not undo it (docs/grad.md says so)."""
+    p = tg.Parameter(np.zeros(2))
+
+    def fn(x):
+        p.assign(np.full(2, 7.0))
+        raise Boom("after the assign")
+    wrapped = tg.checkpoint(fn) if where == "checkpoint" else fn
+    with pytest.raises(Boom):
+        tg.grad(wrapped)(np.ones(2))
+    _assert_clean()
+    assert np.array_equal(p.value, np.full(2, 7.0))
+
+
+def test_a_jitted_function_that_raised_for_one_signature_stages_again():
+    calls = []
+
+    def f(x, n):
+        calls.append(n)
+        if n == 1:
+            raise Boom("n == 1")
+        return x * n
+    jitted = tg.jit(f, static_argnums=1)
+    with pytest.raises(Boom):
+        jitted(np.ones(2), 1)
+    assert jitted._cache_size() == 0
+    assert_close(jitted(np.ones(2), 2), np.full(2, 2.0))
+    assert jitted._cache_size() == 1 and calls == [1, 2]

@@ -1,0 +1,249 @@
+"""Forward and reverse mode agree wherever both are defined, over the whole primitive registry.
+
+For random ``x``, tangent ``v`` and cotangent ``u``: ``<u, jvp(f)(x; v)> == <vjp(f)(x)(u), v>``, the
+definition of the transpose, with ``<a, b> = Re(vdot(a, b))`` and JAX's complex convention
+(``<u, J v> = <v, conj(vjp(conj(u)))>``, as ``tapegrad.testing``). Unlike a finite-difference check
+the two sides are computed exactly, so the tolerance is the dtype's rounding error at the magnitude
+of the terms. At order 2 the same identity is checked on the derivatives themselves:
+``(x, v) -> jvp(f)(x; v)`` and ``(x, u) -> vjp(f)(x)(u)`` — jvp of jvp against vjp of jvp, and jvp of
+vjp against vjp of vjp.
+
+Every differentiable primitive must be reached by some entry of ``CASES`` at order 2: a test records
+the primitives bound while the checks run and compares them with the registry.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+import tapegrad.numpy as tnp
+import tapegrad.numpy.fft as tfft
+import tapegrad.numpy.linalg as tla
+import tapegrad.scipy.linalg as tsl
+import tapegrad.scipy.special as tsp
+from tapegrad import _tree
+from tapegrad.numpy._rules import PRIMITIVES
+
+REAL = (np.float32, np.float64)
+ALL = REAL + (np.complex64, np.complex128)
+ULPS = 256  # rounding of both sides, at the magnitude of the products summed in the inner products
+
+
+def _draw(rng, domain, shape, dtype):
+    dtype = np.dtype(dtype)
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    if domain == "spd":  # symmetric (Hermitian) positive definite, well conditioned
+        a = rng.standard_normal(shape)
+        if dtype.kind == "c":
+            a = a + 1j * rng.standard_normal(shape)
+        return (a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+    if domain == "well":  # well conditioned square matrices
+        return (rng.standard_normal(shape) + 3 * np.eye(shape[-1])).astype(dtype)
+    if domain == "upper":
+        return (np.triu(rng.standard_normal(shape)) + 3 * np.eye(shape[-1])).astype(dtype)
+    low, high = {"real": (-2.0, 2.0), "pos": (0.5, 2.0), "unit": (-0.8, 0.8), "gt1": (1.2, 3.0),
+                 "prob": (0.1, 0.9), "small": (-0.5, 0.5)}[domain]
+    x = rng.uniform(low, high, shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.uniform(low, high, shape) * 0.5
+    return x.astype(dtype if dtype.kind == "c" else real)
+
+
+class Case:
+    """``fn(*args)`` with ``args`` drawn from ``domains``/``shapes`` in each of ``dtypes``."""
+
+    def __init__(self, name, fn, shapes, domains=None, dtypes=REAL, ulps=ULPS):
+        self.name, self.fn, self.shapes, self.dtypes, self.ulps = name, fn, shapes, dtypes, ulps
+        self.domains = domains or ("real",) * len(shapes)
+
+    def args(self, dtype, rng):
+        return tuple(_draw(rng, d, s, dtype) for d, s in zip(self.domains, self.shapes))
+
+
+def _unary(name, fn, domain="real", dtypes=REAL, shape=(2, 3), **kw):
+    return Case(name, fn, (shape,), (domain,), dtypes, **kw)
+
+
+def _binary(name, fn, domains=("real", "real"), dtypes=REAL, shapes=((2, 3), (3,)), **kw):
+    return Case(name, fn, shapes, domains, dtypes, **kw)
+
+
+def _max_pool(x):
+    return F.max_pool2d(x, 2, stride=1)
+
+
+CASES = [
+    # complex parts
+    _unary("real", tnp.real, dtypes=ALL), _unary("imag", tnp.imag, dtypes=ALL),
+    _unary("conj", tnp.conj, dtypes=ALL),
+    # reductions
+    _unary("sum", lambda x: tnp.sum(x, axis=1), dtypes=ALL), _unary("max", lambda x: tnp.max(x, axis=0)),
+    _unary("min", lambda x: tnp.min(x, axis=1, keepdims=True)), _unary("prod", lambda x: tnp.prod(x, axis=1), dtypes=ALL),
+    _unary("cumsum", lambda x: tnp.cumsum(x, axis=1), dtypes=ALL),
+    _unary("cumprod", lambda x: tnp.cumprod(x, axis=1), dtypes=ALL),
+    _unary("var", lambda x: tnp.var(x, axis=1), dtypes=ALL), _unary("std", lambda x: tnp.std(x, axis=0)),
+    # unary elementwise
+    _unary("negative", tnp.negative, dtypes=ALL), _unary("abs", tnp.abs, dtypes=ALL),
+    _unary("exp", tnp.exp, dtypes=ALL), _unary("expm1", tnp.expm1), _unary("log", tnp.log, "pos", ALL),
+    _unary("log1p", tnp.log1p, "pos"), _unary("log2", tnp.log2, "pos"), _unary("log10", tnp.log10, "pos"),
+    _unary("sqrt", tnp.sqrt, "pos", ALL), _unary("square", tnp.square, dtypes=ALL),
+    _unary("reciprocal", tnp.reciprocal, "pos", ALL), _unary("sin", tnp.sin, dtypes=ALL),
+    _unary("cos", tnp.cos, dtypes=ALL), _unary("tan", tnp.tan, "unit", ALL), _unary("tanh", tnp.tanh, dtypes=ALL),
+    _unary("sinh", tnp.sinh, dtypes=ALL), _unary("cosh", tnp.cosh, dtypes=ALL),
+    _unary("arcsin", tnp.arcsin, "unit"), _unary("arccos", tnp.arccos, "unit"), _unary("arctan", tnp.arctan),
+    _unary("exp2", tnp.exp2), _unary("fabs", tnp.fabs), _unary("cbrt", tnp.cbrt, "pos"),
+    _unary("arcsinh", tnp.arcsinh), _unary("arccosh", tnp.arccosh, "gt1"), _unary("arctanh", tnp.arctanh, "unit"),
+    _unary("deg2rad", tnp.deg2rad), _unary("rad2deg", tnp.rad2deg), _unary("sinc", tnp.sinc, "pos"),
+    _unary("relu", F.relu), _unary("astype", lambda x: tnp.astype(x, np.float64) * 1.5),
+    # binary elementwise
+    _binary("add", tnp.add, dtypes=ALL), _binary("subtract", tnp.subtract, dtypes=ALL),
+    _binary("multiply", tnp.multiply, dtypes=ALL), _binary("divide", tnp.divide, ("real", "pos"), ALL),
+    _binary("maximum", tnp.maximum), _binary("minimum", tnp.minimum), _binary("logaddexp", tnp.logaddexp),
+    _binary("arctan2", tnp.arctan2, ("real", "pos")), _binary("power", tnp.power, ("pos", "real")),
+    _binary("fmax", tnp.fmax), _binary("fmin", tnp.fmin), _binary("logaddexp2", tnp.logaddexp2),
+    _binary("remainder", tnp.remainder, ("pos", "gt1")), _binary("fmod", tnp.fmod, ("pos", "gt1")),
+    _binary("hypot", tnp.hypot, ("pos", "pos")), _binary("copysign", tnp.copysign),
+    Case("where", lambda x, y: tnp.where(x > 0, x, y), ((2, 3), (2, 3)), dtypes=REAL),
+    _unary("clip", lambda x: tnp.clip(x, -1.0, 1.0)),
+    # shapes and indexing
+    _unary("reshape", lambda x: tnp.reshape(x, (3, 2)), dtypes=ALL),
+    _unary("transpose", tnp.transpose, dtypes=ALL),
+    _unary("broadcast_to", lambda x: tnp.broadcast_to(x, (4, 2, 3)), dtypes=ALL),
+    _binary("concatenate", lambda x, y: tnp.concatenate([x, y]), shapes=((2, 3), (1, 3)), dtypes=ALL),
+    _unary("pad", lambda x: tnp.pad(x, ((1, 0), (0, 2))), dtypes=ALL),
+    _unary("getitem", lambda x: x[1, ::2], dtypes=ALL),
+    _unary("getitem-int-array", lambda x: x[np.array([1, 0, 1])], dtypes=ALL),
+    _binary("index_add", lambda x, y: x.at[0].add(y), dtypes=ALL),
+    _binary("index_set", lambda x, y: x.at[np.array([1, 0])].set(y), shapes=((2, 3), (2, 3)), dtypes=ALL),
+    # products
+    _binary("matmul", tnp.matmul, shapes=((2, 3), (3, 4)), dtypes=ALL),
+    _binary("einsum", lambda x, y: tnp.einsum("ij,jk->ik", x, y), shapes=((2, 3), (3, 4)), dtypes=ALL),
+    # linear algebra
+    _unary("solve", lambda a: tla.solve(a, np.arange(3.0).astype(a.dtype)), "well", ALL, (3, 3)),
+    _unary("inv", tla.inv, "well", ALL, (3, 3)), _unary("pinv", tla.pinv, "real", REAL, (3, 2), ulps=4096),
+    _unary("cholesky", tla.cholesky, "spd", REAL, (3, 3)), _unary("det", tla.det, "well", ALL, (3, 3)),
+    _unary("slogdet", lambda a: tla.slogdet(a)[1], "well", REAL, (3, 3)),
+    _unary("eigh", lambda a: tla.eigh(a)[0], "spd", REAL, (3, 3)),
+    _unary("eigh-vectors", lambda a: tnp.abs(tla.eigh(a)[1]), "spd", REAL, (3, 3), ulps=4096),
+    _unary("svd", lambda a: tla.svd(a, compute_uv=False), "real", REAL, (3, 2)),
+    _unary("qr", lambda a: tla.qr(a)[1], "well", REAL, (3, 3)),
+    _unary("solve_triangular", lambda a: tsl.solve_triangular(a, np.ones(3, a.dtype)), "upper", REAL, (3, 3)),
+    _unary("expm", tsl.expm, "small", REAL, (3, 3)),
+    # Fourier transforms
+    _unary("fft", lambda x: tfft.fft(x), dtypes=ALL), _unary("rfft", lambda x: tfft.rfft(x)),
+    _unary("irfft", lambda x: tfft.irfft(x), dtypes=(np.complex64, np.complex128)),
+    # special functions
+    _unary("i0", tsp.i0), _unary("i1", tsp.i1), _unary("i0e", tsp.i0e, "pos"), _unary("i1e", tsp.i1e, "pos"),
+    _unary("erf", tsp.erf), _unary("erfc", tsp.erfc), _unary("erfcx", tsp.erfcx, "pos"),
+    _unary("erfinv", tsp.erfinv, "unit"), _unary("ndtr", tsp.ndtr), _unary("ndtri", tsp.ndtri, "prob"),
+    _unary("log_ndtr", tsp.log_ndtr), _unary("gammaln", tsp.gammaln, "pos"), _unary("digamma", tsp.digamma, "pos"),
+    _unary("gamma", tsp.gamma, "pos"), _binary("betaln", tsp.betaln, ("pos", "pos")),
+    _unary("polygamma", lambda x: tsp.polygamma(1, x), "pos"), _unary("expit", tsp.expit),
+    _binary("xlogy", tsp.xlogy, ("real", "pos")), _binary("xlog1py", tsp.xlog1py, ("real", "pos")),
+    _unary("entr", tsp.entr, "pos"),
+    # layers
+    Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
+    _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),
+    _unary("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=1, padding=1), shape=(1, 2, 4, 4)),
+]
+
+
+def _inner(a, b) -> float:
+    return float(sum(np.real(np.vdot(np.asarray(x, np.complex128), np.asarray(y, np.complex128)))
+                     for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b))))
+
+
+def _magnitude(a, b) -> float:
+    """``sum |a| |b|``: the size of the terms an inner product adds up, for its rounding error."""
+    return float(sum(np.vdot(np.abs(np.asarray(x, np.complex128)), np.abs(np.asarray(y, np.complex128))).real
+                     for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b))))
+
+
+def _random_like(tree, rng):
+    def draw(x):
+        x = np.asarray(x)
+        if x.dtype.kind == "c":
+            return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
+        if x.dtype.kind == "f":
+            return rng.standard_normal(x.shape).astype(x.dtype)
+        return np.zeros_like(x)
+    return _tree.tree_map(draw, tree)
+
+
+def check_modes_agree(fn, args, order, rng, eps, ulps, route="f"):
+    """``<u, jvp(v)> == <v, conj(vjp(conj(u)))>`` at ``args``; at ``order > 1`` also for the two
+    derivative functions. Raises AssertionError naming the route."""
+    out, vjp_fn = tg.vjp(fn, *args)
+    v, u = _random_like(args, rng), _random_like(out, rng)
+    jv = tg.jvp(fn, args, v)[1]
+    uj = tuple(np.conj(g) for g in vjp_fn(_tree.tree_map(np.conj, u)))
+    forward, reverse = _inner(u, jv), _inner(v, uj)
+    scale = _magnitude(u, jv) + _magnitude(v, uj)
+    if not abs(forward - reverse) <= ulps * eps * scale + np.finfo(np.float64).tiny:
+        raise AssertionError(f"modes disagree for {route}: <u, jvp v> = {forward!r}, <vjp u, v> = {reverse!r} "
+                             f"(tolerance {ulps * eps * scale:.3g})")
+    if order > 1:
+        n = len(args)
+        check_modes_agree(lambda *xv: tg.jvp(fn, xv[:n], xv[n:])[1], args + v, order - 1, rng, eps, ulps,
+                          f"jvp of {route}")
+        check_modes_agree(lambda *xu: tg.vjp(fn, *xu[:n])[1](xu[n]), args + (u,), order - 1, rng, eps, ulps,
+                          f"vjp of {route}")
+
+
+def _eps(dtype) -> float:
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def _run(case, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    args = case.args(dtype, rng)
+    with np.errstate(all="ignore"):
+        check_modes_agree(case.fn, args, 2, rng, _eps(dtype), case.ulps, case.name)
+
+
+@pytest.mark.parametrize("case,dtype", [(c, d) for c in CASES for d in c.dtypes],
+                         ids=[f"{c.name}-{np.dtype(d).name}" for c in CASES for d in c.dtypes])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forward_and_reverse_mode_agree(case, dtype, seed):
+    _run(case, dtype, seed)
+
+
+# Primitives reached only as derivatives of others: their rules are checked through those routes.
+DERIVATIVE_ONLY = {"select_scatter", "window_gather", "window_sum_transpose"}
+
+
+def test_every_differentiable_primitive_is_checked():
+    """Record every primitive bound while the float64 and complex128 checks of each case run (order 2),
+    and compare
+    with the registry: a primitive added without an entry here fails this test."""
+    bound = set()
+    saved = {}
+    for prim in PRIMITIVES:
+        saved[prim] = prim.impl
+
+        def recording(*args, _prim=prim, _impl=prim.impl, **params):
+            bound.add(_prim.name)
+            return _impl(*args, **params)
+        prim.impl = recording
+    try:
+        for case in CASES:
+            for dtype in {np.float64, np.complex128} & set(case.dtypes):
+                _run(case, dtype)
+    finally:
+        for prim, impl in saved.items():
+            prim.impl = impl
+    differentiable = {p.name for p in PRIMITIVES if not p.nondiff}
+    missing = differentiable - bound
+    assert not missing, f"differentiable primitives no case reaches: {sorted(missing)}"
+    assert DERIVATIVE_ONLY <= bound
+
+
+def test_the_check_catches_a_rule_that_disagrees(monkeypatch):
+    """A vjp rule off by 0.1%: the modes no longer agree, and the message names the route."""
+    from tapegrad.numpy import _elementwise as ew
+    rule = ew.sin_p.vjp_rules[0]
+    monkeypatch.setattr(ew.sin_p, "vjp_rules", (lambda ct, ans, x: rule(ct, ans, x) * 1.001,))
+    with pytest.raises(AssertionError, match="modes disagree for sin"):
+        _run(next(c for c in CASES if c.name == "sin"), np.float64)
