@@ -51,7 +51,7 @@ ROUTES = ("eager", "vjp", "jvp", "jvp-of-vjp", "vjp-of-jvp", "jit", "jit-vjp", "
 # plain ``make test``) one case in FAST_EVERY runs, through one route, the routes taken in turn along
 # the table: every route still runs on every family of functions, in a few seconds in all.
 ALL = os.environ.get("TAPEGRAD_DEVICE_TESTS", "") == "all"
-FAST_EVERY = 3
+FAST_EVERY = 4
 
 
 def sample(cases: list) -> list:
