@@ -247,6 +247,13 @@ def _class_targets(input, target, ignore_index: int, weight, name: str):
     return input, mask, keep, sample_weight, squeeze_batch
 
 
+def _picked(values, mask):
+    """The entry of each target's class along axis 1: a selection, not ``sum(values * mask)``, so a
+    ``-inf`` log-probability of another class (a ``-inf`` logit) stays out instead of making
+    ``0 * -inf = nan`` (PyTorch gathers)."""
+    return tnp.sum(tnp.where(tnp.not_equal(mask, 0), values, 0.0), axis=1)
+
+
 def _class_weight_view(weight, input):
     """``weight`` of shape ``(C,)`` shaped to broadcast along axis 1 of ``input``."""
     weight = tnp.astype(weight, input.dtype)
@@ -280,7 +287,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     _check_reduction(reduction, "nll_loss")
     input, mask, _, sample_weight, squeeze_batch = _class_targets(input, target, ignore_index, weight,
                                                                   "nll_loss")
-    loss = -tnp.sum(input * mask, axis=1) * sample_weight
+    loss = -_picked(input, mask) * sample_weight
     return _reduce_weighted(loss, sample_weight, reduction, squeeze_batch)
 
 
@@ -345,7 +352,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     log_probs = log_softmax(input, axis=class_axis)
     batched, mask, keep, sample_weight, squeeze_batch = _class_targets(log_probs, target, ignore_index, weight,
                                                                        "cross_entropy")
-    loss = _reduce_weighted(-tnp.sum(batched * mask, axis=1) * sample_weight, sample_weight, reduction,
+    loss = _reduce_weighted(-_picked(batched, mask) * sample_weight, sample_weight, reduction,
                             squeeze_batch)
     if not label_smoothing:
         return loss
