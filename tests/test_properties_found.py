@@ -19,3 +19,9 @@ def test_norm_of_complex_is_real():
     m = np.array([[1 + 1j, 2], [0, -1j]])
     assert_close(tnp.linalg.norm(m, "fro"), np.linalg.norm(m, "fro"))
     check_grads(tnp.linalg.norm, (np.array([3 + 4j, 1 - 2j]),), order=2)
+
+
+def test_fft_of_integers_is_double():
+    # result_type(uint8, complex64) is complex64; NumPy's fft computes integers and booleans in double
+    for x in (np.array([1, 2], np.uint8), np.array([True, False]), np.array([1, 2], np.int8)):
+        assert tnp.fft.fft(x).dtype == np.fft.fft(x).dtype == np.complex128
