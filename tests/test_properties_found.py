@@ -25,3 +25,20 @@ def test_fft_of_integers_is_double():
     # result_type(uint8, complex64) is complex64; NumPy's fft computes integers and booleans in double
     for x in (np.array([1, 2], np.uint8), np.array([True, False]), np.array([1, 2], np.int8)):
         assert tnp.fft.fft(x).dtype == np.fft.fft(x).dtype == np.complex128
+
+
+def test_logsumexp_of_empty_is_minus_inf():
+    # was "zero-size array to reduction operation maximum which has no identity" (amax of the shift)
+    with np.errstate(divide="ignore"):
+        assert F.logsumexp(np.zeros(0, np.float32)) == -np.inf
+        assert F.logsumexp(np.zeros((0, 3)), axis=0).tolist() == [-np.inf] * 3
+        assert F.logsumexp(np.zeros((0, 3)), axis=1).shape == (0,)
+
+
+def test_log_softmax_float16_near_the_largest_value():
+    # x - logsumexp(x) with the float16 logsumexp rounded back to 65504 gave probabilities [1, 1]
+    x = np.array([65504.0, 65504.0], np.float16)
+    assert_close(F.softmax(x), np.array([0.5, 0.5], np.float16))
+    assert_close(F.log_softmax(x), scipy.special.log_softmax(x).astype(np.float16))
+    g = tg.grad(lambda a: F.log_softmax(a)[0])(np.array([1.0, 2.0, 3.0]))
+    assert_close(g, np.array([1.0, 0.0, 0.0]) - scipy.special.softmax([1.0, 2.0, 3.0]))
