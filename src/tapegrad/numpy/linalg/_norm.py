@@ -15,7 +15,7 @@ from tapegrad.numpy.linalg._svd import svd
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector or matrix norm, as ``numpy.linalg.norm`` for real input.
+    """Vector or matrix norm, as ``numpy.linalg.norm`` (real result, also for complex input).
 
     Vector norms (``axis`` an int, or 1-D ``x``): ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count
     of non-zeros, derivative zero) or any other p (``sum(|x|**p)**(1/p)``). Matrix norms (``axis`` a
@@ -24,7 +24,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     of the flattened array. Stacked matrices are reduced over ``axis``.
 
     Args:
-        x: a real array (integers are promoted to float64).
+        x: a real or complex array (integers are promoted to float64).
         ord: the order, as above.
         axis: None, an int (vector norms) or a pair of ints (matrix norms).
         keepdims: keep the reduced axes with length 1.
