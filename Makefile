@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench clean
+.PHONY: demo test fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,14 @@ demo: $(VENV)/.installed-examples
 test: $(VENV)/.installed-dev
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
 
+# the property tests with Hypothesis's long profile (tests/conftest.py): many random examples per test,
+# failures kept in .hypothesis/ and replayed first on the next run
+fuzz: $(VENV)/.installed-dev
+	HYPOTHESIS_PROFILE=fuzz OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q \
+		--hypothesis-show-statistics tests/test_properties*.py
+
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) demo_output .pytest_cache .hypothesis
