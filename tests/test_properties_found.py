@@ -42,3 +42,10 @@ def test_log_softmax_float16_near_the_largest_value():
     assert_close(F.log_softmax(x), scipy.special.log_softmax(x).astype(np.float16))
     g = tg.grad(lambda a: F.log_softmax(a)[0])(np.array([1.0, 2.0, 3.0]))
     assert_close(g, np.array([1.0, 0.0, 0.0]) - scipy.special.softmax([1.0, 2.0, 3.0]))
+
+
+def test_vmap_of_argmax_over_an_empty_batch():
+    # reshape(x, (0, -1)) in the batch rule: "cannot reshape array of size 0 into shape (0,newaxis)"
+    out = tg.vmap(tnp.argmax)(np.ones((0, 3)))
+    assert out.shape == (0,) and out.dtype == np.argmax(np.ones((1, 3)), axis=1).dtype
+    assert tg.vmap(tnp.argmax)(np.eye(3)[::-1]).tolist() == [2, 1, 0]
