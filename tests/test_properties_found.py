@@ -1,6 +1,7 @@
 """The counterexamples the property tests (tests/test_properties*.py) found, kept as plain tests so they
 stay checked whatever the strategies draw. Each names the defect it pinned."""
 import numpy as np
+import pytest
 import scipy.special
 
 import tapegrad as tg
@@ -49,3 +50,14 @@ def test_vmap_of_argmax_over_an_empty_batch():
     out = tg.vmap(tnp.argmax)(np.ones((0, 3)))
     assert out.shape == (0,) and out.dtype == np.argmax(np.ones((1, 3)), axis=1).dtype
     assert tg.vmap(tnp.argmax)(np.eye(3)[::-1]).tolist() == [2, 1, 0]
+
+
+def test_jit_with_a_closed_over_boolean_mask():
+    # a constant mask was refused as "a traced boolean mask has a data-dependent shape"
+    x = np.arange(6.0).reshape(2, 3)
+    mask = np.array([[True, False, True], [False, False, True]])
+    assert_close(tg.jit(lambda a: a[mask])(x), x[mask])
+    assert_close(tg.jit(lambda a: a[:, mask[1]] * 2)(x), x[:, mask[1]] * 2)
+    assert_close(tg.grad(lambda a: tnp.sum(tg.jit(lambda b: b[mask] ** 2)(a)))(x), 2 * x * mask)
+    with pytest.raises(IndexError, match="boolean index did not match"):  # NumPy's own message
+        tg.jit(lambda a: a[mask[0]])(x)
