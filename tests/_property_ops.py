@@ -3,8 +3,9 @@ beside its NumPy/SciPy reference, with how to draw its arguments.
 
 An argument builder ``args(dtype, values)`` returns a strategy of ``(arrays, static)``: the array
 operands (the ones transforms trace and differentiate) and the keyword arguments held fixed (axes,
-shapes, integer indices). ``values(dtype, shape)`` draws one array operand: any values for the checks
-against NumPy, smooth finite values for derivative checks.
+shapes, integer indices). ``values(dtype, shape, position=0)`` draws one array operand: any values for
+the checks against NumPy, smooth finite values for derivative checks (``position`` keeps two operands'
+smooth values apart: equal ones would sit on the kink of ``maximum`` or ``where(x > y, ...)``).
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def elementwise(n):
         def draw_args(draw):
             shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=n, min_dims=0, max_dims=3, min_side=0,
                                                             max_side=4)).input_shapes
-            return tuple(draw(values(dtype, s)) for s in shapes), {}
+            return tuple(draw(values(dtype, s, i)) for i, s in enumerate(shapes)), {}
         return draw_args()
     return args
 
@@ -107,7 +108,7 @@ def _pieces(stack):
                 if not stack:
                     s[axis] = draw(st.integers(0, 3))
                 shapes.append(tuple(s))
-            return tuple(draw(values(dtype, s)) for s in shapes), {"axis": axis}
+            return tuple(draw(values(dtype, s, i)) for i, s in enumerate(shapes)), {"axis": axis}
         return draw_args()
     return args
 
@@ -119,7 +120,7 @@ def gufunc(signature, max_dims=2):
         def draw_args(draw):
             shapes = draw(hnp.mutually_broadcastable_shapes(signature=signature, max_dims=max_dims, min_side=1,
                                                             max_side=3)).input_shapes
-            return tuple(draw(values(dtype, s)) for s in shapes), {}
+            return tuple(draw(values(dtype, s, i)) for i, s in enumerate(shapes)), {}
         return draw_args()
     return args
 
@@ -133,7 +134,7 @@ def einsum_args(dtype, values):
         subscripts = draw(st.sampled_from(_EINSUMS))
         sizes = {c: draw(st.integers(0, 3)) for c in "bijk"}
         operands = subscripts.split("->")[0].split(",")
-        return tuple(draw(values(dtype, tuple(sizes[c] for c in op))) for op in operands), \
+        return tuple(draw(values(dtype, tuple(sizes[c] for c in op), i)) for i, op in enumerate(operands)), \
             {"subscripts": subscripts}
     return draw_args()
 
@@ -153,7 +154,7 @@ def solve_args(dtype, values):
     @st.composite
     def draw_args(draw):
         (a,), _ = draw(square_matrices(dtype, values))
-        b = draw(values(dtype, a.shape[:-1] + (draw(st.integers(1, 2)),)))
+        b = draw(values(dtype, a.shape[:-1] + (draw(st.integers(1, 2)),), 1))
         return (a, b), {}
     return draw_args()
 
@@ -244,7 +245,8 @@ UNARY = [
     _unary("exp", (-3.0, 3.0)), _unary("log", (0.2, 4.0)), _unary("sin"), _unary("cos"), _unary("tanh"),
     _unary("sqrt", (0.2, 4.0)), _unary("abs", (0.2, 3.0)), _unary("negative"), _unary("square"),
     _unary("log1p", (-0.5, 3.0)), _unary("expm1"), _unary("arctan", dtypes=REAL), _unary("sinh"),
-    _unary("reciprocal", (0.3, 3.0)), _unary("sign", None), _unary("floor", None, dtypes=REAL),
+    _unary("reciprocal", (0.3, 3.0)), _unary("floor", None, dtypes=REAL),
+    _unary("sign", None, dtypes=REAL),  # complex: docs/fuzzing.md (sign(0+inf j) is nan, NumPy's 1j)
 ]
 BINARY = [
     _binary("add"), _binary("subtract"), _binary("multiply"), _binary("divide", (0.3, 3.0)),
@@ -256,7 +258,8 @@ BINARY = [
     Spec("clip", lambda x: tnp.clip(x, -1.0, 1.5), lambda x: np.clip(x, -1.0, 1.5), elementwise(1), dtypes=REAL),
 ]
 REDUCTIONS = [
-    Spec("sum", tnp.sum, np.sum, reduction()), Spec("mean", tnp.mean, np.mean, reduction()),
+    Spec("sum", tnp.sum, np.sum, reduction()), # float16: test_properties_ops.test_mean_float16_accumulates_in_float32
+    Spec("mean", tnp.mean, np.mean, reduction(), dtypes=(np.float32, np.float64) + COMPLEX),
     Spec("prod", tnp.prod, np.prod, reduction(), domain=(0.5, 1.5)),
     Spec("max", tnp.max, np.max, reduction(), dtypes=REAL), Spec("min", tnp.min, np.min, reduction(), dtypes=REAL),
     # complex var/std: test_properties_ops.test_complex_var_std
@@ -309,8 +312,9 @@ SHAPE_OPS = [
     Spec("getitem[basic]", lambda x, index: x[index], lambda x, index: x[index], one_array(static=_indexed("basic"))),
     Spec("getitem[integer]", lambda x, index: x[index], lambda x, index: x[index],
          one_array(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3), _indexed("integer"))),
+    # a 0-d mask (x[True]) under jit is refused as data-dependent: docs/fuzzing.md
     Spec("getitem[boolean]", lambda x, index: x[index], lambda x, index: x[index],
-         one_array(static=_indexed("boolean"))),
+         one_array(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4), _indexed("boolean"))),
     Spec("sort", tnp.sort, np.sort, one_array(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4),
                                                lambda s: st.fixed_dictionaries({"axis": _axis(s)})), dtypes=REAL),
     Spec("argsort", lambda x, axis: tnp.argsort(x, axis=axis, kind="stable"),
@@ -351,7 +355,13 @@ def _broadcast_to_args(dtype, values):
 # On plain arrays these return NumPy's view of their argument today (test_eager_results_owned); the
 # getitem specs are NumPy's own indexing there (tapegrad's getitem runs under the transforms).
 EAGER_VIEWS = frozenset({"reshape", "transpose", "squeeze", "expand_dims", "broadcast_to", "flip", "moveaxis",
-                         "ravel", "einsum"})
+                         "ravel"})
+# einsum returns a view for some subscripts only ("ij->ji"), everywhere: whether a run draws one is
+# chance, so it is left out of the ownership checks and of their strict xfails alike
+SOMETIMES_VIEWS = frozenset({"einsum"})
 NUMPY_OWN = frozenset({"getitem[basic]", "getitem[integer]", "getitem[boolean]"})
+# Under jit and vmap (and as vjp/jvp outputs) these return a view of an operand today
+TRANSFORM_VIEWS = EAGER_VIEWS | {"getitem[basic]"}
+NOT_OWNED = EAGER_VIEWS | TRANSFORM_VIEWS | SOMETIMES_VIEWS | NUMPY_OWN
 
 SPECS = UNARY + BINARY + REDUCTIONS + LINALG + SHAPE_OPS + NN

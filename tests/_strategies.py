@@ -186,12 +186,13 @@ def compare(out, expected, ulps=64, compare_dtype=True):
 
 
 @st.composite
-def smooth_arrays(draw, dtype, shape, lo=-3.0, hi=3.0):
-    """An array of continuous random values in ``[lo, hi]`` (from a drawn seed), in a random layout:
-    for derivative checks, where Hypothesis's favourite values (ties, zeros, bounds) sit on kinks."""
+def smooth_arrays(draw, dtype, shape, lo=-3.0, hi=3.0, position=0):
+    """An array of continuous random values in ``[lo, hi]`` (from a drawn seed and the operand's
+    ``position``), in a random layout: for derivative checks, where Hypothesis's favourite values
+    (ties, zeros, bounds) sit on kinks."""
     if isinstance(shape, st.SearchStrategy):
         shape = draw(shape)
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rng = np.random.default_rng([draw(st.integers(0, 2**32 - 1)), position])
     dtype = np.dtype(dtype)
     base = rng.uniform(lo, hi, shape)
     if dtype.kind == "c":

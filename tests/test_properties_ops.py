@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tapegrad.numpy as tnp
-from _property_ops import BINARY, EAGER_VIEWS, NUMPY_OWN, SPECS
+from _property_ops import BINARY, EAGER_VIEWS, NOT_OWNED, SPECS
 from _strategies import COMPLEX, INEXACT, INTS, NONEMPTY, SHAPES, arrays, check_like_numpy
 
 
-def any_values(dtype, shape):
+def any_values(dtype, shape, position=0):
     return arrays(dtype, shape)
 
 
@@ -21,7 +21,7 @@ def test_matches_numpy(spec, data):
     dtype = data.draw(st.sampled_from(spec.dtypes + spec.other_dtypes), label="dtype")
     operands, static = data.draw(spec.args(dtype, any_values), label="arguments")
     check_like_numpy(spec.op, spec.ref, *operands, refuse_ok=dtype not in spec.dtypes, ulps=spec.ulps,
-                     owned=spec.name not in EAGER_VIEWS | NUMPY_OWN, **static)
+                     owned=spec.name not in NOT_OWNED, **static)
 
 
 @pytest.mark.xfail(strict=True, reason="item 7 (results the caller owns): on plain arrays these return "
@@ -71,3 +71,10 @@ def test_python_operators(x):
 @given(x=arrays(st.sampled_from(COMPLEX), NONEMPTY))
 def test_complex_var_std(name, x):
     check_like_numpy(getattr(tnp, name), getattr(np, name), x)
+
+
+@pytest.mark.xfail(strict=True, reason="_reductions.py (the lead's): mean of float16 sums in float16 and "
+                                       "overflows; NumPy accumulates float16 in float32")
+@given(x=arrays(np.float16, NONEMPTY, lo=-65504, hi=65504))
+def test_mean_float16_accumulates_in_float32(x):
+    check_like_numpy(tnp.mean, np.mean, np.concatenate([x.ravel(), [65504, 65504]]).astype(np.float16))
