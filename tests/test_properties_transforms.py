@@ -102,7 +102,8 @@ def _vjp_jvp_owned(spec, data):
     assert_owned((out, t_out), operands + tangents, "jvp's output or tangent")
 
 
-@pytest.mark.parametrize("spec", [s for s in DIFFERENTIABLE if s.name not in VJP_ALIASES | SOMETIMES_VIEWS], ids=repr)
+@pytest.mark.parametrize("spec", [s for s in DIFFERENTIABLE if s.name not in VJP_ALIASES | SOMETIMES_VIEWS],
+                         ids=repr)
 @given(data=st.data())
 def test_vjp_jvp_results_owned(spec, data):
     """vjp's cotangents and output, jvp's output and tangent share no memory with the primals, the
@@ -187,19 +188,11 @@ def _check_vmap(spec, data, owned):
         assert_owned(out, batched, "vmap's output")
 
 
-@pytest.mark.xfail(strict=True, reason="item 7 (results the caller owns): jit returns the primitive's NumPy "
-                                       "view of an operand")
+@pytest.mark.xfail(strict=True, reason="item 7 (results the caller owns): jit and vmap return the "
+                                       "primitive's NumPy view of an operand")
+@pytest.mark.parametrize("check", [_check_jit, _check_vmap], ids=["jit", "vmap"])
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.name in TRANSFORM_VIEWS], ids=repr)
 @NO_SHRINK
 @given(data=st.data())
-def test_jit_results_owned_item7(spec, data):
-    _check_jit(spec, data, owned=True)
-
-
-@pytest.mark.xfail(strict=True, reason="item 7 (results the caller owns): vmap returns the primitive's NumPy "
-                                       "view of an operand")
-@pytest.mark.parametrize("spec", [s for s in SPECS if s.name in TRANSFORM_VIEWS], ids=repr)
-@NO_SHRINK
-@given(data=st.data())
-def test_vmap_results_owned_item7(spec, data):
-    _check_vmap(spec, data, owned=True)
+def test_transform_results_owned_item7(spec, check, data):
+    check(spec, data, owned=True)
