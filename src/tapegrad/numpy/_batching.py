@@ -10,9 +10,8 @@ and often a strided copy to compute; they move it to the front when the op needs
 """
 from __future__ import annotations
 
-import math
-
 import functools
+import math
 
 from tapegrad._core import Primitive, bind
 

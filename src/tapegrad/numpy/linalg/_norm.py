@@ -30,7 +30,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         keepdims: keep the reduced axes with length 1.
 
     Returns:
-        The norms, with ``x``'s dtype and ``x``'s shape less the reduced axes.
+        The norms, with ``x``'s dtype (its real counterpart for complex ``x``) and ``x``'s shape less the
+        reduced axes.
 
     Raises:
         ValueError: an ``axis`` that is neither None, an int nor a pair; an unknown matrix ``ord``.
