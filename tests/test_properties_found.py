@@ -61,3 +61,13 @@ def test_jit_with_a_closed_over_boolean_mask():
     assert_close(tg.grad(lambda a: tnp.sum(tg.jit(lambda b: b[mask] ** 2)(a)))(x), 2 * x * mask)
     with pytest.raises(IndexError, match="boolean index did not match"):  # NumPy's own message
         tg.jit(lambda a: a[mask[0]])(x)
+
+
+def test_sign_of_complex_infinities():
+    # z / |z| is NaN at infinity; NumPy 2 gives the sign of the infinite part (NaN when both are)
+    z = np.array([complex(0, np.inf), complex(np.nan, -np.inf), complex(np.inf, np.inf), complex(-np.inf, 2),
+                  3 + 4j, 0j], np.complex64)
+    with np.errstate(invalid="ignore"):
+        out = tnp.sign(z)
+    assert out.dtype == np.complex64
+    assert_close(out, np.sign(z))
