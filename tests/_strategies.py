@@ -121,14 +121,16 @@ def _array_leaves(tree):
     return []
 
 
-# exceptions that count as a clear refusal, and NumPy's own refusals to match
-REFUSALS = (TypeError, ValueError, IndexError)
-NUMPY_REFUSALS = (TypeError, ValueError, IndexError, np.linalg.LinAlgError)
+# exceptions that count as a clear refusal, and NumPy's own refusals to match (an OverflowError only
+# as NumPy's own: a Python int out of an integer dtype's range)
+CLEAR = (TypeError, ValueError, IndexError)
+REFUSALS = CLEAR + (OverflowError,)
+NUMPY_REFUSALS = REFUSALS + (np.linalg.LinAlgError,)
 
 
 def assert_clear(exc):
     """A refusal's message says something: long enough to name what was wrong."""
-    assert isinstance(exc, REFUSALS), f"{type(exc).__name__} is not a clear refusal: {exc}"
+    assert isinstance(exc, CLEAR), f"{type(exc).__name__} is not a clear refusal: {exc}"
     assert len(str(exc)) >= 20, f"the message of {type(exc).__name__} says too little: {str(exc)!r}"
 
 

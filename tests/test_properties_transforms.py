@@ -13,7 +13,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 from _property_ops import NOT_OWNED, SOMETIMES_VIEWS, SPECS, TRANSFORM_VIEWS
-from _strategies import NO_SHRINK, NUMPY_REFUSALS, REFUSALS, arrays, assert_clear, assert_owned, \
+from _strategies import NO_SHRINK, NUMPY_REFUSALS, REFUSALS, assert_clear, assert_owned, \
     assert_unchanged, check_like_numpy, compare, layouts, smooth_arrays, snapshot
 
 DIFFERENTIABLE = [s for s in SPECS if s.domain is not None]
@@ -25,10 +25,6 @@ VJP_ALIASES = TRANSFORM_VIEWS | {"add", "subtract", "sum", "prod", "concatenate"
 
 def _smooth(spec):
     return lambda dtype, shape, position=0: smooth_arrays(dtype, shape, *spec.domain, position=position)
-
-
-def _any_values(dtype, shape, position=0):
-    return arrays(dtype, shape)
 
 
 def _closed(spec, static):
@@ -147,7 +143,7 @@ def test_jit_matches_eager(spec, data):
 
 def _check_jit(spec, data, owned):
     dtype = data.draw(st.sampled_from(spec.dtypes), label="dtype")
-    operands, static = data.draw(spec.args(dtype, _any_values), label="arguments")
+    operands, static = data.draw(spec.args(dtype, spec.any_values), label="arguments")
     fn = _closed(spec, static)
     check_like_numpy(tg.jit(fn), fn, *operands, ulps=spec.ulps, owned=owned)
 
@@ -162,10 +158,11 @@ def test_vmap_matches_loop(spec, data):
 
 def _check_vmap(spec, data, owned):
     dtype = data.draw(st.sampled_from(spec.dtypes), label="dtype")
-    operands, static = data.draw(spec.args(dtype, _any_values), label="arguments")
+    operands, static = data.draw(spec.args(dtype, spec.any_values), label="arguments")
     fn = _closed(spec, static)
     size = data.draw(st.integers(0, 3), label="batch size")
-    batched = tuple(data.draw(arrays(a.dtype, (size,) + a.shape), label="batched operand") for a in operands)
+    batched = tuple(data.draw(spec.any_values(a.dtype, (size,) + a.shape), label="batched operand")
+                    for a in operands)
     before = snapshot(batched)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
