@@ -196,6 +196,8 @@ def smooth_arrays(draw, dtype, shape, lo=-3.0, hi=3.0, position=0):
     """An array of continuous random values in ``[lo, hi]`` (from a drawn seed and the operand's
     ``position``), in a random layout: for derivative checks, where Hypothesis's favourite values
     (ties, zeros, bounds) sit on kinks."""
+    if isinstance(dtype, st.SearchStrategy):
+        dtype = draw(dtype)
     if isinstance(shape, st.SearchStrategy):
         shape = draw(shape)
     rng = np.random.default_rng([draw(st.integers(0, 2**32 - 1)), position])

@@ -13,7 +13,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 from _property_ops import NOT_OWNED, SOMETIMES_VIEWS, SPECS, TRANSFORM_VIEWS
-from _strategies import NO_SHRINK, NUMPY_REFUSALS, REFUSALS, assert_clear, assert_owned, \
+from _strategies import NO_SHRINK, NONEMPTY, NUMPY_REFUSALS, REFUSALS, assert_clear, assert_owned, \
     assert_unchanged, check_like_numpy, compare, layouts, smooth_arrays, snapshot
 
 DIFFERENTIABLE = [s for s in SPECS if s.domain is not None]
@@ -193,3 +193,22 @@ def _check_vmap(spec, data, owned):
 @given(data=st.data())
 def test_transform_results_owned_item7(spec, check, data):
     check(spec, data, owned=True)
+
+
+_WEAK_OPS = [tnp.add, tnp.subtract, tnp.multiply, tnp.divide, tnp.power, tnp.maximum]
+
+
+@pytest.mark.parametrize("op", _WEAK_OPS, ids=lambda op: op.__name__)
+@given(x=smooth_arrays(st.sampled_from([np.float16, np.float32, np.float64]), NONEMPTY, 0.5, 2.0),
+       scalar=st.one_of(st.floats(0.5, 2.0), st.integers(1, 3)))
+def test_weak_scalars_under_transforms(op, x, scalar):
+    """A Python scalar keeps the array's dtype (NumPy 2) eagerly, under jit (as a traced argument and
+    as a constant), under vmap, and in the gradient."""
+    expected = x.dtype
+    with np.errstate(all="ignore"):
+        assert np.result_type(op(x, scalar)) == expected
+        assert np.result_type(tg.jit(op)(x, scalar)) == expected
+        assert np.result_type(tg.jit(lambda a: op(a, scalar))(x)) == expected
+        assert np.result_type(tg.vmap(lambda a: op(a, scalar))(x[None])) == expected
+        g = tg.grad(lambda a: tnp.sum(op(a, scalar)))(x)
+    assert g.dtype == expected and g.shape == x.shape
