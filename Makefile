@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-device bench clean
+.PHONY: demo test test-device fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,14 @@ test: $(VENV)/.installed-dev
 test-device: $(VENV)/.installed-dev
 	TAPEGRAD_DEVICE_TESTS=all OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/test_device_*.py
 
+# the property tests with Hypothesis's long profile (tests/conftest.py): many random examples per test,
+# failures kept in .hypothesis/ and replayed first on the next run
+fuzz: $(VENV)/.installed-dev
+	HYPOTHESIS_PROFILE=fuzz OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q \
+		--hypothesis-show-statistics tests/test_properties*.py
+
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) demo_output .pytest_cache .hypothesis

@@ -138,7 +138,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 def log_softmax(x, axis: int = -1):
     """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape as ``x``."""
-    return x - special.logsumexp(x, axis=axis, keepdims=True)
+    return special.log_softmax(x, axis=axis)
 
 
 def softmax(x, axis: int = -1):

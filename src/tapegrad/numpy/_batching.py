@@ -11,6 +11,7 @@ and often a strided copy to compute; they move it to the front when the op needs
 from __future__ import annotations
 
 import functools
+import math
 
 from tapegrad._core import Primitive, bind
 
@@ -151,7 +152,7 @@ def _single_axis_rule(prim):
         if axis is None:
             from tapegrad.numpy._shape import reshape
             x = to_front(x, d)
-            x = reshape(x, (shape_of(x)[0], -1))
+            x = reshape(x, (shape_of(x)[0], math.prod(shape_of(x)[1:])))  # not -1: the batch may be empty
             out = bind(prim, x, axis=1, **params)
             keepdims = params.get("keepdims", False)
             if keepdims:  # the example's reduced shape is all ones

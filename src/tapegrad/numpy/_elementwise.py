@@ -162,9 +162,17 @@ def sign(x):
     ``z / |z|`` (0 at 0) for complex ``z``, as NumPy 2, which is differentiable away from 0."""
     if is_complex(x):
         r = abs(x)
-        at_zero = equal(r, 0)
-        return where(at_zero, 0.0, x / where(at_zero, 1.0, r))
+        at_zero, at_inf = equal(r, 0), isinf(r)
+        finite = where(at_zero, 0.0, x / where(at_zero | at_inf, 1.0, r))
+        return where(at_inf, _sign_at_infinity(x), finite)
     return bind(sign_p, x)
+
+
+def _sign_at_infinity(z):
+    """NumPy 2's sign of a complex infinity (``z / |z|`` would be NaN): the sign of the infinite part,
+    along its axis; NaN when both parts are infinite."""
+    re, im = _complex.real(z), _complex.imag(z)
+    return where(isinf(re), where(isinf(im), complex(np.nan, np.nan), sign(re)), 1j * sign(im))
 
 
 round_p = primitive("round", lambda x, *, decimals: namespace_of(x).round(x, decimals))

@@ -353,8 +353,25 @@ defbatch(index_set_p, _update_batch(index_set_p))
 
 def getitem(x, idx):
     """``x[idx]`` with NumPy's basic, integer-array and boolean indexing."""
-    spec, arrays = encode_index(idx)
+    spec, arrays = encode_index(_masks_as_positions(x, idx))
     return bind(getitem_p, x, *arrays, idx=spec)
+
+
+def _is_concrete_mask(item) -> bool:
+    return isinstance(item, np.ndarray) and item.dtype == np.bool_ and item.ndim > 0
+
+
+def _masks_as_positions(x, idx):
+    """A boolean mask known now becomes its ``nonzero()`` positions (NumPy's definition of ``x[mask]``):
+    the result's shape is then static, so jit stages ``x[mask]`` with a closed-over mask instead of
+    refusing it as data-dependent. The index is first applied to a zero-stride stand-in for ``x``, so a
+    mask of the wrong shape still gets NumPy's own IndexError."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if not any(_is_concrete_mask(item) for item in items) or any(isinstance(item, (Tracer, Boxed))
+                                                                    for item in items):
+        return idx
+    np.broadcast_to(np.zeros((), np.int8), tuple(x.shape))[items]  # NumPy's checks, no data
+    return tuple(part for item in items for part in (item.nonzero() if _is_concrete_mask(item) else (item,)))
 
 
 class IndexUpdateRef:

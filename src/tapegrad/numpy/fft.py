@@ -47,7 +47,10 @@ _SWAPPED_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _complex_dtype(dtype) -> np.dtype:
-    """complex64 for float32/float16/complex64 input, complex128 otherwise (NumPy 2's numpy.fft)."""
+    """complex64 for float32/float16/complex64 input, complex128 otherwise (NumPy 2's numpy.fft);
+    integers and booleans in double (``result_type`` alone would give uint8 complex64)."""
+    if np.dtype(dtype).kind in "biu":
+        return np.dtype(np.complex128)
     return np.result_type(dtype, np.complex64)
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from tapegrad.numpy import _complex
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -14,7 +15,7 @@ from tapegrad.numpy.linalg._svd import svd
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector or matrix norm, as ``numpy.linalg.norm`` for real input.
+    """Vector or matrix norm, as ``numpy.linalg.norm`` (real result, also for complex input).
 
     Vector norms (``axis`` an int, or 1-D ``x``): ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count
     of non-zeros, derivative zero) or any other p (``sum(|x|**p)**(1/p)``). Matrix norms (``axis`` a
@@ -23,13 +24,14 @@ def norm(x, ord=None, axis=None, keepdims=False):
     of the flattened array. Stacked matrices are reduced over ``axis``.
 
     Args:
-        x: a real array (integers are promoted to float64).
+        x: a real or complex array (integers are promoted to float64).
         ord: the order, as above.
         axis: None, an int (vector norms) or a pair of ints (matrix norms).
         keepdims: keep the reduced axes with length 1.
 
     Returns:
-        The norms, with ``x``'s dtype and ``x``'s shape less the reduced axes.
+        The norms, with ``x``'s dtype (its real counterpart for complex ``x``) and ``x``'s shape less the
+        reduced axes.
 
     Raises:
         ValueError: an ``axis`` that is neither None, an int nor a pair; an unknown matrix ``ord``.
@@ -62,9 +64,16 @@ def _safe_root(s, p):
     return ew.where(is_zero, 0.0, root)
 
 
+def _abs2(x):
+    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (``x * x`` would be complex)."""
+    if np.dtype(x.dtype).kind == "c":
+        return _complex.real(x * _complex.conj(x))
+    return x * x
+
+
 def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
-        return _safe_root(red.sum(x * x, axis=axis, keepdims=keepdims), 2)
+        return _safe_root(red.sum(_abs2(x), axis=axis, keepdims=keepdims), 2)
     if ord == math.inf:
         return red.amax(ew.abs(x), axis=axis, keepdims=keepdims)
     if ord == -math.inf:
@@ -83,7 +92,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     if row == col:
         raise ValueError("norm: duplicate axes given")
     if ord is None or ord == "fro":
-        return _safe_root(red.sum(x * x, axis=axes, keepdims=keepdims), 2)
+        return _safe_root(red.sum(_abs2(x), axis=axes, keepdims=keepdims), 2)
     if ord in (1, -1, math.inf, -math.inf):
         sum_axis, pick_axis = (row, col) if ord in (1, -1) else (col, row)
         sums = red.sum(ew.abs(x), axis=sum_axis, keepdims=True)

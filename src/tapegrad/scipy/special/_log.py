@@ -51,15 +51,24 @@ def log_expit(x):
     return -ew.logaddexp(0.0, -x)
 
 
+def _max_shift(a, axis):
+    """The maximum over ``axis`` (kept), without derivative, and 0 where it is not finite or where the
+    reduction is empty (``amax`` has no identity: an empty ``logsumexp`` is ``log(0) = -inf``)."""
+    axes = range(len(a.shape)) if axis is None else red.normalize_axis(axis, len(a.shape))
+    if any(a.shape[i] == 0 for i in axes):
+        return 0.0
+    shift = red.amax(ew.stop_gradient(a), axis=axis, keepdims=True)
+    return ew.where(ew.isfinite(shift), shift, 0.0)
+
+
 def logsumexp(a, axis=None, b=None, keepdims=False):
     """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability.
 
     The shift goes through ``stop_gradient``: the result does not depend on it, so its gradient is
-    exactly ``softmax(a)`` (times ``b``).
+    exactly ``softmax(a)`` (times ``b``). An empty reduction gives ``-inf``, as SciPy's.
     """
     a = as_operand(a)
-    shift = red.amax(ew.stop_gradient(a), axis=axis, keepdims=True)
-    shift = ew.where(ew.isfinite(shift), shift, 0.0)
+    shift = _max_shift(a, axis)
     e = ew.exp(a - shift)
     if b is not None:
         e = e * b
@@ -71,8 +80,11 @@ def logsumexp(a, axis=None, b=None, keepdims=False):
 
 def log_softmax(x, axis=None):
     """``x - logsumexp(x, axis, keepdims=True)``, as ``scipy.special.log_softmax`` (``axis=None``:
-    over all elements)."""
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    over all elements), computed as ``s - log(sum(exp(s)))`` with ``s = x - max(x)``: subtracting the
+    rounded ``logsumexp`` itself loses everything in float16 (logits near 65504 gave probabilities 1, 1)."""
+    x = as_operand(x)
+    shifted = x - _max_shift(x, axis)
+    return shifted - ew.log(red.sum(ew.exp(shifted), axis=axis, keepdims=True))
 
 
 def softmax(x, axis=None):

@@ -1,0 +1,18 @@
+"""Hypothesis profiles for the property tests (tests/test_properties*.py).
+
+``ci`` (the default): few examples per test, derandomized and without an example database, so every
+run of ``make test`` draws the same examples on every machine and the property tests cost about 20 s
+(10 examples per test).
+``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``, what ``make fuzz`` sets): 300 random examples per test, with
+Hypothesis's example database under ``.hypothesis/`` so a failure found once is replayed first next time.
+Neither has a deadline: the machines running the suite are shared, and a slow example is not a bug.
+"""
+import os
+
+from hypothesis import HealthCheck, settings
+
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+               print_blob=True)
+settings.register_profile("ci", max_examples=10, derandomize=True, database=None, **_COMMON)
+settings.register_profile("fuzz", max_examples=300, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
