@@ -363,16 +363,12 @@ def _broadcast_to_args(dtype, values):
     return draw_args()
 
 
-# On plain arrays these return NumPy's view of their argument today (test_eager_results_owned); the
-# getitem specs are NumPy's own indexing there (tapegrad's getitem runs under the transforms).
+# On plain arrays tapegrad.numpy is NumPy (docs/decisions.md): these may return a view of their
+# argument, as NumPy's do; einsum does for some subscripts only ("ij->ji"); the getitem specs are
+# NumPy's own indexing there. Under every transform (grad, vjp, jvp,
+# jit, vmap) every result is the caller's own buffer, these included.
 EAGER_VIEWS = frozenset({"reshape", "transpose", "squeeze", "expand_dims", "broadcast_to", "flip", "moveaxis",
                          "ravel"})
-# einsum returns a view for some subscripts only ("ij->ji"), everywhere: whether a run draws one is
-# chance, so it is left out of the ownership checks and of their strict xfails alike
-SOMETIMES_VIEWS = frozenset({"einsum"})
-NUMPY_OWN = frozenset({"getitem[basic]", "getitem[integer]", "getitem[boolean]"})
-# Under jit and vmap (and as vjp/jvp outputs) these return a view of an operand today
-TRANSFORM_VIEWS = EAGER_VIEWS | {"getitem[basic]"}
-NOT_OWNED = EAGER_VIEWS | TRANSFORM_VIEWS | SOMETIMES_VIEWS | NUMPY_OWN
+NOT_OWNED = EAGER_VIEWS | {"einsum", "getitem[basic]", "getitem[integer]", "getitem[boolean]"}
 
 SPECS = UNARY + BINARY + REDUCTIONS + LINALG + SHAPE_OPS + NN

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from hypothesis import Phase, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -22,9 +22,6 @@ FLOATS = (np.float16, np.float32, np.float64)
 COMPLEX = (np.complex64, np.complex128)
 INEXACT = FLOATS + COMPLEX
 INTS = (np.int8, np.int32, np.int64, np.uint8)
-
-# for the known failures, kept as strict xfails: shrinking their counterexamples is wasted time
-NO_SHRINK = settings(phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 # shapes: 0-d, size-0 axes and small sides (a property fails on a 3x0 array as surely as on a big one)
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
