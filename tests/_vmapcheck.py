@@ -7,6 +7,8 @@ import numpy as np
 
 import tapegrad as tg
 
+from _tol import assert_close
+
 
 def _perturb(x, rng):
     """Another example near ``x``, in its domain: floats scaled by 1 +- 5% elementwise (signs, and
@@ -71,7 +73,7 @@ def _check_leaf(out, ref, slack, where):
     rtol = slack * (1e-6 if ref.dtype in (np.float32, np.complex64) else 1e-12)
     finite = np.abs(ref[np.isfinite(ref)])
     atol = rtol * (finite.max() if finite.size else 0.0)
-    np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, err_msg=where)
+    assert_close(out, ref, rtol=rtol, atol=atol, err_msg=where)
 
 
 def _mixed_axis(i, ndim):

@@ -19,6 +19,8 @@ from tapegrad._jit import api, buffers, fusion
 from tapegrad._jit.codegen import compile_program, evaluate, source
 from tapegrad.numpy._rules import PRIMITIVES
 
+from _tol import assert_close
+
 needs_numexpr = pytest.mark.skipif(fusion.numexpr is None, reason="numexpr is not installed")
 RNG = np.random.default_rng(0)
 TOL = {np.float32: 4e-6, np.float64: 1e-13}  # a few ulps: each fused op is within 1 ulp of NumPy's
@@ -47,7 +49,7 @@ def assert_fused_matches(fn, args, dtype):
     expected, got = run(program, args), run(fused, args)
     for e, g in zip(expected, got):
         assert np.result_type(g) == np.result_type(e)
-        np.testing.assert_allclose(g, e, rtol=TOL[dtype], atol=TOL[dtype])
+        assert_close(g, e, rtol=TOL[dtype], atol=TOL[dtype])
     return fused
 
 
@@ -217,7 +219,7 @@ def test_weakly_typed_scalar_inputs_keep_float32():
     (got,) = run(fused, (x, 0.5))
     (expected,) = run(program, (x, 0.5))
     assert got.dtype == np.float32
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert_close(got, expected, rtol=1e-6)
 
 
 @needs_numexpr
@@ -260,13 +262,13 @@ def test_jit_with_fusion_agrees_with_jit_without(monkeypatch):
     jitted = tg.jit(tg.grad(chain))
     got = jitted(x)
     assert got.dtype == np.float32
-    np.testing.assert_allclose(got, plain, rtol=1e-5)
-    np.testing.assert_allclose(jitted(2 * x), tg.grad(chain)(2 * x), rtol=1e-5)
+    assert_close(got, plain, rtol=1e-5)
+    assert_close(jitted(2 * x), tg.grad(chain)(2 * x), rtol=1e-5)
     assert jitted._cache_size() == 1
     assert "with _lock" in jitted._cache[next(iter(jitted._cache))]._run.source
     # under an outer transform the unfused program runs through bind
-    np.testing.assert_allclose(tg.grad(lambda x: tnp.sum(tg.jit(_long_chain)(x) ** 2))(x),
-                               tg.grad(lambda x: tnp.sum(_long_chain(x) ** 2))(x), rtol=1e-6)
+    assert_close(tg.grad(lambda x: tnp.sum(tg.jit(_long_chain)(x) ** 2))(x),
+                 tg.grad(lambda x: tnp.sum(_long_chain(x) ** 2))(x), rtol=1e-6)
 
 
 @needs_numexpr
