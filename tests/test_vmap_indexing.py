@@ -155,6 +155,7 @@ def test_rules_do_not_loop():
 
 
 def test_mapped_mask_gather_is_refused():
+    rng = np.random.default_rng(0)
     xs, ms = _batch(X, 0), rng.normal(size=(B, 5)) > 0
     with pytest.raises(IndexError, match="boolean mask varies over the batch"):
         tg.vmap(lambda x, m: ix(x)[:, m])(xs, ms)
@@ -252,6 +253,7 @@ def test_grad_of_vmap(name):
 
 @pytest.mark.parametrize("name", list(COMPOSED))
 def test_jvp_of_vmap(name):
+    rng = np.random.default_rng(0)
     f, i, in_axes = COMPOSED[name]
     xs, idx = _batched_pair(i, in_axes)
     t = rng.normal(size=xs.shape)
