@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 KERNELS = os.environ.get("MATRIX_KERNELS", "Prescott Nehalem Sandybridge Haswell").split()
 THREADS = os.environ.get("MATRIX_THREADS", "1 2").split()
@@ -57,7 +58,9 @@ def main(pytest_args: list[str]) -> int:
             cores = chosen_cores(env)
             cmd = [sys.executable, "-m", "pytest", "-q", "-p", "randomly", f"--randomly-seed={seed}",
                    "-rfE", *pytest_args]
+            start = time.perf_counter()
             run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            seconds = time.perf_counter() - start
             log = os.path.join(logs, f"{kernel}-{threads}.log")
             with open(log, "w") as f:
                 f.write(run.stdout + run.stderr)
@@ -66,11 +69,12 @@ def main(pytest_args: list[str]) -> int:
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} kernel={kernel} (core {'/'.join(cores)}) threads={threads} "
                   f"seed={seed}: {c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
-                  f"{c.get('error', 0)} errors, {c.get('skipped', 0)} skipped"
+                  f"{c.get('error', 0)} errors, {c.get('skipped', 0)} skipped in {seconds:.0f} s"
                   + ("" if ok else f" (exit {run.returncode}; log {log})"), flush=True)
-            if not ok:
-                print("\n".join(line for line in run.stdout.splitlines()
-                                if line.startswith(("FAILED", "ERROR"))), flush=True)
+            if not ok:  # the failing tests, or (a collection or usage error) the end of the output
+                lines = (run.stdout + run.stderr).splitlines()
+                print("\n".join([line for line in lines if line.startswith(("FAILED", "ERROR"))] or lines[-5:]),
+                      flush=True)
             seed += 1
     print(f"test matrix: {failures} of {len(KERNELS) * len(THREADS)} combinations failed")
     return 1 if failures else 0
