@@ -268,7 +268,8 @@ else:
     raise AssertionError('no ImportError')
 print('ok')
 """
-    result = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True,
+                            text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
