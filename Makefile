@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-device fuzz bench clean
+.PHONY: demo test test-matrix test-device fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(VENV)/.installed-examples
 # one BLAS thread: the tests use small matrices, where OpenBLAS's threads only contend for 2 cores
 test: $(VENV)/.installed-dev
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
+
+# the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,
+# each combination in its own random order: tolerances must hold whatever order BLAS sums in
+test-matrix: $(VENV)/.installed-dev
+	$(PY) tests/matrix.py
 
 # every case of the device tests through every route, on the strict device double (docs/devices.md);
 # `make test` runs a sample of them

@@ -9,6 +9,8 @@ import numpy as np
 import tapegrad as tg
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
+
 
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
@@ -38,8 +40,8 @@ class ModuleSpec:
 
 
 def check_values(out, ref, dtype):
-    """``out`` equals ``ref`` in shape, dtype and value (rtol 1e-6 for float32, 1e-12 otherwise);
-    sequences are compared element by element."""
+    """``out`` equals ``ref`` in shape, dtype and value (rtol 1e-6 for float32, 1e-12 otherwise, and
+    an atol of rtol * max |ref|); sequences are compared element by element."""
     if isinstance(ref, (list, tuple)):
         assert isinstance(out, (list, tuple)) and len(out) == len(ref)
         for o, r in zip(out, ref):
@@ -47,14 +49,15 @@ def check_values(out, ref, dtype):
         return
     out, ref = np.asarray(out), np.asarray(ref)
     assert out.shape == ref.shape and out.dtype == ref.dtype, (out.shape, out.dtype, ref.shape, ref.dtype)
-    np.testing.assert_allclose(out, ref, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    assert_close(out, ref, rtol=1e-6 if dtype == np.float32 else 1e-12)
 
 
 def check_op(spec, args, dtype):
-    """``spec.op(*args)``: NumPy's values (rtol 1e-6 for float32, 1e-12 otherwise) and dtype, derivatives
-    checked to order 2 in both modes, and a gradient for each argument with its shape and dtype."""
+    """``spec.op(*args)``: NumPy's values (rtol 1e-6 for float32, 1e-12 otherwise, atol rtol * max |ref|)
+    and dtype, derivatives checked to order 2 in both modes, and a gradient for each argument with its
+    shape and dtype."""
     out = spec.op(*args)
-    np.testing.assert_allclose(out, spec.ref(*args), rtol=1e-6 if dtype == np.float32 else 1e-12)
+    assert_close(out, spec.ref(*args), rtol=1e-6 if dtype == np.float32 else 1e-12)
     assert np.result_type(out) == dtype
     check_grads(spec.op, args, order=2, name=spec.name)
     grads = tg.grad(lambda *a: spec.op(*a).sum(), grad_position=tuple(range(len(args))))(*args)

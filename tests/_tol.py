@@ -34,28 +34,38 @@ def _least_precise(*arrays):
     return max(floats, key=lambda d: np.finfo(d).eps)
 
 
+def magnitude(desired) -> float:
+    """``max |desired|`` over its finite entries: the scale a computation of ``desired`` works at
+    (1 where there are no finite entries, or all are 0)."""
+    desired = np.asarray(desired)
+    finite = np.abs(desired[np.isfinite(desired)]) if desired.dtype.kind in "fc" else np.abs(desired)
+    return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+
 def assert_close(actual, desired, *, rtol=None, atol=None, scale=None, ulps: int = ULPS, dtype=None,
                  err_msg: str = ""):
     """``actual`` equals ``desired`` (shapes equal, NaNs in the same places) to a tolerance derived
     from the precision and the reference's magnitude.
 
+    Each entry may differ by ``atol + rtol * |desired|``, where ``atol`` is never less than
+    ``rtol * scale``: an entry formed by cancellation carries the rounding error of the magnitude it
+    was computed from, not of its own size. A 0-d ``actual`` or ``desired`` broadcasts against the
+    other (as in ``np.testing.assert_allclose``); any other shape difference fails.
+
     Args:
         rtol: relative tolerance; default ``ulps`` epsilons of ``dtype``.
-        atol: absolute tolerance; default ``rtol * scale``.
+        atol: absolute tolerance; raised to ``rtol * scale`` where it is smaller (default that).
         scale: the magnitude the computation works at; default ``max |desired|`` over its finite
             entries (1 where there are none, or all are 0).
         ulps: the default ``rtol`` in epsilons.
         dtype: the precision; default the least precise float dtype of ``actual`` and ``desired``.
     """
     actual, desired = np.asarray(actual), np.asarray(desired)
-    if actual.shape != desired.shape:
+    if actual.shape != desired.shape and actual.ndim and desired.ndim:
         raise AssertionError(f"shapes differ: {actual.shape} against {desired.shape}. {err_msg}")
     dtype = _least_precise(actual, desired) if dtype is None else np.dtype(dtype)
     if rtol is None:
         rtol = default_rtol(dtype, ulps)
-    if atol is None:
-        if scale is None:
-            finite = np.abs(desired[np.isfinite(desired)]) if desired.dtype.kind in "fc" else np.abs(desired)
-            scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-        atol = rtol * scale
+    floor = rtol * (magnitude(desired) if scale is None else scale)
+    atol = floor if atol is None else max(atol, floor)
     np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg)

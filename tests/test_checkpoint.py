@@ -8,6 +8,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
+
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((8, 8)) / 3
 
@@ -17,17 +19,19 @@ def block(x, w):
 
 
 def test_values_and_gradients_equal_the_plain_function():
-    x = RNG.standard_normal((4, 8))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8))
     loss = lambda x, w: tnp.sum(block(block(x, w), w) ** 2)
     ck = tg.checkpoint(block)
     loss_ck = lambda x, w: tnp.sum(ck(ck(x, w), w) ** 2)
-    np.testing.assert_allclose(loss_ck(x, W), loss(x, W))
+    assert_close(loss_ck(x, W), loss(x, W))
     for a, b in zip(tg.grad(loss_ck, (0, 1))(x, W), tg.grad(loss, (0, 1))(x, W)):
-        np.testing.assert_allclose(a, b, rtol=1e-12)
+        assert_close(a, b, rtol=1e-12)
 
 
 def test_all_orders_both_modes():
-    check_grads(tg.checkpoint(block), (RNG.standard_normal((2, 8)), W), order=2)
+    rng = np.random.default_rng(0)
+    check_grads(tg.checkpoint(block), (rng.standard_normal((2, 8)), W), order=2)
 
 
 def test_backward_runs_the_function_again():
@@ -38,7 +42,7 @@ def test_backward_runs_the_function_again():
         calls.append(1)
         return tnp.sin(x) * 2.0
     g = tg.grad(lambda x: tnp.sum(f(x)))(np.ones(3))
-    np.testing.assert_allclose(g, 2 * np.cos(np.ones(3)))
+    assert_close(g, 2 * np.cos(np.ones(3)))
     assert len(calls) == 2  # forward, and once more in backward
     calls.clear()
     tg.jvp(f, (np.ones(3),), (np.ones(3),))
@@ -46,14 +50,15 @@ def test_backward_runs_the_function_again():
 
 
 def test_parameters_read_inside_get_gradients():
+    rng = np.random.default_rng(0)
     net = tg.nn.Sequential(tg.nn.Dense(3, 4), tg.nn.Tanh(), tg.nn.Dense(4, 2))
-    x = RNG.standard_normal((5, 3))
+    x = rng.standard_normal((5, 3))
     plain = lambda x: tnp.sum(net(x) ** 2)
     ck_net = tg.checkpoint(net)
     ck = lambda x: tnp.sum(ck_net(x) ** 2)
     params = net.trainable_params()
     for a, b in zip(tg.grad(ck, None, params)(x), tg.grad(plain, None, params)(x)):
-        np.testing.assert_allclose(a, b, rtol=1e-12)
+        assert_close(a, b, rtol=1e-12)
 
 
 def test_keyword_arguments_and_pytrees():
@@ -64,7 +69,7 @@ def test_keyword_arguments_and_pytrees():
     out = f(p, scale=2.0)
     assert out["n"] == 2
     g = tg.grad(lambda p: tnp.sum(f(p, scale=2.0)["y"]))(p)
-    np.testing.assert_allclose(g["a"], 2 * np.cos(p["a"]))
+    assert_close(g["a"], 2 * np.cos(p["a"]))
 
 
 def _peak_bytes_of_grad(loss, *args):
@@ -78,8 +83,9 @@ def _peak_bytes_of_grad(loss, *args):
 
 def test_checkpointing_keeps_fewer_residuals():
     # 20 layers of width 256, batch 64: each layer keeps a few 128 KiB arrays without checkpointing
-    ws = [RNG.standard_normal((256, 256)) / 16 for _ in range(20)]
-    x = RNG.standard_normal((64, 256))
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((256, 256)) / 16 for _ in range(20)]
+    x = rng.standard_normal((64, 256))
     layer = lambda h, w: tnp.tanh(h @ w)
     ck_layer = tg.checkpoint(layer)
 
@@ -93,19 +99,21 @@ def test_checkpointing_keeps_fewer_residuals():
 
 
 def test_a_closure_over_traced_weights_is_taped_as_an_ordinary_call():
-    x, w = RNG.standard_normal(3), RNG.standard_normal(3)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(3), rng.standard_normal(3)
     ck = lambda a, s: tnp.sum(tg.checkpoint(lambda b: tnp.sin(b * s))(a))
     plain = lambda a, s: tnp.sum(tnp.sin(a * s))
     for a, b in zip(tg.grad(ck, (0, 1))(x, w), tg.grad(plain, (0, 1))(x, w)):
-        np.testing.assert_allclose(a, b)
-    np.testing.assert_allclose(tg.jvp(ck, (x, w), (w, x))[1], tg.jvp(plain, (x, w), (w, x))[1])
+        assert_close(a, b)
+    assert_close(tg.jvp(ck, (x, w), (w, x))[1], tg.jvp(plain, (x, w), (w, x))[1])
     check_grads(ck, (x, w), order=2)
 
 
 def test_state_written_inside_is_recomputed_from_where_it_was_and_written_once():
     """A checkpointed function that updates state (nn.Dropout's key, BatchNorm's running statistics)
     recomputes with the state it first saw, the same mask, and leaves the state as one call leaves it."""
-    x = RNG.standard_normal((4, 3, 2, 2))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 2, 2))
 
     def stateful_net():
         drop, norm = tg.nn.Dropout(0.5, seed=1), tg.nn.BatchNorm2d(3, dtype=np.float64)

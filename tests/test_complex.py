@@ -13,6 +13,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap_mixes
 
 COMPLEX = [np.complex128, np.complex64]
@@ -56,7 +57,7 @@ HOLOMORPHIC = [
 def test_holomorphic_unary(name, fn, domain, dtype):
     z = _draw((3, 2), dtype, np.random.default_rng(0), domain)
     out = fn(z)
-    np.testing.assert_allclose(out, getattr(np, name)(z), rtol=1e-5 if dtype == np.complex64 else 1e-12)
+    assert_close(out, getattr(np, name)(z), rtol=1e-5 if dtype == np.complex64 else 1e-12)
     assert out.dtype == dtype
     check_grads(fn, (z,), order=2, name=name)
     # holomorphic: the vjp of a unit cotangent is f'(z), not its conjugate (JAX's convention)
@@ -64,9 +65,9 @@ def test_holomorphic_unary(name, fn, domain, dtype):
     z0 = z.astype(np.complex128)
     derivative = (getattr(np, name)(z0 + eps) - getattr(np, name)(z0 - eps)) / (2 * eps)
     ct = tg.vjp(fn, z)[1](np.ones_like(z))[0]
-    np.testing.assert_allclose(ct, derivative, rtol=1e-5 if dtype == np.complex128 else 2e-2)
+    assert_close(ct, derivative, rtol=1e-5 if dtype == np.complex128 else 2e-2)
     assert ct.dtype == dtype
-    np.testing.assert_allclose(tg.jvp(fn, (z,), (np.ones_like(z),))[1], ct, rtol=1e-6)
+    assert_close(tg.jvp(fn, (z,), (np.ones_like(z),))[1], ct, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", COMPLEX, ids=lambda d: np.dtype(d).name)
@@ -115,11 +116,11 @@ def test_real_operand_gets_the_real_part_of_the_cotangent():
     w = np.array([1.0 + 2.0j, -0.5 + 1.0j])
     x = np.array([0.3, 0.7])
     # d/dx Re(x * w) = Re(w); d/dx Im(x * w) = Im(w)
-    np.testing.assert_allclose(tg.grad(lambda x: tnp.real(x * w).sum())(x), w.real)
-    np.testing.assert_allclose(tg.grad(lambda x: tnp.imag(x * w).sum())(x), w.imag)
+    assert_close(tg.grad(lambda x: tnp.real(x * w).sum())(x), w.real)
+    assert_close(tg.grad(lambda x: tnp.imag(x * w).sum())(x), w.imag)
     g = tg.grad(lambda x: tnp.abs(tnp.astype(x, np.complex64) * w.astype(np.complex64)).sum())(x.astype(np.float32))
     assert g.dtype == np.float32
-    np.testing.assert_allclose(g, np.abs(w), rtol=1e-6)
+    assert_close(g, np.abs(w), rtol=1e-6)
     # complex -> real cast keeps the real part, as NumPy (and without its warning)
     z = np.array([1.0 + 2.0j])
     np.testing.assert_array_equal(tnp.astype(z, np.float64), [1.0])
@@ -141,7 +142,7 @@ PARTS = [
 def test_parts(name, fn, ref, dtype):
     z = _draw((3, 2), dtype, np.random.default_rng(2), "annulus")
     out = fn(z)
-    np.testing.assert_allclose(out, ref(z), rtol=1e-5 if dtype == np.complex64 else 1e-12)
+    assert_close(out, ref(z), rtol=1e-5 if dtype == np.complex64 else 1e-12)
     assert out.dtype == ref(z).dtype
     check_grads(fn, (z,), order=2, name=name)
 
@@ -157,17 +158,17 @@ def test_parts_vmap(name, fn, ref, dtype):
 def test_parts_known_derivatives():
     z = np.asarray(3.0 + 4.0j)
     # JAX's autodiff cookbook: for f(z) = |z|^2 = x^2 + y^2, grad gives 2 conj(z) = 6 - 8j
-    np.testing.assert_allclose(tg.grad(lambda z: tnp.real(z) ** 2 + tnp.imag(z) ** 2)(z), 6.0 - 8.0j)
-    np.testing.assert_allclose(tg.grad(lambda z: tnp.abs(z) ** 2)(z), 6.0 - 8.0j)
-    np.testing.assert_allclose(tg.grad(tnp.abs)(z), (3.0 - 4.0j) / 5.0)  # conj(z) / |z|
-    np.testing.assert_allclose(tg.grad(tnp.real)(z), 1.0)
-    np.testing.assert_allclose(tg.grad(tnp.imag)(z), -1.0j)
+    assert_close(tg.grad(lambda z: tnp.real(z) ** 2 + tnp.imag(z) ** 2)(z), 6.0 - 8.0j)
+    assert_close(tg.grad(lambda z: tnp.abs(z) ** 2)(z), 6.0 - 8.0j)
+    assert_close(tg.grad(tnp.abs)(z), (3.0 - 4.0j) / 5.0)  # conj(z) / |z|
+    assert_close(tg.grad(tnp.real)(z), 1.0)
+    assert_close(tg.grad(tnp.imag)(z), -1.0j)
     # forward mode: the R-linear maps themselves
     t = np.asarray(1.0 + 2.0j)
-    np.testing.assert_allclose(tg.jvp(tnp.abs, (z,), (t,))[1], (3.0 * 1.0 + 4.0 * 2.0) / 5.0)  # Re(conj(z) t)/|z|
-    np.testing.assert_allclose(tg.jvp(tnp.conj, (z,), (t,))[1], 1.0 - 2.0j)
-    np.testing.assert_allclose(tg.jvp(tnp.imag, (z,), (t,))[1], 2.0)
-    np.testing.assert_allclose(tg.jvp(tnp.angle, (z,), (t,))[1], (3.0 * 2.0 - 4.0 * 1.0) / 25.0)  # Im(t / z)
+    assert_close(tg.jvp(tnp.abs, (z,), (t,))[1], (3.0 * 1.0 + 4.0 * 2.0) / 5.0)  # Re(conj(z) t)/|z|
+    assert_close(tg.jvp(tnp.conj, (z,), (t,))[1], 1.0 - 2.0j)
+    assert_close(tg.jvp(tnp.imag, (z,), (t,))[1], 2.0)
+    assert_close(tg.jvp(tnp.angle, (z,), (t,))[1], (3.0 * 2.0 - 4.0 * 1.0) / 25.0)  # Im(t / z)
     # abs'(0) = 0 for complex too
     np.testing.assert_array_equal(tg.grad(lambda z: tnp.abs(z).sum())(np.zeros(2, complex)), 0.0)
     np.testing.assert_array_equal(tg.jvp(tnp.abs, (np.zeros(2, complex),), (np.ones(2, complex),))[1], 0.0)
@@ -183,8 +184,8 @@ def test_real_to_complex_to_real(dtype):
 
     gx, gy = tg.grad(lambda x, y: f(x, y).sum(), (0, 1))(x, y)
     assert gx.dtype == gy.dtype == dtype
-    np.testing.assert_allclose(gx, np.exp(x), rtol=1e-6)
-    np.testing.assert_allclose(gy, 0.0, atol=1e-6)
+    assert_close(gx, np.exp(x), rtol=1e-6)
+    assert_close(gy, 0.0, atol=1e-6)
     for g in (lambda x, y: f(x, y), lambda x, y: tnp.angle(tnp.exp(x + 1j * y) * (x - 2j)),
               lambda x, y: tnp.real(tnp.sqrt(x + 2.0 + 1j * y) * tnp.conj(x * 1j + y)),
               lambda x, y: (x + 1j * y).real * (x - 1j * y).imag):
@@ -211,9 +212,9 @@ def test_tracer_methods_and_numpy_dispatch():
         return np.real(z) * np.imag(z) + np.real(np.conj(z) * np.conjugate(z)) + tnp.abs(z) + tnp.angle(z)
 
     expected = z.real * z.imag + (z.conj() * z.conjugate()).real + np.abs(z) + np.angle(z)
-    np.testing.assert_allclose(tg.vjp(by_methods, z)[0], expected)
-    np.testing.assert_allclose(tg.vjp(by_functions, z)[0], expected)
-    np.testing.assert_allclose(tg.grad(lambda z: by_methods(z).sum())(z), tg.grad(lambda z: by_functions(z).sum())(z))
+    assert_close(tg.vjp(by_methods, z)[0], expected)
+    assert_close(tg.vjp(by_functions, z)[0], expected)
+    assert_close(tg.grad(lambda z: by_methods(z).sum())(z), tg.grad(lambda z: by_functions(z).sum())(z))
     check_grads(by_methods, (z,), order=2)
 
 
@@ -223,5 +224,5 @@ def test_nested_derivatives_of_a_holomorphic_function():
     f = lambda z: tnp.exp(z * z)  # noqa: E731
     first = lambda z: tg.vjp(f, z)[1](np.ones_like(z))[0]  # noqa: E731
     expected = (2 + 4 * z ** 2) * np.exp(z ** 2)
-    np.testing.assert_allclose(tg.vjp(first, z)[1](np.ones_like(z))[0], expected)
-    np.testing.assert_allclose(tg.jvp(first, (z,), (np.ones_like(z),))[1], expected)
+    assert_close(tg.vjp(first, z)[1](np.ones_like(z))[0], expected)
+    assert_close(tg.jvp(first, (z,), (np.ones_like(z),))[1], expected)

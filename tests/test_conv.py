@@ -17,6 +17,7 @@ from tapegrad.nn._conv_api import (conv1d, conv2d, conv3d, conv_general_dilated,
                                    conv_transpose2d, conv_transpose3d)
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
 from _gpu import cupy_or_skip
 
@@ -36,7 +37,7 @@ def _close(out, ref, dtype):
     assert out.shape == ref.shape, (out.shape, ref.shape)
     assert out.dtype == dtype, out.dtype
     tol = TOL[dtype]
-    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * max(np.abs(ref).max(initial=0.0), 1.0))
+    assert_close(out, ref, rtol=tol, atol=tol * max(np.abs(ref).max(initial=0.0), 1.0))
 
 
 # ---- the naive reference: zero insertion, padding, one matrix product per output position ----------
@@ -176,8 +177,8 @@ def test_conv_transpose_is_the_input_gradient_of_conv():
     x, w = _draw((2, 3, 8, 7)), _draw((4, 3, 3, 3), seed=1)
     out, vjp_fn = tg.vjp(lambda a: conv2d(a, w, stride=2, padding=1), x)
     ct = _draw(out.shape, seed=2)
-    np.testing.assert_allclose(conv_transpose2d(ct, w, stride=2, padding=1, output_padding=(1, 0)),
-                               vjp_fn(ct)[0], rtol=1e-12, atol=1e-12)
+    assert_close(conv_transpose2d(ct, w, stride=2, padding=1, output_padding=(1, 0)),
+                 vjp_fn(ct)[0], rtol=1e-12, atol=1e-12)
 
 
 def test_float32_stays_float32_and_mixed_dtypes_promote():
@@ -271,8 +272,8 @@ def test_both_impl_strategies_agree(case):
     if isinstance(padding, str):
         padding = tuple(zip(*[(0,) * len(strides)] * 2))
     args = (np, x, w, strides, padding, lhs_d, rhs_d, 1, 1)
-    np.testing.assert_allclose(_conv._conv_kernel_as_image(*args), _conv._conv_canonical(*args), rtol=1e-12,
-                               atol=1e-12)
+    assert_close(_conv._conv_kernel_as_image(*args), _conv._conv_canonical(*args), rtol=1e-12,
+                 atol=1e-12)
 
 
 def test_conv_general_dilated_complex():
@@ -377,8 +378,8 @@ def test_grad_and_grad_of_grad_match_torch():
     lt = torch.tanh(torch.nn.functional.conv2d(xt, wt, stride=(2, 1), padding=1, dilation=(1, 2))).sum()
     (gx,) = torch.autograd.grad(lt, xt, create_graph=True)
     gw_t = torch.autograd.grad((gx ** 2).sum(), wt)[0].numpy()
-    np.testing.assert_allclose(tg.grad(loss)(x, w), gx.detach().numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(tg.grad(penalty, grad_position=1)(x, w), gw_t, rtol=1e-10, atol=1e-12)
+    assert_close(tg.grad(loss)(x, w), gx.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(tg.grad(penalty, grad_position=1)(x, w), gw_t, rtol=1e-10, atol=1e-12)
 
 
 # ---- vmap --------------------------------------------------------------------------------------------
@@ -432,8 +433,8 @@ def test_per_example_gradients():
     per_example = tg.vmap(tg.grad(loss, grad_position=(0, 1)), in_axes=(None, 0, 0))(w, x, y)
     for i in range(len(x)):
         gw, gx = tg.grad(loss, grad_position=(0, 1))(w, x[i], y[i])
-        np.testing.assert_allclose(per_example[0][i], gw, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(per_example[1][i], gx, rtol=1e-12, atol=1e-12)
+        assert_close(per_example[0][i], gw, rtol=1e-12, atol=1e-12)
+        assert_close(per_example[1][i], gx, rtol=1e-12, atol=1e-12)
 
 
 def test_per_example_gradients_of_a_grouped_conv():
@@ -443,7 +444,7 @@ def test_per_example_gradients_of_a_grouped_conv():
         return tnp.sum(tnp.tanh(conv2d(a, k, groups=2, dilation=(2, 1))))
 
     out = tg.vmap(tg.grad(loss), in_axes=(None, 0))(w, x)
-    np.testing.assert_allclose(out, np.stack([tg.grad(loss)(w, a) for a in x]), rtol=1e-12, atol=1e-12)
+    assert_close(out, np.stack([tg.grad(loss)(w, a) for a in x]), rtol=1e-12, atol=1e-12)
 
 
 # ---- jit ---------------------------------------------------------------------------------------------
@@ -465,9 +466,9 @@ def test_jit_of_grad_and_grad_of_jit():
     eager = tg.grad(loss, grad_position=(0, 1))(x, w)
     for route in (tg.jit(tg.grad(loss, grad_position=(0, 1))), tg.grad(tg.jit(loss), grad_position=(0, 1))):
         for got, want in zip(route(x, w), eager):
-            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            assert_close(got, want, rtol=1e-12, atol=1e-12)
     hess_vec = lambda a, k: tg.grad(lambda b: tnp.sum(tg.grad(loss)(b, k) * a))(a)
-    np.testing.assert_allclose(tg.jit(hess_vec)(x, w), hess_vec(x, w), rtol=1e-12, atol=1e-12)
+    assert_close(tg.jit(hess_vec)(x, w), hess_vec(x, w), rtol=1e-12, atol=1e-12)
 
 
 # ---- errors: the type, and a message that names the argument ---------------------------------------
@@ -553,13 +554,13 @@ def test_cupy_conv2d_forward_and_backward_match_numpy():
     gpu_args = tuple(cupy.asarray(a) for a in args)
     out = conv2d(*gpu_args, stride=2, padding=1, groups=2)
     assert isinstance(out, cupy.ndarray) and out.dtype == np.float32
-    np.testing.assert_allclose(cupy.asnumpy(out), conv2d(*args, stride=2, padding=1, groups=2),
-                               rtol=1e-4, atol=1e-5)
+    assert_close(cupy.asnumpy(out), conv2d(*args, stride=2, padding=1, groups=2),
+                 rtol=1e-4, atol=1e-5)
     grads = tg.grad(loss, grad_position=(0, 1, 2))(*gpu_args)
     for g, want in zip(grads, tg.grad(loss, grad_position=(0, 1, 2))(*args)):
         assert isinstance(g, cupy.ndarray) and g.dtype == np.float32
-        np.testing.assert_allclose(cupy.asnumpy(g), want, rtol=1e-4, atol=1e-5)
+        assert_close(cupy.asnumpy(g), want, rtol=1e-4, atol=1e-5)
     # the im2col path (lhs dilation and batch groups, which cuDNN's branch leaves out)
     xs, ws = _draw(GENERAL_CASES[6][0]), _draw(GENERAL_CASES[6][1], seed=1)
     fn = _general(GENERAL_CASES[6])
-    np.testing.assert_allclose(cupy.asnumpy(fn(cupy.asarray(xs), cupy.asarray(ws))), fn(xs, ws), rtol=1e-12)
+    assert_close(cupy.asnumpy(fn(cupy.asarray(xs), cupy.asarray(ws))), fn(xs, ws), rtol=1e-12)

@@ -16,6 +16,7 @@ from tapegrad.nn import functional as F
 from tapegrad.nn._dropout import Dropout, dropout
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap
 from _gpu import cupy_or_skip
 
@@ -50,7 +51,7 @@ def test_dropout_statistics(p):
     y = dropout(np.ones(n), p, key=R.key(3))
     zeros = np.mean(y == 0.0)
     assert abs(zeros - p) < 5 * np.sqrt(p * (1 - p) / n)
-    np.testing.assert_allclose(y[y != 0.0], 1.0 / (1.0 - p))
+    assert_close(y[y != 0.0], 1.0 / (1.0 - p))
     assert abs(y.mean() - 1.0) < 5 * np.sqrt(p / (1 - p) / n)  # inverted dropout keeps the mean
 
 
@@ -114,7 +115,7 @@ def test_dropout_under_jit():
     assert f._cache_size() == 1
     assert "random_uniform" in str(tg.make_program(lambda x, k: dropout(x, 0.3, key=k))(X, a))
     g = tg.jit(tg.grad(lambda x, k: (dropout(x, 0.3, key=k) ** 2).sum()))
-    np.testing.assert_allclose(g(X, a), 2 * expected(X, 0.3, a) * expected(np.ones_like(X), 0.3, a))
+    assert_close(g(X, a), 2 * expected(X, 0.3, a) * expected(np.ones_like(X), 0.3, a))
 
 
 DROPOUT_ERRORS = [
@@ -239,8 +240,8 @@ def test_module_inside_grad_with_weights():
     h = net.fc1(x)
     ref = tg.grad(lambda w, b: F.mse_loss(dropout(h, 0.3, key=sub) @ w.T + b, t), (0, 1))(
         net.fc2.weight.value, net.fc2.bias.value)
-    np.testing.assert_allclose(grads[2], ref[0], rtol=1e-12)
-    np.testing.assert_allclose(grads[3], ref[1], rtol=1e-12)
+    assert_close(grads[2], ref[0], rtol=1e-12)
+    assert_close(grads[3], ref[1], rtol=1e-12)
     np.testing.assert_array_equal(net.drop.key.value, R.split(R.key(0))[0])  # advanced once
 
 
@@ -259,11 +260,11 @@ def test_jitted_training_step_matches_eager():
         return step
     eager, jitted = make_step(nets[0], opts[0]), tg.jit(make_step(nets[1], opts[1]))
     for x, t in batches:
-        np.testing.assert_allclose(jitted(x, t), eager(x, t), rtol=1e-12)
+        assert_close(jitted(x, t), eager(x, t), rtol=1e-12)
     assert jitted._cache_size() == 1
     for p, q in zip(nets[1].parameters(), nets[0].parameters()):
         assert type(p.value) is np.ndarray
-        np.testing.assert_allclose(p.value, q.value, rtol=1e-12)
+        assert_close(p.value, q.value, rtol=1e-12)
     np.testing.assert_array_equal(nets[1].drop.key.value, nets[0].drop.key.value)
 
 

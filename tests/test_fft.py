@@ -12,6 +12,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.numpy import fft as tfft
 from tapegrad.testing import check_grads
+from _tol import assert_close
 from _gpu import cupy_or_skip
 
 NORMS = [None, "ortho", "forward"]
@@ -33,7 +34,7 @@ def _check(name, fn, kwargs, x):
     assert ours.dtype == (np.finfo(complex_dtype).dtype if name.startswith("irfft") else complex_dtype), name
     assert ours.shape == theirs.shape, name
     tol = 1e-5 if np.finfo(theirs.dtype).bits <= 32 else 1e-12
-    np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol * np.sqrt(x.size))
+    assert_close(ours, theirs, rtol=tol, atol=tol * np.sqrt(x.size))
     check_grads(fn, (x,), order=2, modes=("fwd", "rev"), name=f"{name}{kwargs}")
 
 
@@ -71,7 +72,7 @@ def test_irfft_of_real_input_and_fft_of_integers():
     x = _draw((4,), np.float64, "real")
     _check("irfft", tfft.irfft, {}, x)
     ints = np.arange(6).reshape(2, 3)
-    np.testing.assert_allclose(tfft.fft(ints), np.fft.fft(ints))
+    assert_close(tfft.fft(ints), np.fft.fft(ints))
     assert tfft.rfft(ints).dtype == np.fft.rfft(ints).dtype == np.complex128
 
 
@@ -98,7 +99,7 @@ def test_n_dimensional(name, kind, s, axes, norm):
         with warnings.catch_warnings():  # NumPy 2 deprecates s without axes; we follow it quietly
             warnings.simplefilter("ignore", DeprecationWarning)
             theirs = getattr(np.fft, name)(x, s=s, norm=norm)
-        np.testing.assert_allclose(getattr(tfft, name)(x, **kwargs), theirs, atol=1e-12)
+        assert_close(getattr(tfft, name)(x, **kwargs), theirs, atol=1e-12)
         check_grads(lambda a: getattr(tfft, name)(a, **kwargs), (x,), order=2, modes=("fwd", "rev"), name=name)
         return
     _check(name, lambda a: getattr(tfft, name)(a, **kwargs), kwargs, x)
@@ -148,7 +149,7 @@ def test_parseval_gradient_through_numpy_dispatch():
     x = _draw((7,), np.float32, "real")
     g = tg.grad(lambda x: np.sum(np.abs(np.fft.fft(x)) ** 2))(x)
     assert g.dtype == np.float32
-    np.testing.assert_allclose(g, 14 * x, rtol=1e-5)
+    assert_close(g, 14 * x, rtol=1e-5)
     ours = tg.grad(lambda x: tnp.sum(tnp.abs(tfft.rfft(x, norm="ortho")) ** 3))(x)
     dispatched = tg.grad(lambda x: np.sum(np.abs(np.fft.rfft(x, norm="ortho")) ** 3))(x)
     np.testing.assert_array_equal(ours, dispatched)
@@ -158,11 +159,11 @@ def test_round_trip_has_identity_derivatives():
     x = _draw((6, 5), np.float64, "real")
     for norm in NORMS:
         out, vjp_fn = tg.vjp(lambda a: tfft.irfftn(tfft.rfftn(a, norm=norm), s=a.shape, norm=norm), x)
-        np.testing.assert_allclose(out, x, atol=1e-12)
+        assert_close(out, x, atol=1e-12)
         u = _draw((6, 5), np.float64, "real", seed=1)
-        np.testing.assert_allclose(vjp_fn(u)[0], u, atol=1e-12)
+        assert_close(vjp_fn(u)[0], u, atol=1e-12)
         _, t = tg.jvp(lambda a: tfft.ifft(tfft.fft(a, norm=norm), norm=norm), (x + 0j,), (u + 1j * x,))
-        np.testing.assert_allclose(t, u + 1j * x, atol=1e-12)
+        assert_close(t, u + 1j * x, atol=1e-12)
 
 
 def test_complex64_stays_single_precision_in_every_derivative():
@@ -221,9 +222,9 @@ def test_cupy_transforms_stay_on_the_device():
     assert isinstance(out, cupy.ndarray) and out.dtype == np.float32
     g = tg.grad(lambda a: tnp.sum(tnp.abs(tfft.fftshift(tfft.fft2(a))) ** 2))(xg)
     assert isinstance(g, cupy.ndarray)
-    np.testing.assert_allclose(cupy.asnumpy(g), 2 * 30 * x, rtol=1e-4)
+    assert_close(cupy.asnumpy(g), 2 * 30 * x, rtol=1e-4)
     z = cupy.asarray(_draw((5, 4), np.float64, "complex"))
     _, vjp_fn = tg.vjp(lambda a: tfft.irfft(a, n=7), z)
     ct = cupy.asarray(_draw((5, 7), np.float64, "real", seed=2))
     want = tg.vjp(lambda a: tfft.irfft(a, n=7), cupy.asnumpy(z))[1](cupy.asnumpy(ct))[0]
-    np.testing.assert_allclose(cupy.asnumpy(vjp_fn(ct)[0]), want, atol=1e-12)
+    assert_close(cupy.asnumpy(vjp_fn(ct)[0]), want, atol=1e-12)

@@ -14,6 +14,8 @@ import tapegrad.numpy as tnp
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
+
 
 def make_params(rng, dtype=np.float64, image=8):
     def uniform(shape, fan_in):
@@ -84,7 +86,7 @@ def test_matches_pytorch_double_backward():
     total = loss + sum(g.norm() for g in grads)
     expected = torch.autograd.grad(total, leaves)
     for got, want in zip(tg.tree.tree_leaves(ours), expected):
-        np.testing.assert_allclose(got, want.numpy(), rtol=1e-10, atol=1e-12)
+        assert_close(got, want.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_float32_step_stays_float32_and_jit_matches_eager():
@@ -96,7 +98,7 @@ def test_float32_step_stays_float32_and_jit_matches_eager():
     jitted = tg.jit(step)(params, x, labels)
     for e, j in zip(tg.tree.tree_leaves(eager), tg.tree.tree_leaves(jitted)):
         assert e.dtype == j.dtype == np.float32
-        np.testing.assert_allclose(j, e, rtol=2e-5, atol=1e-6)
+        assert_close(j, e, rtol=2e-5, atol=1e-6)
 
 
 def test_module_form_with_weights_equals_functional_form():
@@ -122,4 +124,4 @@ def test_module_form_with_weights_equals_functional_form():
     want = tg.tree.tree_leaves(tg.grad(penalised_loss)(params, x, labels))
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+        assert_close(g, w, rtol=1e-12, atol=1e-14)

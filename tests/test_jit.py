@@ -6,6 +6,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad._core import trace_stack
 
+from _tol import assert_close
+
 RNG = np.random.default_rng(0)
 X, Y = RNG.normal(size=3), RNG.normal(size=3)
 
@@ -24,7 +26,7 @@ def test_make_program_prints_the_equations_and_typechecks():
 
 def test_jit_agrees_with_eager_and_caches_by_signature():
     jf = tg.jit(f)
-    np.testing.assert_allclose(jf(X, Y), f(X, Y), rtol=1e-15)
+    assert_close(jf(X, Y), f(X, Y), rtol=1e-15)
     jf(X + 1.0, Y)  # same shapes: no new program
     assert jf._cache_size() == 1
     jf(X[:2], Y[:2])
@@ -48,16 +50,16 @@ def test_composition_routes_agree_with_eager(route):
                             lambda: tg.grad(tg.grad(lambda x: tnp.sin(x) ** 3))(0.3)),
     }
     got, expected = cases[route]
-    np.testing.assert_allclose(got(), expected(), rtol=1e-13)
+    assert_close(got(), expected(), rtol=1e-13)
     assert trace_stack() == ()
 
 
 def test_parameters_are_read_fresh_and_written_back():
     p = tg.Parameter(np.ones(3))
     g = tg.jit(lambda x: tnp.sum(p * x))
-    np.testing.assert_allclose(g(X), np.sum(X))
+    assert_close(g(X), np.sum(X))
     p.assign(2.0 * np.ones(3))
-    np.testing.assert_allclose(g(X), 2.0 * np.sum(X))  # not baked in as a constant
+    assert_close(g(X), 2.0 * np.sum(X))  # not baked in as a constant
     assert g._cache_size() == 1
 
     def step(x):
@@ -67,8 +69,8 @@ def test_parameters_are_read_fresh_and_written_back():
     before = np.array(p.value)
     out = tg.jit(step)(X)
     expected = before - 0.1 * 2.0 * before * X ** 2
-    np.testing.assert_allclose(p.value, expected, rtol=1e-14)
-    np.testing.assert_allclose(out, expected.sum(), rtol=1e-14)
+    assert_close(p.value, expected, rtol=1e-14)
+    assert_close(out, expected.sum(), rtol=1e-14)
 
 
 def test_errors():
@@ -76,21 +78,21 @@ def test_errors():
         tg.jit(lambda x: x if x[0] > 0 else -x)(X)
     with pytest.raises(ValueError, match="not hashable"):
         tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, [1])
-    np.testing.assert_allclose(tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, (3,)), 3 * X)
+    assert_close(tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, (3,)), 3 * X)
     assert trace_stack() == ()
 
 
 # ---- the cache ----------------------------------------------------------------------------------------
 def test_cache_key_is_the_pytree_structure():
     jt = tg.jit(lambda d: d["a"] * d["b"])
-    np.testing.assert_allclose(jt({"a": X, "b": Y}), X * Y)
+    assert_close(jt({"a": X, "b": Y}), X * Y)
     jt({"a": Y, "b": X})
     assert jt._cache_size() == 1
-    np.testing.assert_allclose(jt({"a": X, "b": Y, "c": Y}), X * Y)  # another key: another structure
+    assert_close(jt({"a": X, "b": Y, "c": Y}), X * Y)  # another key: another structure
     assert jt._cache_size() == 2
     js = tg.jit(lambda xs: xs[0] - xs[1])
-    np.testing.assert_allclose(js([X, Y]), X - Y)
-    np.testing.assert_allclose(js((X, Y)), X - Y)  # a tuple is not a list
+    assert_close(js([X, Y]), X - Y)
+    assert_close(js((X, Y)), X - Y)  # a tuple is not a list
     assert js._cache_size() == 2
 
 
@@ -101,9 +103,9 @@ def test_static_arguments_are_keyed_by_value():
         calls.append(n)  # runs only while staging
         return x ** n
     jp = tg.jit(power, static_argnums=1)
-    np.testing.assert_allclose(jp(X, 2), X ** 2)
-    np.testing.assert_allclose(jp(Y, 2), Y ** 2)
-    np.testing.assert_allclose(jp(X, 3), X ** 3)
+    assert_close(jp(X, 2), X ** 2)
+    assert_close(jp(Y, 2), Y ** 2)
+    assert_close(jp(X, 3), X ** 3)
     assert jp._cache_size() == 2 and calls == [2, 3]
     assert "power a 3" in str(tg.make_program(power, static_argnums=1)(X, 3))  # written into the program
 
@@ -112,18 +114,18 @@ def test_static_argnames():
     def wave(x, kind="sin"):
         return tnp.sin(x) if kind == "sin" else tnp.cos(x)
     jw = tg.jit(wave, static_argnames="kind")
-    np.testing.assert_allclose(jw(X, kind="cos"), np.cos(X))
-    np.testing.assert_allclose(jw(X, kind="sin"), np.sin(X))
-    np.testing.assert_allclose(jw(X), np.sin(X))
+    assert_close(jw(X, kind="cos"), np.cos(X))
+    assert_close(jw(X, kind="sin"), np.sin(X))
+    assert_close(jw(X), np.sin(X))
     jw(X, kind="cos")
     assert jw._cache_size() == 3  # kind="cos", kind="sin" and the default
     both = tg.jit(lambda x, n, kind="sin": wave(x, kind) * n, static_argnums=1, static_argnames=("kind",))
-    np.testing.assert_allclose(both(X, 2, kind="cos"), 2 * np.cos(X))
+    assert_close(both(X, 2, kind="cos"), 2 * np.cos(X))
 
 
 def test_static_argname_passed_positionally():
     jw = tg.jit(lambda x, kind: tnp.sin(x) if kind == "sin" else tnp.cos(x), static_argnames="kind")
-    np.testing.assert_allclose(jw(X, "cos"), np.cos(X))
+    assert_close(jw(X, "cos"), np.cos(X))
 
 
 def test_python_scalars_are_traced_with_weak_types():
@@ -131,7 +133,7 @@ def test_python_scalars_are_traced_with_weak_types():
     scale = tg.jit(lambda x, s: x * s)
     out = scale(x32, 2.0)
     assert out.dtype == np.float32  # weak: the array's dtype wins, as in NumPy 2
-    np.testing.assert_allclose(scale(x32, 3.0), 3.0 * x32)  # traced, not baked in: same program
+    assert_close(scale(x32, 3.0), 3.0 * x32)  # traced, not baked in: same program
     assert scale._cache_size() == 1
     assert scale(x32, 2).dtype == np.float32 and scale._cache_size() == 2  # an int is another key
     strong = scale(x32, np.array(2.0))  # a 0-d float64 array is not weak
@@ -165,9 +167,9 @@ def test_decorator_with_and_without_arguments():
     @tg.jit(static_argnums=(1,))
     def power(x, n):
         return x ** n
-    np.testing.assert_allclose(plain(X), 2.0 * X)
-    np.testing.assert_allclose(called(X), 3.0 * X)
-    np.testing.assert_allclose(power(X, 3), X ** 3)
+    assert_close(plain(X), 2.0 * X)
+    assert_close(called(X), 3.0 * X)
+    assert_close(power(X, 3), X ** 3)
     assert plain.__name__ == "plain" and plain._cache_size() == 1
 
 
@@ -186,12 +188,12 @@ class Scaled:
 
 def test_jit_on_a_method():
     a, b = Scaled(2.0), Scaled(3.0)
-    np.testing.assert_allclose(a(X), 2.0 * X.sum())
-    np.testing.assert_allclose(b(X), 3.0 * X.sum())  # its own program, not a's
+    assert_close(a(X), 2.0 * X.sum())
+    assert_close(b(X), 3.0 * X.sum())  # its own program, not a's
     a.w.assign(np.full(3, 5.0))
-    np.testing.assert_allclose(a(X), 10.0 * X.sum())
+    assert_close(a(X), 10.0 * X.sum())
     a.scale = 7.0  # a plain attribute was read while staging: the program keeps 2.0 (documented)
-    np.testing.assert_allclose(a(X), 10.0 * X.sum())
+    assert_close(a(X), 10.0 * X.sum())
     a(Y)
     assert Scaled.__call__._cache_size() == 2  # one per instance
 
@@ -200,10 +202,10 @@ def test_jit_on_a_method():
 def test_a_parameter_passed_as_an_argument_is_its_value():
     p = tg.Parameter(X.copy())
     mul = tg.jit(lambda a, b: a * b)
-    np.testing.assert_allclose(mul(p, Y), X * Y)
+    assert_close(mul(p, Y), X * Y)
     p.assign(2.0 * X)
-    np.testing.assert_allclose(mul(p, Y), 2.0 * X * Y)
-    np.testing.assert_allclose(mul(X, Y), X * Y)
+    assert_close(mul(p, Y), 2.0 * X * Y)
+    assert_close(mul(X, Y), X * Y)
     assert mul._cache_size() == 1  # the same signature as an array of its shape and dtype
 
 
@@ -219,8 +221,8 @@ def test_parameters_are_implicit_inputs_and_writes_are_outputs():
     program.typecheck()
     step = tg.jit(update)
     for k in range(1, 4):
-        np.testing.assert_allclose(step(X), np.sum(X ** k))
-        np.testing.assert_allclose(p.value, X ** k)
+        assert_close(step(X), np.sum(X ** k))
+        assert_close(p.value, X ** k)
         assert type(p.value) is np.ndarray
     assert step._cache_size() == 1 and trace_stack() == ()
 
@@ -253,8 +255,8 @@ def test_control_flow_on_a_traced_value(fn):
     assert trace_stack() == () and jf._cache_size() == 0
     # the two ways out that the message names
     branch = tg.jit(lambda x, positive: x if positive else -x, static_argnums=1)
-    np.testing.assert_allclose(branch(X, bool(X[0] > 0)), X)
-    np.testing.assert_allclose(tg.jit(lambda x: tnp.where(x[0] > 0, x, -x))(X), X)
+    assert_close(branch(X, bool(X[0] > 0)), X)
+    assert_close(tg.jit(lambda x: tnp.where(x[0] > 0, x, -x))(X), X)
 
 
 def test_data_dependent_shapes_are_refused():
@@ -262,8 +264,8 @@ def test_data_dependent_shapes_are_refused():
         tg.jit(lambda x: x[x > 0])(X)
     assert trace_stack() == ()
     # the same-shape forms work
-    np.testing.assert_allclose(tg.jit(lambda x: tnp.where(x > 0, x, 0.0))(X), np.where(X > 0, X, 0.0))
-    np.testing.assert_allclose(tg.jit(lambda x: x.at[x < 0].set(0.0))(X), np.maximum(X, 0.0))
+    assert_close(tg.jit(lambda x: tnp.where(x > 0, x, 0.0))(X), np.where(X > 0, X, 0.0))
+    assert_close(tg.jit(lambda x: x.at[x < 0].set(0.0))(X), np.maximum(X, 0.0))
 
 
 # ---- composition: every route agrees with eager ------------------------------------------------------------
@@ -367,7 +369,7 @@ def test_more_composition_routes_agree_with_eager(route):
     got, expected = got(), expected()
     assert trace_stack() == ()
     for a, b in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(expected)):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        assert_close(a, b, rtol=1e-12, atol=1e-14)
     assert type(W.value) is np.ndarray and all(type(p.value) is np.ndarray for p in NET.trainable_params())
 
 
@@ -380,9 +382,9 @@ def test_outer_transforms_reuse_the_program():
         return h(x)
     jh = tg.jit(counted)
     for x in (X, Y, 2.0 * X):
-        np.testing.assert_allclose(tg.grad(jh)(x), tg.grad(h)(x), rtol=1e-13)
+        assert_close(tg.grad(jh)(x), tg.grad(h)(x), rtol=1e-13)
         tg.jvp(jh, (x,), (Y,))
-    np.testing.assert_allclose(tg.vmap(jh)(XS), [h(x) for x in XS], rtol=1e-13)
+    assert_close(tg.vmap(jh)(XS), [h(x) for x in XS], rtol=1e-13)
     jh(X)
     assert len(calls) == 1 and jh._cache_size() == 1  # a batched f64[3] example has the signature f64[3]
 
@@ -390,8 +392,8 @@ def test_outer_transforms_reuse_the_program():
 def test_an_outer_transform_of_jit_sees_the_custom_functions_primitives():
     """Inside jit a custom_vjp rule applies (jit(grad)); a transform outside jit differentiates the
     primitives of the custom function's forward computation instead (a documented limitation)."""
-    np.testing.assert_allclose(tg.jit(tg.grad(clipped_loss))(X), np.full(3, 0.1))  # the custom rule
-    np.testing.assert_allclose(tg.grad(tg.jit(clipped_loss))(X), np.full(3, 5.0))  # d(5x)/dx
+    assert_close(tg.jit(tg.grad(clipped_loss))(X), np.full(3, 0.1))  # the custom rule
+    assert_close(tg.grad(tg.jit(clipped_loss))(X), np.full(3, 5.0))  # d(5x)/dx
 
 
 def test_non_array_outputs_pass_through():
@@ -399,7 +401,7 @@ def test_non_array_outputs_pass_through():
     grads = tg.jit(tg.grad(weighted, grad_position=0, weights=W, return_ids=True))(X)
     expected = tg.grad(weighted, grad_position=0, weights=W, return_ids=True)(X)
     assert grads[1][0] == "w" and tg.get_grad(grads, W).shape == (3,)
-    np.testing.assert_allclose(tg.get_grad(grads, 0), tg.get_grad(expected, 0), rtol=1e-13)
+    assert_close(tg.get_grad(grads, 0), tg.get_grad(expected, 0), rtol=1e-13)
     assert tg.jit(lambda x: (None, 3, x))(X)[:2] == (None, 3)
 
 
@@ -411,6 +413,6 @@ def test_grad_with_weights_of_a_jitted_function_reuses_the_program():
         return weighted(x)
     jw = tg.jit(counted)
     for x in (X, Y, X):
-        np.testing.assert_allclose(tg.grad(jw, grad_position=None, weights=W)(x),
-                                   tg.grad(weighted, grad_position=None, weights=W)(x), rtol=1e-13)
+        assert_close(tg.grad(jw, grad_position=None, weights=W)(x),
+                     tg.grad(weighted, grad_position=None, weights=W)(x), rtol=1e-13)
     assert len(calls) == 1

@@ -11,6 +11,7 @@ from tapegrad.nn._norm import embedding
 from tapegrad.nn.layers import Embedding, Flatten
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
 
 INDEX_SHAPES = [(), (5,), (2, 3), (2, 1, 4)]
@@ -37,7 +38,7 @@ def test_embedding_matches_torch(shape, dtype, padding_idx):
     (ref * torch.tensor(ct)).sum().backward()
     np.testing.assert_array_equal(embedding(idx, weight, padding_idx), ref.detach().numpy())
     assert embedding(idx, weight).dtype == dtype and embedding(idx, weight).shape == shape + (3,)
-    np.testing.assert_allclose(grad, tw.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert_close(grad, tw.grad.numpy(), rtol=1e-6, atol=1e-6)
     assert grad.dtype == dtype
     if padding_idx is not None:
         np.testing.assert_array_equal(grad[padding_idx % 6], 0.0)
@@ -71,8 +72,8 @@ def test_embedding_jit_equals_eager():
     idx = np.array([[0, 4, 1], [2, 2, 4]])
     f = lambda i, w: tnp.sum(embedding(i, w, padding_idx=4) ** 3)
     np.testing.assert_array_equal(tg.jit(embedding)(idx, weight), embedding(idx, weight))
-    np.testing.assert_allclose(tg.jit(tg.grad(f, grad_position=1))(idx, weight),
-                               tg.grad(f, grad_position=1)(idx, weight), rtol=1e-6)
+    assert_close(tg.jit(tg.grad(f, grad_position=1))(idx, weight),
+                 tg.grad(f, grad_position=1)(idx, weight), rtol=1e-6)
 
 
 def test_embedding_errors():

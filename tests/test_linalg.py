@@ -19,6 +19,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _specs import ModuleSpec
 
 DTYPES = [np.float64, np.float32]
@@ -133,7 +134,7 @@ def test_linalg(spec, shapes, dtype):
     for o, r in zip(tg.tree.tree_leaves(out), tg.tree.tree_leaves(ref)):
         assert np.shape(o) == np.shape(r)
         assert np.result_type(o) == np.result_type(r), spec.name
-        np.testing.assert_allclose(o, r, **_tol(dtype))
+        assert_close(o, r, **_tol(dtype))
     check_grads(lambda *xs: spec.fn(tnp.linalg, *xs), args, order=2, name=spec.name)
 
 
@@ -170,7 +171,7 @@ DISPATCH = [
 def test_numpy_linalg_functions_dispatch_on_tracers(name, call):
     a = _draw("spd", (3, 3), np.random.default_rng(5))
     expected = tg.grad(lambda a: tnp.sum(call(tnp.linalg, a)))(a)
-    np.testing.assert_allclose(tg.grad(lambda a: tnp.sum(call(np.linalg, a)))(a), expected, rtol=1e-12)
+    assert_close(tg.grad(lambda a: tnp.sum(call(np.linalg, a)))(a), expected, rtol=1e-12)
 
 
 # ---- norm ----------------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_norm(ord_, axis, shape, dtype):
     x = (rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)).astype(dtype)
     for keepdims in (False, True):
         out = tnp.linalg.norm(x, ord_, axis, keepdims)
-        np.testing.assert_allclose(out, np.linalg.norm(x, ord_, axis, keepdims), **_tol(dtype))
+        assert_close(out, np.linalg.norm(x, ord_, axis, keepdims), **_tol(dtype))
         assert np.result_type(out) == dtype
     check_grads(lambda x: tnp.linalg.norm(x, ord_, axis), (x,), order=2, name=f"norm ord={ord_}")
 
@@ -230,12 +231,12 @@ def test_eigh_gradient_is_symmetrized():
     a_ns = a + np.triu(np.ones((3, 3)), 1) * 0.3  # non-symmetric: upper triangle changed
     fn = lambda a: tnp.sum(tnp.linalg.eigh(a)[1][:, 0] ** 2 * np.arange(3.0)) + tnp.linalg.eigvalsh(a)[0]
     g = tg.grad(fn)(a_ns)
-    np.testing.assert_allclose(g, g.T, atol=1e-14)
-    np.testing.assert_allclose(tnp.linalg.eigh(a_ns)[0], np.linalg.eigh((a_ns + a_ns.T) / 2)[0], rtol=1e-12)
+    assert_close(g, g.T, atol=1e-14)
+    assert_close(tnp.linalg.eigh(a_ns)[0], np.linalg.eigh((a_ns + a_ns.T) / 2)[0], rtol=1e-12)
     # symmetrize_input=False reads the UPLO triangle, as NumPy: values match NumPy, gradient lives there
     for uplo, keep in (("L", np.tril), ("U", np.triu)):
         w = tnp.linalg.eigh(a_ns, uplo, symmetrize_input=False)[0]
-        np.testing.assert_allclose(w, np.linalg.eigh(a_ns, uplo)[0], rtol=1e-12)
+        assert_close(w, np.linalg.eigh(a_ns, uplo)[0], rtol=1e-12)
         g = tg.grad(lambda a: tnp.linalg.eigh(a, uplo, symmetrize_input=False)[0][0])(a_ns)
         np.testing.assert_array_equal(g, keep(g))
 
@@ -243,7 +244,7 @@ def test_eigh_gradient_is_symmetrized():
 def test_cholesky_gradient_is_symmetrized():
     a = _draw("spd", (3, 3), np.random.default_rng(7))
     g = tg.grad(lambda a: tnp.sum(tnp.linalg.cholesky(a) * np.arange(9.0).reshape(3, 3)))(a)
-    np.testing.assert_allclose(g, g.T, atol=1e-14)
+    assert_close(g, g.T, atol=1e-14)
 
 
 def test_repeated_eigenvalues_and_singular_values_give_finite_gradients():
@@ -251,13 +252,13 @@ def test_repeated_eigenvalues_and_singular_values_give_finite_gradients():
     ones: the eigenvector terms of equal pairs are zero, not 0 * inf."""
     eye = np.eye(3)
     g = tg.grad(lambda a: tnp.sum(tnp.linalg.eigvalsh(a) ** 2))(eye)
-    np.testing.assert_allclose(g, 2 * eye, atol=1e-14)  # d tr(A^2) = 2 A
+    assert_close(g, 2 * eye, atol=1e-14)  # d tr(A^2) = 2 A
     g = tg.grad(lambda a: tnp.sum(tnp.linalg.svd(a, compute_uv=False) ** 2))(2 * eye)
-    np.testing.assert_allclose(g, 4 * eye, atol=1e-14)  # d ||A||_F^2 = 2 A
+    assert_close(g, 4 * eye, atol=1e-14)  # d ||A||_F^2 = 2 A
     g = tg.grad(lambda a: tnp.linalg.norm(a, "nuc"))(np.zeros((3, 2)))
     assert np.all(np.isfinite(g))
     _, t = tg.jvp(lambda a: tnp.linalg.eigh(a)[0], (eye,), (np.diag([1.0, 2.0, 3.0]),))
-    np.testing.assert_allclose(t, [1.0, 2.0, 3.0], atol=1e-14)
+    assert_close(t, [1.0, 2.0, 3.0], atol=1e-14)
 
 
 def test_derivative_refusals_are_clear():
@@ -288,7 +289,7 @@ def test_holomorphic_functions_take_complex_input(dtype):
         out = fn(*args)
         assert out.dtype == dtype
         check_grads(fn, args, order=2, name=name)
-    np.testing.assert_allclose(tnp.linalg.det(a), np.linalg.det(a), rtol=1e-5)
+    assert_close(tnp.linalg.det(a), np.linalg.det(a), rtol=1e-5)
 
 
 def test_lstsq_rank_deficient_matches_numpy():
@@ -296,9 +297,9 @@ def test_lstsq_rank_deficient_matches_numpy():
     a = rng.standard_normal((5, 2)) @ rng.standard_normal((2, 3))  # rank 2
     b = rng.standard_normal(5)
     ours, theirs = tnp.linalg.lstsq(a, b), np.linalg.lstsq(a, b)
-    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
+    assert_close(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
     assert ours[1].shape == theirs[1].shape == (0,) and ours[2] == theirs[2] == 2
-    np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-12, atol=1e-14)
+    assert_close(ours[3], theirs[3], rtol=1e-12, atol=1e-14)
 
 
 def test_abstract_eval_states_shapes_without_running_on_zeros():

@@ -13,6 +13,7 @@ from tapegrad.nn._norm import batch_norm, group_norm, layer_norm
 from tapegrad.nn._norm_layers import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
@@ -74,9 +75,9 @@ def test_batch_norm_matches_torch(shape, dtype, training, affine):
     prm, prv = _stats(shape[1], dtype, rm, rv)
     out = batch_norm(x, prm, prv, w, b, training=training, momentum=0.3, eps=1e-3)
     assert out.dtype == dtype and out.shape == shape
-    np.testing.assert_allclose(out, ref.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(prm.value, trm.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(prv.value, trv.numpy(), **TOL[dtype])
+    assert_close(out, ref.numpy(), **TOL[dtype])
+    assert_close(prm.value, trm.numpy(), **TOL[dtype])
+    assert_close(prv.value, trv.numpy(), **TOL[dtype])
     assert prm.value.dtype == dtype and prv.value.dtype == dtype
 
 
@@ -84,10 +85,10 @@ def test_batch_norm_values_against_numpy():
     rng = _rng(2)
     x = rng.standard_normal((5, 3, 4))
     w, b, rm, rv = _channel_arrays(rng, 3, np.float64)
-    np.testing.assert_allclose(batch_norm(x, rm, rv, w, b), _np_batch_norm(x, rm, rv, w, b), rtol=1e-12)
+    assert_close(batch_norm(x, rm, rv, w, b), _np_batch_norm(x, rm, rv, w, b), rtol=1e-12)
     out = batch_norm(x, None, None, w, b, training=True)
     ref = _np_batch_norm(x, x.mean((0, 2)), x.var((0, 2)), w, b)
-    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+    assert_close(out, ref, rtol=1e-12, atol=1e-12)
 
 
 def test_batch_norm_running_update_is_pytorchs_formula():
@@ -95,9 +96,9 @@ def test_batch_norm_running_update_is_pytorchs_formula():
     x = rng.standard_normal((6, 2, 3))
     rm, rv = _stats(2, np.float64, np.array([1.0, -1.0]), np.array([2.0, 0.5]))
     batch_norm(x, rm, rv, training=True, momentum=0.25)
-    np.testing.assert_allclose(rm.value, 0.75 * np.array([1.0, -1.0]) + 0.25 * x.mean((0, 2)), rtol=1e-14)
+    assert_close(rm.value, 0.75 * np.array([1.0, -1.0]) + 0.25 * x.mean((0, 2)), rtol=1e-14)
     unbiased = x.var((0, 2), ddof=1)  # the running variance takes the unbiased batch variance
-    np.testing.assert_allclose(rv.value, 0.75 * np.array([2.0, 0.5]) + 0.25 * unbiased, rtol=1e-14)
+    assert_close(rv.value, 0.75 * np.array([2.0, 0.5]) + 0.25 * unbiased, rtol=1e-14)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -115,7 +116,7 @@ def test_layer_norm_matches_torch(shape, normalized_shape, dtype, affine):
     ref = torch.nn.functional.layer_norm(t(x), dims, t(w), t(b), eps=1e-4)
     out = layer_norm(x, normalized_shape, w, b, eps=1e-4)
     assert out.dtype == dtype
-    np.testing.assert_allclose(out, ref.numpy(), **TOL[dtype])
+    assert_close(out, ref.numpy(), **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -129,10 +130,10 @@ def test_group_norm_matches_torch(shape, groups, dtype):
     ref = torch.nn.functional.group_norm(torch.tensor(x), groups, torch.tensor(w), torch.tensor(b), eps=1e-4)
     out = group_norm(x, groups, w, b, eps=1e-4)
     assert out.dtype == dtype
-    np.testing.assert_allclose(out, ref.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(group_norm(x, groups), _np_group_norm(x, groups, np.ones(shape[1]),
+    assert_close(out, ref.numpy(), **TOL[dtype])
+    assert_close(group_norm(x, groups), _np_group_norm(x, groups, np.ones(shape[1]),
                                                                      np.zeros(shape[1]), 1e-5),
-                               **TOL[dtype])
+                 **TOL[dtype])
 
 
 def test_float32_gradients_stay_float32():
@@ -159,7 +160,7 @@ def test_batch_norm_gradients_match_torch():
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
     (torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True) ** 3 * torch.tensor(ct)).sum().backward()
     for g, t in zip(grads, (tx, tw, tb)):
-        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+        assert_close(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 # ---- derivatives to order 2 ----------------------------------------------------------------------
@@ -235,10 +236,10 @@ def test_jit_equals_eager():
            lambda x, w, b: layer_norm(x, 3, w[:3], b[:3]),
            lambda x, w, b: group_norm(x, 3, w, b)]
     for fn in fns:
-        np.testing.assert_allclose(tg.jit(fn)(x, w, b), fn(x, w, b), rtol=1e-6, atol=1e-6)
+        assert_close(tg.jit(fn)(x, w, b), fn(x, w, b), rtol=1e-6, atol=1e-6)
         grad = tg.grad(lambda *a: tnp.sum(fn(*a) ** 3), grad_position=(0, 1, 2))
         for g, ref in zip(tg.jit(grad)(x, w, b), grad(x, w, b)):
-            np.testing.assert_allclose(g, ref, rtol=1e-5, atol=1e-5)
+            assert_close(g, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_running_stats_under_jit_are_written_back_at_each_call():
@@ -247,9 +248,9 @@ def test_running_stats_under_jit_are_written_back_at_each_call():
     eager_stats, jit_stats = _stats(2, np.float64), _stats(2, np.float64)
     step = tg.jit(lambda x: batch_norm(x, *jit_stats, training=True))
     for x in xs:
-        np.testing.assert_allclose(step(x), batch_norm(x, *eager_stats, training=True), rtol=1e-12)
+        assert_close(step(x), batch_norm(x, *eager_stats, training=True), rtol=1e-12)
         for got, ref in zip(jit_stats, eager_stats):
-            np.testing.assert_allclose(got.value, ref.value, rtol=1e-14)
+            assert_close(got.value, ref.value, rtol=1e-14)
 
 
 @pytest.mark.parametrize("route", ["grad", "grad_of_grad", "jvp", "hessian", "jit_of_grad", "grad_of_jit",
@@ -267,8 +268,8 @@ def test_running_stats_updated_once_on_every_route(route):
            "grad_of_jit": lambda: tg.grad(tg.jit(f))(x),
            "jit_of_jvp": lambda: tg.jit(lambda x: tg.jvp(f, (x,), (x,)))(x)}[route]
     run()
-    np.testing.assert_allclose(stats[0].value, 0.1 * x.mean((0, 2)), rtol=1e-12)
-    np.testing.assert_allclose(stats[1].value, 0.9 + 0.1 * x.var((0, 2), ddof=1), rtol=1e-12)
+    assert_close(stats[0].value, 0.1 * x.mean((0, 2)), rtol=1e-12)
+    assert_close(stats[1].value, 0.9 + 0.1 * x.var((0, 2), ddof=1), rtol=1e-12)
     assert all(type(p.value) is np.ndarray for p in stats)
 
 
@@ -335,7 +336,7 @@ def _sgd_steps(net, torch_net, xs, lr=0.1, jit=False):
             opt.zero_grad()
             torch_value.backward()
             opt.step()
-        np.testing.assert_allclose(value, torch_value.item(), rtol=1e-4)
+        assert_close(value, torch_value.item(), rtol=1e-4)
 
 
 def _assert_same_state(net, torch_net, dtype):
@@ -343,7 +344,7 @@ def _assert_same_state(net, torch_net, dtype):
     ours = dict(net.named_parameters())
     assert set(ours) == set(torch_state)
     for name, p in ours.items():
-        np.testing.assert_allclose(np.asarray(p.value), torch_state[name], **TOL[dtype], err_msg=name)
+        assert_close(np.asarray(p.value), torch_state[name], **TOL[dtype], err_msg=name)
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
@@ -363,7 +364,7 @@ def test_batch_norm_module_training_matches_torch(cls, shape, dtype, jit, moment
     assert int(net.num_batches_tracked.value) == 3 and net.num_batches_tracked.value.dtype == np.int64
     net.eval(), torch_net.eval()
     x = xs[0]
-    np.testing.assert_allclose(net(x), torch_net(torch.tensor(x)).detach().numpy(), **TOL[dtype])
+    assert_close(net(x), torch_net(torch.tensor(x)).detach().numpy(), **TOL[dtype])
     before = [np.array(p.value) for p in net.parameters()]
     net(x)
     for p, old in zip(net.parameters(), before):  # evaluation mode changes nothing
@@ -390,7 +391,7 @@ def test_batch_norm_module_without_running_stats_uses_batch_stats_in_eval():
     x = _rng(21).standard_normal((3, 2, 4))
     net = BatchNorm1d(2, affine=False, track_running_stats=False, dtype=np.float64).eval()
     torch_net = torch.nn.BatchNorm1d(2, affine=False, track_running_stats=False, dtype=torch.float64).eval()
-    np.testing.assert_allclose(net(x), torch_net(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(net(x), torch_net(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_batch_norm_module_inside_a_model_under_vmap():
@@ -433,7 +434,7 @@ def test_layer_norm_and_group_norm_modules_match_torch(dtype):
         _assert_same_state(net, torch_net, dtype)
         _sgd_steps(net, torch_net, [x, 2.0 * x])
         _assert_same_state(net, torch_net, dtype)
-        np.testing.assert_allclose(net(x), torch_net(torch.tensor(x)).detach().numpy(), **TOL[dtype])
+        assert_close(net(x), torch_net(torch.tensor(x)).detach().numpy(), **TOL[dtype])
     assert repr(LayerNorm((3, 5))) == "LayerNorm((3, 5), eps=1e-05, elementwise_affine=True)"
     assert repr(GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True)"
 
@@ -474,14 +475,14 @@ def test_batch_norm_matches_its_formula(shape, dtype):
     out = batch_norm(x, running_mean, running_var, w, b, training=True, momentum=0.1, eps=1e-5)
     expected = (x - mean.reshape(view)) / np.sqrt(var.reshape(view) + 1e-5) * w.reshape(view) + b.reshape(view)
     assert out.dtype == dtype
-    np.testing.assert_allclose(out, expected, **tol)
-    np.testing.assert_allclose(running_mean.value, 0.9 * mean0 + 0.1 * mean, **tol)
-    np.testing.assert_allclose(running_var.value, 0.9 * var0 + 0.1 * var * count / (count - 1), **tol)
+    assert_close(out, expected, **tol)
+    assert_close(running_mean.value, 0.9 * mean0 + 0.1 * mean, **tol)
+    assert_close(running_var.value, 0.9 * var0 + 0.1 * var * count / (count - 1), **tol)
 
     out = batch_norm(x, running_mean, running_var, w, b, training=False, eps=1e-5)
     m, v = np.asarray(running_mean.value), np.asarray(running_var.value)
     expected = (x - m.reshape(view)) / np.sqrt(v.reshape(view) + 1e-5) * w.reshape(view) + b.reshape(view)
-    np.testing.assert_allclose(out, expected, **tol)
+    assert_close(out, expected, **tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -491,7 +492,7 @@ def test_layer_norm_and_group_norm_match_their_formulas(dtype):
     tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
     w, b = rng.standard_normal((4, 5)).astype(dtype), rng.standard_normal((4, 5)).astype(dtype)
     mean, var = x.mean(axis=(1, 2), keepdims=True), x.var(axis=(1, 2), keepdims=True)
-    np.testing.assert_allclose(layer_norm(x, (4, 5), w, b), (x - mean) / np.sqrt(var + 1e-5) * w + b, **tol)
+    assert_close(layer_norm(x, (4, 5), w, b), (x - mean) / np.sqrt(var + 1e-5) * w + b, **tol)
 
     gw, gb = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
     grouped = x.reshape(3, 2, 10)
@@ -499,4 +500,4 @@ def test_layer_norm_and_group_norm_match_their_formulas(dtype):
                   / np.sqrt(grouped.var(axis=2, keepdims=True) + 1e-5)).reshape(x.shape)
     out = group_norm(x, 2, gw, gb)
     assert out.dtype == dtype
-    np.testing.assert_allclose(out, normalised * gw[:, None] + gb[:, None], **tol)
+    assert_close(out, normalised * gw[:, None] + gb[:, None], **tol)

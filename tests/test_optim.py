@@ -12,6 +12,8 @@ from tapegrad._core import trace_stack
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
+
 SHAPES = [(3, 2), (4,), ()]
 STEPS = 4
 TOL = {np.float64: dict(rtol=1e-12, atol=1e-14), np.float32: dict(rtol=1e-5, atol=1e-6)}
@@ -73,7 +75,7 @@ def test_stateful_matches_reference(cls, config, reference, dtype):
         opt.step(tuple(grads))
     for p, want in zip(params, reference(values, grad_steps, **config)):
         assert isinstance(p.value, np.ndarray) and p.value.dtype == dtype and p.shape == want.shape
-        np.testing.assert_allclose(p.value, want, **TOL[dtype])
+        assert_close(p.value, want, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
@@ -90,7 +92,7 @@ def test_functional_matches_reference(cls, config, reference, dtype):
     want = reference(values, grad_steps, **config)
     for got, expected in zip((params["layer"]["w"], params["layer"]["b"], params["scale"]), want):
         assert isinstance(got, np.ndarray) and got.dtype == dtype
-        np.testing.assert_allclose(got, expected, **TOL[dtype])
+        assert_close(got, expected, **TOL[dtype])
     np.testing.assert_array_equal(values[0], originals["w"])  # nothing was mutated
     if cls is optim.Adam:
         assert isinstance(state, optim.AdamState) and int(state.step) == STEPS
@@ -139,7 +141,7 @@ def test_single_parameter_and_bare_gradient():
     p = tg.Parameter(np.array([1.0, 2.0]))
     opt = optim.SGD(p, lr=0.5)
     opt.step(tg.grad(lambda: tnp.sum(p * p), grad_position=None, weights=p)())
-    np.testing.assert_allclose(p.value, [0.0, 0.0])
+    assert_close(p.value, [0.0, 0.0])
 
 
 def test_with_grad_of_trainable_params():
@@ -149,7 +151,7 @@ def test_with_grad_of_trainable_params():
     grads = tg.grad(lambda: F.mse_loss(net(x), t), grad_position=None, weights=net.trainable_params())()
     optim.SGD(net.trainable_params(), lr=0.1).step(grads)
     for p, b, g in zip(net.trainable_params(), before, grads):
-        np.testing.assert_allclose(p.value, b - 0.1 * g, rtol=1e-14)
+        assert_close(p.value, b - 0.1 * g, rtol=1e-14)
 
 
 def test_errors():
@@ -185,7 +187,7 @@ def test_sgd_update_is_differentiable():
         return tnp.sum(p1 * p1)
 
     p = np.array([1.0, -2.0, 0.5])
-    np.testing.assert_allclose(tg.grad(loss_after_step)(p), 2 * (1 - 0.2) ** 2 * p, rtol=1e-14)
+    assert_close(tg.grad(loss_after_step)(p), 2 * (1 - 0.2) ** 2 * p, rtol=1e-14)
 
 
 def test_adam_and_momentum_updates_pass_check_grads():
@@ -236,7 +238,7 @@ def test_matches_torch(cls, config):
             tensor.grad = torch.tensor(g)
         torch_opt.step()
     for p, tensor in zip(params, tensors):
-        np.testing.assert_allclose(p.value, tensor.detach().numpy(), rtol=1e-12, atol=1e-14)
+        assert_close(p.value, tensor.detach().numpy(), rtol=1e-12, atol=1e-14)
 
 
 # ---- inside jit: the state lives in Parameters, read fresh and written back --------------------------------
@@ -272,15 +274,15 @@ def test_jitted_training_step_matches_eager(name, dtype):
     eager_opt, jit_opt = JIT_OPTS[name](eager_net.trainable_params()), JIT_OPTS[name](jit_net.trainable_params())
     eager_step, jit_step = _training_step(eager_net, eager_opt), tg.jit(_training_step(jit_net, jit_opt))
     for x, t in batches:
-        np.testing.assert_allclose(jit_step(x, t), eager_step(x, t), **TOL[dtype])
+        assert_close(jit_step(x, t), eager_step(x, t), **TOL[dtype])
     assert jit_step._cache_size() == 1  # staged once: the later steps ran the program
     assert trace_stack() == ()
     for p, q in zip(jit_net.trainable_params(), eager_net.trainable_params()):
         assert type(p.value) is np.ndarray and p.dtype == dtype  # written back as arrays, no tracer leaked
-        np.testing.assert_allclose(p.value, q.value, **TOL[dtype])
+        assert_close(p.value, q.value, **TOL[dtype])
     for s, r in zip(tg.tree.tree_leaves(jit_opt.state_params), tg.tree.tree_leaves(eager_opt.state_params)):
         assert type(s.value) is np.ndarray and s.dtype == r.dtype
-        np.testing.assert_allclose(s.value, r.value, **TOL[dtype])
+        assert_close(s.value, r.value, **TOL[dtype])
     if name == "Adam":  # the step counter is a program input and output, not a constant baked in at step 1
         assert int(jit_opt.state.step) == STEPS
 
@@ -293,7 +295,7 @@ def test_jitted_adam_matches_reference():
     for grads in grad_steps:
         step(tuple(grads))
     for p, want in zip(params, np_adam(values, grad_steps, lr=0.1, betas=(0.8, 0.99))):
-        np.testing.assert_allclose(p.value, want, **TOL[np.float64])
+        assert_close(p.value, want, **TOL[np.float64])
     assert step._cache_size() == 1 and int(opt.state.step) == STEPS
 
 
@@ -354,7 +356,7 @@ def test_functional_update_inside_jit():
     assert update._cache_size() == 1 and isinstance(state, optim.AdamState) and int(state.step) == STEPS
     for got, want in zip(params, eager_params):
         assert got.dtype == np.float32
-        np.testing.assert_allclose(got, want, **TOL[np.float32])
+        assert_close(got, want, **TOL[np.float32])
 
 
 def test_a_functional_optimiser_has_no_state_to_assign():

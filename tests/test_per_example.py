@@ -11,6 +11,8 @@ from tapegrad.nn import functional as F
 
 from sklearn import datasets as sklearn_datasets
 
+from _tol import assert_close
+
 
 class MLP(nn.Module):
     def __init__(self, seed: int):
@@ -43,11 +45,11 @@ def test_per_example_gradients_of_every_parameter_match_a_loop(digits):
     for k, p in enumerate(params):
         assert per_example[k].shape == (len(x),) + p.shape and per_example[k].dtype == p.dtype
         # float32 Parameters: the batched and the looped products sum in different orders
-        np.testing.assert_allclose(per_example[k], np.stack([g[k] for g in loop]), rtol=1e-4, atol=1e-6)
+        assert_close(per_example[k], np.stack([g[k] for g in loop]), rtol=1e-4, atol=1e-6)
     # the batch gradient of the mean loss is the mean of the per-example gradients
     batch = tg.grad(lambda x, y: F.cross_entropy(net(x), y), grad_position=None, weights=params)(x, y)
     for g, pe in zip(batch, per_example):
-        np.testing.assert_allclose(g, pe.mean(axis=0), rtol=1e-4, atol=1e-6)
+        assert_close(g, pe.mean(axis=0), rtol=1e-4, atol=1e-6)
     for p, b in zip(params, before):  # the Parameters are untouched
         np.testing.assert_array_equal(p.value, b)
     assert trace_stack() == ()
@@ -64,13 +66,13 @@ def test_per_example_gradients_in_pure_form_with_shared_params(digits):
 
     grads = tg.vmap(tg.grad(loss), in_axes=(None, 0, 0))(params, x, y)
     for key in params:
-        np.testing.assert_allclose(grads[key], np.stack([tg.grad(loss)(params, xi, yi)[key]
+        assert_close(grads[key], np.stack([tg.grad(loss)(params, xi, yi)[key]
                                                          for xi, yi in zip(x, y)]), rtol=1e-12)
     # in_axes as a pytree prefix: the bias is mapped too (one per example), the weights shared
     biases = rng.normal(size=(len(x), 10))
     grads = tg.vmap(tg.grad(loss), in_axes=({"w": None, "b": 0}, 0, 0))({"w": params["w"], "b": biases}, x, y)
     expected = [tg.grad(loss)({"w": params["w"], "b": b}, xi, yi) for b, xi, yi in zip(biases, x, y)]
-    np.testing.assert_allclose(grads["b"], np.stack([e["b"] for e in expected]), rtol=1e-12)
+    assert_close(grads["b"], np.stack([e["b"] for e in expected]), rtol=1e-12)
 
 
 def test_per_example_gradient_norms_and_clipping_are_differentiable_per_example():
@@ -82,4 +84,4 @@ def test_per_example_gradient_norms_and_clipping_are_differentiable_per_example(
     norms = tnp.linalg.norm(g, axis=1)
     clipped = g / np.maximum(norms, 1.0)[:, None]
     loop = np.stack([tg.grad(loss)(w, xi) for xi in x])
-    np.testing.assert_allclose(clipped, loop / np.maximum(np.linalg.norm(loop, axis=1), 1.0)[:, None], rtol=1e-12)
+    assert_close(clipped, loop / np.maximum(np.linalg.norm(loop, axis=1), 1.0)[:, None], rtol=1e-12)

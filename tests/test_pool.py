@@ -17,6 +17,7 @@ from tapegrad.nn._pool_layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgP
                                       MaxPool2d)
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
@@ -92,7 +93,7 @@ def test_max_pool_matches_torch(n, case, dtype):
         ref.backward(torch.tensor(ct))
         (g,) = tg.vjp(lambda x: _max(n)(x, k, s, p, d, ceil), x)[1](ct)
         assert g.dtype == dtype
-        np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-6)
+        assert_close(g, tx.grad.numpy(), rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
 @pytest.mark.parametrize("count_include_pad", [True, False])
@@ -110,12 +111,12 @@ def test_avg_pool_matches_torch(n, case, dtype, count_include_pad):
         tx = torch.tensor(x, requires_grad=True)
         ref = getattr(torch.nn.functional, f"avg_pool{n}d")(tx, k, s, p, ceil, count_include_pad)
         assert out.dtype == dtype and out.shape == tuple(ref.shape)
-        np.testing.assert_allclose(out, ref.detach().numpy(), **tol)
+        assert_close(out, ref.detach().numpy(), **tol)
         ct = rng.standard_normal(out.shape).astype(dtype)
         ref.backward(torch.tensor(ct))
         (g,) = tg.vjp(lambda x: _avg(n)(x, k, s, p, ceil, count_include_pad), x)[1](ct)
         assert g.dtype == dtype
-        np.testing.assert_allclose(g, tx.grad.numpy(), **tol)
+        assert_close(g, tx.grad.numpy(), **tol)
 
 
 @pytest.mark.parametrize("divisor", [1, 3, -2])
@@ -124,7 +125,7 @@ def test_avg_pool2d_divisor_override_matches_torch(divisor):
     x = np.random.default_rng(2).standard_normal(SHAPE_2D)
     out = avg_pool2d(x, 3, 2, 1, True, False, divisor_override=divisor)
     ref = torch.nn.functional.avg_pool2d(torch.tensor(x), 3, 2, 1, True, False, divisor_override=divisor)
-    np.testing.assert_allclose(out, ref.numpy(), rtol=1e-12)
+    assert_close(out, ref.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -135,9 +136,9 @@ def test_adaptive_avg_pool2d_matches_torch(output_size, dtype):
     out = adaptive_avg_pool2d(x, output_size)
     ref = torch.nn.functional.adaptive_avg_pool2d(torch.tensor(x), output_size).numpy()
     assert out.dtype == dtype and out.shape == ref.shape
-    np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    assert_close(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
     out = adaptive_avg_pool2d(x[0], output_size)  # unbatched
-    np.testing.assert_allclose(out, ref[0], rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    assert_close(out, ref[0], rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
 @pytest.mark.parametrize("output_size", [3, 4, 10, 1, (7,)])
@@ -146,7 +147,7 @@ def test_adaptive_avg_pool1d_matches_torch(output_size):
     x = np.random.default_rng(4).standard_normal(SHAPE_1D)
     out = adaptive_avg_pool1d(x, output_size)
     ref = torch.nn.functional.adaptive_avg_pool1d(torch.tensor(x), output_size).numpy()
-    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    assert_close(out, ref, rtol=1e-12)
 
 
 # ---- derivatives to order 2, both modes ---------------------------------------------------------------
@@ -188,7 +189,7 @@ def test_scatter_and_gather_check_grads():
     check_grads(scatter, (ct,), order=2, name="select_scatter")
     check_grads(gather, (x,), order=2, name="window_gather")
     # <scatter(c), t> == <c, gather(t)>
-    np.testing.assert_allclose(np.vdot(scatter(ct), x), np.vdot(ct, gather(x)), rtol=1e-12)
+    assert_close(np.vdot(scatter(ct), x), np.vdot(ct, gather(x)), rtol=1e-12)
 
 
 @pytest.mark.parametrize("params", [
@@ -205,8 +206,8 @@ def test_window_sum_and_its_transpose(params):
     (kh, kw), (sh, sw), (dh, dw) = params["window"], params["strides"], params["dilation"]
     ref = sum(padded[:, i * dh:, j * dw:][:, ::sh, ::sw][:, :ct.shape[1], :ct.shape[2]]
               for i in range(kh) for j in range(kw))
-    np.testing.assert_allclose(window_sum(x), ref, rtol=1e-12)
-    np.testing.assert_allclose(np.vdot(transpose(ct), x), np.vdot(ct, window_sum(x)), rtol=1e-12)
+    assert_close(window_sum(x), ref, rtol=1e-12)
+    assert_close(np.vdot(transpose(ct), x), np.vdot(ct, window_sum(x)), rtol=1e-12)
     check_grads(window_sum, (x,), order=2, name="window_sum")
     check_grads(transpose, (ct,), order=2, name="window_sum_transpose")
 
@@ -223,11 +224,11 @@ def test_ties_go_to_the_first_maximum_as_torch(case):
     (g,) = tg.vjp(lambda x: max_pool2d(x, k, s, p, d, ceil), x)[1](ct)
     tx = torch.tensor(x, requires_grad=True)
     torch.nn.functional.max_pool2d(tx, k, s, p, d, ceil).backward(torch.tensor(ct))
-    np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(g, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
     # forward mode reads the tangent at the same element
     t = np.random.default_rng(12).standard_normal(x.shape)
     _, t_out = tg.jvp(lambda x: max_pool2d(x, k, s, p, d, ceil), (x,), (t,))
-    np.testing.assert_allclose(np.vdot(ct, t_out), np.vdot(g, t), rtol=1e-12)
+    assert_close(np.vdot(ct, t_out), np.vdot(g, t), rtol=1e-12)
 
 
 def test_non_finite_cotangents_are_routed_exactly():
@@ -285,9 +286,9 @@ def test_gradient_penalty_through_max_pool_matches_torch():
     h = torch.nn.functional.max_pool2d(tx * ta, 3, 2, 1)
     (g,) = torch.autograd.grad((h * h * torch.tensor(w)).sum(), tx, create_graph=True)
     (ref,) = torch.autograd.grad(g.pow(2).sum().sqrt(), ta)
-    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-10)
+    assert_close(got, ref.numpy(), rtol=1e-10)
     check_grads(penalty, (a,), order=1)
-    np.testing.assert_allclose(tg.jit(tg.grad(penalty))(a), got, rtol=1e-12)
+    assert_close(tg.jit(tg.grad(penalty))(a), got, rtol=1e-12)
 
 
 # ---- vmap and jit ------------------------------------------------------------------------------------
@@ -333,7 +334,7 @@ def test_vmap_of_per_example_gradients():
     loss = lambda x, w: tnp.sum(max_pool2d(x, 2) ** 2 * w) + tnp.sum(avg_pool2d(x, 3, 1, 1))
     grads = tg.vmap(tg.grad(loss), in_axes=(0, None))(x, w)
     for i in range(3):
-        np.testing.assert_allclose(grads[i], tg.grad(loss)(x[i], w), rtol=1e-12)
+        assert_close(grads[i], tg.grad(loss)(x[i], w), rtol=1e-12)
 
 
 def test_jit_equals_eager():
@@ -344,7 +345,7 @@ def test_jit_equals_eager():
     for f in (fn, tg.grad(fn), tg.grad(lambda x: tnp.sum(tg.grad(fn)(x) ** 2))):
         eager, jitted = f(x), tg.jit(f)(x)
         assert jitted.dtype == eager.dtype
-        np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+        assert_close(jitted, eager, rtol=1e-6)
     program = str(tg.make_program(tg.grad(fn))(x))
     assert "max_pool" in program and "select_scatter" in program
 
@@ -480,4 +481,4 @@ def test_avg_pool_matches_reference(n, case, dtype, count_include_pad):
     out = _avg(n)(x, k, s, p, ceil, count_include_pad)
     assert out.dtype == dtype
     ref = _reference_pool(x.astype(np.float64), n, "avg", k, s, p, 1, ceil, count_include_pad)
-    np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    assert_close(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)

@@ -3,6 +3,7 @@ differences to order 2 in both modes (tg.testing.check_grads), in float64 and fl
 conventions (xlogy at 0, i1 at 0, the tails of log_ndtr) and the SciPy-less fallback."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ import tapegrad as tg
 import tapegrad.scipy.special as tsp
 from tapegrad.testing import check_grads
 
+from _tol import assert_close
 from _specs import OpSpec
 from _vmapcheck import check_vmap, check_vmap_mixes
 from _gpu import cupy_or_skip
@@ -78,7 +80,7 @@ def test_unary(spec, domain, shape, dtype):
     x = _draw(domain, shape, dtype, np.random.default_rng(0))
     out = spec.op(x)
     assert np.result_type(out) == dtype and np.shape(out) == shape
-    np.testing.assert_allclose(out, spec.ref(x.astype(np.float64)), **_value_tol(dtype))
+    assert_close(out, spec.ref(x.astype(np.float64)), **_value_tol(dtype))
     check_grads(spec.op, (x,), order=2, modes=("fwd", "rev"), name=spec.name)
     g = tg.grad(lambda x: spec.op(x).sum())(x)
     assert g.dtype == dtype and g.shape == shape
@@ -108,7 +110,7 @@ def test_binary(spec, shapes, dtype):
     x, y = _draw(spec.domains[0], shapes[0], dtype, rng), _draw(spec.domains[1], shapes[1], dtype, rng)
     out = spec.op(x, y)
     assert np.result_type(out) == dtype
-    np.testing.assert_allclose(out, spec.ref(x.astype(np.float64), y.astype(np.float64)), **_value_tol(dtype))
+    assert_close(out, spec.ref(x.astype(np.float64), y.astype(np.float64)), **_value_tol(dtype))
     check_grads(spec.op, (x, y), order=2, modes=("fwd", "rev"), name=spec.name)
     gx, gy = tg.grad(lambda x, y: spec.op(x, y).sum(), grad_position=(0, 1))(x, y)
     assert (gx.shape, gy.shape, gx.dtype, gy.dtype) == (shapes[0], shapes[1], dtype, dtype)
@@ -142,7 +144,7 @@ def test_binary_with_python_scalar_keeps_float32(spec):
 def test_softmax(name, axis):
     x = _draw("real", (3, 4), np.float64, np.random.default_rng(3))
     fn = lambda x: getattr(tsp, name)(x, axis=axis)  # noqa: E731
-    np.testing.assert_allclose(fn(x), getattr(ss, name)(x, axis=axis), rtol=1e-12)
+    assert_close(fn(x), getattr(ss, name)(x, axis=axis), rtol=1e-12)
     check_grads(fn, (x,), order=2, name=name)
 
 
@@ -161,27 +163,27 @@ def test_xlogy_is_zero_at_x_zero_with_log_y_gradient(name, ref):
     assert f(0.0, 0.0) == 0.0 and f(0.0, 3.0) == 0.0
     y = np.array([0.5, 2.0, 3.0])
     x = np.zeros(3)
-    np.testing.assert_allclose(tg.grad(lambda x: f(x, y).sum())(x), ref(y))
+    assert_close(tg.grad(lambda x: f(x, y).sum())(x), ref(y))
     _, tangent = tg.jvp(lambda x: f(x, y), (x,), (np.ones(3),))
-    np.testing.assert_allclose(tangent, ref(y))
-    np.testing.assert_allclose(tg.grad(lambda y: f(x, y).sum())(y), 0.0)
+    assert_close(tangent, ref(y))
+    assert_close(tg.grad(lambda y: f(x, y).sum())(y), 0.0)
     check_grads(f, (x, y), order=2, name=name)  # differentiable at x = 0 to order 2
 
 
 def test_log_ndtr_far_left_tail_value_and_gradients_float64():
     x = np.array([-1e5, -1e3, -40.0, -10.0])
-    np.testing.assert_allclose(tsp.log_ndtr(x), ss.log_ndtr(x), rtol=1e-14)
+    assert_close(tsp.log_ndtr(x), ss.log_ndtr(x), rtol=1e-14)
     g = tg.grad(lambda x: tsp.log_ndtr(x).sum())(x)
     # the inverse Mills ratio: -x - 1/x + 2/x**3 - 10/x**5 + ... as x -> -inf (exact to rounding for
     # |x| >= 1e3), and pdf/cdf from their logs where that loses only ~x**2/2 * eps
-    np.testing.assert_allclose(g[:2], (-x - 1 / x + 2 / x ** 3 - 10 / x ** 5)[:2], rtol=1e-14)
+    assert_close(g[:2], (-x - 1 / x + 2 / x ** 3 - 10 / x ** 5)[:2], rtol=1e-14)
     log_pdf = -0.5 * x[2:] ** 2 - 0.5 * np.log(2 * np.pi)
-    np.testing.assert_allclose(g[2:], np.exp(log_pdf - ss.log_ndtr(x[2:])), rtol=1e-12)
+    assert_close(g[2:], np.exp(log_pdf - ss.log_ndtr(x[2:])), rtol=1e-12)
     _, fwd = tg.jvp(tsp.log_ndtr, (x,), (np.ones(4),))
-    np.testing.assert_allclose(fwd, g, rtol=1e-14)
+    assert_close(fwd, g, rtol=1e-14)
     h = tg.grad(lambda x: tg.grad(lambda x: tsp.log_ndtr(x).sum())(x).sum())(x)
     # relative precision lost to cancellation: about eps * x**2 (documented in log_ndtr)
-    np.testing.assert_allclose(h[1:3], (-1 + 1 / x ** 2 - 6 / x ** 4 + 50 / x ** 6)[1:3], rtol=1e-9)
+    assert_close(h[1:3], (-1 + 1 / x ** 2 - 6 / x ** 4 + 50 / x ** 6)[1:3], rtol=1e-9)
     assert np.isfinite(h).all()
     check_grads(tsp.log_ndtr, (np.array([-60.0, -25.0, -8.0]),), order=2, name="log_ndtr")
 
@@ -191,12 +193,12 @@ def test_log_ndtr_tails_float32_and_right_tail():
     g = tg.grad(lambda x: tsp.log_ndtr(x).sum())(x)
     assert g.dtype == np.float32 and np.isfinite(g).all()
     expected = np.exp(-0.5 * x.astype(np.float64) ** 2) / np.sqrt(2 * np.pi) / ss.ndtr(x.astype(np.float64))
-    np.testing.assert_allclose(g, expected, rtol=1e-5, atol=1e-30)
+    assert_close(g, expected, rtol=1e-5, atol=1e-30)
     # second derivatives stay finite on both sides (erfcx would overflow right of 0)
     h = tg.grad(lambda x: tg.grad(lambda x: tsp.log_ndtr(x).sum())(x).sum())(x)
     assert np.isfinite(h).all()
     _, t2 = tg.jvp(lambda x: tg.jvp(tsp.log_ndtr, (x,), (np.ones_like(x),))[1], (x,), (np.ones_like(x),))
-    np.testing.assert_allclose(t2, h, rtol=1e-5, atol=1e-6)
+    assert_close(t2, h, rtol=1e-5, atol=1e-6)
 
 
 def test_i1_at_zero_exact_to_order_three():
@@ -204,40 +206,40 @@ def test_i1_at_zero_exact_to_order_three():
     d2 = tg.grad(d1)
     d3 = tg.grad(d2)
     assert float(d1(0.0)) == 0.5 and float(d2(0.0)) == 0.0
-    np.testing.assert_allclose(d3(0.0), 3 / 8, rtol=1e-14)  # i1(x) = x/2 + x**3/16 + ...
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.i1e(x))(0.0), 0.5)
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.i0(x))(0.0), 0.0)
+    assert_close(d3(0.0), 3 / 8, rtol=1e-14)  # i1(x) = x/2 + x**3/16 + ...
+    assert_close(tg.grad(lambda x: tsp.i1e(x))(0.0), 0.5)
+    assert_close(tg.grad(lambda x: tsp.i0(x))(0.0), 0.0)
     _, t = tg.jvp(lambda x: tg.jvp(tsp.i1, (x,), (1.0,))[1], (0.0,), (1.0,))
     assert float(t) == 0.0
     # both sides of the series radius agree with SciPy's recurrence i1' = (i0 + iv(2, .)) / 2
     x = np.array([-3.0, -1.0 - 1e-9, -1.0 + 1e-9, -0.5, 0.3, 1.0 - 1e-9, 1.0 + 1e-9, 7.0])
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.i1(x).sum())(x), (ss.i0(x) + ss.iv(2, x)) / 2, rtol=1e-13)
+    assert_close(tg.grad(lambda x: tsp.i1(x).sum())(x), (ss.i0(x) + ss.iv(2, x)) / 2, rtol=1e-13)
 
 
 def test_derivative_identities():
     x = np.array([0.7, 1.3, 4.0])
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.gammaln(x).sum())(x), ss.digamma(x), rtol=1e-13)
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.digamma(x).sum())(x), ss.polygamma(1, x), rtol=1e-13)
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.polygamma(2, x).sum())(x), ss.polygamma(3, x), rtol=1e-13)
+    assert_close(tg.grad(lambda x: tsp.gammaln(x).sum())(x), ss.digamma(x), rtol=1e-13)
+    assert_close(tg.grad(lambda x: tsp.digamma(x).sum())(x), ss.polygamma(1, x), rtol=1e-13)
+    assert_close(tg.grad(lambda x: tsp.polygamma(2, x).sum())(x), ss.polygamma(3, x), rtol=1e-13)
     n = np.array([0, 1, 2])  # an integer array order, broadcast against x
-    np.testing.assert_allclose(tsp.polygamma(n, x), ss.polygamma(n, x), rtol=1e-13)
-    np.testing.assert_allclose(tg.grad(lambda x: tsp.polygamma(n, x).sum())(x), ss.polygamma(n + 1, x), rtol=1e-13)
+    assert_close(tsp.polygamma(n, x), ss.polygamma(n, x), rtol=1e-13)
+    assert_close(tg.grad(lambda x: tsp.polygamma(n, x).sum())(x), ss.polygamma(n + 1, x), rtol=1e-13)
     q = np.array([1e-10, 0.5, 0.9])  # the inverse-function rule: 1 / pdf(ndtri(q))
-    np.testing.assert_allclose(tg.grad(lambda q: tsp.ndtri(q).sum())(q),
-                               np.sqrt(2 * np.pi) * np.exp(ss.ndtri(q) ** 2 / 2), rtol=1e-12)
+    assert_close(tg.grad(lambda q: tsp.ndtri(q).sum())(q),
+                 np.sqrt(2 * np.pi) * np.exp(ss.ndtri(q) ** 2 / 2), rtol=1e-12)
     # the fourth derivative of gammaln, by jvp of jvp of jvp of jvp: polygamma(3, x)
     f = tsp.gammaln
     for _ in range(4):
         f = (lambda g: lambda x: tg.jvp(g, (x,), (np.ones_like(x),))[1])(f)
-    np.testing.assert_allclose(f(x), ss.polygamma(3, x), rtol=1e-12)
+    assert_close(f(x), ss.polygamma(3, x), rtol=1e-12)
 
 
 def test_dtypes_and_scalars():
     assert np.result_type(tsp.polygamma(1, np.float32(2.0))) == np.float32
     assert np.result_type(tsp.gammaln(np.arange(1, 4))) == np.float64
     assert np.result_type(tsp.xlogy(np.float32([1.0]), 2.0)) == np.float32
-    np.testing.assert_allclose(tsp.gamma(5), 24.0)
-    np.testing.assert_allclose(tg.grad(tsp.gammaln)(2.5), ss.digamma(2.5))
+    assert_close(tsp.gamma(5), 24.0)
+    assert_close(tg.grad(tsp.gammaln)(2.5), ss.digamma(2.5))
 
 
 def test_without_scipy_core_imports_and_errors_name_pip_install():
@@ -245,16 +247,19 @@ def test_without_scipy_core_imports_and_errors_name_pip_install():
 import sys
 sys.modules['scipy'] = None
 sys.modules['scipy.special'] = None
+sys.path.insert(0, sys.argv[1])  # the tests folder, for _tol
 import math
 import numpy as np
 import tapegrad as tg, tapegrad.scipy.special as tsp, tapegrad.scipy.stats
+from _tol import assert_close
 
 x = np.array([0.3, 1.7], np.float32)
-assert np.allclose(tsp.erf(x), [math.erf(v) for v in x]) and tsp.erf(x).dtype == np.float32
-assert np.allclose(tsp.erfc(x), [math.erfc(v) for v in x])
-assert np.allclose(tsp.gamma(x), [math.gamma(v) for v in x])
-assert np.allclose(tsp.gammaln(x), [math.lgamma(v) for v in x])
-assert np.allclose(tg.grad(lambda x: tsp.erf(x).sum())(x), 2 / math.sqrt(math.pi) * np.exp(-x * x))
+assert tsp.erf(x).dtype == np.float32
+assert_close(tsp.erf(x), [math.erf(v) for v in x])
+assert_close(tsp.erfc(x), [math.erfc(v) for v in x])
+assert_close(tsp.gamma(x), [math.gamma(v) for v in x])
+assert_close(tsp.gammaln(x), [math.lgamma(v) for v in x])
+assert_close(tg.grad(lambda x: tsp.erf(x).sum())(x), 2 / math.sqrt(math.pi) * np.exp(-x * x))
 try:
     tsp.digamma(x)
 except ImportError as e:
@@ -263,7 +268,8 @@ else:
     raise AssertionError('no ImportError')
 print('ok')
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True,
+                            text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
@@ -292,7 +298,7 @@ def test_cupy_matches_numpy():
         xs = lo + (hi - lo) * (x - 0.3) / 1.4
         got = spec.op(cp.asarray(xs))
         assert isinstance(got, cp.ndarray), spec.name
-        np.testing.assert_allclose(cp.asnumpy(got), spec.op(xs), rtol=1e-10, err_msg=spec.name)
+        assert_close(cp.asnumpy(got), spec.op(xs), rtol=1e-10, err_msg=spec.name)
         g = tg.grad(lambda x: spec.op(x).sum())(cp.asarray(xs))
-        np.testing.assert_allclose(cp.asnumpy(g), tg.grad(lambda x: spec.op(x).sum())(xs), rtol=1e-9,
-                                   err_msg=spec.name)
+        assert_close(cp.asnumpy(g), tg.grad(lambda x: spec.op(x).sum())(xs), rtol=1e-9,
+                     err_msg=spec.name)

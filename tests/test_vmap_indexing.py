@@ -15,6 +15,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.numpy._indexing import IndexUpdateHelper, getitem, getitem_p, index_add_p, index_set_p
 
+from _tol import assert_close
+
 B = 3
 rng = np.random.default_rng(0)
 
@@ -131,7 +133,7 @@ def test_vmap_matches_loop(name):
         in_axes = tuple(None if ax is None else ax % (a.ndim + 1) for a, ax in zip(examples, mix))
         args = [_batch(a, ax) for a, ax in zip(examples, in_axes)]
         got = tg.vmap(f, in_axes=mix)(*args)
-        np.testing.assert_allclose(np.asarray(got), _loop(f, args, in_axes), err_msg=f"{name}, in_axes={mix}")
+        assert_close(np.asarray(got), _loop(f, args, in_axes), err_msg=f"{name}, in_axes={mix}")
 
 
 def test_the_three_primitives_have_batch_rules():
@@ -153,6 +155,7 @@ def test_rules_do_not_loop():
 
 
 def test_mapped_mask_gather_is_refused():
+    rng = np.random.default_rng(0)
     xs, ms = _batch(X, 0), rng.normal(size=(B, 5)) > 0
     with pytest.raises(IndexError, match="boolean mask varies over the batch"):
         tg.vmap(lambda x, m: ix(x)[:, m])(xs, ms)
@@ -177,7 +180,7 @@ def test_update_through_mapped_mask(name, x_axis):
     xs, ms = _batch(X, x_axis), np.moveaxis(MS, 0, 1)
     got = tg.vmap(f, in_axes=(x_axis, 1, y_axis))(xs, ms, y)
     args = (xs, ms, y)
-    np.testing.assert_allclose(got, _loop(f, args, (x_axis, 1, y_axis)))
+    assert_close(got, _loop(f, args, (x_axis, 1, y_axis)))
 
 
 def test_vmap_of_grad_through_mapped_mask():
@@ -186,16 +189,16 @@ def test_vmap_of_grad_through_mapped_mask():
         return (at(x)[x < 0].set(0.0) ** 2).sum()
     xs = _batch(X, 1)
     got = tg.vmap(tg.grad(f), in_axes=1)(xs)
-    np.testing.assert_allclose(got, np.stack([2 * np.maximum(xs[:, b], 0) for b in range(B)]))
+    assert_close(got, np.stack([2 * np.maximum(xs[:, b], 0) for b in range(B)]))
 
 
 def test_shared_x_mapped_index():
     """x the same for every example, the index mapped: the index arrays carry the batch."""
     idx = np.array([[0, 3], [1, 1], [2, 0]])
-    np.testing.assert_allclose(tg.vmap(lambda i: ix(X)[:, i, 1], in_axes=0)(idx),
-                               np.stack([X[:, i, 1] for i in idx]))
-    np.testing.assert_allclose(tg.vmap(lambda i: tnp.take(X, i, axis=-1), in_axes=1)(idx.T),
-                               np.stack([np.take(X, i, axis=-1) for i in idx]))
+    assert_close(tg.vmap(lambda i: ix(X)[:, i, 1], in_axes=0)(idx),
+                 np.stack([X[:, i, 1] for i in idx]))
+    assert_close(tg.vmap(lambda i: tnp.take(X, i, axis=-1), in_axes=1)(idx.T),
+                 np.stack([np.take(X, i, axis=-1) for i in idx]))
 
 
 # ---- compositions ------------------------------------------------------------------------------------
@@ -235,7 +238,7 @@ def test_vmap_of_grad(name):
     f, i, in_axes = COMPOSED[name]
     xs, idx = _batched_pair(i, in_axes)
     got = tg.vmap(tg.grad(_scalar(f)), in_axes=in_axes)(xs, idx)
-    np.testing.assert_allclose(got, np.stack(_per_example(tg.grad(_scalar(f)), xs, idx, in_axes)))
+    assert_close(got, np.stack(_per_example(tg.grad(_scalar(f)), xs, idx, in_axes)))
 
 
 @pytest.mark.parametrize("name", list(COMPOSED))
@@ -245,11 +248,12 @@ def test_grad_of_vmap(name):
     got = tg.grad(lambda xs: _scalar(tg.vmap(f, in_axes=in_axes))(xs, idx))(xs)
     grads = np.stack(_per_example(tg.grad(_scalar(f)), xs, idx, in_axes))
     want = grads.sum(0) if in_axes[0] is None else np.moveaxis(grads, 0, in_axes[0])  # a shared x gathers them all
-    np.testing.assert_allclose(got, want)
+    assert_close(got, want)
 
 
 @pytest.mark.parametrize("name", list(COMPOSED))
 def test_jvp_of_vmap(name):
+    rng = np.random.default_rng(0)
     f, i, in_axes = COMPOSED[name]
     xs, idx = _batched_pair(i, in_axes)
     t = rng.normal(size=xs.shape)
@@ -257,8 +261,8 @@ def test_jvp_of_vmap(name):
     pairs = [tg.jvp(lambda x: f(x, j), (x,), (tx,))
              for (x, j), tx in zip(_per_example(lambda x, j: (x, j), xs, idx, in_axes),
                                    _per_example(lambda tx, j: tx, t, idx, in_axes))]
-    np.testing.assert_allclose(out, np.stack([p[0] for p in pairs]))
-    np.testing.assert_allclose(out_t, np.stack([p[1] for p in pairs]))
+    assert_close(out, np.stack([p[0] for p in pairs]))
+    assert_close(out_t, np.stack([p[1] for p in pairs]))
 
 
 @pytest.mark.parametrize("outer", [(-1, None), (-1, -1), (None, 0)])
@@ -273,7 +277,7 @@ def test_vmap_of_vmap(name, outer):
     got = tg.vmap(tg.vmap(f, in_axes=in_axes), in_axes=outer)(*args)
     want = np.stack([tg.vmap(f, in_axes=in_axes)(*[a if ax is None else np.take(a, k, axis=ax)
                                                    for a, ax in zip(args, outer)]) for k in range(2)])
-    np.testing.assert_allclose(got, want)
+    assert_close(got, want)
 
 
 def test_vmap_of_grad_set_repeated_mapped_index():
@@ -283,4 +287,4 @@ def test_vmap_of_grad_set_repeated_mapped_index():
         return (at(x)[i].set(x[1:] * 3.0) ** 2).sum()
     xs, idx = _batch(X, 0), np.array([[0, 0, 1], [2, 1, 2], [3, 3, 3]])
     got = tg.vmap(tg.grad(f))(xs, idx)
-    np.testing.assert_allclose(got, np.stack([tg.grad(f)(x, i) for x, i in zip(xs, idx)]))
+    assert_close(got, np.stack([tg.grad(f)(x, i) for x, i in zip(xs, idx)]))

@@ -18,6 +18,8 @@ import tapegrad.numpy.fft  # noqa: F401  (registers the FFT primitives)
 import tapegrad.scipy.linalg as tsl
 from tapegrad.numpy._rules import PRIMITIVES
 
+from _tol import assert_close
+
 B = 4  # examples per batch
 N = 3  # matrix size
 PRIMS = ["cholesky", "det", "slogdet", "eigh", "qr", "solve", "inv", "pinv", "svd", "solve_triangular", "expm",
@@ -109,7 +111,7 @@ def _check(f, args, in_axes, dtype=np.float64):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, **_tol(dtype))
+        assert_close(g, w, **_tol(dtype))
 
 
 # ---- one operand ---------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def test_batch_axis_stays_among_stack_axes():
     """An example that is a stack: the batch axis in the stack needs no moveaxis (one bind)."""
     a = _batched(_sq, (2, N, N), 1, _rng())
     out = tg.vmap(tnp.linalg.inv, in_axes=1, out_axes=1)(a)
-    np.testing.assert_allclose(out, np.linalg.inv(a), rtol=1e-12)
+    assert_close(out, np.linalg.inv(a), rtol=1e-12)
 
 
 # ---- two operands: solve and solve_triangular -------------------------------------------------------
@@ -290,7 +292,7 @@ def _axes_for(name):
 
 def _close(got, want):
     for g, w in zip(_leaves(got), _leaves(want)):
-        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+        assert_close(g, w, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSED))

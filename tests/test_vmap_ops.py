@@ -15,6 +15,7 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 
+from _tol import assert_close
 from _vmapcheck import check_vmap, in_axes_mixes
 
 RNG = np.random.default_rng(0)
@@ -43,10 +44,10 @@ def test_out_axes_pytree_prefix_and_none_for_shared_outputs():
 
     out = tg.vmap(g, out_axes={"a": 1, "b": (-1, 0), "shared": None})(xs)
     loop = [g(x) for x in xs]
-    np.testing.assert_allclose(out["a"], np.stack([o["a"] for o in loop], axis=1))
-    np.testing.assert_allclose(out["b"][0], np.stack([o["b"][0] for o in loop], axis=-1))
-    np.testing.assert_allclose(out["b"][1], np.broadcast_to(Y * 2.0, (3, 4)))  # shared: broadcast at 0
-    np.testing.assert_allclose(out["shared"], Y + 1.0)  # None: returned unbatched
+    assert_close(out["a"], np.stack([o["a"] for o in loop], axis=1))
+    assert_close(out["b"][0], np.stack([o["b"][0] for o in loop], axis=-1))
+    assert_close(out["b"][1], np.broadcast_to(Y * 2.0, (3, 4)))  # shared: broadcast at 0
+    assert_close(out["shared"], Y + 1.0)  # None: returned unbatched
     assert isinstance(out["b"], tuple)
 
 
@@ -58,32 +59,34 @@ def test_shared_outputs_are_broadcast_or_returned(out_axes):
 
 
 def test_in_axes_pytree_prefix():
-    params = {"w": RNG.standard_normal((4, 2)), "b": RNG.standard_normal((5, 2))}
-    xs = RNG.standard_normal((5, 4))
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal((4, 2)), "b": rng.standard_normal((5, 2))}
+    xs = rng.standard_normal((5, 4))
 
     def layer(x, p):
         return tnp.tanh(x @ p["w"] + p["b"])
 
     out = tg.vmap(layer, in_axes=(0, {"w": None, "b": 0}))(xs, params)
     expected = np.stack([layer(xs[i], {"w": params["w"], "b": params["b"][i]}) for i in range(5)])
-    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    assert_close(out, expected, rtol=1e-12)
     # a list argument, its entries mapped along different axes, and a list in_axes
-    pair = [RNG.standard_normal((2, 5)), RNG.standard_normal(5)]
+    pair = [rng.standard_normal((2, 5)), rng.standard_normal(5)]
     out = tg.vmap(lambda p: p[0] * p[1], in_axes=[[1, 0]])(pair)
-    np.testing.assert_allclose(out, (pair[0] * pair[1]).T)
+    assert_close(out, (pair[0] * pair[1]).T)
 
 
 def test_keyword_arguments_are_mapped_along_0():
-    ks = RNG.standard_normal((3, 4))
+    rng = np.random.default_rng(0)
+    ks = rng.standard_normal((3, 4))
     out = tg.vmap(lambda x, k: x * k, in_axes=(1,))(X.T, k=ks)
-    np.testing.assert_allclose(out, X * ks)
+    assert_close(out, X * ks)
 
 
 def test_axis_size():
     out = tg.vmap(lambda y: tnp.exp(y), in_axes=None, axis_size=5)(Y)
-    np.testing.assert_allclose(out, np.broadcast_to(np.exp(Y), (5, 4)))
+    assert_close(out, np.broadcast_to(np.exp(Y), (5, 4)))
     out = tg.vmap(lambda x, y: x + y, in_axes=(0, None), axis_size=3)(X, Y)  # agrees with the mapped size
-    np.testing.assert_allclose(out, X + Y)
+    assert_close(out, X + Y)
     shared = tg.vmap(lambda y: y, in_axes=None, axis_size=2, out_axes=None)(Y)
     np.testing.assert_array_equal(shared, Y)
     assert not np.shares_memory(shared, Y)  # the caller owns every result
@@ -92,7 +95,8 @@ def test_axis_size():
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 7, 10])
 @pytest.mark.parametrize("out_axes", [0, -1, (1, None)], ids=str)
 def test_chunk_size(chunk_size, out_axes):
-    xs = RNG.standard_normal((7, 3, 4))
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((7, 3, 4))
 
     def g(x, y):
         return tnp.sort(x, axis=0) * y, Y  # the second output is shared by every example
@@ -106,15 +110,17 @@ def test_chunk_size(chunk_size, out_axes):
 
 
 def test_chunk_size_with_in_axes_1_and_gradient():
-    xs = RNG.standard_normal((3, 5))
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((3, 5))
     f1 = tg.vmap(lambda x: tnp.sum(tnp.exp(x)), in_axes=1, chunk_size=2)
-    np.testing.assert_allclose(f1(xs), np.exp(xs).sum(0), rtol=1e-12)
-    np.testing.assert_allclose(tg.grad(lambda xs: tnp.sum(f1(xs)))(xs), np.exp(xs), rtol=1e-12)
+    assert_close(f1(xs), np.exp(xs).sum(0), rtol=1e-12)
+    assert_close(tg.grad(lambda xs: tnp.sum(f1(xs)))(xs), np.exp(xs), rtol=1e-12)
 
 
 def test_nested_vmap_of_mixed_axes_matches_a_loop():
+    rng = np.random.default_rng(0)
     inner = tg.vmap(lambda x, y: tnp.dot(x, y), in_axes=(1, None))
-    x, y = RNG.standard_normal((4, 3, 5)), RNG.standard_normal(5)
+    x, y = rng.standard_normal((4, 3, 5)), rng.standard_normal(5)
     for in_axes in in_axes_mixes(2, (3, 1)):
         check_vmap(inner, (x, y), in_axes)
 
