@@ -107,6 +107,10 @@ def _axpy(alpha, v, x):
                           v, x)
 
 
+def _abs(tree):
+    return _tree.tree_map(lambda x: namespace_of(x).abs(_wide(x)), tree)
+
+
 def _conj(tree):
     return _tree.tree_map(np.conj, tree)
 
@@ -121,25 +125,36 @@ class _Checker:
         v, u = _random_like(args, self.rng), _random_like(out, self.rng)
         numeric = self._directional(fn, args, v)
         expected = _inner(u, numeric)
+        noise = self._rounding_noise(out, u)
         if "fwd" in self.modes:
-            self._compare("jvp of " + route, _inner(u, jvp(fn, args, v)[1]), expected)
+            self._compare("jvp of " + route, _inner(u, jvp(fn, args, v)[1]), expected, noise)
             if order > 1:
                 n = len(args)
                 self.check(lambda *xv: jvp(fn, xv[:n], xv[n:])[1], args + v, order - 1, "jvp of " + route)
         if "rev" in self.modes:
             got = _inner(v, _conj(vjp(fn, *args)[1](_conj(u))))
-            self._compare("vjp of " + route, got, _inner(numeric, u))
+            self._compare("vjp of " + route, got, _inner(numeric, u), noise)
             if order > 1:
                 n = len(args)
                 self.check(lambda *xu: vjp(fn, *xu[:n])[1](xu[n]), args + (u,), order - 1, "vjp of " + route)
+
+    def _rounding_noise(self, out, u) -> float:
+        """The error the rounding of ``fn``'s values puts into ``<u, finite difference>``: each value
+        is off by about ``eps(dtype) |f|``, and the difference quotient divides that by the step, so
+        a correct derivative of a function with large values (``sin(x) + 1e4`` in float32) is not
+        reported wrong. Four times the estimate, for the two evaluations and their sum."""
+        dtype_eps = float(np.finfo(_least_precise((out,))).eps)
+        magnitude = _inner(_abs(u), _abs(out))
+        return 4.0 * dtype_eps * magnitude / self.eps
 
     def _directional(self, fn, args, v):
         eps = self.eps
         hi, lo = vjp(fn, *_axpy(eps, v, args))[0], vjp(fn, *_axpy(-eps, v, args))[0]
         return _tree.tree_map(lambda h, l: (_wide(h) - _wide(l)) / (2 * eps), hi, lo)
 
-    def _compare(self, route, got, expected):
-        if not abs(expected - got) <= self.atol + self.rtol * max(abs(expected), abs(got)):
+    def _compare(self, route, got, expected, noise):
+        if not abs(expected - got) <= self.atol + noise + self.rtol * max(abs(expected), abs(got)):
             raise AssertionError(
                 f"check_grads failed for {route}: analytic {got!r}, finite differences give {expected!r} "
-                f"(eps={self.eps}, rtol={self.rtol}, atol={self.atol})")
+                f"(eps={self.eps}, rtol={self.rtol}, atol={self.atol}, rounding noise of the values "
+                f"{noise:.3g})")
