@@ -109,6 +109,8 @@ def new_main(trace_type: type, global_data: Any = None):
     constants go with their last reference, not at the next garbage collection.
     """
     stack = _trace_stack.get()
+    if stack and not stack[-1].active:  # left by an interrupt in CPython's own with-statement window
+        stack = tuple(m for m in stack if m.active)
     main = MainTrace(len(stack) + 1, trace_type, global_data)
     try:
         try:
@@ -124,7 +126,7 @@ def new_main(trace_type: type, global_data: Any = None):
 
 def trace_stack() -> tuple:
     """The open transforms, innermost last (for tests and error messages)."""
-    return _trace_stack.get()
+    return tuple(m for m in _trace_stack.get() if m.active)
 
 
 class Trace:

@@ -54,6 +54,22 @@ def recording_writes():
     return _scoped(_writes, {})
 
 
+# CPython itself has a window no code of ours can close: an interrupt that lands between a context
+# manager's __enter__ setting a value and the with block starting leaves the value set until the
+# generator behind it is collected. So what the scopes set is checked where it is read: a value of a
+# transform that has ended is ignored, never used, and nothing an interrupt leaves behind can break
+# the next call.
+def _live(value) -> bool:
+    """Whether a substituted value belongs to a running transform (a plain array always does)."""
+    return not isinstance(value, Tracer) or value._trace.main.active
+
+
+def _staging_builder():
+    """The builder of the jit staging in progress, if any (one left by an interrupt is ignored)."""
+    builder = _staging.get()
+    return builder if builder is not None and builder.trace.main.active else None
+
+
 class _NoSubstitution:
     """What ``substitute({})`` returns: nothing to do, and no generator to run (it is on every
     ``grad`` call's path)."""
@@ -135,12 +151,12 @@ class Parameter(ArrayOperators, Boxed):
         """The current value: the substituted tracer inside a transform, the program's implicit input
         while ``jit`` stages, else the stored array."""
         subs = _substitutions.get()
-        builder = _staging.get()
+        builder = _staging_builder()
         if subs:
             v = subs.get(self)
             # a substitution made outside the jit being staged (grad(jit(f), weights=...)) is read at
             # each call like the stored value: an implicit input, so the program stays reusable
-            if v is not None and (builder is None or builder.outer_substitutions.get(self) is not v):
+            if v is not None and _live(v) and (builder is None or builder.outer_substitutions.get(self) is not v):
                 return v
         if builder is not None:
             return builder.read_parameter(self)
@@ -156,7 +172,7 @@ class Parameter(ArrayOperators, Boxed):
             ValueError: ``value`` has another shape or dtype (make a new Parameter instead).
             TypeError: ``value`` is a traced value.
         """
-        builder = _staging.get()
+        builder = _staging_builder()
         # inside jit, a staged value: the new value becomes an output that the call writes back
         staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
         new = value if staged else _as_array(value)
@@ -253,4 +269,4 @@ def traced_parameters() -> dict:
     """The Parameters that a running transform has substituted with traced values, and those values
     (``checkpoint`` makes them explicit inputs, so it can recompute with them)."""
     subs = _substitutions.get()
-    return {p: v for p, v in subs.items() if isinstance(v, Tracer)} if subs else {}
+    return {p: v for p, v in subs.items() if isinstance(v, Tracer) and _live(v)} if subs else {}
