@@ -533,12 +533,15 @@ def _check_cotangent(c, o, i):
         c = c.unbox()
     o_shape = tuple(np.shape(o)) if not hasattr(o, "shape") else tuple(o.shape)
     o_dtype = o.dtype if hasattr(o, "dtype") else np.result_type(o)
-    if isinstance(c, (bool, int, float, complex)):
-        c_shape, c_dtype = o_shape, np.result_type(o_dtype, c)
-    elif c is None or not hasattr(c, "shape"):
+    if c is None:
         c_shape, c_dtype = o_shape, o_dtype
-    else:
+    elif isinstance(c, (bool, int, float, complex)):
+        c_shape, c_dtype = o_shape, np.result_type(o_dtype, c)
+    elif hasattr(c, "shape") and hasattr(c, "dtype"):
         c_shape, c_dtype = tuple(c.shape), c.dtype
+    else:
+        raise TypeError(f"vjp_fn: cotangent {i} is a {type(c).__name__}; pass an array shaped like output {i}, "
+                        "a Python scalar (it scales ones), or None (ones)")
     if c_shape != o_shape:
         raise ValueError(f"vjp_fn: cotangent {i} has shape {c_shape}, but output {i} has shape "
                          f"{o_shape}; pass a cotangent shaped like the output")
