@@ -115,7 +115,7 @@ class _Entry:
             p.assign(value)
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
-        kept = [x for i, x in enumerate(inputs) if i not in self.donated]
+        kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
         return _tree.tree_unflatten(self.out_tree, owned(outs[:self.n_out], caller=kept + self.program.consts))
 
 
