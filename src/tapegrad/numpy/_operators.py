@@ -148,8 +148,10 @@ class ArrayOperators:
         if method == "reduce" and ufunc.__name__ in _UFUNC_REDUCTIONS and set(kwargs) <= {"axis", "keepdims"}:
             kwargs.setdefault("axis", 0)  # ufunc.reduce's default, unlike sum/max's None
             return _UFUNC_REDUCTIONS[ufunc.__name__](*inputs, **kwargs)
-        foreign = _foreign_ufunc(ufunc)  # scipy.special.gammaln(x): a SciPy ufunc, not NumPy's
-        fn = None if foreign else _UFUNCS.get(ufunc.__name__)
+        # NumPy's own ufunc (one lookup, the hot path), or another library's (scipy.special.gammaln)
+        numpys = getattr(np, ufunc.__name__, None) is ufunc
+        foreign = None if numpys else _foreign_ufunc(ufunc)
+        fn = _UFUNCS.get(ufunc.__name__) if numpys else None
         if method != "__call__" or fn is None or kwargs:
             spelled = f"{foreign or 'numpy'}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {sorted(kwargs)}" if kwargs and fn is not None else ""
@@ -170,6 +172,7 @@ class ArrayOperators:
 
 
 _ALTERNATIVES: dict = {}  # "scipy.special.gammaln" -> "tapegrad.scipy.special.gammaln"
+_FOREIGN_MODULES: set = set()  # the registered modules that are not NumPy's ("scipy.special")
 
 
 def register_alternatives(foreign: str, ours: str, names) -> None:
@@ -177,13 +180,13 @@ def register_alternatives(foreign: str, ours: str, names) -> None:
     ``"scipy.special"``) is called on a traced value. Filled by the packages above this one."""
     for name in names:
         _ALTERNATIVES[f"{foreign}.{name}"] = f"{ours}.{name}"
+    if foreign.split(".")[0] != "numpy":
+        _FOREIGN_MODULES.add(foreign)
 
 
 def _foreign_ufunc(ufunc):
     """The module (``"scipy.special"``) of a ufunc that is not NumPy's, among those registered."""
-    for foreign in {key.rsplit(".", 1)[0] for key in _ALTERNATIVES}:
-        if foreign.split(".")[0] == "numpy":
-            continue
+    for foreign in _FOREIGN_MODULES:
         module = sys.modules.get(foreign)
         if module is not None and getattr(module, ufunc.__name__, None) is ufunc:
             return foreign
