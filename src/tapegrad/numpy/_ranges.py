@@ -38,8 +38,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         TypeError: ``num`` is not an int. ValueError: ``num`` is negative.
     """
     if not (_contains_traced(start) or _contains_traced(stop)):
-        xp = namespace_of(start, stop) if _on_device(start, stop) else default_namespace()
-        return xp.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+        return _xp(start, stop).linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = _num(num, "linspace")
     start, stop = asarray(start), asarray(stop)
     float_dtype = np.result_type(start.dtype, stop.dtype, 1.0)
@@ -66,8 +65,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop, num, endpoint)``, as ``numpy.logspace``."""
     if not (_contains_traced(start) or _contains_traced(stop) or _contains_traced(base)):
-        xp = namespace_of(start, stop, base) if _on_device(start, stop, base) else default_namespace()
-        return xp.logspace(start, stop, num, endpoint, base, dtype, axis)
+        return _xp(start, stop, base).logspace(start, stop, num, endpoint, base, dtype, axis)
     exponents = linspace(start, stop, num, endpoint, axis=axis)
     base = asarray(base)
     if base.ndim:  # an array of bases broadcasts against the endpoints, not the samples
@@ -84,8 +82,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
         ValueError: ``start`` or ``stop`` is 0 (checked where they are concrete).
     """
     if not (_contains_traced(start) or _contains_traced(stop)):
-        xp = namespace_of(start, stop) if _on_device(start, stop) else default_namespace()
-        return xp.geomspace(start, stop, num, endpoint, dtype, axis)
+        return _xp(start, stop).geomspace(start, stop, num, endpoint, dtype, axis)
     num = _num(num, "geomspace")
     start, stop = asarray(start), asarray(stop)
     if bool(ew.logical_or(ew.equal(start, 0), ew.equal(stop, 0)).any()):  # eager: bool() is allowed
@@ -101,6 +98,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return samples if dtype is None else ew.astype(samples, dtype)
 
 
-def _on_device(*values) -> bool:
-    """Whether an endpoint is an array of another backend (CuPy), whose function then makes the range."""
-    return any(hasattr(v, "__array_namespace__") and not isinstance(v, (np.ndarray, np.generic)) for v in values)
+def _xp(*values):
+    """The module that makes a range of concrete endpoints: theirs when one is an array of another
+    backend (CuPy), else the default backend (endpoints are usually Python scalars)."""
+    on_device = any(hasattr(v, "__array_namespace__") and not isinstance(v, (np.ndarray, np.generic))
+                    for v in values)
+    return namespace_of(*values) if on_device else default_namespace()
