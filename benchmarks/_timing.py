@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import statistics
+import sys
 import time
-
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -41,7 +41,7 @@ import sys
 import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, standalone_main, format_table, interleaved  # noqa: E402
+from _timing import apply_thread_flag, format_table, interleaved, standalone_main  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported

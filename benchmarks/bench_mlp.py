@@ -36,17 +36,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, standalone_main, format_table, interleaved, try_import  # noqa: E402
+from _timing import apply_thread_flag, format_table, interleaved, standalone_main, try_import  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
 
 import numpy as np  # noqa: E402
+from bench_chain import on_device  # noqa: E402  (after apply_thread_flag: bench_chain imports NumPy)
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
 from tapegrad.scipy.special import logsumexp  # noqa: E402
-from bench_chain import on_device  # noqa: E402  (after apply_thread_flag: bench_chain imports NumPy)
 
 SIZES = (784, 512, 512, 10)
 BATCH = 128

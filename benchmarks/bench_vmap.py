@@ -31,8 +31,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import (apply_thread_flag, standalone_main, format_table, interleaved,  # noqa: E402
-                     one_torch_thread, try_import)
+from _timing import apply_thread_flag, format_table, interleaved, one_torch_thread, standalone_main, try_import  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported

@@ -37,8 +37,6 @@ from _timing import apply_thread_flag, blas_threads, format_table  # noqa: E402
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
 
-import numpy as np  # noqa: E402
-
 import bench_chain  # noqa: E402
 import bench_checkpoint  # noqa: E402
 import bench_gp  # noqa: E402
@@ -47,6 +45,7 @@ import bench_jit_step  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_vmap  # noqa: E402
+import numpy as np  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
-from tapegrad import _backend
-
 from _device import xp
 from _tol import assert_close
+from tapegrad import _backend
 
 # the device module the checks run on: the double, or real CuPy (tests/test_device_gpu.py)
 DEVICE = {"xp": xp}

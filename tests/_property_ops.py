@@ -10,7 +10,7 @@ smooth values apart: equal ones would sit on the kink of ``maximum`` or ``where(
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.special
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tapegrad.numpy as tnp
-from tapegrad.nn import functional as F
 from _strategies import COMPLEX, FLOATS, INEXACT, INTS, SHAPES, arrays
+from tapegrad.nn import functional as F
 
 
 @dataclasses.dataclass(frozen=True)

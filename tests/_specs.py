@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.testing import check_grads
-
 from _tol import assert_close
+from tapegrad.testing import check_grads
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 import tapegrad as tg
-
 from _tol import assert_close
 
 

@@ -6,9 +6,8 @@ import numpy as np
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
 from _tol import assert_close
+from tapegrad.testing import check_grads
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((8, 8)) / 3

@@ -11,10 +11,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
 from _tol import assert_close
 from _vmapcheck import check_vmap_mixes
+from tapegrad.testing import check_grads
 
 COMPLEX = [np.complex128, np.complex64]
 REAL_OF = {np.complex128: np.float64, np.complex64: np.float32}

@@ -12,14 +12,20 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.nn._conv import ConvDimensionNumbers, conv_general_dilated_p
-from tapegrad.nn._conv_api import (conv1d, conv2d, conv3d, conv_general_dilated, conv_transpose1d,
-                                   conv_transpose2d, conv_transpose3d)
-from tapegrad.testing import check_grads
-
+from _gpu import cupy_or_skip
 from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
-from _gpu import cupy_or_skip
+from tapegrad.nn._conv import ConvDimensionNumbers, conv_general_dilated_p
+from tapegrad.nn._conv_api import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_general_dilated,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from tapegrad.testing import check_grads
 
 CONV = {1: conv1d, 2: conv2d, 3: conv3d}
 CONV_T = {1: conv_transpose1d, 2: conv_transpose2d, 3: conv_transpose3d}

@@ -10,11 +10,10 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad.nn import Dense, Module
 from tapegrad.nn._conv_layers import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from tapegrad.nn.functional import relu
-
-from _tol import assert_close
 
 TOL = {np.float32: 1e-5, np.float64: 1e-12}
 

@@ -7,10 +7,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad._core import trace_stack
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
 
 
 # ---- the documented examples ---------------------------------------------------------------------

@@ -11,9 +11,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad import nn
-
 from _device_check import ROUTES, assert_same, check_route, on_device
+from tapegrad import nn
 from test_ops import BINARY, REDUCTIONS, UNARY, _draw
 
 pytestmark = pytest.mark.gpu

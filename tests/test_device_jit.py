@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import _device
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._jit import fusion
-from tapegrad._jit.codegen import compile_program, source
-
-import _device
 from _device import DeviceArray, Fused, xp
 from _device_check import assert_same, device_backend
+from tapegrad._jit import fusion
+from tapegrad._jit.codegen import compile_program, source
 from test_jit_fusion import CASES
 
 RNG = np.random.default_rng(0)

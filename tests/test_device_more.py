@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tapegrad.nn import functional as F
-from tapegrad.scipy.stats import multivariate_normal as mvn
-from tapegrad.scipy.stats import norm
-
 import test_complex as complex_table
 import test_sorting as sorting_table
 import test_stats as stats_table
 from _device_check import check_route, grid
+from tapegrad.nn import functional as F
+from tapegrad.scipy.stats import multivariate_normal as mvn
+from tapegrad.scipy.stats import norm
 
 NAME = lambda d: np.dtype(d).name  # noqa: E731
 

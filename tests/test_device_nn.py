@@ -7,14 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import _device
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad import nn, optim
-from tapegrad.nn import functional as F
-
-import _device
 from _device import DeviceArray
 from _device_check import assert_same, device_backend, sample
+from tapegrad import nn, optim
+from tapegrad.nn import functional as F
 
 LAYERS = [  # (name, constructor, input shape, input kind)
     ("Dense", lambda: nn.Dense(4, 3, seed=0), (5, 4), "float"),

@@ -8,10 +8,20 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
-
 from _device_check import check_route, grid
-from test_ops import (AXES, BINARY, BINARY_SHAPES, DTYPES, LINALG_CASES, MISC, REDUCTIONS, SHAPE_CASES,
-                      UNARY, UNARY_SHAPES, _draw)
+from test_ops import (
+    AXES,
+    BINARY,
+    BINARY_SHAPES,
+    DTYPES,
+    LINALG_CASES,
+    MISC,
+    REDUCTIONS,
+    SHAPE_CASES,
+    UNARY,
+    UNARY_SHAPES,
+    _draw,
+)
 
 NAME = lambda d: np.dtype(d).name  # noqa: E731
 FIRST = lambda case: case[0]  # noqa: E731

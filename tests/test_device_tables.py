@@ -12,7 +12,6 @@ import pytest
 import tapegrad.numpy as tnp
 import tapegrad.numpy.fft as tfft
 import tapegrad.scipy.linalg as tsl
-
 import test_array_functions as arrays
 import test_fft as fft_table
 import test_linalg as linalg_table

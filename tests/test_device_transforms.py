@@ -9,13 +9,11 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _device import DeviceArray, xp
+from _device_check import assert_same, device_backend
 from tapegrad import nn
 from tapegrad import random as trandom
 from tapegrad.testing import check_grads
-
-import _device
-from _device import DeviceArray, xp
-from _device_check import assert_same, device_backend
 
 
 def f1(x, y):

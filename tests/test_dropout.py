@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from _gpu import cupy_or_skip
+from _tol import assert_close
+from _vmapcheck import check_vmap
 from tapegrad import nn, optim
 from tapegrad import random as R
 from tapegrad.nn import functional as F
 from tapegrad.nn._dropout import Dropout, dropout
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _vmapcheck import check_vmap
-from _gpu import cupy_or_skip
 
 DTYPES = [np.float64, np.float32, np.float16]
 X = np.random.default_rng(0).standard_normal((4, 6))

@@ -18,9 +18,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad import _core, _params
 from tapegrad._core import trace_stack
-from _tol import assert_close
 
 
 class Net(tg.nn.Module):

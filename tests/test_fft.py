@@ -10,10 +10,10 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _gpu import cupy_or_skip
+from _tol import assert_close
 from tapegrad.numpy import fft as tfft
 from tapegrad.testing import check_grads
-from _tol import assert_close
-from _gpu import cupy_or_skip
 
 NORMS = [None, "ortho", "forward"]
 COMPLEX = {np.float64: np.complex128, np.float32: np.complex64}

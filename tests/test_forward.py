@@ -5,9 +5,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._core import trace_stack
-
 from _tol import assert_close
+from tapegrad._core import trace_stack
 
 X = np.array([0.3, 1.2, -0.5])
 V = np.array([1.0, -2.0, 0.5])

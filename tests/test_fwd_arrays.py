@@ -8,10 +8,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad.numpy._indexing import IndexUpdateHelper as _at  # .at on a constant array
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
 
 DTYPES = [np.float64, np.float32]
 BOTH = ("fwd", "rev")

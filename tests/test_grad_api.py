@@ -8,10 +8,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad import _core
 from tapegrad.errors import TracerArrayConversionError
-
-from _tol import assert_close
 
 
 def f32(a):

@@ -11,10 +11,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
 
 
 def make_params(rng, dtype=np.float64, image=8):

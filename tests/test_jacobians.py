@@ -5,9 +5,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._core import trace_stack
-
 from _tol import assert_close
+from tapegrad._core import trace_stack
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((4, 3))

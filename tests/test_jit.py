@@ -4,9 +4,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._core import trace_stack
-
 from _tol import assert_close
+from tapegrad._core import trace_stack
 
 RNG = np.random.default_rng(0)
 X, Y = RNG.normal(size=3), RNG.normal(size=3)

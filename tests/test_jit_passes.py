@@ -9,13 +9,12 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad._core import ShapedArray
 from tapegrad._jit import passes
 from tapegrad._jit.codegen import compile_program
 from tapegrad._jit.program import Eqn, Program, Var
 from tapegrad.numpy._elementwise import add_p, sin_p
-
-from _tol import assert_close
 
 RNG = np.random.default_rng(0)
 X, Y = RNG.normal(size=3), RNG.normal(size=3)

@@ -7,12 +7,11 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
+from _vmapcheck import check_vmap, check_vmap_mixes
 from tapegrad.nn._norm import embedding
 from tapegrad.nn.layers import Embedding, Flatten
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _vmapcheck import check_vmap, check_vmap_mixes
 
 INDEX_SHAPES = [(), (5,), (2, 3), (2, 1, 4)]
 

@@ -17,10 +17,9 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
 from _specs import ModuleSpec
+from _tol import assert_close
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 

@@ -6,9 +6,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._core import trace_stack
-
 from _tol import assert_close
+from tapegrad._core import trace_stack
 
 
 def test_perturbation_confusion():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -12,12 +13,11 @@ import scipy.special as sp
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
+from _vmapcheck import check_vmap, check_vmap_mixes
 from tapegrad import nn
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _vmapcheck import check_vmap, check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
 

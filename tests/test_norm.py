@@ -9,12 +9,11 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
+from _vmapcheck import check_vmap, check_vmap_mixes
 from tapegrad.nn._norm import batch_norm, group_norm, layer_norm
 from tapegrad.nn._norm_layers import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _vmapcheck import check_vmap, check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
 TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}

@@ -6,7 +6,6 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.special as tsp
-
 from _tol import assert_close
 
 ZERO = np.zeros(3)

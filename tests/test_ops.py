@@ -2,7 +2,6 @@
 against NumPy and its derivatives against finite differences to order 2 (tg.testing.check_grads)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import scipy.special
@@ -10,11 +9,10 @@ import scipy.special
 import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.special as tsp
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
 from _specs import OpSpec, check_op
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 
@@ -430,7 +428,8 @@ def test_astype(dtype):
 
 # ---- abstract evaluation agrees with the implementation ----------------------------------------
 def test_abstract_eval_matches_impl():
-    from tapegrad.numpy import _elementwise as ew, _linalg, _reductions, _shape
+    from tapegrad.numpy import _elementwise as ew
+    from tapegrad.numpy import _linalg, _reductions, _shape
     from tapegrad.numpy._rules import aval_of
     cases = [
         (ew.sin_p, (np.ones((2, 3), np.float32),), {}),

@@ -7,12 +7,11 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad import nn, optim
 from tapegrad._core import trace_stack
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
 
 SHAPES = [(3, 2), (4,), ()]
 STEPS = 4

@@ -2,16 +2,14 @@
 digits MLP of the demo, against a Python loop of ``grad``."""
 import numpy as np
 import pytest
+from sklearn import datasets as sklearn_datasets
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad import nn
 from tapegrad._core import trace_stack
 from tapegrad.nn import functional as F
-
-from sklearn import datasets as sklearn_datasets
-
-from _tol import assert_close
 
 
 class MLP(nn.Module):

@@ -10,15 +10,12 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.nn import _pool
-from tapegrad.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
-                               max_pool2d)
-from tapegrad.nn._pool_layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
-                                      MaxPool2d)
-from tapegrad.testing import check_grads
-
 from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
+from tapegrad.nn import _pool
+from tapegrad.nn._pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from tapegrad.nn._pool_layers import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 

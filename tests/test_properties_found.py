@@ -6,9 +6,9 @@ import scipy.special
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad.nn import functional as F
 from tapegrad.testing import check_grads
-from _tol import assert_close
 
 
 def test_norm_of_complex_is_real():

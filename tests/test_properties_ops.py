@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tapegrad.numpy as tnp
-from tapegrad.nn import functional as F
 from _property_ops import BINARY, NOT_OWNED, SPECS, cross_entropy_ref
 from _strategies import COMPLEX, INEXACT, INTS, NONEMPTY, SHAPES, arrays, check_like_numpy
+from tapegrad.nn import functional as F
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=repr)

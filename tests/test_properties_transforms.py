@@ -11,10 +11,21 @@ from hypothesis import strategies as st
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
 from _property_ops import SPECS
-from _strategies import NONEMPTY, NUMPY_REFUSALS, REFUSALS, assert_clear, assert_owned, \
-    assert_unchanged, check_like_numpy, compare, layouts, smooth_arrays, snapshot
+from _strategies import (
+    NONEMPTY,
+    NUMPY_REFUSALS,
+    REFUSALS,
+    assert_clear,
+    assert_owned,
+    assert_unchanged,
+    check_like_numpy,
+    compare,
+    layouts,
+    smooth_arrays,
+    snapshot,
+)
+from tapegrad.testing import check_grads
 
 DIFFERENTIABLE = [s for s in SPECS if s.domain is not None]
 # item 7 (results the caller owns): vjp returns the caller's cotangent (or a view of it) where the rule

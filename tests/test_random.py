@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
-from tapegrad import random as R
-from tapegrad.testing import check_grads
-
+from _gpu import cupy_or_skip
 from _tol import assert_close
 from _vmapcheck import check_vmap
-from _gpu import cupy_or_skip
+from tapegrad import random as R
+from tapegrad.testing import check_grads
 
 N = 100_000
 FLOATS = [np.float64, np.float32, np.float16]

@@ -19,10 +19,10 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad._core import trace_stack
 from tapegrad._jit.api import DEFAULT_CACHE_SIZE
 from tapegrad._tape import Node
-from _tol import assert_close
 
 RNG = np.random.default_rng(0)
 PARAMS = {"w1": RNG.normal(size=(8, 16)), "b1": np.zeros(16), "w2": RNG.normal(size=(16, 1)), "b2": np.zeros(1)}

@@ -12,10 +12,9 @@ import scipy.linalg
 import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.linalg as tsl
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
 from _specs import ModuleSpec
+from _tol import assert_close
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 

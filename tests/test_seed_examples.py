@@ -22,7 +22,6 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-
 from _tol import assert_close
 
 

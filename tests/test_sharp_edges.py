@@ -12,9 +12,8 @@ import scipy.special
 import tapegrad as tg
 import tapegrad.nn.functional as F
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
 from _tol import assert_close
+from tapegrad.testing import check_grads
 
 
 # ---- std and var ---------------------------------------------------------------------------------

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
 from _specs import check_values
+from _tol import assert_close
 from _vmapcheck import check_vmap_mixes
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 BOTH = ("fwd", "rev")

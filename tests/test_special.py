@@ -13,12 +13,11 @@ import scipy.special as ss
 
 import tapegrad as tg
 import tapegrad.scipy.special as tsp
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _specs import OpSpec
-from _vmapcheck import check_vmap, check_vmap_mixes
 from _gpu import cupy_or_skip
+from _specs import OpSpec
+from _tol import assert_close
+from _vmapcheck import check_vmap, check_vmap_mixes
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 DOMAINS = {

@@ -7,12 +7,11 @@ import pytest
 import scipy.stats
 
 import tapegrad as tg
+from _tol import assert_close
+from _vmapcheck import check_vmap_mixes
 from tapegrad.scipy.stats import multivariate_normal as mvn
 from tapegrad.scipy.stats import norm
 from tapegrad.testing import check_grads
-
-from _tol import assert_close
-from _vmapcheck import check_vmap_mixes
 
 DTYPES = [np.float64, np.float32]
 DTYPE_IDS = ["float64", "float32"]

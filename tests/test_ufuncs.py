@@ -10,11 +10,10 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.testing import check_grads
-
-from _tol import assert_close
 from _specs import OpSpec, check_op
+from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
+from tapegrad.testing import check_grads
 
 DTYPES = [np.float64, np.float32]
 
@@ -255,7 +254,9 @@ def test_forward_mode_conventions():
 
 
 def test_abstract_eval_matches_impl():
-    from tapegrad.numpy import _complex, _elementwise as ew, _ufuncs as uf
+    from tapegrad.numpy import _complex
+    from tapegrad.numpy import _elementwise as ew
+    from tapegrad.numpy import _ufuncs as uf
     from tapegrad.numpy._rules import aval_of
     f32, c64, i64 = np.ones((2, 3), np.float32), np.ones(3, np.complex64), np.ones(3, np.int64)
     cases = [(ew.abs_p, (c64,)), (ew.abs_p, (i64,)), (ew.negative_p, (i64,)), (ew.square_p, (i64,)),

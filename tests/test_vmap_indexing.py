@@ -13,9 +13,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.numpy._indexing import IndexUpdateHelper, getitem, getitem_p, index_add_p, index_set_p
-
 from _tol import assert_close
+from tapegrad.numpy._indexing import IndexUpdateHelper, getitem, getitem_p, index_add_p, index_set_p
 
 B = 3
 rng = np.random.default_rng(0)

@@ -14,7 +14,6 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-
 from _tol import assert_close
 from _vmapcheck import check_vmap, in_axes_mixes
 

@@ -4,7 +4,7 @@
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
 The docs (``docs/``) describe the API and its conventions.
 """
-from tapegrad import errors, numpy, random, scipy, testing, tree
+from tapegrad import errors, nn, numpy, optim, random, scipy, testing, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
@@ -13,7 +13,6 @@ from tapegrad._jacobians import hessian, jacfwd, jacrev
 from tapegrad._jit import jit, make_program
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._vmap_api import vmap
-from tapegrad import nn, optim
 
 __version__ = "0.1.0"
 

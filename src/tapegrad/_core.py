@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import operator
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy
 

@@ -115,7 +115,7 @@ def _zeros_for_none(values, likes):
 
 # ---- custom_vjp ----------------------------------------------------------------------------------
 class _CustomVJPCall(_FlatCall):
-    def __init__(self, f: "custom_vjp", args):
+    def __init__(self, f: custom_vjp, args):
         super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
         self.fwd_fun, self.bwd_fun = f.fwd, f.bwd
 
@@ -186,7 +186,7 @@ class custom_vjp:
 
 # ---- custom_jvp ----------------------------------------------------------------------------------
 class _CustomJVPCall(_FlatCall):
-    def __init__(self, f: "custom_jvp", args):
+    def __init__(self, f: custom_jvp, args):
         super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
         self.rule = f.jvp_rule
 

@@ -165,7 +165,7 @@ class Parameter(ArrayOperators, Boxed):
     def unbox(self):
         return self.value
 
-    def assign(self, value) -> "Parameter":
+    def assign(self, value) -> Parameter:
         """Replace the stored array (same shape and dtype); returns the Parameter.
 
         Raises:

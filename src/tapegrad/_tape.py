@@ -20,7 +20,6 @@ from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._elementwise import add
 from tapegrad.numpy._operators import ArrayOperators
 
-
 _sequence = itertools.count()
 
 

@@ -13,7 +13,6 @@ from tapegrad._core import Boxed
 from tapegrad._owned import owned
 from tapegrad._vmap import MappedOutputError, vmap_flat
 
-
 _ARRAY_TYPES = frozenset([np.ndarray])
 _LEAF = object()  # stands for the treedef of an argument that is one array
 

@@ -32,7 +32,6 @@ from tapegrad._jit import buffers
 from tapegrad._jit.fusion import fused_p, literal_dtype
 from tapegrad._jit.program import Literal, Program, Var
 
-
 _OUT_BY_KEYWORD = (np.maximum, np.minimum)  # a third positional argument is deprecated (NumPy 2.4)
 
 

@@ -11,8 +11,7 @@ from tapegrad.nn._conv_layers import Conv1d, Conv2d, Conv3d, ConvTranspose1d, Co
 from tapegrad.nn._dropout import Dropout
 from tapegrad.nn._module import Module
 from tapegrad.nn._norm_layers import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
-from tapegrad.nn._pool_layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
-                                      MaxPool2d)
+from tapegrad.nn._pool_layers import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.nn.layers import Dense, Embedding, Flatten, ReLU, Sequential, Sigmoid, Tanh
 
 __all__ = [

@@ -317,8 +317,8 @@ def _conv_transpose_nd(n: int, input, weight, bias, stride, padding, output_padd
     """The gradient of ``conv{n}d`` with respect to its input, as a layer: the input dilated by the
     stride, padded by ``dilation * (k - 1) - padding`` (plus ``output_padding`` at the end) and
     convolved with the spatially reversed kernel whose in and out channels are exchanged."""
-    from tapegrad.numpy._shape import flip
     from tapegrad.nn._conv import _merge_axis, _split_axis
+    from tapegrad.numpy._shape import flip
     fn = f"conv_transpose{n}d"
     input, weight, added = _batched(input, weight, n, fn)
     groups = as_ints(groups, 1, "groups", fn)[0]

@@ -100,7 +100,7 @@ class Module:
         return [m for _, m in self.named_modules()]
 
     # ---- mode --------------------------------------------------------------------------------------
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         """Set ``training = mode`` on this module and every sub-module; returns ``self``.
 
         A change of mode makes ``jit`` stage its functions again at their next call, since a program
@@ -114,7 +114,7 @@ class Module:
             modes_changed()
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         """``train(False)``: evaluation mode for layers that behave differently when training."""
         return self.train(False)
 

@@ -9,7 +9,6 @@ batch statistics and updates the running ones; in evaluation mode it normalises 
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 import tapegrad.numpy as tnp

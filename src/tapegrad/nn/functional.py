@@ -22,16 +22,22 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
+from tapegrad.nn._conv import ConvDimensionNumbers
+from tapegrad.nn._conv_api import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_general_dilated,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from tapegrad.nn._dropout import dropout
+from tapegrad.nn._norm import batch_norm, embedding, group_norm, layer_norm
+from tapegrad.nn._pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from tapegrad.numpy._batching import defbatch_elementwise
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
-from tapegrad.nn._conv_api import (conv1d, conv2d, conv3d, conv_general_dilated, conv_transpose1d, conv_transpose2d,
-                                   conv_transpose3d)
-from tapegrad.nn._conv import ConvDimensionNumbers
-from tapegrad.nn._dropout import dropout
-from tapegrad.nn._norm import batch_norm, embedding, group_norm, layer_norm
-from tapegrad.nn._pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
-                               max_pool2d)
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)

@@ -12,8 +12,8 @@ from tapegrad._backend import default_namespace
 from tapegrad._params import Parameter
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
-from tapegrad.nn._module import Module
 from tapegrad.nn._args import as_int
+from tapegrad.nn._module import Module
 from tapegrad.nn._norm import embedding, padding_index
 
 _ACTIVATIONS = {
@@ -169,7 +169,7 @@ class Sequential(Module):
             x = layer(x)
         return x
 
-    def append(self, layer) -> "Sequential":
+    def append(self, layer) -> Sequential:
         """Add ``layer`` at the end; returns ``self``."""
         if not callable(layer):
             raise TypeError(f"Sequential.append: a {type(layer).__name__} is not callable")

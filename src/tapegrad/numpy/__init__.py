@@ -4,30 +4,145 @@ Import as ``import tapegrad.numpy as tnp``. Names, signatures and broadcasting f
 arrays the functions compute what NumPy computes, and inside a transform they record primitives.
 """
 import numpy as _np
+from numpy import (
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    e,
+    float16,
+    float32,
+    float64,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    nan,
+    newaxis,
+    pi,
+    uint8,
+)
 
 from tapegrad import _core
 from tapegrad.numpy import linalg
-from tapegrad.numpy._creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,
-                                      identity, ones, ones_like, zeros, zeros_like)
-from tapegrad.numpy._ranges import geomspace, linspace, logspace
-from tapegrad.numpy._elementwise import (abs, absolute, add, arccos, arcsin, arctan, arctan2, around, astype,
-                                         bitwise_and, bitwise_or, bitwise_xor, ceil, clip, cos, cosh,
-                                         divide, equal, exp, expm1, float_power, floor, greater, greater_equal, invert,
-                                         isfinite, isinf, isnan, less, less_equal, log, log1p, log2, log10,
-                                         logaddexp, logical_and, logical_not, logical_or, logical_xor,
-                                         maximum, minimum, multiply, negative, not_equal, power, reciprocal,
-                                         round, sign, sin, sinh, sqrt, square, subtract, tan, tanh,
-                                         true_divide, where)
+from tapegrad.numpy._creation import (
+    arange,
+    array,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    identity,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from tapegrad.numpy._elementwise import (
+    abs,
+    absolute,
+    add,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    around,
+    astype,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    clip,
+    cos,
+    cosh,
+    divide,
+    equal,
+    exp,
+    expm1,
+    float_power,
+    floor,
+    greater,
+    greater_equal,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    reciprocal,
+    round,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    where,
+)
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
 from tapegrad.numpy._operators import floor_divide, register_alternatives, register_numpy_functions
-from tapegrad.numpy._reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, max, mean, min,
-                                        prod, std, sum, var)
-from tapegrad.numpy._shape import (broadcast_arrays, broadcast_to, concatenate, expand_dims, flip,
-                                   moveaxis, ndim, pad, ravel, repeat, reshape, result_type, shape, size,
-                                   split, squeeze, stack, swapaxes, tile, transpose)
-from numpy import (bool_, complex64, complex128, dtype, e, float16, float32, float64, inf, int8, int16,
-                   int32, int64, nan, newaxis, pi, uint8)
+from tapegrad.numpy._ranges import geomspace, linspace, logspace
+from tapegrad.numpy._reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    cumprod,
+    cumsum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from tapegrad.numpy._shape import (
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    ndim,
+    pad,
+    ravel,
+    repeat,
+    reshape,
+    result_type,
+    shape,
+    size,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
+)
 
 _core.sequence_to_array = array
 
@@ -52,9 +167,30 @@ __all__ = [
 # Issue 3's additions, one block per family; each block imports its names and extends __all__.
 # ---- block: ufuncs and complex parts ----
 from tapegrad.numpy._complex import angle, conj, conjugate, imag, real
-from tapegrad.numpy._ufuncs import (arccosh, arcsinh, arctanh, cbrt, copysign, deg2rad, degrees, exp2, fabs,
-                                    fmax, fmin, fmod, hypot, logaddexp2, mod, nan_to_num, rad2deg, radians,
-                                    remainder, signbit, sinc, trunc)
+from tapegrad.numpy._ufuncs import (
+    arccosh,
+    arcsinh,
+    arctanh,
+    cbrt,
+    copysign,
+    deg2rad,
+    degrees,
+    exp2,
+    fabs,
+    fmax,
+    fmin,
+    fmod,
+    hypot,
+    logaddexp2,
+    mod,
+    nan_to_num,
+    rad2deg,
+    radians,
+    remainder,
+    signbit,
+    sinc,
+    trunc,
+)
 
 __all__ += [
     "angle", "arccosh", "arcsinh", "arctanh", "cbrt", "conj", "conjugate", "copysign", "deg2rad", "degrees",
@@ -66,12 +202,36 @@ __all__ += [
 # ---- block: array functions (sorting, stacking, matrices, nan-reductions, statistics) ----
 from tapegrad.numpy._arrays import diff, fliplr, flipud, roll, rot90, select  # noqa: E402
 from tapegrad.numpy._matrices import cross, diag, diagflat, diagonal, kron, trace, tril, triu  # noqa: E402
-from tapegrad.numpy._nanreductions import (nanargmax, nanargmin, nancumprod, nancumsum, nanmax,  # noqa: E402
-                                           nanmean, nanmedian, nanmin, nanpercentile, nanprod,
-                                           nanquantile, nanstd, nansum, nanvar)
+from tapegrad.numpy._nanreductions import (  # noqa: E402
+                                      nanargmax,
+                                      nanargmin,
+                                      nancumprod,
+                                      nancumsum,
+                                      nanmax,
+                                      nanmean,
+                                      nanmedian,
+                                      nanmin,
+                                      nanpercentile,
+                                      nanprod,
+                                      nanquantile,
+                                      nanstd,
+                                      nansum,
+                                      nanvar,
+)
 from tapegrad.numpy._sorting import argpartition, argsort, partition, sort  # noqa: E402
-from tapegrad.numpy._stacking import (array_split, atleast_1d, atleast_2d, atleast_3d,  # noqa: E402
-                                      column_stack, dsplit, dstack, hsplit, hstack, vsplit, vstack)
+from tapegrad.numpy._stacking import (  # noqa: E402
+                                      array_split,
+                                      atleast_1d,
+                                      atleast_2d,
+                                      atleast_3d,
+                                      column_stack,
+                                      dsplit,
+                                      dstack,
+                                      hsplit,
+                                      hstack,
+                                      vsplit,
+                                      vstack,
+)
 from tapegrad.numpy._statistics import average, median, percentile, ptp, quantile  # noqa: E402
 
 __all__ += [
@@ -86,6 +246,7 @@ __all__ += [
 
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402
+
 __all__ += ["fft"]
 register_numpy_functions({name: getattr(fft, name) for name in fft.__all__}, _np.fft)
 # ---- end block: linalg and fft submodules ----

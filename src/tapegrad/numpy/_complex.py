@@ -18,8 +18,8 @@ import math
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy._creation import as_operand, zeros_like
 from tapegrad.numpy._batching import defbatch_elementwise
+from tapegrad.numpy._creation import as_operand, zeros_like
 from tapegrad.numpy._rules import deflinear, defvjp, primitive
 
 real_p = primitive("real", lambda x: namespace_of(x).real(x))

@@ -15,10 +15,9 @@ import warnings
 import numpy as np
 
 from tapegrad._core import bind
-from tapegrad.numpy import _complex
+from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy import _shape
 from tapegrad.numpy import _statistics as stats
 from tapegrad.numpy._sorting import argsort_p
 

@@ -13,12 +13,10 @@ import numpy as np
 
 from tapegrad._core import bind
 from tapegrad.errors import TracerArrayConversionError
-from tapegrad.numpy import _complex
+from tapegrad.numpy import _complex, _indexing, _linalg, _shape
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy import _indexing, _linalg
-from tapegrad.numpy import _ufuncs as uf
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy import _shape
+from tapegrad.numpy import _ufuncs as uf
 
 floor_divide_p, floor_divide = ew._binary("floor_divide", nondiff=True)
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._backend import namespace_of
 from tapegrad._core import Primitive, ShapedArray
-
 
 PRIMITIVES: list = []  # every primitive declared here, in order: tests check that each has all its rules
 

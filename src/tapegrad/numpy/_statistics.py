@@ -29,6 +29,7 @@ from tapegrad.numpy._creation import as_operand, asarray, full_like
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._sorting import argpartition_p, argsort_p
 
+
 # ---- the sample axis -----------------------------------------------------------------------------
 def operand(a):
     """``a`` as an operand with a dtype: sequences are stacked, Python scalars become 0-d arrays."""

@@ -23,10 +23,25 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _complex
-from tapegrad.numpy._creation import as_operand, asarray
-from tapegrad.numpy._elementwise import (LN2, TIE_SPLIT_RULES, _binary, _unary, abs, cos, equal, floor,
-                                         is_complex, isnan, less, sign, sqrt, stop_gradient, where)
 from tapegrad.numpy._batching import defbatch_elementwise
+from tapegrad.numpy._creation import as_operand, asarray
+from tapegrad.numpy._elementwise import (
+    LN2,
+    TIE_SPLIT_RULES,
+    _binary,
+    _unary,
+    abs,
+    cos,
+    equal,
+    floor,
+    is_complex,
+    isnan,
+    less,
+    sign,
+    sqrt,
+    stop_gradient,
+    where,
+)
 from tapegrad.numpy._rules import defjvp, defvjp, primitive, unary_abstract_eval
 
 DEG = math.pi / 180.0  # Python floats: weak scalars, so float32 stays float32

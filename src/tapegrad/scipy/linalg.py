@@ -28,8 +28,16 @@ from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg import cholesky
-from tapegrad.numpy.linalg._common import (T, batch_of, defbatch_matrices, defbatch_solve, float_operand,
-                                           matrix_operand, shaped, tri_like)
+from tapegrad.numpy.linalg._common import (
+    T,
+    batch_of,
+    defbatch_matrices,
+    defbatch_solve,
+    float_operand,
+    matrix_operand,
+    shaped,
+    tri_like,
+)
 
 __all__ = ["cho_factor", "cho_solve", "expm", "solve_triangular"]
 

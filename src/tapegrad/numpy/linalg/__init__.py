@@ -20,7 +20,6 @@ from tapegrad.numpy.linalg._qr import QRResult, qr
 from tapegrad.numpy.linalg._solve import inv, lstsq, pinv, solve
 from tapegrad.numpy.linalg._svd import SVDResult, svd
 
-
 __all__ = [
     "EighResult", "LinAlgError", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
     "eigvalsh", "inv", "lstsq", "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",

@@ -16,8 +16,7 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, defbatch_matrices, matrix_operand, pack, pack_impl, shaped, trace,
-                                           unpack)
+from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, pack, pack_impl, shaped, trace, unpack
 from tapegrad.numpy.linalg._solve import inv, solve
 
 

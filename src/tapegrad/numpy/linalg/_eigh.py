@@ -24,8 +24,21 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, defbatch_matrices, diag_embed, diagonal, matrix_operand, pack,
-                                           pack_impl, safe_reciprocal, shaped, symmetrize, tril, triu, unpack)
+from tapegrad.numpy.linalg._common import (
+    T,
+    defbatch_matrices,
+    diag_embed,
+    diagonal,
+    matrix_operand,
+    pack,
+    pack_impl,
+    safe_reciprocal,
+    shaped,
+    symmetrize,
+    tril,
+    triu,
+    unpack,
+)
 
 
 class EighResult(NamedTuple):

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from tapegrad.numpy import _complex
+from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy import _shape
 from tapegrad.numpy.linalg._common import float_operand
 from tapegrad.numpy.linalg._svd import svd
 

@@ -19,8 +19,17 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, defbatch_matrices, matrix_operand, pack, pack_impl, packed_size,
-                                           shaped, tril, unpack)
+from tapegrad.numpy.linalg._common import (
+    T,
+    defbatch_matrices,
+    matrix_operand,
+    pack,
+    pack_impl,
+    packed_size,
+    shaped,
+    tril,
+    unpack,
+)
 from tapegrad.numpy.linalg._solve import solve
 
 

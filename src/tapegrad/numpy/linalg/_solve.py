@@ -20,8 +20,16 @@ from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, batch_of, defbatch_matrices, defbatch_solve, eye_like, float_operand,
-                                           matrix_operand, shaped)
+from tapegrad.numpy.linalg._common import (
+    T,
+    batch_of,
+    defbatch_matrices,
+    defbatch_solve,
+    eye_like,
+    float_operand,
+    matrix_operand,
+    shaped,
+)
 from tapegrad.numpy.linalg._svd import svd
 
 

@@ -28,8 +28,19 @@ from tapegrad._core import bind
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._rules import defjvp, defvjp, primitive
-from tapegrad.numpy.linalg._common import (T, defbatch_matrices, diag_embed, diagonal, matrix_operand, pack,
-                                           pack_impl, packed_size, safe_reciprocal, shaped, unpack)
+from tapegrad.numpy.linalg._common import (
+    T,
+    defbatch_matrices,
+    diag_embed,
+    diagonal,
+    matrix_operand,
+    pack,
+    pack_impl,
+    packed_size,
+    safe_reciprocal,
+    shaped,
+    unpack,
+)
 
 
 class SVDResult(NamedTuple):

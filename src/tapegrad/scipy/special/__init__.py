@@ -10,8 +10,7 @@ derivative is written with other functions of this package (``gammaln' = digamma
 from tapegrad.scipy.special._bessel import i0, i0e, i1, i1e
 from tapegrad.scipy.special._error import erf, erfc, erfcinv, erfcx, erfinv, log_ndtr, ndtr, ndtri
 from tapegrad.scipy.special._gamma import betaln, digamma, gamma, gammaln, multigammaln, polygamma, psi
-from tapegrad.scipy.special._log import (entr, expit, log_expit, log_softmax, logit, logsumexp, softmax,
-                                         xlog1py, xlogy)
+from tapegrad.scipy.special._log import entr, expit, log_expit, log_softmax, logit, logsumexp, softmax, xlog1py, xlogy
 
 __all__ = [
     "betaln", "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "expit", "gamma", "gammaln",
