@@ -18,7 +18,7 @@ import tapegrad.numpy as tnp
 from _tol import assert_close
 from tapegrad._jit import api, buffers, fusion
 from tapegrad._jit.codegen import compile_program, evaluate, source
-from tapegrad.numpy._rules import PRIMITIVES
+from tapegrad._rules import PRIMITIVES
 
 needs_numexpr = pytest.mark.skipif(fusion.numexpr is None, reason="numexpr is not installed")
 RNG = np.random.default_rng(0)

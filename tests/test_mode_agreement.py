@@ -24,7 +24,7 @@ import tapegrad.numpy.linalg as tla
 import tapegrad.scipy.linalg as tsl
 import tapegrad.scipy.special as tsp
 from tapegrad import _tree
-from tapegrad.numpy._rules import PRIMITIVES
+from tapegrad._rules import PRIMITIVES
 
 REAL = (np.float32, np.float64)
 ALL = REAL + (np.complex64, np.complex128)

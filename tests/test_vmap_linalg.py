@@ -17,7 +17,7 @@ import tapegrad.numpy as tnp
 import tapegrad.numpy.fft  # noqa: F401  (registers the FFT primitives)
 import tapegrad.scipy.linalg as tsl
 from _tol import assert_close
-from tapegrad.numpy._rules import PRIMITIVES
+from tapegrad._rules import PRIMITIVES
 
 B = 4  # examples per batch
 N = 3  # matrix size

@@ -65,8 +65,8 @@ def namespace_of(*arrays):
 
 def _module_of(a):
     """The module of one operand, or None for a scalar or a non-array."""
-    from tapegrad._core import Tracer
-    if isinstance(a, Tracer):
+    traced = getattr(type(a), "array_namespace", None)  # a tracer (duck-typed: the core sits above this module)
+    if traced is not None:
         return a.array_namespace()
     if isinstance(a, numpy.ndarray):
         return numpy
@@ -76,6 +76,14 @@ def _module_of(a):
         return importlib.import_module("cupy")
     namespace = getattr(a, "__array_namespace__", None)
     return namespace() if namespace is not None else None
+
+
+def zeros_like(a):
+    """Zeros with the shape, dtype and backend of ``a`` (an array, a tracer or a Python scalar): a
+    constant, never traced. What the interpreters use for a zero cotangent or tangent made real."""
+    if not hasattr(a, "shape"):
+        a = numpy.asarray(a)
+    return namespace_of(a).zeros(a.shape, a.dtype)
 
 
 def scipy_module(xp, name: str):

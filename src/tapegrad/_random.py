@@ -29,8 +29,8 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, ShapedArray, bind
-from tapegrad.numpy._batching import all_at_front, defbatch, to_front
-from tapegrad.numpy._rules import def_nondiff, primitive
+from tapegrad._batching import all_at_front, defbatch, to_front
+from tapegrad._rules import def_nondiff, primitive
 
 KEY_DTYPE = np.dtype(np.uint64)
 _SPLIT_COUNTER = np.array([0, 0, 0, 1 << 63], np.uint64)

@@ -35,8 +35,8 @@ from tapegrad.nn._conv_api import (
 from tapegrad.nn._dropout import dropout
 from tapegrad.nn._norm import batch_norm, embedding, group_norm, layer_norm
 from tapegrad.nn._pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
-from tapegrad.numpy._batching import defbatch_elementwise
-from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad._batching import defbatch_elementwise
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
 
 _SQRT_HALF = math.sqrt(0.5)

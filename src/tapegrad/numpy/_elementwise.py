@@ -20,8 +20,8 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _complex, _shape
-from tapegrad.numpy._batching import defbatch_elementwise
-from tapegrad.numpy._rules import def_nondiff, defjvp, defjvp_joint, deflinear, defvjp, primitive, unary_abstract_eval
+from tapegrad._batching import defbatch_elementwise
+from tapegrad._rules import def_nondiff, defjvp, defjvp_joint, deflinear, defvjp, primitive, unary_abstract_eval
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)

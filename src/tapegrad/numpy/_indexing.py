@@ -15,9 +15,9 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _shape
-from tapegrad.numpy._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
+from tapegrad._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
+from tapegrad._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 
 
 # ---- index specs ---------------------------------------------------------------------------------

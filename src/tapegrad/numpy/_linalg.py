@@ -10,9 +10,9 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.numpy import _shape
-from tapegrad.numpy._batching import defbatch, lead_batch, ndim_of, shape_of, to_front
+from tapegrad._batching import defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from tapegrad._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 
 
 # ---- matmul --------------------------------------------------------------------------------------

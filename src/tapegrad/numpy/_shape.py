@@ -11,9 +11,9 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.numpy import _elementwise, _reductions
-from tapegrad.numpy._batching import all_at_front, defbatch, defbatch_front, lead_batch, to_front
+from tapegrad._batching import all_at_front, defbatch, defbatch_front, lead_batch, to_front
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._rules import defjvp, deflinear, defvjp, defvjp_argnum, primitive
+from tapegrad._rules import defjvp, deflinear, defvjp, defvjp_argnum, primitive
 
 
 def _shape_of(x) -> tuple:

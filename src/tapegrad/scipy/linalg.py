@@ -26,7 +26,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
-from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg import cholesky
 from tapegrad.numpy.linalg._common import (
     T,

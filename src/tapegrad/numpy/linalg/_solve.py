@@ -19,7 +19,7 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
-from tapegrad.numpy._rules import defjvp, defvjp, primitive
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import (
     T,
     batch_of,
