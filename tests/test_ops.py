@@ -429,7 +429,8 @@ def test_astype(dtype):
 # ---- abstract evaluation agrees with the implementation ----------------------------------------
 def test_abstract_eval_matches_impl():
     from tapegrad.numpy import _elementwise as ew
-    from tapegrad.numpy import _linalg, _reductions, _shape
+    from tapegrad import _structural
+    from tapegrad.numpy import _linalg, _reductions
     from tapegrad._rules import aval_of
     cases = [
         (ew.sin_p, (np.ones((2, 3), np.float32),), {}),
@@ -441,8 +442,8 @@ def test_abstract_eval_matches_impl():
         (ew.where_p, (np.ones(3, bool), np.ones(3, np.float32), 0.0), {}),
         (_reductions.sum_p, (np.ones((2, 3), np.float32),), dict(axis=(1,), keepdims=False)),
         (_reductions.argmax_p, (np.ones((2, 3)),), dict(axis=0, keepdims=True)),
-        (_shape.reshape_p, (np.ones((2, 3)),), dict(shape=(3, 2))),
-        (_shape.transpose_p, (np.ones((2, 3, 4)),), dict(axes=(2, 0, 1))),
+        (_structural.reshape_p, (np.ones((2, 3)),), dict(shape=(3, 2))),
+        (_structural.transpose_p, (np.ones((2, 3, 4)),), dict(axes=(2, 0, 1))),
         (_linalg.matmul_p, (np.ones((5, 2, 3), np.float32), np.ones((3, 4), np.float32)), {}),
         (_linalg.einsum_p, (np.ones((2, 3)), np.ones((3, 4))), dict(subscripts="ij,jk->ik", optimize=False)),
     ]

@@ -12,14 +12,13 @@ import operator
 import numpy as np
 
 from tapegrad import _tree
-from tapegrad._backend import default_namespace, namespace_of
+from tapegrad._backend import default_namespace, namespace_of, ones_like, zeros_like
 from tapegrad._core import Boxed, is_inexact
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._params import Parameter, ParameterTuple, substitute
+from tapegrad._structural import stop_gradient as _stop_gradient_leaf
 from tapegrad._tape import forward_sweep, record_flat, sweep_order, vjp_flat
-from tapegrad.numpy._creation import ones_like, zeros_like
-from tapegrad.numpy._elementwise import stop_gradient as _stop_gradient_leaf
 
 
 # ---- argument checks at grad(...) time ---------------------------------------------------------

@@ -78,12 +78,21 @@ def _module_of(a):
     return namespace() if namespace is not None else None
 
 
-def zeros_like(a):
-    """Zeros with the shape, dtype and backend of ``a`` (an array, a tracer or a Python scalar): a
-    constant, never traced. What the interpreters use for a zero cotangent or tangent made real."""
+def zeros_like(a, shape=None):
+    """Zeros with the dtype and backend of ``a`` (an array, a tracer or a Python scalar), and its
+    shape unless ``shape`` is given: a constant, never traced. What the interpreters use for a zero
+    cotangent or tangent made real."""
     if not hasattr(a, "shape"):
         a = numpy.asarray(a)
-    return namespace_of(a).zeros(a.shape, a.dtype)
+    return namespace_of(a).zeros(a.shape if shape is None else shape, a.dtype)
+
+
+def ones_like(a):
+    """Ones with the shape, dtype and backend of ``a``: a constant, never traced (the cotangent
+    ``grad`` seeds every output with)."""
+    if not hasattr(a, "shape"):
+        a = numpy.asarray(a)
+    return namespace_of(a).ones(a.shape, a.dtype)
 
 
 def scipy_module(xp, name: str):

@@ -13,7 +13,11 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
+from tapegrad import _structural as st
 from tapegrad._core import Primitive, bind
+from tapegrad._structural import broadcast_to, expand_dims, moveaxis, reshape, shape_of
 
 
 def defbatch(prim: Primitive, rule) -> None:
@@ -23,10 +27,6 @@ def defbatch(prim: Primitive, rule) -> None:
 
 def ndim_of(x) -> int:
     return getattr(x, "ndim", 0)
-
-
-def shape_of(x) -> tuple:
-    return tuple(getattr(x, "shape", ()))
 
 
 def example_shape(x, d) -> tuple:
@@ -46,7 +46,6 @@ def to_front(x, d):
     """``x`` with its batch axis ``d`` moved to 0."""
     if d == 0:
         return x
-    from tapegrad.numpy._shape import moveaxis
     return moveaxis(x, d, 0)
 
 
@@ -55,10 +54,8 @@ def at_front(x, d, size: int):
     ``size`` examples."""
     if d is not None:
         return to_front(x, d)
-    from tapegrad.numpy._shape import broadcast_to, expand_dims
-    if not hasattr(x, "shape"):
-        from tapegrad.numpy._creation import asarray
-        x = asarray(x)
+    if not hasattr(x, "shape"):  # a Python scalar
+        x = np.asarray(x)
     return broadcast_to(expand_dims(x, 0), (size,) + shape_of(x))
 
 
@@ -83,7 +80,6 @@ def lead_batch(x, d: int, ndim: int):
     missing = ndim + 1 - len(shape)
     if missing <= 0:
         return x
-    from tapegrad.numpy._shape import reshape
     return reshape(x, shape[:1] + (1,) * missing + shape[1:])
 
 
@@ -150,7 +146,6 @@ def _single_axis_rule(prim):
     def rule(vals, dims, *, axis, **params):
         (x,), (d,) = vals, dims
         if axis is None:
-            from tapegrad.numpy._shape import reshape
             x = to_front(x, d)
             x = reshape(x, (shape_of(x)[0], math.prod(shape_of(x)[1:])))  # not -1: the batch may be empty
             out = bind(prim, x, axis=1, **params)
@@ -182,3 +177,34 @@ def defbatch_front(prim: Primitive, shift_params=lambda params: params) -> None:
     """A batch rule for a primitive that works on any leading axes once its static parameters are
     shifted past the batch axis at 0."""
     prim.batch_rule = _front_rule(prim, shift_params)
+
+
+# ---- the structural primitives (tapegrad._structural): the vocabulary of the rules above -------------
+def _reshape_batch(vals, dims, *, shape):
+    """The batch axis to the front, then the example's new shape after it."""
+    x = to_front(vals[0], dims[0])
+    return bind(st.reshape_p, x, shape=(shape_of(x)[0],) + tuple(shape)), 0
+
+
+def _transpose_batch(vals, dims, *, axes):
+    """One transpose that also brings the batch axis ``d`` to the front."""
+    (x,), (d,) = vals, dims
+    return bind(st.transpose_p, x, axes=(d,) + tuple(a + (a >= d) for a in axes)), 0
+
+
+def _broadcast_to_batch(vals, dims, *, shape):
+    """The batch axis to the front, then unit axes up to the target rank, then broadcast."""
+    x = lead_batch(vals[0], dims[0], len(shape))
+    return bind(st.broadcast_to_p, x, shape=shape_of(x)[:1] + tuple(shape)), 0
+
+
+def _concatenate_batch(vals, dims, *, axis):
+    return bind(st.concatenate_p, *all_at_front(vals, dims), axis=axis + 1), 0
+
+
+defbatch(st.reshape_p, _reshape_batch)
+defbatch(st.transpose_p, _transpose_batch)
+defbatch(st.broadcast_to_p, _broadcast_to_batch)
+defbatch(st.concatenate_p, _concatenate_batch)
+defbatch_reduction(st.sum_p)
+defbatch_elementwise(st.add_any_p, st.astype_p, st.stop_gradient_p)

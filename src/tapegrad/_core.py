@@ -163,8 +163,9 @@ eval_trace = EvalTrace(None)
 class Tracer:
     """A value inside a transform. Subclasses hold what their trace needs (a primal, a tape node...).
 
-    Array behaviour (operators, methods, NumPy's protocols) comes from
-    ``tapegrad.numpy._operators.ArrayOperators``, which every concrete tracer class mixes in.
+    Array behaviour (operators, methods, NumPy's protocols) is installed on this class by
+    ``tapegrad.numpy`` when it is imported (``tapegrad.numpy._operators.install``): the spine knows
+    nothing of the functions an operator calls.
     """
 
     __slots__ = ("_trace",)
@@ -299,7 +300,8 @@ class PrimalTracer(Tracer):
 
 
 class Boxed:
-    """A holder that operations see through (``Parameter``): ``bind`` replaces it with ``unbox()``."""
+    """A holder that operations see through (``Parameter``): ``bind`` replaces it with ``unbox()``.
+    Like :class:`Tracer`, it gets its array behaviour from ``tapegrad.numpy``."""
 
     __slots__ = ()
 
@@ -367,9 +369,17 @@ def _lift_operand(a):
 
 
 def sequence_to_array(seq):
-    """A list or tuple operand as an array; ``tapegrad.numpy`` replaces this with ``tnp.array``,
-    which stacks traced elements differentiably."""
-    return numpy.asarray(seq)
+    """A list or tuple operand as an array. One that holds traced values (or Parameters) is stacked
+    with ``numpy.stack``, which NumPy's ``__array_function__`` protocol hands to the traced values'
+    own ``stack`` (installed by ``tapegrad.numpy``), so the elements stay differentiable; nested
+    sequences are stacked level by level."""
+    if not _holds_traced(seq):
+        return numpy.asarray(seq)
+    return numpy.stack([sequence_to_array(e) if isinstance(e, (list, tuple)) else e for e in seq])
+
+
+def _holds_traced(seq) -> bool:
+    return any(isinstance(e, (Tracer, Boxed)) or (isinstance(e, (list, tuple)) and _holds_traced(e)) for e in seq)
 
 
 def _raise_escaped(prim, operands):

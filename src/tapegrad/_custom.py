@@ -18,9 +18,9 @@ import functools
 import inspect
 
 from tapegrad import _tree
+from tapegrad._backend import zeros_like
 from tapegrad._core import Boxed, bind_joint, is_inexact
 from tapegrad._tape import vjp_flat
-from tapegrad.numpy._creation import zeros_like
 
 
 class _FlatCall:

@@ -17,9 +17,9 @@ import functools
 
 from tapegrad import _tree
 from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, linearize, refuse_unknown_keywords, vjp
+from tapegrad._backend import zeros_like
+from tapegrad._structural import reshape
 from tapegrad._vmap_api import vmap
-from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy._shape import reshape
 
 
 def _jac_positions(grad_position, api: str):

@@ -11,10 +11,10 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 from __future__ import annotations
 
 from tapegrad._core import PrimalTracer, Trace, bind, holds_tracers_of, is_inexact, new_main
-from tapegrad.numpy._operators import ArrayOperators
+from tapegrad._structural import astype, broadcast_to
 
 
-class JVPTracer(ArrayOperators, PrimalTracer):
+class JVPTracer(PrimalTracer):
     __slots__ = ("tangent",)
 
     def __init__(self, trace, primal, tangent):
@@ -72,11 +72,10 @@ def apply_jvp_rule(prim, tangents, ans, primals, params):
 def _fit(tangent, ans):
     """The tangent with the output's shape and dtype: an operand's tangent may need broadcasting (a
     scalar added to a matrix), and a weakly typed term must not upcast a float32 output."""
-    from tapegrad.numpy._shape import broadcast_to
     if tangent.shape != ans.shape:
         tangent = broadcast_to(tangent, ans.shape)
     if tangent.dtype != ans.dtype:
-        tangent = tangent.astype(ans.dtype)
+        tangent = astype(tangent, ans.dtype)
     return tangent
 
 

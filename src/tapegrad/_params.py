@@ -14,7 +14,6 @@ import numpy as np
 
 from tapegrad._backend import default_namespace
 from tapegrad._core import Boxed, Tracer
-from tapegrad.numpy._operators import ArrayOperators
 
 _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
                                                                 default=None)
@@ -105,7 +104,7 @@ def _as_array(value):
     return default_namespace().asarray(value)
 
 
-class Parameter(ArrayOperators, Boxed):
+class Parameter(Boxed):
     """A named, mutable array that models and ``grad(weights=...)`` refer to by identity.
 
     Args:

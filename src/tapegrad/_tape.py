@@ -15,10 +15,10 @@ import itertools
 import operator
 
 from tapegrad import _tree
+from tapegrad._backend import zeros_like
 from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_of, is_inexact, new_main
-from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy._elementwise import add
-from tapegrad.numpy._operators import ArrayOperators
+from tapegrad._jvp import apply_jvp_rule
+from tapegrad._structural import add_any
 
 _sequence = itertools.count()
 
@@ -42,7 +42,7 @@ class Node:
         self.seq = next(_sequence)
 
 
-class VJPTracer(ArrayOperators, PrimalTracer):
+class VJPTracer(PrimalTracer):
     __slots__ = ("node",)
 
     def __init__(self, trace, primal, node):
@@ -134,7 +134,7 @@ def _backward_operands(node, rules, ct, cts):
     for (_, parent), parent_ct in zip(parents, parent_cts):
         if parent_ct is not None:
             previous = cts.get(parent)
-            cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+            cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
 
 
 def _reverse_topological(out_nodes):
@@ -162,7 +162,7 @@ def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
     cts = {}
     for node, ct in zip(out_nodes, out_cts):
         if node is not None and ct is not None:
-            cts[node] = ct if node not in cts else add(cts[node], ct)
+            cts[node] = ct if node not in cts else add_any(cts[node], ct)
     results = {}
     for node in order or _reverse_topological(out_nodes):
         ct = cts.pop(node, None)
@@ -176,7 +176,7 @@ def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
             for parent, parent_ct in _backward_special(node, ct, cts):
                 if parent_ct is not None:
                     previous = cts.get(parent)
-                    cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+                    cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
             if free:
                 node.primals = node.params = None
             continue
@@ -186,7 +186,7 @@ def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
                 parent_ct = rules[argnum](ct, ans, *primals, **params)
                 if parent_ct is not None:
                     previous = cts.get(parent)
-                    cts[parent] = parent_ct if previous is None else add(previous, parent_ct)
+                    cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
         else:
             _backward_operands(node, rules, ct, cts)
         if free:
@@ -246,7 +246,6 @@ def forward_sweep(order, in_nodes, in_tangents, out_nodes):
     """Tangents of ``out_nodes`` given ``in_tangents`` on the tape's leaves (None: zero): each node of
     ``order`` (``sweep_order``) maps its operands' tangents through its jvp rule at the stored primals,
     a linearization replayed without recomputing the primals."""
-    from tapegrad._jvp import apply_jvp_rule
     tangents = {node: t for node, t in zip(in_nodes, in_tangents) if t is not None}
     get = tangents.get
     for node in order:

@@ -13,12 +13,16 @@ slow, and listed in ``docs/transforms.md``; ``fallback_primitives()`` names thos
 """
 from __future__ import annotations
 
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._backend import namespace_of
 from tapegrad._core import Trace, Tracer, bind, bind_joint, holds_tracers_of, new_main
+from tapegrad._structural import broadcast_to, expand_dims, moveaxis, reduce_sum, stack
 from tapegrad.errors import ConcretizationError
-from tapegrad.numpy._operators import ArrayOperators
 
 
-class BatchTracer(ArrayOperators, Tracer):
+class BatchTracer(Tracer):
     """One example of a batch: ``val`` holds every example along axis ``bdim``."""
 
     __slots__ = ("val", "bdim")
@@ -38,7 +42,6 @@ class BatchTracer(ArrayOperators, Tracer):
         return self.val.dtype
 
     def array_namespace(self):
-        from tapegrad._backend import namespace_of
         return namespace_of(self.val)
 
     def concrete_value(self):
@@ -87,7 +90,6 @@ class BatchTrace(Trace):
 
 def loop_rule(prim, vals, dims, params, size: int):
     """The fallback batch rule: ``prim`` once per example, the results stacked along axis 0."""
-    from tapegrad.numpy._shape import stack
     outs = [bind(prim, *[v if d is None else take_example(v, d, b) for v, d in zip(vals, dims)], **params)
             for b in range(size)]
     return stack(outs), 0
@@ -131,7 +133,6 @@ class MappedOutputError(ValueError):
 
 
 def _place(trace, out, dim, size: int, index: int):
-    from tapegrad.numpy._shape import broadcast_to, expand_dims, moveaxis
     if type(out) is BatchTracer and out._trace is trace:
         if dim is None:
             raise MappedOutputError(index)
@@ -139,8 +140,7 @@ def _place(trace, out, dim, size: int, index: int):
     if dim is None or out is None:
         return out
     if not hasattr(out, "shape"):  # a Python scalar becomes a 0-d array, then a batch of them
-        from tapegrad.numpy._creation import asarray
-        out = asarray(out)
+        out = np.asarray(out)
     shape = list(out.shape)
     shape.insert(dim, size)
     return broadcast_to(expand_dims(out, dim), tuple(shape))
@@ -160,7 +160,6 @@ class _BatchedCall:
         return vmap_flat(self.call.fun, args, self.in_dims, _at_front, self.size)
 
     def forward(self, *primals):
-        from tapegrad import _tree
 
         def flat_forward(*xs):
             outs, residuals = self.call.forward(*xs)
@@ -171,7 +170,6 @@ class _BatchedCall:
         return flat[:self._n_out], flat[self._n_out:]
 
     def backward(self, residuals, out_cts):
-        from tapegrad import _tree
         n_res = len(residuals)
 
         def flat_backward(*xs):
@@ -200,8 +198,6 @@ class _BatchedCall:
 def _to_input_axis(ct, d):
     """An input cotangent computed with its batch axis at 0, as the input holds it: summed over the
     batch where the input is shared by every example, moved to the input's batch axis otherwise."""
-    from tapegrad.numpy._reductions import sum as reduce_sum
-    from tapegrad.numpy._shape import moveaxis
     if ct is None or d == 0:
         return ct
     return reduce_sum(ct, axis=0) if d is None else moveaxis(ct, 0, d)

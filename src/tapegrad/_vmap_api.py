@@ -11,6 +11,7 @@ import optree
 from tapegrad import _tree
 from tapegrad._core import Boxed
 from tapegrad._owned import owned
+from tapegrad._structural import concatenate
 from tapegrad._vmap import MappedOutputError, vmap_flat
 
 _ARRAY_TYPES = frozenset([np.ndarray])
@@ -239,7 +240,6 @@ def vmap(fn, in_axes=0, out_axes=0, axis_size=None, chunk_size=None):
 
 def _chunked(flat_fun, inputs, outputs, chunk_size: int):
     """One ``vmap_flat`` per chunk of examples, the mapped outputs concatenated along their axes."""
-    from tapegrad.numpy._shape import concatenate
     pieces = []
     for start in range(0, inputs.size, chunk_size):
         stop = min(start + chunk_size, inputs.size)

@@ -14,12 +14,11 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Trace, Tracer, new_main
 from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
 from tapegrad.errors import ConcretizationError
-from tapegrad.numpy._operators import ArrayOperators
 
 _SCALARS = (bool, int, float, complex)
 
 
-class StagingTracer(ArrayOperators, Tracer):
+class StagingTracer(Tracer):
     """A value of the program being staged: only its variable (shape, dtype, backend) is known."""
 
     __slots__ = ("var",)

@@ -25,7 +25,7 @@ from numpy import (
 )
 
 from tapegrad import _core
-from tapegrad.numpy import linalg
+from tapegrad.numpy import _operators, linalg
 from tapegrad.numpy._creation import (
     arange,
     array,
@@ -144,7 +144,7 @@ from tapegrad.numpy._shape import (
     transpose,
 )
 
-_core.sequence_to_array = array
+_operators.install(_core.Tracer, _core.Boxed)  # the array behaviour of traced values and Parameters
 
 __all__ = [
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arcsin", "arctan",

@@ -18,10 +18,14 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
-from tapegrad.numpy import _complex, _shape
 from tapegrad._batching import defbatch_elementwise
-from tapegrad._rules import def_nondiff, defjvp, defjvp_joint, deflinear, defvjp, primitive, unary_abstract_eval
+from tapegrad._core import bind
+from tapegrad._rules import def_nondiff, defjvp, defjvp_joint, defvjp, primitive, unary_abstract_eval
+from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
+from tapegrad._structural import astype_p as astype_p
+from tapegrad._structural import stop_gradient as stop_gradient
+from tapegrad._structural import stop_gradient_p as stop_gradient_p
+from tapegrad.numpy import _complex, _shape
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)
@@ -267,7 +271,7 @@ bitwise_xor_p, bitwise_xor = _binary("bitwise_xor", nondiff=True)
 invert_p, invert = _unary("invert")
 
 
-# ---- where, clip, stop_gradient, astype ----------------------------------------------------------
+# ---- where and clip (stop_gradient and astype are structural: tapegrad._structural) -------------------
 def _where_jvp(tangents, ans, c, x, y):
     _, tx, ty = tangents
     return where(c, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
@@ -317,39 +321,3 @@ def clip(a, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise ValueError("clip: give a_min, a_max or both; both are None")
     return bind(clip_p, a, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
-
-
-stop_gradient_p = primitive("stop_gradient", lambda x: x)
-def_nondiff(stop_gradient_p)
-defbatch_elementwise(stop_gradient_p)
-
-
-def stop_gradient(x):
-    """``x`` itself, seen by every transform as a constant: no gradient flows through it."""
-    return bind(stop_gradient_p, x)
-
-
-def _astype_impl(x, *, dtype):
-    if not hasattr(x, "dtype"):  # a weakly typed Python scalar (a jit argument)
-        return np.asarray(x, dtype=dtype)
-    if x.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part, as NumPy
-        x = namespace_of(x).real(x)                # does, without its ComplexWarning
-    return x.astype(dtype, copy=False)
-
-
-astype_p = primitive("astype", _astype_impl)
-defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
-deflinear(astype_p)
-defbatch_elementwise(astype_p)
-
-
-def astype(x, dtype):
-    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient.
-
-    Complex to real keeps the real part (as NumPy, without its warning), so its derivative is the
-    real part of the tangent, and a real-to-complex cast gets the real part of the cotangent.
-    """
-    dtype = np.dtype(dtype)
-    if dtype.kind not in "fc":
-        return bind(astype_p, stop_gradient(x), dtype=dtype)
-    return bind(astype_p, x, dtype=dtype)

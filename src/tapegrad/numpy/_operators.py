@@ -27,8 +27,9 @@ def _shape_args(args):
 
 
 class ArrayOperators:
-    """Mixin: operators and methods, each one call into ``tapegrad.numpy`` (arithmetic binds its
-    primitive directly: it is the hottest path of every traced program)."""
+    """The operators and methods of traced values and Parameters, each one call into
+    ``tapegrad.numpy`` (arithmetic binds its primitive directly: it is the hottest path of every
+    traced program). :func:`install` copies them onto the spine's ``Tracer`` and ``Boxed``."""
 
     __slots__ = ()
     __array_priority__ = 1000
@@ -250,3 +251,17 @@ def register_numpy_functions(namespace: dict, module=np) -> None:
         np_fn = getattr(module, name, None)
         if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
             _FUNCTIONS[np_fn] = fn
+
+
+_NOT_COPIED = frozenset(["__module__", "__qualname__", "__doc__", "__slots__", "__dict__", "__weakref__"])
+
+
+def install(*classes) -> None:
+    """Give ``classes`` (the spine's ``Tracer`` and ``Boxed``) the array behaviour of
+    :class:`ArrayOperators`. Done once, when ``tapegrad.numpy`` is imported: the spine sits below this
+    package and cannot import it, as JAX's ``numpy/array_methods.py`` installs the operators of its
+    tracers. A subclass's own definitions (``Parameter.__array__``, ``__hash__``) still take precedence."""
+    for cls in classes:
+        for name, value in vars(ArrayOperators).items():
+            if name not in _NOT_COPIED:
+                setattr(cls, name, value)

@@ -5,62 +5,22 @@ the static parameters are hashable and rules see one spelling.
 """
 from __future__ import annotations
 
-import builtins
-import operator
-
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad._core import bind
+from tapegrad._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
+from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad.numpy._complex import conj, real
 from tapegrad.numpy._creation import as_operand, ones_like
-from tapegrad._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
-
-
-def normalize_axis(axis, ndim: int, name: str = "axis"):
-    """``axis`` (None, int or sequence of ints, negatives allowed) as None or a sorted tuple."""
-    if axis is None:
-        return None
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < builtins.max(ndim, 1):
-            raise np.exceptions.AxisError(f"{name} {a} is out of bounds for an array of dimension {ndim}")
-        out.append(a % builtins.max(ndim, 1) if ndim else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name} {axis!r} repeats an axis")
-    return tuple(sorted(out))
-
-
-def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
-    """``ct`` of a reduction, reshaped so that it broadcasts against the operand (size-1 reduced axes)."""
-    if keepdims:
-        return ct
-    if axis is None:
-        return _shape.reshape(ct, (1,) * len(x_shape))
-    return _shape.reshape(ct, tuple(1 if i in axis else d for i, d in enumerate(x_shape)))
 
 
 def _reduce(prim, a, axis, keepdims):
     a = as_operand(a)
     return bind(prim, a, axis=normalize_axis(axis, _shape.ndim(a)), keepdims=bool(keepdims))
-
-
-def _reduce_impl(name):
-    def impl(x, *, axis, keepdims):
-        return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
-    return impl
-
-
-# ---- sum -----------------------------------------------------------------------------------------
-sum_p = primitive("sum", _reduce_impl("sum"))
-defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims:
-       _shape.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
-deflinear(sum_p)
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):
@@ -87,8 +47,8 @@ def _minmax_jvp(t, ans, x, *, axis, keepdims):
     return sum(t * _tie_weights(ans, x, axis, keepdims), axis=axis, keepdims=keepdims)
 
 
-amax_p = primitive("amax", _reduce_impl("max"))
-amin_p = primitive("amin", _reduce_impl("min"))
+amax_p = primitive("amax", reduce_impl("max"))
+amin_p = primitive("amin", reduce_impl("min"))
 defvjp(amax_p, _minmax_vjp)
 defvjp(amin_p, _minmax_vjp)
 defjvp(amax_p, _minmax_jvp)
@@ -146,7 +106,7 @@ def _prod_jvp(t, ans, x, *, axis, keepdims):
     return jvp_flat(lambda x: [_prod_tree(x, axis, keepdims)], [x], [t])[1][0]
 
 
-prod_p = primitive("prod", _reduce_impl("prod"))
+prod_p = primitive("prod", reduce_impl("prod"))
 defvjp(prod_p, _prod_vjp)
 defjvp(prod_p, _prod_jvp)
 
@@ -225,10 +185,10 @@ def cumprod(a, axis=None, dtype=None):
 
 
 # ---- integer and boolean results -----------------------------------------------------------------
-argmax_p = primitive("argmax", _reduce_impl("argmax"))
-argmin_p = primitive("argmin", _reduce_impl("argmin"))
-all_p = primitive("all", _reduce_impl("all"))
-any_p = primitive("any", _reduce_impl("any"))
+argmax_p = primitive("argmax", reduce_impl("argmax"))
+argmin_p = primitive("argmin", reduce_impl("argmin"))
+all_p = primitive("all", reduce_impl("all"))
+any_p = primitive("any", reduce_impl("any"))
 for _p in (argmax_p, argmin_p, all_p, any_p):
     def_nondiff(_p)
 defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)

@@ -1,0 +1,271 @@
+"""The structural primitives: the array operations the interpreters apply themselves.
+
+Reverse mode adds cotangents (``add_any``), forward mode fits a tangent to its output (``broadcast_to``,
+``astype``), and batching moves and broadcasts batch axes (``transpose``, ``reshape``,
+``broadcast_to``, ``concatenate``, ``sum``). They are declared here, below the interpreters, so that
+the spine needs nothing from ``tapegrad.numpy`` (JAX's ``ad_util``/``lax`` split: its ``ad.py``
+imports no numpy layer); ``tapegrad.numpy``'s functions of the same names bind these same
+primitives. Their derivative rules are closed over this set: the vjp of ``broadcast_to`` is a
+``sum``, of ``sum`` a ``broadcast_to``, of ``transpose`` a ``transpose``, and so on.
+
+The functions here take arrays and tracers (no lists: ``tapegrad.numpy`` converts those first) and
+their axes already checked. Their batch rules are given in ``_batching.py``, beside the families
+they are instances of.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import operator
+
+import numpy as np
+
+from tapegrad._backend import namespace_of
+from tapegrad._core import bind
+from tapegrad._rules import def_nondiff, deflinear, defvjp, defvjp_argnum, primitive
+
+
+def shape_of(x) -> tuple:
+    """The shape of an array, a tracer or a Python scalar."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def infer_shape(size: int, shape) -> tuple:
+    """``shape`` with one ``-1`` resolved, as ``numpy.reshape`` resolves it."""
+    shape = tuple(operator.index(d) for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        shape = tuple(size // known if known and d == -1 else d for d in shape)
+    return shape
+
+
+def normalize_axis(axis, ndim: int, name: str = "axis"):
+    """``axis`` (None, int or sequence of ints, negatives allowed) as None or a sorted tuple."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < builtins.max(ndim, 1):
+            raise np.exceptions.AxisError(f"{name} {a} is out of bounds for an array of dimension {ndim}")
+        out.append(a % builtins.max(ndim, 1) if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} {axis!r} repeats an axis")
+    return tuple(sorted(out))
+
+
+def axes_tuple(axes, ndim: int) -> tuple:
+    """``axes`` (an int or a sequence, negatives allowed) as a tuple of non-negative ints."""
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    return tuple(operator.index(a) % ndim for a in axes)
+
+
+# ---- add_any: the sum of two cotangents (or tangents) of one shape and dtype -------------------------
+# NumPy's ufunc object as impl (as tnp.add's): CuPy arrays dispatch through __array_ufunc__, and jit
+# fuses it and reuses buffers for it as for add
+add_any_p = primitive("add_any", np.add)
+defvjp(add_any_p, lambda ct, ans, x, y: ct, lambda ct, ans, x, y: ct)
+deflinear(add_any_p)
+
+
+def add_any(x, y):
+    """``x + y`` for two contributions to one cotangent: no broadcasting, no promotion to undo."""
+    return bind(add_any_p, x, y)
+
+
+# ---- stop_gradient and astype ---------------------------------------------------------------------
+stop_gradient_p = primitive("stop_gradient", lambda x: x)
+def_nondiff(stop_gradient_p)
+
+
+def stop_gradient(x):
+    """``x`` itself, seen by every transform as a constant: no gradient flows through it."""
+    return bind(stop_gradient_p, x)
+
+
+def _astype_impl(x, *, dtype):
+    if not hasattr(x, "dtype"):  # a weakly typed Python scalar (a jit argument)
+        return np.asarray(x, dtype=dtype)
+    if x.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part, as NumPy
+        x = namespace_of(x).real(x)                # does, without its ComplexWarning
+    return x.astype(dtype, copy=False)
+
+
+astype_p = primitive("astype", _astype_impl)
+defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
+deflinear(astype_p)
+
+
+def astype(x, dtype):
+    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient.
+
+    Complex to real keeps the real part (as NumPy, without its warning), so its derivative is the
+    real part of the tangent, and a real-to-complex cast gets the real part of the cotangent.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        return bind(astype_p, stop_gradient(x), dtype=dtype)
+    return bind(astype_p, x, dtype=dtype)
+
+
+# ---- reshape and transpose ------------------------------------------------------------------------
+reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
+defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, shape_of(x)))
+deflinear(reshape_p)
+
+
+def reshape(a, shape):
+    """``a`` with a new shape (one entry may be -1), in C order."""
+    old = shape_of(a)
+    size = 1
+    for d in old:
+        size *= d
+    shape = infer_shape(size, shape)
+    if shape == old:
+        return a
+    return bind(reshape_p, a, shape=shape)
+
+
+def expand_dims(a, axis):
+    """``a`` with unit axes inserted at ``axis`` (an int or a tuple of them)."""
+    shape = list(shape_of(a))
+    n_new = 1 if isinstance(axis, (int, np.integer)) else len(axis)
+    for ax in sorted(axes_tuple(axis, len(shape) + n_new)):
+        shape.insert(ax, 1)
+    return reshape(a, tuple(shape))
+
+
+transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
+defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
+deflinear(transpose_p)
+
+
+def transpose(a, axes=None):
+    """Permute the axes (reverse them when ``axes`` is None), as ``numpy.transpose``."""
+    ndim = len(shape_of(a))
+    axes = tuple(range(ndim))[::-1] if axes is None else tuple(operator.index(i) % builtins.max(ndim, 1) for i in axes)
+    if sorted(axes) != list(range(ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of the {ndim} axes")
+    if axes == tuple(range(ndim)):
+        return a
+    return bind(transpose_p, a, axes=axes)
+
+
+def moveaxis(a, source, destination):
+    """Move axes ``source`` to positions ``destination``, as ``numpy.moveaxis``."""
+    ndim = len(shape_of(a))
+    source, destination = axes_tuple(source, ndim), axes_tuple(destination, ndim)
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(a, order)
+
+
+# ---- sum and broadcast_to: each the other's transpose ----------------------------------------------
+def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
+    """``ct`` of a reduction, reshaped so that it broadcasts against the operand (size-1 reduced axes)."""
+    if keepdims:
+        return ct
+    if axis is None:
+        return reshape(ct, (1,) * len(x_shape))
+    return reshape(ct, tuple(1 if i in axis else d for i, d in enumerate(x_shape)))
+
+
+def reduce_impl(name):
+    """The impl of the reduction ``xp.<name>(x, axis=, keepdims=)``."""
+    def impl(x, *, axis, keepdims):
+        return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
+    return impl
+
+
+sum_p = primitive("sum", reduce_impl("sum"))
+defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims: broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
+deflinear(sum_p)
+
+
+def reduce_sum(a, axis=None, keepdims=False):
+    """The sum over ``axis`` (None: all), as ``numpy.sum``."""
+    return bind(sum_p, a, axis=normalize_axis(axis, len(shape_of(a))), keepdims=bool(keepdims))
+
+
+broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
+defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
+deflinear(broadcast_to_p)
+
+
+def broadcast_to(array, shape):
+    """``array`` broadcast to ``shape``, as ``numpy.broadcast_to``."""
+    shape = infer_shape(-1, shape)
+    if shape_of(array) == shape:
+        return array
+    return bind(broadcast_to_p, array, shape=shape)
+
+
+def unbroadcast(ct, x):
+    """Sum ``ct`` down to the shape of operand ``x`` and cast it to ``x``'s dtype.
+
+    Undoes NumPy broadcasting in every binary vjp: leading axes ``x`` lacks are summed away, and so
+    are axes where ``x`` has length 1.
+    """
+    shape, ct_shape = x.shape, ct.shape
+    if ct_shape != shape:
+        lead = len(ct_shape) - len(shape)
+        if lead < 0:  # assignment also broadcasts by dropping leading 1s: x.at[i].set(v[None])
+            ct = reshape(ct, (1,) * -lead + tuple(ct_shape))
+            ct_shape, lead = ct.shape, 0
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1)
+        if axes:
+            ct = reduce_sum(ct, axis=axes)
+        if ct.shape != shape:
+            ct = reshape(ct, shape)
+    if ct.dtype != x.dtype:
+        ct = astype(ct, x.dtype)
+    return ct
+
+
+# ---- concatenate and stack ------------------------------------------------------------------------
+concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).concatenate(xs, axis=axis))
+
+
+def _concatenate_vjp(argnum, ct, ans, *xs, axis):
+    return _concatenate_operands_vjp((argnum,), ct, ans, xs, axis=axis)[0]
+
+
+def _concatenate_operands_vjp(argnums, ct, ans, xs, *, axis):
+    """The pieces of ``ct`` for the operands ``argnums``; the offsets are summed once for all of them
+    (a running sum per operand made ``stack`` of N arrays quadratic in N)."""
+    starts = list(itertools.accumulate((shape_of(x)[axis] for x in xs), initial=0))
+    pieces = []
+    for argnum in argnums:
+        piece = ct[(slice(None),) * axis + (slice(starts[argnum], starts[argnum + 1]),)]
+        x = xs[argnum]
+        pieces.append(piece if piece.dtype == x.dtype else astype(piece, x.dtype))
+    return pieces
+
+
+defvjp_argnum(concatenate_p, _concatenate_vjp, _concatenate_operands_vjp)
+deflinear(concatenate_p)
+
+
+def concatenate(arrays, axis=0):
+    """Join ``arrays`` along an existing ``axis`` (None: flatten first), as ``numpy.concatenate``."""
+    arrays = list(arrays)
+    if axis is None:
+        arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
+    axis = normalize_axis(axis, len(shape_of(arrays[0])))[0]
+    return bind(concatenate_p, *arrays, axis=axis)
+
+
+def stack(arrays, axis=0):
+    """Join ``arrays`` along a new ``axis``."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array")
+    out_ndim = len(shape_of(arrays[0])) + 1
+    axis = operator.index(axis) % out_ndim
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
