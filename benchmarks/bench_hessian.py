@@ -29,7 +29,8 @@ reverse), ``grad(lambda x: vdot(grad(f)(x), v))`` (reverse over reverse), ``grad
 ``A^T (p * (A v) - p (p . A v)) + v`` by hand.
 
 Targets: ``tg.hessian`` <= 20x the NumPy Hessian (issue 3) and ``jacfwd(jacrev)`` <= 1 ms eager (issue 4);
-the jvp-of-grad route faster than grad-of-grad (``jacfwd(jacrev)`` against ``jacrev(jacrev)``; the HVP rows are the per-vector view).
+the jvp-of-grad route faster than grad-of-grad (``jacfwd(jacrev)`` against ``jacrev(jacrev)``; the HVP
+rows are the per-vector view).
 
 Run alone: ``python benchmarks/bench_hessian.py [--quick] [--threads N]``.
 """

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import tracemalloc
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import apply_thread_flag, format_table  # noqa: E402
@@ -58,14 +59,21 @@ def mlp_loss(p, x, y):
     return tnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
 
 
-def traced(fn):
-    """``(result, current bytes after, peak bytes)`` of ``fn()``, counted from its start."""
+def traced(fn, *args, collect=True):
+    """``(result, current bytes after, peak bytes)`` of ``fn(*args)``, counted from its start.
+
+    With ``collect``, the garbage collector runs before "current" is read, so that it counts what
+    stays reachable. ``collect=False`` is for measurements with the collector off: it counts also
+    what only a collection would free (a reference cycle holding a constant), plus the interpreter's
+    free lists, which a full collection empties (about 0.1 MiB).
+    """
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        result = fn()
-        gc.collect()
+        result = fn(*args)
+        if collect:
+            gc.collect()
         current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -107,6 +115,11 @@ def bench_memory(quick):
 
 
 # ---- jit's cache ---------------------------------------------------------------------------------
+def times_plus_one(c):
+    """``x * c + 1``, closing over its own ``c`` (lambdas made in one loop would share one cell)."""
+    return lambda x: x * c + 1.0
+
+
 class Scaled:
     def __init__(self, k):
         self.k = np.full(3, float(k))
@@ -141,11 +154,10 @@ def bench_jit_cache(quick):
         def closures():
             x = np.ones(2 ** 17)
             for k in range(30 if quick else 300):
-                c = np.full(2 ** 17, float(k))
-                g = tg.jit(lambda x: x * c + 1.0)
+                g = tg.jit(times_plus_one(np.full(2 ** 17, float(k))))  # over a 1 MiB constant
                 g(x)
-                del g, c
-        _, left, peak = traced(closures)
+                del g
+        _, left, peak = traced(closures, collect=False)  # what only a collection would free counts too
         rows.append([f"{30 if quick else 300} closures over 1 MiB, gc off", f"{left / MIB:.2f} MiB left",
                      f"peak {peak / MIB:.1f} MiB"])
     finally:
@@ -161,24 +173,42 @@ def chain(x, n):
     return x
 
 
+def summed_chain(x, n):
+    return tnp.sum(chain(x, n))
+
+
 def bench_staging(quick):
     rows = []
     x = np.ones(4)
     for n in ((10 ** 4,) if quick else (10 ** 4, 10 ** 5)):
-        program, kept, peak = traced(lambda: tg.make_program(lambda x: chain(x, n))(x))
+        program, kept, peak = traced(tg.make_program(partial(chain, n=n)), x)
         rows.append([f"make_program, chain of {n}", len(program.eqns), f"{kept / len(program.eqns):.0f}",
                      f"{peak / len(program.eqns):.0f}"])
         del program
     for n in ((3000,) if quick else (3 * 10 ** 4,)):
-        start = time.perf_counter()
-        _, kept, peak = traced(lambda: tg.jit(lambda x: chain(x, n))(x))
+        _, _, peak = traced(tg.jit(partial(chain, n=n)), x)
         rows.append([f"jit (stage, optimise, compile, run), chain of {n}", n, "", f"{peak / n:.0f}"])
-        _, kept, peak = traced(lambda: tg.jit(tg.grad(lambda x: tnp.sum(chain(x, n))))(x))
+        _, _, peak = traced(tg.jit(tg.grad(partial(summed_chain, n=n))), x)
         rows.append([f"jit(grad), chain of {n} (per forward op)", n, "", f"{peak / n:.0f}"])
     return format_table(["program", "equations", "kept B/eqn", "peak B/eqn"], rows)
 
 
 # ---- threads ---------------------------------------------------------------------------------------
+def run_threads(fn_of, args_of, threads, calls):
+    """``(seconds, results)``: thread ``i`` calls ``fn_of(i)(*args_of(i))`` ``calls`` times."""
+    results = [None] * threads
+
+    def work(i):
+        results[i] = [fn_of(i)(*args_of(i)) for _ in range(calls)]
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    start = time.perf_counter()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - start, results
+
+
 def bench_threads(quick):
     threads, calls = 8, 100 if quick else 1000
     rng = np.random.default_rng(0)
@@ -192,17 +222,7 @@ def bench_threads(quick):
     rows = []
     for name, fn_of in (("different gradients", lambda i: grads[i]), ("one shared jit(grad)", lambda i: shared)):
         expected = [fn_of(i)(w, xs[i]) for i in range(threads)]
-        results = [None] * threads
-
-        def work(i):
-            results[i] = [fn_of(i)(w, xs[i]) for _ in range(calls)]
-        pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-        start = time.perf_counter()
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        elapsed = time.perf_counter() - start
+        elapsed, results = run_threads(fn_of, lambda i: (w, xs[i]), threads, calls)
         exact = all(np.array_equal(g, expected[i]) for i in range(threads) for g in results[i])
         close = all(np.allclose(g, expected[i], rtol=1e-12, atol=0) for i in range(threads) for g in results[i])
         rows.append([name, f"{threads} x {calls}", f"{elapsed:.2f}", "bit for bit" if exact else
@@ -220,13 +240,14 @@ def sin_chain(x, n):
 def bench_scale(quick):
     rows = []
     for n in ((10 ** 4, 10 ** 5) if quick else (10 ** 5, 10 ** 6)):
-        f = tg.grad(lambda x: sin_chain(x, n))
+        f = tg.grad(partial(sin_chain, n=n))
         gc.collect()
         start = time.perf_counter()
         f(np.float64(0.5))
         elapsed = time.perf_counter() - start
-        _, _, peak = traced(lambda: f(np.float64(0.5)))
-        rows.append([f"grad of a chain of {n} sin", f"{elapsed:.2f}", f"{peak / MIB:.0f} MiB ({peak / n:.0f} B/op)", ""])
+        _, _, peak = traced(f, np.float64(0.5))
+        rows.append([f"grad of a chain of {n} sin", f"{elapsed:.2f}", f"{peak / MIB:.0f} MiB ({peak / n:.0f} B/op)",
+                     ""])
     previous = None
     sizes = (1000, 2000, 4000, 8000, 10 ** 4) if quick else (1000, 2000, 4000, 8000, 16000, 10 ** 5)
     stack_grad = tg.grad(lambda xs: tnp.sum(tnp.sin(tnp.stack(xs))))

@@ -331,7 +331,8 @@ shape ndim size copy copyto may_share_memory shares_memory isclose allclose arra
 can_cast promote_types
 """.split()
 _UFUNC_NAMES = [n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)]
-_LINALG = "solve inv pinv eigh eigvalsh eig eigvals qr cholesky det slogdet svd norm lstsq matrix_power matrix_rank".split()
+_LINALG = ("solve inv pinv eigh eigvalsh eig eigvals qr cholesky det slogdet svd norm lstsq matrix_power "
+           "matrix_rank").split()
 _FFT = """fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft fftfreq rfftfreq
 fftshift ifftshift""".split()
 _CONSTANTS = "pi e inf nan newaxis euler_gamma".split()

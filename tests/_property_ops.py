@@ -228,8 +228,8 @@ def _fft_static(shape):
     return st.fixed_dictionaries({"axis": _axis(shape), "norm": st.sampled_from([None, "ortho", "forward"])})
 
 
-def _squeezable(draw_shape=hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3)):
-    return draw_shape.map(lambda s: tuple(1 if i % 2 else d for i, d in enumerate(s)))
+_SQUEEZABLE = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3).map(
+    lambda s: tuple(1 if i % 2 else d for i, d in enumerate(s)))  # every other axis has length 1
 
 
 _NONEMPTY_AXIS = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
@@ -307,7 +307,7 @@ SHAPE_OPS = [
          lambda *xs, axis: np.concatenate(xs, axis=axis), _pieces(stack=False)),
     Spec("stack", lambda *xs, axis: tnp.stack(xs, axis=axis), lambda *xs, axis: np.stack(xs, axis=axis),
          _pieces(stack=True)),
-    Spec("squeeze", tnp.squeeze, np.squeeze, one_array(_squeezable())),
+    Spec("squeeze", tnp.squeeze, np.squeeze, one_array(_SQUEEZABLE)),
     Spec("expand_dims", tnp.expand_dims, np.expand_dims,
          one_array(static=lambda s: st.fixed_dictionaries({"axis": _axis(s, extra=1)}))),
     Spec("broadcast_to", lambda x, shape: tnp.broadcast_to(x, shape), lambda x, shape: np.broadcast_to(x, shape),
@@ -335,8 +335,8 @@ SHAPE_OPS = [
 ]
 NN = [
     # exp(log_softmax): SciPy's softmax gives [nan, nan] at [0, inf], its log_softmax [-inf, nan]
-    Spec("softmax", F.softmax, lambda x, axis: np.exp(scipy.special.log_softmax(x, axis)), one_array(_NONEMPTY_AXIS, _one_axis), dtypes=REAL,
-         other_dtypes=(), ulps=256),
+    Spec("softmax", F.softmax, lambda x, axis: np.exp(scipy.special.log_softmax(x, axis)),
+         one_array(_NONEMPTY_AXIS, _one_axis), dtypes=REAL, other_dtypes=(), ulps=256),
     Spec("log_softmax", F.log_softmax, scipy.special.log_softmax, one_array(_NONEMPTY_AXIS, _one_axis),
          dtypes=REAL, other_dtypes=(), ulps=256),
     Spec("relu", F.relu, lambda x: np.maximum(x, 0), elementwise(1), dtypes=REAL, other_dtypes=(), domain=(0.2, 3.0)),

@@ -48,8 +48,10 @@ def elements(dtype, lo: float | None = None, hi: float | None = None):
         return st.booleans()
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return st.integers(max(info.min, -100 if lo is None else int(lo)), min(info.max, 100 if hi is None else int(hi)))
-    real = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}.get(dtype, dtype)
+        return st.integers(max(info.min, -100 if lo is None else int(lo)),
+                           min(info.max, 100 if hi is None else int(hi)))
+    real = {np.dtype(np.complex64): np.dtype(np.float32),
+            np.dtype(np.complex128): np.dtype(np.float64)}.get(dtype, dtype)
     if lo is not None:
         part = st.floats(lo, hi, width=8 * real.itemsize, allow_subnormal=False)
     else:

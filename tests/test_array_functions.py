@@ -235,7 +235,7 @@ def test_nan_entries_get_zero_derivatives():
     x = np.array([[1.0, np.nan, 3.0], [np.nan, 2.0, -1.0]])
     for fn in (tnp.nansum, tnp.nanmean, tnp.nanvar, tnp.nanstd, tnp.nanmax, tnp.nanmin, tnp.nanprod,
                tnp.nanmedian, lambda x: tnp.nanquantile(x, 0.3), lambda x: tnp.nancumsum(x)[-1]):
-        g = tg.grad(lambda x: tnp.sum(fn(x)))(x)
+        g = tg.grad(lambda x, fn=fn: tnp.sum(fn(x)))(x)
         assert g[0, 1] == 0.0 and g[1, 0] == 0.0 and np.isfinite(g).all()
         _, t = tg.jvp(fn, (x,), (np.where(np.isnan(x), 1e3, 0.0),))
         np.testing.assert_array_equal(t, 0.0)
@@ -251,7 +251,7 @@ def test_all_nan_slices_match_numpy():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             np.testing.assert_array_equal(out, getattr(np, name)(x, axis=1))
-            g = tg.grad(lambda x: tnp.nansum(getattr(tnp, name)(x, axis=1)))(x)
+            g = tg.grad(lambda x, name=name: tnp.nansum(getattr(tnp, name)(x, axis=1)))(x)
         assert np.isfinite(g).all() and (g[0] == 0).all()
     np.testing.assert_array_equal(tnp.nansum(x, axis=1), [0.0, 3.5])
     np.testing.assert_array_equal(tnp.nanprod(x, axis=1), [1.0, 2.5])
@@ -268,7 +268,7 @@ def test_nanargmax_nanargmin(axis, keepdims):
     for name in ("nanargmax", "nanargmin"):
         np.testing.assert_array_equal(getattr(tnp, name)(x, axis=axis, keepdims=keepdims),
                                       getattr(np, name)(x, axis=axis, keepdims=keepdims))
-        out = tg.jvp(lambda x: getattr(np, name)(x, axis=axis, keepdims=keepdims), (x,), (x,))[0]
+        out = tg.jvp(lambda x, name=name: getattr(np, name)(x, axis=axis, keepdims=keepdims), (x,), (x,))[0]
         np.testing.assert_array_equal(out, getattr(np, name)(x, axis=axis, keepdims=keepdims))
 
 

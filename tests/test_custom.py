@@ -230,7 +230,7 @@ def test_a_traced_value_the_rule_cannot_see_is_refused(route):
             if route == "jvp":
                 tg.jvp(fn, (x, w), (x, w))
             else:
-                tg.grad(lambda x, s: tnp.sum(fn(x, s)), (0, 1))(x, w)
+                tg.grad(lambda x, s, fn=fn: tnp.sum(fn(x, s)), (0, 1))(x, w)
         assert trace_stack() == ()
 
 

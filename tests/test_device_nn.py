@@ -162,7 +162,8 @@ LOSSES = [
 
 
 @pytest.mark.parametrize("name,fn,target,route", sample(
-    [pytest.param(*loss, route, id=f"{loss[0]}-{route}") for loss in LOSSES for route in ("value", "grad", "jit-grad", "jvp")]))
+    [pytest.param(*loss, route, id=f"{loss[0]}-{route}")
+     for loss in LOSSES for route in ("value", "grad", "jit-grad", "jvp")]))
 def test_loss(name, fn, target, route):
     rng = np.random.default_rng(3)
     y = rng.standard_normal((4, 3))

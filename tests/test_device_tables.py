@@ -46,7 +46,8 @@ def test_special_unary(spec, domain, dtype, route):
 @pytest.mark.parametrize("spec,dtype,route", grid(special_table.BINARY, DTYPES, ids=(repr, DTYPE_IDS)))
 def test_special_binary(spec, dtype, route):
     rng = np.random.default_rng(1)
-    args = (special_table._draw(spec.domains[0], (3, 2), dtype, rng), special_table._draw(spec.domains[1], (2,), dtype, rng))
+    args = (special_table._draw(spec.domains[0], (3, 2), dtype, rng),
+            special_table._draw(spec.domains[1], (2,), dtype, rng))
     check_route(route, spec.op, args)
 
 
@@ -99,7 +100,8 @@ FFT_CASES += [(name, kind, dict(s=s, axes=axes))
               for s, axes in fft_table.ND_CASES if not (s is not None and axes is None)]
 
 
-@pytest.mark.parametrize("name,kind,kwargs,route", grid(FFT_CASES, unpack=True, ids=(lambda c: f"{c[0]}-{c[1]}-{c[2]}",)))
+@pytest.mark.parametrize("name,kind,kwargs,route",
+                         grid(FFT_CASES, unpack=True, ids=(lambda c: f"{c[0]}-{c[1]}-{c[2]}",)))
 def test_fft(name, kind, kwargs, route):
     x = fft_table._draw((5, 4, 3) if "s" in kwargs else (5, 3), np.float64, kind)
     check_route(route, lambda a: getattr(tfft, name)(a, **kwargs), (x,))

@@ -65,7 +65,7 @@ def test_dropout_scaling_equals_pytorch():
         both = (y != 0) & (yt.detach().numpy() != 0)
         assert both.sum() > 500
         np.testing.assert_array_equal(y[both], yt.detach().numpy()[both])  # the same scale, bit for bit
-        g = tg.grad(lambda x: dropout(x, p, key=R.key(4)).sum())(x)
+        g = tg.grad(lambda x, p=p: dropout(x, p, key=R.key(4)).sum())(x)
         np.testing.assert_array_equal(g[both], xt.grad.numpy()[both])
         assert y.dtype == yt.detach().numpy().dtype
 

@@ -158,11 +158,11 @@ def test_parseval_gradient_through_numpy_dispatch():
 def test_round_trip_has_identity_derivatives():
     x = _draw((6, 5), np.float64, "real")
     for norm in NORMS:
-        out, vjp_fn = tg.vjp(lambda a: tfft.irfftn(tfft.rfftn(a, norm=norm), s=a.shape, norm=norm), x)
+        out, vjp_fn = tg.vjp(lambda a, norm=norm: tfft.irfftn(tfft.rfftn(a, norm=norm), s=a.shape, norm=norm), x)
         assert_close(out, x, atol=1e-12)
         u = _draw((6, 5), np.float64, "real", seed=1)
         assert_close(vjp_fn(u)[0], u, atol=1e-12)
-        _, t = tg.jvp(lambda a: tfft.ifft(tfft.fft(a, norm=norm), norm=norm), (x + 0j,), (u + 1j * x,))
+        _, t = tg.jvp(lambda a, norm=norm: tfft.ifft(tfft.fft(a, norm=norm), norm=norm), (x + 0j,), (u + 1j * x,))
         assert_close(t, u + 1j * x, atol=1e-12)
 
 

@@ -667,7 +667,7 @@ class TestExceptionSafety:
         p = tg.Parameter(w0.copy(), name="p")
 
         def bad(x):
-            y = x * p
+            x * p  # an operation on the tape (reading p) before the failure
             assert len(_core.trace_stack()) == 1
             raise Boom("inside fn")
 

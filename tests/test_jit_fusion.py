@@ -303,7 +303,7 @@ def test_literal_operands_give_numpys_weak_scalar_results(name, dtype):
     prim = next(p for p in PRIMITIVES if p.name == name)
     x = np.array(SPECIAL, dtype)
     for literal in (2, 1.01, True):
-        for fn in (lambda x: prim.bind(x, literal), lambda x: prim.bind(literal, x)):
+        for fn in (lambda x, c=literal: prim.bind(x, c), lambda x, c=literal: prim.bind(c, x)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:

@@ -142,7 +142,7 @@ def test_gradients_keep_float32():
     a = _draw("spd", (3, 3), rng).astype(np.float32)
     for fn in (tnp.linalg.det, tnp.linalg.inv, lambda a: tnp.linalg.eigh(a)[0], lambda a: tnp.linalg.svd(a)[1],
                lambda a: tnp.linalg.qr(a)[1], tnp.linalg.cholesky, tnp.linalg.pinv, lambda a: tnp.linalg.norm(a, 2)):
-        g = tg.grad(lambda a: tnp.sum(fn(a)))(a)
+        g = tg.grad(lambda a, fn=fn: tnp.sum(fn(a)))(a)
         assert g.dtype == np.float32
         _, t = tg.jvp(fn, (a,), (np.ones_like(a),))
         assert tg.tree.tree_leaves(t)[0].dtype == np.float32
@@ -210,7 +210,7 @@ def test_norm_at_zero_has_zero_derivatives(ord_, axis, shape):
             np.testing.assert_array_equal(g, np.zeros(shape))
             np.testing.assert_array_equal(tg.jvp(fn, (point,), (np.ones(shape),))[1], 0.0)
         hvp = tg.jvp(tg.grad(fn), (point,), (np.ones(shape),))[1]
-        hh = tg.grad(lambda x: tnp.sum(tg.grad(fn)(x) * np.arange(x.size).reshape(shape)))(point)
+        hh = tg.grad(lambda x, fn=fn: tnp.sum(tg.grad(fn)(x) * np.arange(x.size).reshape(shape)))(point)
         assert np.all(np.isfinite(hvp)) and np.all(np.isfinite(hh))
     np.testing.assert_array_equal(tg.grad(tg.grad(lambda x: tnp.linalg.norm(x, ord_, axis).sum()))(zero), 0.0)
 
@@ -236,7 +236,7 @@ def test_eigh_gradient_is_symmetrized():
     for uplo, keep in (("L", np.tril), ("U", np.triu)):
         w = tnp.linalg.eigh(a_ns, uplo, symmetrize_input=False)[0]
         assert_close(w, np.linalg.eigh(a_ns, uplo)[0], rtol=1e-12)
-        g = tg.grad(lambda a: tnp.linalg.eigh(a, uplo, symmetrize_input=False)[0][0])(a_ns)
+        g = tg.grad(lambda a, uplo=uplo: tnp.linalg.eigh(a, uplo, symmetrize_input=False)[0][0])(a_ns)
         np.testing.assert_array_equal(g, keep(g))
 
 

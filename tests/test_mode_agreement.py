@@ -80,7 +80,8 @@ CASES = [
     _unary("conj", tnp.conj, dtypes=ALL),
     # reductions
     _unary("sum", lambda x: tnp.sum(x, axis=1), dtypes=ALL), _unary("max", lambda x: tnp.max(x, axis=0)),
-    _unary("min", lambda x: tnp.min(x, axis=1, keepdims=True)), _unary("prod", lambda x: tnp.prod(x, axis=1), dtypes=ALL),
+    _unary("min", lambda x: tnp.min(x, axis=1, keepdims=True)),
+    _unary("prod", lambda x: tnp.prod(x, axis=1), dtypes=ALL),
     _unary("cumsum", lambda x: tnp.cumsum(x, axis=1), dtypes=ALL),
     _unary("cumprod", lambda x: tnp.cumprod(x, axis=1), dtypes=ALL),
     _unary("var", lambda x: tnp.var(x, axis=1), dtypes=ALL), _unary("std", lambda x: tnp.std(x, axis=0)),

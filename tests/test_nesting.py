@@ -39,7 +39,7 @@ def test_nth_derivative_of_exp_times_polynomial(n):
 
 
 def _hessian_by_grad_of_grad(f, x):
-    return np.stack([tg.grad(lambda x: tg.grad(f)(x)[i])(x) for i in range(x.size)])
+    return np.stack([tg.grad(lambda x, i=i: tg.grad(f)(x)[i])(x) for i in range(x.size)])
 
 
 def test_hessian_routes_agree():

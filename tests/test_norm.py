@@ -144,7 +144,7 @@ def test_float32_gradients_stay_float32():
            lambda x, w, b: layer_norm(x, 2, w[:2], b[:2]),
            lambda x, w, b: group_norm(x, 3, w, b)]
     for fn in fns:
-        grads = tg.grad(lambda *a: tnp.sum(fn(*a) ** 2), grad_position=(0, 1, 2))(x, w, b)
+        grads = tg.grad(lambda *a, fn=fn: tnp.sum(fn(*a) ** 2), grad_position=(0, 1, 2))(x, w, b)
         assert [g.dtype for g in grads] == [np.float32] * 3
 
 
@@ -236,7 +236,7 @@ def test_jit_equals_eager():
            lambda x, w, b: group_norm(x, 3, w, b)]
     for fn in fns:
         assert_close(tg.jit(fn)(x, w, b), fn(x, w, b), rtol=1e-6, atol=1e-6)
-        grad = tg.grad(lambda *a: tnp.sum(fn(*a) ** 3), grad_position=(0, 1, 2))
+        grad = tg.grad(lambda *a, fn=fn: tnp.sum(fn(*a) ** 3), grad_position=(0, 1, 2))
         for g, ref in zip(tg.jit(grad)(x, w, b), grad(x, w, b)):
             assert_close(g, ref, rtol=1e-5, atol=1e-5)
 

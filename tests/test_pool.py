@@ -258,7 +258,7 @@ def test_float32_gradients_stay_float32():
     x = np.random.default_rng(15).standard_normal((2, 3, 6, 6)).astype(np.float32)
     for fn in (lambda x: max_pool2d(x, 3, 2, 1), lambda x: avg_pool2d(x, 3, 2, 1, count_include_pad=False),
                lambda x: adaptive_avg_pool2d(x, (4, 5)), lambda x: avg_pool2d(x, 2, ceil_mode=True, padding=1)):
-        out, g = tg.value_and_grad(lambda x: tnp.sum(fn(x)))(x)
+        out, g = tg.value_and_grad(lambda x, fn=fn: tnp.sum(fn(x)))(x)
         assert fn(x).dtype == np.float32 and g.dtype == np.float32
 
 

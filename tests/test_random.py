@@ -339,7 +339,7 @@ def test_vmap_of_grad_with_per_example_keys():
     lo = np.array([-1.0, 0.0, 1.0])
     f = lambda lo, k: R.uniform(k, (4,), np.float64, lo, 3.0).sum()
     out = tg.vmap(tg.grad(f))(lo, keys)
-    assert_close(out, [tg.grad(f)(l, k) for l, k in zip(lo, keys)])
+    assert_close(out, [tg.grad(f)(low, k) for low, k in zip(lo, keys)])
 
 
 def test_per_example_draws_under_vmap_of_split():

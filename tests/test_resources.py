@@ -233,6 +233,11 @@ def test_jit_on_a_method_of_a_class_without_weak_references_is_bounded():
         assert Slotted.__call__._cache_size() == 4
 
 
+def _times_plus_one(c):
+    """``x * c + 1``, closing over its own ``c`` (lambdas made in one loop would share one cell)."""
+    return lambda x: x * c + 1.0
+
+
 def test_dropped_jitted_closures_free_their_constants():
     """A jitted closure's captured array is a constant of its program; dropping the function frees
     it at once (gc off): 50 closures over 1 MiB constants leave less than 2 MiB behind (before the
@@ -245,7 +250,7 @@ def test_dropped_jitted_closures_free_their_constants():
             refs = []
             for k in range(50):
                 c = np.full(2 ** 17, float(k))  # 1 MiB
-                f = tg.jit(lambda x: x * c + 1.0)
+                f = tg.jit(_times_plus_one(c))
                 assert_close(f(x), np.full(2 ** 17, k + 1.0))
                 refs.append(weakref.ref(c))
                 del f, c
@@ -257,12 +262,12 @@ def test_dropped_jitted_closures_free_their_constants():
 
 def test_a_cached_program_keeps_its_constant_only_while_the_function_lives():
     with gc_disabled():
-        c = np.arange(3.0)
-        ref = weakref.ref(c)
-        f = tg.jit(lambda x: x + c)
+        held = {"c": np.arange(3.0)}
+        ref = weakref.ref(held["c"])
+        f = tg.jit(lambda x: x + held["c"])
         f(np.ones(3))
-        del c
-        assert ref() is not None  # the function's closure and its program still need it
+        held.clear()
+        assert ref() is not None  # only f's cached program holds it now, and still needs it
         assert_close(f(np.ones(3)), np.arange(3.0) + 1)
         del f
         assert ref() is None

@@ -80,11 +80,12 @@ def test_solve_triangular_reads_one_triangle():
     ones = np.ones((3, 3))
     for lower, unit, unread in ((True, False, np.triu(ones, 1)), (False, False, np.tril(ones, -1)),
                                 (True, True, np.triu(ones)), (False, True, np.tril(ones))):
-        fn = lambda a: tnp.sum(tsl.solve_triangular(a, b, lower=lower, unit_diagonal=unit) ** 2)
+        solve = lambda a, lower=lower, unit=unit: tsl.solve_triangular(a, b, lower=lower, unit_diagonal=unit)
+        fn = lambda a, solve=solve: tnp.sum(solve(a) ** 2)
         assert_close(fn(a + 5.0 * unread), fn(a), rtol=1e-12)
         g = tg.grad(fn)(a)
         np.testing.assert_array_equal(g * unread, 0.0)
-        t = tg.jvp(lambda a: tsl.solve_triangular(a, b, lower=lower, unit_diagonal=unit), (a,), (unread,))[1]
+        t = tg.jvp(solve, (a,), (unread,))[1]
         np.testing.assert_array_equal(t, 0.0)
 
 
@@ -116,7 +117,7 @@ def test_holomorphic_complex_input(dtype):
     a = a + 3 * np.eye(3, dtype=dtype)
     for kw in (dict(), dict(lower=True, trans=1)):
         assert_close(tsl.solve_triangular(a, b, **kw), scipy.linalg.solve_triangular(a, b, **kw), **tol)
-        check_grads(lambda a, b: tsl.solve_triangular(a, b, **kw), (a, b), order=2, name="solve_triangular")
+        check_grads(lambda a, b, kw=kw: tsl.solve_triangular(a, b, **kw), (a, b), order=2, name="solve_triangular")
     with pytest.raises(NotImplementedError, match="conjugate"):
         tsl.solve_triangular(a, b, trans="C")
 

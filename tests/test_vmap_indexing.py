@@ -34,8 +34,8 @@ at = IndexUpdateHelper  # at(x)[idx].set(v) is x.at[idx].set(v), also for a plai
 
 X = rng.normal(size=(4, 5, 6))
 X4 = rng.normal(size=(2, 3, 4, 5))
-I = np.array([0, 2, 1, 2])            # a repeated index: add accumulates, set keeps the last write
-I2 = np.array([[1, 0], [3, 3]])
+IDX = np.array([0, 2, 1, 2])  # a repeated index: add accumulates, set keeps the last write
+IDX2 = np.array([[1, 0], [3, 3]])
 M = np.array([True, False, True, True, False])
 M2 = rng.normal(size=(5, 6)) > 0
 
@@ -52,47 +52,47 @@ CASES = {
     "empty": (lambda x: ix(x)[()], [X]),
     # integer arrays
     "list": (lambda x: ix(x)[[0, 2]], [X]),
-    "x[i]": (lambda x, i: ix(x)[i], [X, I]),
-    "x[:, i]": (lambda x, i: ix(x)[:, i], [X, I]),
-    "x[i, :, i] (split)": (lambda x, i: ix(x)[i, :, i], [X, I]),
-    "x[1, :, i] (int joins)": (lambda x, i: ix(x)[1, :, i], [X, I]),
-    "x[:, i2, i2]": (lambda x, i: ix(x)[:, i, i], [X, I2]),
-    "x[:, i2, 0]": (lambda x, i: ix(x)[:, i, 0], [X, I2]),
-    "x[i, ..., i] (empty ellipsis splits)": (lambda x, i: ix(x)[i, ..., i], [X, I]),
-    "x[..., i, :]": (lambda x, i: ix(x)[..., i, :], [X, I]),
-    "x[..., i]": (lambda x, i: ix(x)[..., i], [X4, I % 3]),
-    "x[:, i, None, 2]": (lambda x, i: ix(x)[:, i, None, 2], [X, I]),
-    "x[i, 1, i]": (lambda x, i: ix(x)[i, 1, i], [X, I]),
-    "x[i, i2 ranks]": (lambda x, i, j: ix(x)[i, :, j], [X, I[:2], I2]),
+    "x[i]": (lambda x, i: ix(x)[i], [X, IDX]),
+    "x[:, i]": (lambda x, i: ix(x)[:, i], [X, IDX]),
+    "x[i, :, i] (split)": (lambda x, i: ix(x)[i, :, i], [X, IDX]),
+    "x[1, :, i] (int joins)": (lambda x, i: ix(x)[1, :, i], [X, IDX]),
+    "x[:, i2, i2]": (lambda x, i: ix(x)[:, i, i], [X, IDX2]),
+    "x[:, i2, 0]": (lambda x, i: ix(x)[:, i, 0], [X, IDX2]),
+    "x[i, ..., i] (empty ellipsis splits)": (lambda x, i: ix(x)[i, ..., i], [X, IDX]),
+    "x[..., i, :]": (lambda x, i: ix(x)[..., i, :], [X, IDX]),
+    "x[..., i]": (lambda x, i: ix(x)[..., i], [X4, IDX % 3]),
+    "x[:, i, None, 2]": (lambda x, i: ix(x)[:, i, None, 2], [X, IDX]),
+    "x[i, 1, i]": (lambda x, i: ix(x)[i, 1, i], [X, IDX]),
+    "x[i, i2 ranks]": (lambda x, i, j: ix(x)[i, :, j], [X, IDX[:2], IDX2]),
     "x[scalar i]": (lambda x, i: ix(x)[:, i], [X, np.array(3)]),
     # boolean masks (a mask shared by the examples; a mapped one is refused, below)
     "x[:, m]": (lambda x, m: ix(x)[:, m], [X, M]),
     "x[m2]": (lambda x, m: ix(x)[0, m], [X, M2]),
     "x[:, m2] whole": (lambda x, m: ix(x)[:, m], [X, M2]),
-    "x[m, i]": (lambda x, m, i: ix(x)[1:, m, i], [X, M, I[:1]]),
+    "x[m, i]": (lambda x, m, i: ix(x)[1:, m, i], [X, M, IDX[:1]]),
     "x[:, m2] in the middle": (lambda x, m: ix(x)[:, m], [X4, X4[0, :, :, 0] > 0]),
     "x[True]": (lambda x: ix(x)[True], [X]),
-    "x[0, True, i]": (lambda x, i: ix(x)[0, True, i], [X, I]),
+    "x[0, True, i]": (lambda x, i: ix(x)[0, True, i], [X, IDX]),
     # gathers
-    "take axis": (lambda x, i: tnp.take(x, i, axis=2), [X, I]),
-    "take flat": (lambda x, i: tnp.take(x, i), [X, I2]),
+    "take axis": (lambda x, i: tnp.take(x, i, axis=2), [X, IDX]),
+    "take flat": (lambda x, i: tnp.take(x, i), [X, IDX2]),
     "take_along_axis": (lambda x, i: tnp.take_along_axis(x, i, axis=1), [X, np.argsort(X, axis=1)]),
     "sort": (lambda x: tnp.sort(x, axis=1), [X]),
     "sort last": (lambda x: tnp.sort(x), [X]),
     # updates
     "set basic": (lambda x, y: at(x)[1:3, 0].set(y), [X, rng.normal(size=(6,))]),
     "add basic": (lambda x, y: at(x)[..., 2].add(y), [X, rng.normal(size=(5,))]),
-    "set scalar": (lambda x, i: at(x)[:, i].set(7.0), [X, I]),
-    "add repeated": (lambda x, i: at(x)[i].add(1.0), [X, I]),
-    "add y": (lambda x, i, y: at(x)[:, i].add(y), [X, I, rng.normal(size=(4, 4, 6))]),
-    "add y broadcast": (lambda x, i, y: at(x)[:, i].add(y), [X, I, rng.normal(size=(6,))]),
-    "set y repeated": (lambda x, i, y: at(x)[i, :, 2].set(y), [X, I, rng.normal(size=(4, 5))]),
-    "set int joins": (lambda x, i, y: at(x)[2, :, i].set(y), [X, I, rng.normal(size=(4, 5))]),
-    "set x[2, i]": (lambda x, i, y: at(x)[2, i].set(y), [X, I, rng.normal(size=(6,))]),
+    "set scalar": (lambda x, i: at(x)[:, i].set(7.0), [X, IDX]),
+    "add repeated": (lambda x, i: at(x)[i].add(1.0), [X, IDX]),
+    "add y": (lambda x, i, y: at(x)[:, i].add(y), [X, IDX, rng.normal(size=(4, 4, 6))]),
+    "add y broadcast": (lambda x, i, y: at(x)[:, i].add(y), [X, IDX, rng.normal(size=(6,))]),
+    "set y repeated": (lambda x, i, y: at(x)[i, :, 2].set(y), [X, IDX, rng.normal(size=(4, 5))]),
+    "set int joins": (lambda x, i, y: at(x)[2, :, i].set(y), [X, IDX, rng.normal(size=(4, 5))]),
+    "set x[2, i]": (lambda x, i, y: at(x)[2, i].set(y), [X, IDX, rng.normal(size=(6,))]),
     "add mask": (lambda x, m, y: at(x)[:, m].add(y), [X, M, rng.normal(size=(6,))]),
     "set leading ones": (lambda x, y: at(x)[1].set(y), [X, rng.normal(size=(1, 5, 6))]),
     "set 0-d mask": (lambda x, y: at(x)[:, np.array(True)].set(y), [X, rng.normal(size=(6,))]),
-    "add i2 y": (lambda x, i, y: at(x)[1:, i, 1:3].add(y), [X, I2, rng.normal(size=(3, 2, 2, 2))]),
+    "add i2 y": (lambda x, i, y: at(x)[1:, i, 1:3].add(y), [X, IDX2, rng.normal(size=(3, 2, 2, 2))]),
 }
 
 
@@ -146,7 +146,7 @@ def test_rules_do_not_loop():
     for prim, impl in originals.items():
         prim.impl = lambda *a, _impl=impl, _name=prim.name, **k: (calls.append(_name), _impl(*a, **k))[1]
     try:
-        tg.vmap(lambda x, i: at(x)[i].add(ix(x)[:, i].sum()), in_axes=(0, 1))(_batch(X, 0), _batch(I, 1))
+        tg.vmap(lambda x, i: at(x)[i].add(ix(x)[:, i].sum()), in_axes=(0, 1))(_batch(X, 0), _batch(IDX, 1))
     finally:
         for prim, impl in originals.items():
             prim.impl = impl
@@ -202,16 +202,16 @@ def test_shared_x_mapped_index():
 
 # ---- compositions ------------------------------------------------------------------------------------
 COMPOSED = {  # name -> (f of one example and an index, example index, in_axes of (x, index))
-    "x[:, i]": (lambda x, i: ix(x)[:, i], I, (1, 0)),
-    "x[i, :, i]": (lambda x, i: ix(x)[i, :, i], I, (0, 0)),
-    "x[1:, i2]": (lambda x, i: ix(x)[1:, i, None], I2, (-1, None)),
-    "shared x": (lambda x, i: ix(x)[i, 1:, i], I, (None, 0)),
+    "x[:, i]": (lambda x, i: ix(x)[:, i], IDX, (1, 0)),
+    "x[i, :, i]": (lambda x, i: ix(x)[i, :, i], IDX, (0, 0)),
+    "x[1:, i2]": (lambda x, i: ix(x)[1:, i, None], IDX2, (-1, None)),
+    "shared x": (lambda x, i: ix(x)[i, 1:, i], IDX, (None, 0)),
     "take_along_axis": (lambda x, i: tnp.take_along_axis(x, i, axis=0), np.argsort(X, axis=0), (2, 1)),
-    "sort": (lambda x, i: tnp.sort(x * 1.0, axis=-1), I, (1, None)),
-    "at set": (lambda x, i: at(x)[:, i].set(x[0, i] ** 2), I, (0, 1)),
-    "at add": (lambda x, i: at(x * 2)[i].add(x[:4] * x[1]), I, (-1, 0)),
-    "at set shared index": (lambda x, i: at(x)[i, 0].set(3.0), I, (0, None)),
-    "at add shared x": (lambda x, i: at(x)[:, i].add(ix(x)[:, i] * 2.0), I, (None, -1)),
+    "sort": (lambda x, i: tnp.sort(x * 1.0, axis=-1), IDX, (1, None)),
+    "at set": (lambda x, i: at(x)[:, i].set(x[0, i] ** 2), IDX, (0, 1)),
+    "at add": (lambda x, i: at(x * 2)[i].add(x[:4] * x[1]), IDX, (-1, 0)),
+    "at set shared index": (lambda x, i: at(x)[i, 0].set(3.0), IDX, (0, None)),
+    "at add shared x": (lambda x, i: at(x)[:, i].add(ix(x)[:, i] * 2.0), IDX, (None, -1)),
 }
 
 
@@ -257,7 +257,7 @@ def test_jvp_of_vmap(name):
     xs, idx = _batched_pair(i, in_axes)
     t = rng.normal(size=xs.shape)
     out, out_t = tg.jvp(lambda xs: tg.vmap(f, in_axes=in_axes)(xs, idx), (xs,), (t,))
-    pairs = [tg.jvp(lambda x: f(x, j), (x,), (tx,))
+    pairs = [tg.jvp(lambda x, j=j: f(x, j), (x,), (tx,))
              for (x, j), tx in zip(_per_example(lambda x, j: (x, j), xs, idx, in_axes),
                                    _per_example(lambda tx, j: tx, t, idx, in_axes))]
     assert_close(out, np.stack([p[0] for p in pairs]))

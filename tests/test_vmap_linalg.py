@@ -314,7 +314,7 @@ def test_grad_of_vmap(name):
     for axes in _axes_for(name):
         args = _operands(name, axes)
         positions = tuple(range(len(args)))
-        got = tg.grad(lambda *xs: tnp.sum(tg.vmap(f, in_axes=axes)(*xs)), grad_position=positions)(*args)
+        got = tg.grad(lambda *xs, axes=axes: tnp.sum(tg.vmap(f, in_axes=axes)(*xs)), grad_position=positions)(*args)
         per_example = _loop(tg.grad(f, grad_position=positions), args, axes)
         want = [np.moveaxis(p, 0, ax) if ax is not None else p.sum(0) for p, ax in zip(per_example, axes)]
         _close(got, tuple(want))
@@ -357,5 +357,6 @@ def test_jvp_of_vmap(name):
         args = _operands(name, axes)
         tangents = _operands(name, axes, seed=6)
         got = tg.jvp(tg.vmap(f, in_axes=axes), args, tangents)[1]
-        want = _loop(lambda *xs: tg.jvp(f, xs[:len(args)], xs[len(args):])[1], args + tangents, axes * 2)
+        n = len(args)
+        want = _loop(lambda *xs, n=n: tg.jvp(f, xs[:n], xs[n:])[1], args + tangents, axes * 2)
         _close(got, want)
