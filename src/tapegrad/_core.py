@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy
 
+from tapegrad._backend import namespace_of
 from tapegrad.errors import ConcretizationError
 
 
@@ -288,7 +289,6 @@ class PrimalTracer(Tracer):
         return self.primal.dtype
 
     def array_namespace(self):
-        from tapegrad._backend import namespace_of
         return namespace_of(self.primal)
 
     def concrete_value(self):

@@ -100,7 +100,7 @@ def _reciprocal(x):
 
 # name -> (expression builder, (extra ns per element in float32, in float64) over NumPy)
 _OPS = {
-    "add": (operator.add, CHEAP_NS), "subtract": (operator.sub, CHEAP_NS),
+    "add": (operator.add, CHEAP_NS), "add_any": (operator.add, CHEAP_NS), "subtract": (operator.sub, CHEAP_NS),
     "multiply": (operator.mul, CHEAP_NS), "divide": (operator.truediv, (0.6, 0.55)),
     "negative": (operator.neg, CHEAP_NS), "square": (lambda x: x * x, CHEAP_NS),
     "reciprocal": (_reciprocal, CHEAP_NS),
@@ -318,9 +318,15 @@ def device_kernel(eqns, group) -> Kernel:
         for eqn in members:
             args = [literal_dtype(eqn, i).type(x.value) if isinstance(x, Literal) else env[id(x)]
                     for i, x in enumerate(eqn.inputs)]
-            env[id(eqn.out)] = getattr(xp, eqn.prim.name)(*args)
+            env[id(eqn.out)] = getattr(xp, _ufunc_name(eqn.prim))(*args)
         return env[id(members[-1].out)]
     return Kernel(xp.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
+
+
+def _ufunc_name(prim) -> str:
+    """The backend ufunc a primitive computes: its impl's name when that is a NumPy ufunc (``add_any``
+    is ``add``), else its own name."""
+    return prim.impl.__name__ if isinstance(prim.impl, np.ufunc) else prim.name
 
 
 # ---- the pass ----------------------------------------------------------------------------------------

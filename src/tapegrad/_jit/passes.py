@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from tapegrad._jit import fusion
 from tapegrad._jit.program import Eqn, Literal, Program, Var
 
 # Fold an equation only when its result has at most this many elements, or no more than its constant
@@ -35,8 +36,7 @@ def optimize(program: Program) -> Program:
     dead-code pass drops. Elementwise fusion comes last: the groups it forms depend on the use counts
     that the other passes settle.
     """
-    from tapegrad._jit.fusion import fuse
-    return fuse(dce(fold_constants(cse(dce(program)))))
+    return fusion.fuse(dce(fold_constants(cse(dce(program)))))
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------

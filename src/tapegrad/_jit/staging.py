@@ -13,6 +13,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Trace, Tracer, new_main
 from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
+from tapegrad._params import staging_parameters
 from tapegrad.errors import ConcretizationError
 
 _SCALARS = (bool, int, float, complex)
@@ -135,7 +136,6 @@ def stage(flat_fun, in_avals, backends):
     captured values, then the Parameters read; its outputs are the function's, then the new values
     of the Parameters written (``builder.writes``, in order).
     """
-    from tapegrad._params import staging_parameters
     builder = Builder()
     with new_main(StagingTrace, builder) as main:
         builder.trace = main.trace

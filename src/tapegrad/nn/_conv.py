@@ -25,10 +25,10 @@ from typing import NamedTuple
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import ShapedArray, bind
 from tapegrad._batching import defbatch
+from tapegrad._core import ShapedArray, bind
 from tapegrad._rules import defjvp, defvjp, primitive
-from tapegrad.numpy._shape import unbroadcast
+from tapegrad.numpy._shape import flip, reshape, transpose, unbroadcast
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -218,7 +218,6 @@ def conv(lhs, rhs, **params):
 
 def _split_axis(x, axis: int, major: int):
     """Axis ``axis`` of length ``major * m`` becomes two axes ``(major, m)`` at ``axis``."""
-    from tapegrad.numpy._shape import reshape
     shape = tuple(x.shape)
     return reshape(x, shape[:axis] + (major, shape[axis] // major) + shape[axis + 1:])
 
@@ -226,7 +225,6 @@ def _split_axis(x, axis: int, major: int):
 def _merge_axis(x, src: int, dst: int):
     """Axis ``src`` is folded into axis ``dst`` as its major part; ``dst`` counts the axes as they
     are once ``src`` is removed."""
-    from tapegrad.numpy._shape import reshape, transpose
     perm = [i for i in range(x.ndim) if i != src]
     perm.insert(dst, src)
     shape = [x.shape[i] for i in range(x.ndim) if i != src]
@@ -251,7 +249,6 @@ def _conv_vjp_lhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                   dimension_numbers, feature_group_count, batch_group_count):
     """The input's cotangent: ``ct`` convolved with the spatially reversed kernel, its in/out roles
     exchanged, the strides becoming lhs dilation."""
-    from tapegrad.numpy._shape import flip
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     groups = max(feature_group_count, batch_group_count)
     if groups > 1:  # each group's kernel slice moves from the output-feature to the input-feature axis

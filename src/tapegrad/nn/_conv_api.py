@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad.nn._args import as_int, as_ints
-from tapegrad.nn._conv import ConvDimensionNumbers, conv, dilate_shape
+from tapegrad.nn._conv import ConvDimensionNumbers, _merge_axis, _split_axis, conv, dilate_shape
 from tapegrad.numpy._creation import asarray
+from tapegrad.numpy._shape import expand_dims, flip, reshape
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general_dilated", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"]
@@ -183,7 +184,6 @@ def _batched(input, weight, n: int, fn: str):
     """``input`` with a batch axis (PyTorch accepts one unbatched example) and whether one was added."""
     input, weight = _check_operands_torch(input, weight, n, fn)
     if input.ndim == n + 1:
-        from tapegrad.numpy._shape import expand_dims
         return expand_dims(input, 0), weight, True
     return input, weight, False
 
@@ -233,7 +233,6 @@ def _torch_padding(padding, n: int, kernel, dilation, stride, fn: str) -> tuple:
 def _add_bias(out, bias, n: int, fn: str):
     if bias is None:
         return out
-    from tapegrad.numpy._shape import reshape
     bias = asarray(bias)
     if bias.shape != (out.shape[1],):
         raise ValueError(f"{fn}: bias must have shape ({out.shape[1]},), one per output channel, got "
@@ -317,8 +316,6 @@ def _conv_transpose_nd(n: int, input, weight, bias, stride, padding, output_padd
     """The gradient of ``conv{n}d`` with respect to its input, as a layer: the input dilated by the
     stride, padded by ``dilation * (k - 1) - padding`` (plus ``output_padding`` at the end) and
     convolved with the spatially reversed kernel whose in and out channels are exchanged."""
-    from tapegrad.nn._conv import _merge_axis, _split_axis
-    from tapegrad.numpy._shape import flip
     fn = f"conv_transpose{n}d"
     input, weight, added = _batched(input, weight, n, fn)
     groups = as_ints(groups, 1, "groups", fn)[0]

@@ -166,7 +166,8 @@ __all__ = [
 
 # Issue 3's additions, one block per family; each block imports its names and extends __all__.
 # ---- block: ufuncs and complex parts ----
-from tapegrad.numpy._complex import angle, conj, conjugate, imag, real
+from tapegrad.numpy._complex import conj, conjugate, imag, real
+from tapegrad.numpy._elementwise import angle
 from tapegrad.numpy._ufuncs import (
     arccosh,
     arcsinh,

@@ -13,21 +13,28 @@ NumPy does; no primitive is recorded.
 """
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
-from tapegrad.numpy import _elementwise as ew
 from tapegrad._batching import defbatch_elementwise
-from tapegrad.numpy._creation import as_operand, zeros_like
+from tapegrad._core import bind
 from tapegrad._rules import deflinear, defvjp, primitive
+from tapegrad._structural import astype
+from tapegrad.numpy._creation import as_operand, zeros_like
+
+
+def is_complex(x) -> bool:
+    """Whether ``x`` (array, tracer or Python scalar) has a complex dtype."""
+    dtype = getattr(x, "dtype", None)
+    return isinstance(x, complex) if dtype is None else np.dtype(dtype).kind == "c"
+
 
 real_p = primitive("real", lambda x: namespace_of(x).real(x))
-defvjp(real_p, lambda ct, ans, x: ew.astype(ct, x.dtype))
+defvjp(real_p, lambda ct, ans, x: astype(ct, x.dtype))
 deflinear(real_p)
 
 imag_p = primitive("imag", lambda x: namespace_of(x).imag(x))
-defvjp(imag_p, lambda ct, ans, x: ew.astype(ct, x.dtype) * -1j)
+defvjp(imag_p, lambda ct, ans, x: astype(ct, x.dtype) * -1j)
 deflinear(imag_p)
 
 conj_p = primitive("conjugate", lambda x: namespace_of(x).conjugate(x))
@@ -43,7 +50,7 @@ def real(val):
     Derivative (JAX's convention): jvp ``Re(t)``; vjp ``ct`` as a complex cotangent.
     """
     val = as_operand(val)
-    return bind(real_p, val) if ew.is_complex(val) else val
+    return bind(real_p, val) if is_complex(val) else val
 
 
 def imag(val):
@@ -53,7 +60,7 @@ def imag(val):
     Derivative (JAX's convention): jvp ``Im(t)``; vjp ``-1j * ct``.
     """
     val = as_operand(val)
-    return bind(imag_p, val) if ew.is_complex(val) else zeros_like(val)
+    return bind(imag_p, val) if is_complex(val) else zeros_like(val)
 
 
 def conj(x):
@@ -62,22 +69,7 @@ def conj(x):
     Derivative (JAX's convention): jvp ``conj(t)``; vjp ``conj(ct)``.
     """
     x = as_operand(x)
-    return bind(conj_p, x) if ew.is_complex(x) else x
+    return bind(conj_p, x) if is_complex(x) else x
 
 
 conjugate = conj
-
-
-def angle(z, deg: bool = False):
-    """The argument of ``z`` in ``(-pi, pi]`` (degrees if ``deg``), as ``numpy.angle``.
-
-    Computed as ``arctan2(imag(z), real(z))``, so for complex ``z`` the derivative is that of
-    ``arctan2`` (undefined, nan, at ``z = 0``). On real ``z`` it is 0 or pi, a constant: the
-    derivative is 0.
-    """
-    z = as_operand(z)
-    if ew.is_complex(z):
-        out = ew.arctan2(imag(z), real(z))
-    else:
-        out = ew.stop_gradient(ew.arctan2(zeros_like(z), z))
-    return out * (180.0 / math.pi) if deg else out

@@ -6,6 +6,7 @@ import numpy as np
 
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import Boxed, Tracer
+from tapegrad._structural import astype, stack
 
 
 def _contains_traced(obj) -> bool:
@@ -22,8 +23,6 @@ def array(object, dtype=None, copy=True):
     Nested lists of traced values are stacked with ``tnp.stack``, so ``tnp.array([t1, t2])`` is
     differentiable in ``t1`` and ``t2``. A traced value passes through (cast to ``dtype`` if given).
     """
-    from tapegrad.numpy._elementwise import astype
-    from tapegrad.numpy._shape import stack
     if isinstance(object, Boxed):
         object = object.unbox()
     if isinstance(object, Tracer):

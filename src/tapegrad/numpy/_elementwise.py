@@ -26,6 +26,8 @@ from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
 from tapegrad.numpy import _complex, _shape
+from tapegrad.numpy._complex import imag, is_complex, real
+from tapegrad.numpy._creation import as_operand, zeros_like
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)
@@ -36,12 +38,6 @@ def _ufunc_impl(name):
     """NumPy's ufunc object itself: on CuPy arrays it dispatches to CuPy's ufunc through
     ``__array_ufunc__`` (NEP 13), so one call serves both backends with no lookup per call."""
     return getattr(np, name)
-
-
-def is_complex(x) -> bool:
-    """Whether ``x`` (array, tracer or Python scalar) has a complex dtype."""
-    dtype = getattr(x, "dtype", None)
-    return isinstance(x, complex) if dtype is None else np.dtype(dtype).kind == "c"
 
 
 def _unary(name: str, rule=None, jvp=None, float_valued=True):
@@ -321,3 +317,18 @@ def clip(a, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise ValueError("clip: give a_min, a_max or both; both are None")
     return bind(clip_p, a, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
+
+
+def angle(z, deg: bool = False):
+    """The argument of ``z`` in ``(-pi, pi]`` (degrees if ``deg``), as ``numpy.angle``.
+
+    Computed as ``arctan2(imag(z), real(z))``, so for complex ``z`` the derivative is that of
+    ``arctan2`` (undefined, nan, at ``z = 0``). On real ``z`` it is 0 or pi, a constant: the
+    derivative is 0.
+    """
+    z = as_operand(z)
+    if is_complex(z):
+        out = arctan2(imag(z), real(z))
+    else:
+        out = stop_gradient(arctan2(zeros_like(z), z))
+    return out * (180.0 / math.pi) if deg else out

@@ -11,13 +11,14 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import namespace_of
-from tapegrad._core import Boxed, Tracer, bind
-from tapegrad.errors import ConcretizationError
-from tapegrad.numpy import _shape
+from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
-from tapegrad.numpy._creation import as_operand
+from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
+from tapegrad._vmap import loop_rule
+from tapegrad.errors import ConcretizationError
+from tapegrad.numpy import _elementwise, _shape
+from tapegrad.numpy._creation import as_operand
 
 
 # ---- index specs ---------------------------------------------------------------------------------
@@ -209,15 +210,10 @@ def _getitem_abstract_eval(x, *arrays, idx):
 
 getitem_p.def_abstract_eval(_getitem_abstract_eval)
 defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
-              bind(index_add_p, _zeros_of(x), ct, *arrays, idx=idx) if argnum == 0 else None)
+              bind(index_add_p, zeros_like(x), ct, *arrays, idx=idx) if argnum == 0 else None)
 defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
               bind(getitem_p, t, *arrays, idx=idx) if argnum == 0 else None)
 defbatch(getitem_p, _getitem_batch)
-
-
-def _zeros_of(x):
-    from tapegrad.numpy._creation import zeros_like
-    return zeros_like(x)
 
 
 def _index_add_impl(x, y, *arrays, idx):
@@ -270,7 +266,7 @@ def _update_jvp(prim):
         t_x, t_y = tangents[0], tangents[1]
         if t_y is None and prim is index_add_p:
             return t_x
-        return bind(prim, _zeros_of(x) if t_x is None else t_x, 0.0 if t_y is None else t_y, *arrays, idx=idx)
+        return bind(prim, zeros_like(x) if t_x is None else t_x, 0.0 if t_y is None else t_y, *arrays, idx=idx)
     return rule
 
 
@@ -311,7 +307,6 @@ def _masked_update(prim, vals, dims, idx, ndim: int, size: int):
     index = _Index(idx, [mask], [dm], ndim)
     block = sum(index.outs[:index.positions[0]]) if index.adjacent else 0  # the selection's axis in x[idx]
     if others or dy is not None or _fit_rank(shape_of(y), index.window_rank)[block] != 1:
-        from tapegrad._vmap import loop_rule
         return loop_rule(prim, vals, dims, {"idx": idx}, size)
     axis = sum(index.widths[:idx.index(("array", 0))])
     x = _broadcast_at(x, axis, size) if dx is None else _shape.moveaxis(x, dx, axis)
@@ -411,7 +406,6 @@ class IndexUpdateRef:
     def _combine(self, values, name):
         """``x.at[idx].set(op(x[idx], values))``: exact when each position is written once, so
         repeated integer indices (which JAX would combine one by one) are refused."""
-        from tapegrad.numpy import _elementwise
         spec, arrays = encode_index(self.index)
         method = f"x.at[idx].{name.replace('imum', '')}(v)"
         if _has_arrays(spec):
@@ -442,9 +436,8 @@ class IndexUpdateHelper:
 def take(a, indices, axis=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``)."""
     a = as_operand(a)
-    from tapegrad.numpy._shape import ravel
     if axis is None:
-        return getitem(ravel(a), indices)
+        return getitem(_shape.ravel(a), indices)
     axis = operator.index(axis) % _shape.ndim(a)
     return getitem(a, (slice(None),) * axis + (indices,))
 
@@ -452,9 +445,8 @@ def take(a, indices, axis=None):
 def take_along_axis(arr, indices, axis):
     """``arr`` gathered along ``axis`` by ``indices`` of the same rank, as ``numpy.take_along_axis``."""
     arr = as_operand(arr)
-    from tapegrad.numpy._shape import ravel
     if axis is None:
-        return getitem(ravel(arr), indices)
+        return getitem(_shape.ravel(arr), indices)
     shape = tuple(arr.shape)
     indices = indices if hasattr(indices, "shape") else np.asarray(indices)
     axis = operator.index(axis) % len(shape)

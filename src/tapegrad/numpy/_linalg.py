@@ -8,11 +8,11 @@ import string
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
-from tapegrad.numpy import _shape
 from tapegrad._batching import defbatch, lead_batch, ndim_of, shape_of, to_front
-from tapegrad.numpy._creation import as_operand
+from tapegrad._core import bind
 from tapegrad._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import as_operand
 
 
 # ---- matmul --------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad._core import bind
+from tapegrad._jvp import jvp_flat
 from tapegrad._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
+from tapegrad._tape import vjp_flat
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._complex import conj, real
@@ -96,13 +98,11 @@ def _prod_tree(x, axis, keepdims):
 
 
 def _prod_vjp(ct, ans, x, *, axis, keepdims):
-    from tapegrad._tape import vjp_flat
     _, pullback = vjp_flat(lambda x: [_prod_tree(x, axis, keepdims)], [x])
     return pullback([ct])[0]
 
 
 def _prod_jvp(t, ans, x, *, axis, keepdims):
-    from tapegrad._jvp import jvp_flat
     return jvp_flat(lambda x: [_prod_tree(x, axis, keepdims)], [x], [t])[1][0]
 
 
@@ -159,13 +159,11 @@ def _cumprod_scan(x, axis):
 
 
 def _cumprod_vjp(ct, ans, x, *, axis):
-    from tapegrad._tape import vjp_flat
     _, pullback = vjp_flat(lambda x: [_cumprod_scan(x, axis)], [x])
     return pullback([ct])[0]
 
 
 def _cumprod_jvp(t, ans, x, *, axis):
-    from tapegrad._jvp import jvp_flat
     return jvp_flat(lambda x: [_cumprod_scan(x, axis)], [x], [t])[1][0]
 
 

@@ -155,12 +155,11 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 def repeat(a, repeats, axis=None):
     """Repeat elements, as ``numpy.repeat``: a gather, so the gradient sums the copies."""
     a = as_operand(a)
-    from tapegrad.numpy._indexing import take
     if axis is None:
         a, axis = ravel(a), 0
-    n = shape_of(a)[axis]
-    index = np.repeat(np.arange(n), repeats)
-    return take(a, index, axis=axis)
+    axis = operator.index(axis) % len(shape_of(a))
+    index = np.repeat(np.arange(shape_of(a)[axis]), repeats)
+    return a[(slice(None),) * axis + (index,)]  # a tracer's indexing is tapegrad.numpy's getitem
 
 
 def tile(A, reps):
