@@ -191,9 +191,9 @@ class _Jitted:
         slot = self._instances.get(id(obj))
         if slot is not None and slot[0]() is obj:
             return slot[1]
-        instances = self._instances
+        instances, key = self._instances, id(obj)
 
-        def forget(ref, key=id(obj)):
+        def forget(ref):
             if instances.get(key, (None,))[0] is ref:
                 instances.pop(key, None)
         try:
