@@ -8,9 +8,9 @@ import pickle
 
 import numpy as np
 import pytest
-from _tol import assert_close
 
 import tapegrad as tg
+from _tol import assert_close
 from tapegrad import nn
 
 

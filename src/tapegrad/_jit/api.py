@@ -11,7 +11,7 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._core import Boxed, Tracer
-from tapegrad._flags import flags_hold, flags_read
+from tapegrad._flags import flags_read
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
@@ -170,12 +170,13 @@ class _Jitted:
         cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
-        if entry is None or entry.flags and not flags_hold(entry.flags):
+        if entry is None or entry.flags is not None and not entry.flags.hold():
             entry = self._stage(leaves, rebuild)
             entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
                 cache.put(key, entry)  # (replacing a stale program of the same key)
-            flags_hold(entry.flags)  # read again, so that a jit staging this call depends on them too
+            if entry.flags is not None:  # read again, so that a jit staging this call depends on them too
+                entry.flags.hold()
         elif cache.size is not None:
             try:
                 cache.move_to_end(key)  # now the most recently used
@@ -267,7 +268,7 @@ class _Jitted:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
-        if entry is None or not flags_hold(entry.flags):
+        if entry is None or entry.flags is not None and not entry.flags.hold():
             entry = self._stage(leaves, rebuild)
         return entry.program
 
