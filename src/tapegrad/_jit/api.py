@@ -290,7 +290,9 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
 
     Returns:
         A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
-        holds: one per (pytree structure, shapes, dtypes, backend, static arguments).
+        holds: one per (pytree structure, shapes, dtypes, backend, static arguments). A program
+        staged while a module's ``training`` flag was read is staged again (and replaced) after
+        that flag changes (``net.eval()``); other programs stay.
 
     Parameters read inside ``fn`` are implicit inputs, read fresh at every call (``p.assign`` between
     calls is seen); ``p.assign(new)`` inside ``fn`` (``optimizer.step``) makes the new value an output
