@@ -180,6 +180,24 @@ def test_exceptions_leave_modes_and_staging_intact():
     assert_close(step(X), h / np.sqrt(1.0 + 1e-5))  # initial running statistics: mean 0, var 1
 
 
+def test_a_subclass_default_mode_is_still_a_flag():
+    class StartsInEval(nn.Module):
+        training = False  # no super().__init__(): the class default is the mode
+
+        def __init__(self):
+            self.drop = nn.Dropout(0.5, seed=10)
+
+        def __call__(self, x):
+            return self.drop(x) if self.training else x * 2.0
+
+    net = StartsInEval()
+    step, staged = _counting(lambda x: net(x))
+    x = np.ones(64)
+    np.testing.assert_array_equal(step(x), 2.0 * x)
+    net.train()
+    assert np.count_nonzero(step(x) == 0.0) > 0 and len(staged) == 2
+
+
 # ---- names --------------------------------------------------------------------------------------
 class Block(nn.Module):
     def __init__(self):

@@ -59,7 +59,7 @@ class Builder:
         self._captured = {}  # id(tracer) -> (tracer, var): implicit inputs from outer transforms
         self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
-        self.flags_read = {}  # (id(owner), attribute) -> (owner, attribute, value): _flags.Flag reads
+        self.flags_read = {}  # (id(owner), attribute) -> (owner, Flag, value): flags read
         self.trace = None
         self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
 

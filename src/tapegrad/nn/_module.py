@@ -38,6 +38,16 @@ class Module:
     def __init__(self):
         self.training = True
 
+    def __init_subclass__(cls, **kwargs):
+        # a subclass that sets `training = False` in its body would hide the Flag, and jit would not
+        # see its reads: the value becomes that Flag's default instead
+        super().__init_subclass__(**kwargs)
+        default = cls.__dict__.get("training")
+        if default is not None and not isinstance(default, Flag):
+            flag = Flag(default)
+            flag.__set_name__(cls, "training")
+            cls.training = flag
+
     def __call__(self, *args, **kwargs):
         for name in ("forward", "construct"):
             method = getattr(self, name, None)
