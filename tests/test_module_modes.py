@@ -291,3 +291,12 @@ def test_copies_keep_the_names():
         assert [p.name for p in twin.trainable_params()] == NAMES
         assert twin.fc1.weight is not block.fc1.weight and twin.fc1.weight.name_owner is None
         assert twin.training is True
+
+
+def test_a_list_that_holds_itself_is_walked_once():
+    net = nn.Module()
+    loop = [nn.Dense(2, 2, seed=0)]
+    loop.append(loop)
+    net.blocks = loop
+    assert [p.name for p in net.trainable_params()] == ["blocks.0.weight", "blocks.0.bias"]
+    assert len(net.modules()) == 2

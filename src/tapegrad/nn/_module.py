@@ -121,7 +121,7 @@ class Module:
         return ""
 
     def __repr__(self):
-        children = [(path, m) for path, m in _members(vars(self), "") if isinstance(m, Module)]
+        children = [(path, m) for path, m in _members(vars(self), "", set()) if isinstance(m, Module)]
         if not children:
             return f"{type(self).__name__}({self.extra_repr()})"
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
@@ -130,25 +130,27 @@ class Module:
         return "\n".join(lines) + "\n)"
 
 
-def _members(value, path: str):
+def _members(value, path: str, seen: set):
     """``(path, member)`` for each Module and Parameter held directly by ``value``: ``value`` itself, or
     the items of a list, tuple or dict (recursively), but not the attributes of a module. A dict of
-    attributes (``vars(module)``) is walked as a dict, its keys joined to ``path`` with dots."""
+    attributes (``vars(module)``) is walked as a dict, its keys joined to ``path`` with dots. Each
+    container is looked into once (``seen`` takes its id): a list that holds itself ends."""
     if isinstance(value, (Module, Parameter)):
         yield path, value
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _members(item, _join(path, i))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _members(item, _join(path, key))
+    elif isinstance(value, (list, tuple, dict)):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            yield from _members(item, _join(path, key), seen)
 
 
 def _walk(value, path: str, seen: set):
     """The walker: ``(path, member)`` for each Module and Parameter reachable from ``value`` through
     attributes, lists, tuples and dicts, depth first in attribute order (a module before what it
-    holds), each once (``seen``: the ids already given, shared along the walk)."""
-    for member_path, member in _members(value, path):
+    holds), each once (``seen``: the ids already given or looked into, shared along the walk)."""
+    for member_path, member in _members(value, path, seen):
         if id(member) in seen:
             continue
         seen.add(id(member))
