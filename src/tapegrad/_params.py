@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import weakref
 
 import numpy as np
 
@@ -110,40 +111,55 @@ class Parameter(Boxed):
     Args:
         value: the initial array (NumPy or CuPy; scalars and lists are converted with the default
             backend).
-        name: a name for ``return_ids`` and ``get_grad``. Left None, a module gives it its dotted
-            attribute path (``"fc1.weight"``); a standalone Parameter is called ``"param<k>"``.
+        name: a name for ``return_ids`` and ``get_grad``. Left None, it is ``"param<k>"`` (``k``
+            counts the Parameters made), until a module it is assigned to names it after its dotted
+            attribute path (``"fc1.weight"``, see ``nn.Module``).
         requires_grad: whether ``Module.trainable_params()`` lists it.
 
     It behaves as its value in expressions (operators, ``tnp`` and ``np`` functions); outside
     transforms ``np.asarray(p)`` is the array. Parameters hash and compare by identity in dicts.
     """
 
-    __slots__ = ("_data", "_name", "_auto_named", "requires_grad", "__weakref__")
+    __slots__ = ("_data", "_name", "_auto_named", "_name_owner", "requires_grad", "__weakref__")
     __hash__ = object.__hash__
 
     def __init__(self, value, name: str | None = None, requires_grad: bool = True):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"Parameter: name must be a str or None, got {type(name).__name__}")
         self._data = _as_array(value)
-        self._name = name
+        self._name = f"param{next(_unnamed)}" if name is None else name
         self._auto_named = name is None  # a module may (re)name it with its attribute path
+        self._name_owner = None  # a weak reference to that module
         self.requires_grad = bool(requires_grad)
 
     @property
     def name(self) -> str:
-        if self._name is None:
-            self._name = f"param{next(_unnamed)}"
         return self._name
 
     @name.setter
     def name(self, name: str):
         self._name = name
         self._auto_named = False
+        self._name_owner = None
 
-    def set_default_name(self, name: str) -> None:
-        """Name it ``name`` unless the user gave it a name (modules call this with attribute paths)."""
+    def set_default_name(self, name: str, owner) -> None:
+        """Name it ``name``, a path of attributes from ``owner``, unless the user gave it a name
+        (``nn.Module`` calls this when a Parameter is assigned to it, directly or inside a module)."""
         if self._auto_named:
             self._name = name
+            self._name_owner = weakref.ref(owner)
+
+    def __getstate__(self):
+        """Pickling and copying keep all but the owner of the name (a weak reference): the copy is a
+        Parameter no module has named yet, under the same name."""
+        return None, {"_data": self._data, "_name": self._name, "_auto_named": self._auto_named,
+                      "_name_owner": None, "requires_grad": self.requires_grad}
+
+    @property
+    def name_owner(self):
+        """The object whose attribute path the name is (a module), or None: a user-given name, a
+        ``"param<k>"``, or an owner that is gone."""
+        return None if self._name_owner is None else self._name_owner()
 
     @property
     def value(self):

@@ -11,20 +11,13 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._core import Boxed, Tracer
+from tapegrad._flags import flags_read
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 
 _SCALARS = (bool, int, float, complex)
-_mode_epoch = [0]  # bumped when a module's training flag changes: part of every cache key
-
-
-def modes_changed() -> None:
-    """A module's ``training`` flag changed (``Module.train()``/``eval()``): a program staged before
-    baked in the old flags (whether Dropout draws, whether BatchNorm updates its statistics), so the
-    next call of every jitted function stages again."""
-    _mode_epoch[0] += 1
 
 
 def _static_positions(fn, static_argnums, static_argnames):
@@ -101,6 +94,8 @@ class _Entry:
         self.params_read = list(builder.params)
         self.params_written = list(builder.writes)
         self.captured = list(builder.captured)
+        # the flags staging read (a module's training): the program is stale once one of them changes
+        self.flags = flags_read(builder)
         self._run = None
 
     def run(self, leaves):
@@ -175,11 +170,13 @@ class _Jitted:
         cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
-        if entry is None:
+        if entry is None or entry.flags is not None and not entry.flags.hold():
             entry = self._stage(leaves, rebuild)
             entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
-                cache.put(key, entry)
+                cache.put(key, entry)  # (replacing a stale program of the same key)
+            if entry.flags is not None:  # read again, so that a jit staging this call depends on them too
+                entry.flags.hold()
         elif cache.size is not None:
             try:
                 cache.move_to_end(key)  # now the most recently used
@@ -195,9 +192,9 @@ class _Jitted:
         slot = self._instances.get(id(obj))
         if slot is not None and slot[0]() is obj:
             return slot[1]
-        instances = self._instances
+        instances, key = self._instances, id(obj)
 
-        def forget(ref, key=id(obj)):
+        def forget(ref):
             if instances.get(key, (None,))[0] is ref:
                 instances.pop(key, None)
         try:
@@ -227,7 +224,7 @@ class _Jitted:
         leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
         leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
         owner = tuple(_Identity(b) for b in bound) if shared else ()
-        key = (owner, treedef, tuple(_signature(x) for x in leaves), tuple(static), _mode_epoch[0])
+        key = (owner, treedef, tuple(_signature(x) for x in leaves), tuple(static))
 
         def rebuild(traced):
             call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))
@@ -270,7 +267,10 @@ class _Jitted:
     def program(self, *args, **kwargs):
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
-        return (self._cache.get(key) or self._stage(leaves, rebuild)).program
+        entry = self._cache.get(key)
+        if entry is None or entry.flags is not None and not entry.flags.hold():
+            entry = self._stage(leaves, rebuild)
+        return entry.program
 
 
 def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=DEFAULT_CACHE_SIZE):
@@ -290,7 +290,9 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
 
     Returns:
         A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
-        holds: one per (pytree structure, shapes, dtypes, backend, static arguments).
+        holds: one per (pytree structure, shapes, dtypes, backend, static arguments). A program
+        staged while a module's ``training`` flag was read is staged again (and replaced) after
+        that flag changes (``net.eval()``); other programs stay.
 
     Parameters read inside ``fn`` are implicit inputs, read fresh at every call (``p.assign`` between
     calls is seen); ``p.assign(new)`` inside ``fn`` (``optimizer.step``) makes the new value an output

@@ -50,7 +50,8 @@ class StagingTracer(Tracer):
 
 
 class Builder:
-    """What the staging trace accumulates: equations, constants, implicit inputs, Parameter writes."""
+    """What the staging trace accumulates: equations, constants, implicit inputs, Parameter writes,
+    and the flags read (a module's ``training``)."""
 
     def __init__(self):
         self.eqns = []
@@ -58,6 +59,7 @@ class Builder:
         self._captured = {}  # id(tracer) -> (tracer, var): implicit inputs from outer transforms
         self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
+        self.flags_read = {}  # (id(owner), attribute) -> (owner, Flag, value): flags read
         self.trace = None
         self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
 

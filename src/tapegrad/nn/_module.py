@@ -6,11 +6,12 @@ registration step: the parameters are found by walking the attributes in the ord
 assigned (Python keeps a dict's insertion order), depth first, looking into sub-modules and into
 lists, tuples and dicts of them. That order is what ``trainable_params()`` returns, and so the order
 of the gradients ``grad(..., weights=net.trainable_params())`` gives back (MindSpore's
-``Cell.trainable_params``).
+``Cell.trainable_params``). One walker (:func:`_walk`) serves the parameter lists, the module lists
+(``train()``/``eval()``) and the naming of Parameters when they are assigned.
 """
 from __future__ import annotations
 
-from tapegrad._jit.api import modes_changed
+from tapegrad._flags import Flag
 from tapegrad._params import Parameter, ParameterTuple
 
 
@@ -30,10 +31,22 @@ class Module:
         ParameterTuple(w, b)
     """
 
-    training = True  # also right for a subclass that forgot super().__init__()
+    # whether the module is in training mode; jit notes each read while staging, so that a change
+    # stages again only the programs that read it (a subclass that forgot super().__init__(): True)
+    training = Flag(True)
 
     def __init__(self):
         self.training = True
+
+    def __init_subclass__(cls, **kwargs):
+        # a subclass that sets `training = False` in its body would hide the Flag, and jit would not
+        # see its reads: the value becomes that Flag's default instead
+        super().__init_subclass__(**kwargs)
+        default = cls.__dict__.get("training")
+        if default is not None and not isinstance(default, Flag):
+            flag = Flag(default)
+            flag.__set_name__(cls, "training")
+            cls.training = flag
 
     def __call__(self, *args, **kwargs):
         for name in ("forward", "construct"):
@@ -43,27 +56,22 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} defines no __call__ (or forward); a Module "
                                   "subclass computes its output there")
 
-    # ---- traversal ---------------------------------------------------------------------------------
-    def _walk(self, prefix: str, seen_modules: set, seen_params: set):
-        """``(dotted name, Parameter)`` pairs, depth first in attribute order, each Parameter once."""
-        if id(self) in seen_modules:
-            return
-        seen_modules.add(id(self))
-        for name, value in vars(self).items():
-            yield from _walk_value(value, prefix + name, seen_modules, seen_params)
+    def __setattr__(self, name: str, value):
+        """Assign the attribute, then give each Parameter in ``value`` that nobody named its path from
+        this module as name (see :func:`_name_parameters`)."""
+        object.__setattr__(self, name, value)
+        if isinstance(value, (Parameter, Module, list, tuple, dict)):
+            _name_parameters(self, name, value)
 
+    # ---- traversal ---------------------------------------------------------------------------------
     def named_parameters(self) -> list:
         """Every Parameter (frozen ones included) as ``(dotted attribute path, Parameter)`` pairs.
 
         The order is attribute-definition order, depth first; a Parameter reachable along several
-        paths (shared between layers) appears once, under its first path. Each Parameter the user
-        did not name is given its path as name (``"fc1.weight"``, ``"layers.0.bias"``); a
-        user-given name is kept.
+        paths (shared between layers) appears once, under its first path. The paths are from this
+        module (``"fc1.weight"``, ``"layers.0.bias"``); nothing is changed, names included.
         """
-        pairs = list(self._walk("", set(), set()))
-        for path, param in pairs:
-            param.set_default_name(path)
-        return pairs
+        return [(path, member) for path, member in _walk(self, "", set()) if isinstance(member, Parameter)]
 
     def parameters(self) -> ParameterTuple:
         """Every Parameter, trainable or not, in :meth:`named_parameters` order."""
@@ -73,7 +81,7 @@ class Module:
         """The Parameters with ``requires_grad=True``, in :meth:`named_parameters` order.
 
         Pass it as ``grad(..., weights=net.trainable_params())``: the gradients come back as a tuple
-        in this order. Calling it names unnamed Parameters after their attribute paths.
+        in this order. It changes nothing: the Parameters got their names when they were assigned.
         """
         return ParameterTuple(p for _, p in self.named_parameters() if p.requires_grad)
 
@@ -84,16 +92,7 @@ class Module:
     def named_modules(self, prefix: str = "") -> list:
         """``(dotted path, Module)`` pairs: this module (path ``prefix``) and every sub-module, depth
         first in attribute order, each once."""
-        out, seen, stack = [], set(), [(prefix, self)]
-        while stack:
-            path, module = stack.pop()
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            out.append((path, module))
-            children = list(_child_modules(vars(module), path + "." if path else ""))
-            stack.extend(reversed(children))
-        return out
+        return [(path, member) for path, member in _walk(self, prefix, set()) if isinstance(member, Module)]
 
     def modules(self) -> list:
         """This module and all its sub-modules (see :meth:`named_modules`)."""
@@ -103,15 +102,13 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Set ``training = mode`` on this module and every sub-module; returns ``self``.
 
-        A change of mode makes ``jit`` stage its functions again at their next call, since a program
-        staged in training mode has the training behaviour (dropout, statistics updates) built in.
+        A jitted function whose staging read the ``training`` flag of one of these modules stages
+        again at its next call (its program has the old behaviour built in: whether dropout draws,
+        whether BatchNorm updates its statistics); the other jitted functions keep their programs.
         """
-        changed = False
+        mode = bool(mode)  # first: a mode that is not a truth value changes nothing
         for module in self.modules():
-            changed |= module.training != bool(mode)
-            module.training = bool(mode)
-        if changed:
-            modes_changed()
+            module.training = mode
         return self
 
     def eval(self) -> Module:
@@ -124,7 +121,7 @@ class Module:
         return ""
 
     def __repr__(self):
-        children = list(_child_modules(vars(self), ""))
+        children = [(path, m) for path, m in _members(vars(self), "", set()) if isinstance(m, Module)]
         if not children:
             return f"{type(self).__name__}({self.extra_repr()})"
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
@@ -133,33 +130,52 @@ class Module:
         return "\n".join(lines) + "\n)"
 
 
-def _walk_value(value, path: str, seen_modules: set, seen_params: set):
-    if isinstance(value, Parameter):
-        if id(value) not in seen_params:
-            seen_params.add(id(value))
-            yield path, value
-    elif isinstance(value, Module):
-        yield from value._walk(path + ".", seen_modules, seen_params)
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _walk_value(item, f"{path}.{i}", seen_modules, seen_params)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk_value(item, f"{path}.{key}", seen_modules, seen_params)
-
-
-def _child_modules(attributes: dict, prefix: str):
-    """The modules directly held by ``attributes`` (also inside lists, tuples and dicts)."""
-    for name, value in attributes.items():
-        yield from _modules_in(value, prefix + name)
-
-
-def _modules_in(value, path: str):
-    if isinstance(value, Module):
+def _members(value, path: str, seen: set):
+    """``(path, member)`` for each Module and Parameter held directly by ``value``: ``value`` itself, or
+    the items of a list, tuple or dict (recursively), but not the attributes of a module. A dict of
+    attributes (``vars(module)``) is walked as a dict, its keys joined to ``path`` with dots. Each
+    container is looked into once (``seen`` takes its id): a list that holds itself ends."""
+    if isinstance(value, (Module, Parameter)):
         yield path, value
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _modules_in(item, f"{path}.{i}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _modules_in(item, f"{path}.{key}")
+    elif isinstance(value, (list, tuple, dict)):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            yield from _members(item, _join(path, key), seen)
+
+
+def _walk(value, path: str, seen: set):
+    """The walker: ``(path, member)`` for each Module and Parameter reachable from ``value`` through
+    attributes, lists, tuples and dicts, depth first in attribute order (a module before what it
+    holds), each once (``seen``: the ids already given or looked into, shared along the walk)."""
+    for member_path, member in _members(value, path, seen):
+        if id(member) in seen:
+            continue
+        seen.add(id(member))
+        yield member_path, member
+        if isinstance(member, Module):
+            yield from _walk(vars(member), member_path, seen)
+
+
+def _join(path: str, key) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _name_parameters(module: Module, attr: str, value) -> None:
+    """Name the Parameters reached by ``module.attr = value`` after their paths from ``module``.
+
+    A Parameter takes the name when the user gave it none and no module named it yet, or the module
+    that named it is part of ``value`` (it is being placed in ``module``): so ``self.fc1 = Dense()``
+    turns the Dense's ``weight`` into ``fc1.weight``, and placing that model in another prefixes
+    again. A module placed in a second one (a slice of a ``Sequential``, a shared layer) keeps the
+    names of its first place, as does a Parameter reached along several paths.
+    """
+    reached = list(_walk(value, attr, {id(module)}))
+    placed = {id(m) for _, m in reached if isinstance(m, Module)}
+    for path, member in reached:
+        if isinstance(member, Parameter):
+            owner = member.name_owner
+            if owner is None or id(owner) in placed:
+                member.set_default_name(path, module)

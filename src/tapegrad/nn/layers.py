@@ -174,6 +174,7 @@ class Sequential(Module):
         if not callable(layer):
             raise TypeError(f"Sequential.append: a {type(layer).__name__} is not callable")
         self.layers.append(layer)
+        self.layers = self.layers  # assigned again, so that the new layer's Parameters are named ("layers.3.weight")
         return self
 
     def __len__(self):
