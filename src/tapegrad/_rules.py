@@ -11,6 +11,8 @@ of the per-op cost of a tape.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tapegrad._backend import zeros_like
@@ -22,7 +24,7 @@ PRIMITIVES: list = []  # every primitive declared here, in order: tests check th
 def primitive(name: str, impl, abstract_eval=None) -> Primitive:
     """A new primitive with its impl; abstract eval defaults to evaluating on zero-stride dummies."""
     prim = Primitive(name)
-    PRIMITIVES.append(prim)
+    register(prim)
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
     return prim
@@ -151,3 +153,52 @@ class _ArgnumRules:
         if self.operands is not None:
             return self.operands(argnums, ct, ans, primals, **params)
         return [self.rule(argnum, ct, ans, *primals, **params) for argnum in argnums]
+
+
+# ---- the registry, out= forms and fusion templates ---------------------------------------------------
+
+def register(prim: Primitive) -> None:
+    """Add ``prim`` to the registry (:data:`PRIMITIVES`), refusing a second primitive of the same name:
+    jit's programs, printed programs and error messages name primitives, so two of one name would be
+    confused. Nothing is added when it raises."""
+    for known in PRIMITIVES:
+        if known.name == prim.name:
+            raise ValueError(
+                f"a primitive named {prim.name!r} is already registered ({known!r}, impl {known.impl!r}); "
+                f"the new {prim!r} needs another name: prefix it with your package's "
+                f"(\"mylib.{prim.name}\")")
+    PRIMITIVES.append(prim)
+
+
+def def_out_impl(prim: Primitive, out_impl) -> None:
+    """Give ``prim`` an ``out=`` form for jit's buffer reuse: ``out_impl(*arrays, out)``, ``out`` passed
+    positionally, computes what ``impl`` does into ``out`` (an array of the result's shape and dtype,
+    the buffer of a dead intermediate; None: allocate) and returns it. Used only for equations without
+    static parameters, on NumPy arrays. A NumPy ufunc impl needs none: it is its own."""
+    prim.out_impl = out_impl
+
+
+class Fusion(NamedTuple):
+    """How jit's elementwise fusion computes a primitive (see :func:`def_fusion`)."""
+
+    template: object  # a NumPy function name (str) or ``template(f, *operands, **params)``
+    extra_ns: tuple   # numexpr's extra time per element over NumPy's: (float32, float64), in ns
+
+
+ARITHMETIC_NS = (0.6, 0.3)  # numexpr's extra ns per element for one arithmetic operation (measured)
+
+
+def def_fusion(prim: Primitive, template, extra_ns: tuple = ARITHMETIC_NS) -> None:
+    """Let jit fuse ``prim`` with its elementwise neighbours into one kernel (numexpr on CPU, the
+    backend's ``fuse`` on a device).
+
+    ``template`` is the name of a NumPy elementwise function computing ``prim`` from its operands
+    (``"sin"``, ``"add"``, ``"where"``), or ``template(f, *operands, **params)`` building the result
+    from the operands with operators and ``f``'s functions, which carry NumPy's names (``f.exp``,
+    ``f.log1p``, ``f.absolute``, ``f.where``, ``f.maximum``). ``extra_ns`` is numexpr's extra time per
+    element over NumPy's, in nanoseconds, for float32 and float64: the fusion pass weighs it against the
+    call overhead it saves. A template is checked when first used: one numexpr cannot run with NumPy's
+    result dtype (a Python float constant makes numexpr compute float32 operands in float64) is left
+    unfused, never computed in another dtype.
+    """
+    prim.fusion = Fusion(template, tuple(extra_ns))

@@ -17,10 +17,9 @@ import math
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad.extend import defbatch_elementwise, deflinear, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
-from tapegrad._batching import defbatch_elementwise
 from tapegrad.numpy._creation import as_operand, zeros_like
-from tapegrad._rules import deflinear, defvjp, primitive
 
 real_p = primitive("real", lambda x: namespace_of(x).real(x))
 defvjp(real_p, lambda ct, ans, x: ew.astype(ct, x.dtype))

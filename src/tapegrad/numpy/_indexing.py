@@ -14,10 +14,20 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad.errors import ConcretizationError
+from tapegrad.extend import (
+    batch_size,
+    defbatch,
+    defjvp_argnum,
+    defjvp_joint,
+    defvjp_argnum,
+    lead_batch,
+    ndim_of,
+    primitive,
+    shape_of,
+    to_front,
+)
 from tapegrad.numpy import _shape
-from tapegrad._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad.numpy._creation import as_operand
-from tapegrad._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 
 
 # ---- index specs ---------------------------------------------------------------------------------

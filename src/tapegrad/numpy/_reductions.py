@@ -12,12 +12,11 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad.extend import def_nondiff, defbatch_reduction, defbatch_single_axis, defjvp, deflinear, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad.numpy._complex import conj, real
 from tapegrad.numpy._creation import as_operand, ones_like
-from tapegrad._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 
 
 def normalize_axis(axis, ndim: int, name: str = "axis"):

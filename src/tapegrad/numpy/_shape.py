@@ -10,10 +10,20 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
+from tapegrad.extend import (
+    all_at_front,
+    defbatch,
+    defbatch_front,
+    defjvp,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    lead_batch,
+    primitive,
+    to_front,
+)
 from tapegrad.numpy import _elementwise, _reductions
-from tapegrad._batching import all_at_front, defbatch, defbatch_front, lead_batch, to_front
 from tapegrad.numpy._creation import as_operand
-from tapegrad._rules import defjvp, deflinear, defvjp, defvjp_argnum, primitive
 
 
 def _shape_of(x) -> tuple:

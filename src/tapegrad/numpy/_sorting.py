@@ -16,12 +16,11 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad.extend import def_nondiff, defbatch_single_axis, primitive
 from tapegrad.numpy import _shape
-from tapegrad._batching import defbatch_single_axis
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._reductions import normalize_axis
-from tapegrad._rules import def_nondiff, primitive
 
 # ---- index primitives ----------------------------------------------------------------------------
 argsort_p = primitive("argsort", lambda x, *, axis, stable:

@@ -22,8 +22,8 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _complex
-from tapegrad._batching import defbatch_elementwise
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._elementwise import (
     LN2,
@@ -42,7 +42,6 @@ from tapegrad.numpy._elementwise import (
     stop_gradient,
     where,
 )
-from tapegrad._rules import defjvp, defvjp, primitive, unary_abstract_eval
 
 DEG = math.pi / 180.0  # Python floats: weak scalars, so float32 stays float32
 RAD = 180.0 / math.pi

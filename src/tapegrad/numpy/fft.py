@@ -34,11 +34,10 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
-from tapegrad._batching import batch_axis_map, defbatch
 from tapegrad.numpy._creation import as_operand, full_like
 from tapegrad.numpy._elementwise import astype
-from tapegrad._rules import deflinear, defvjp, primitive
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
            "irfftn", "fftshift", "ifftshift"]
