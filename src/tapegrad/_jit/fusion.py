@@ -30,7 +30,8 @@ large ones. The rule (``_pays``): fuse a group of at least 2 operations with few
 ``MAX_ELEMENTS`` output elements when the overhead it saves exceeds the per-element time it adds,
 by the costs each primitive declares with its template (``def_fusion``). The crossover for
 arithmetic groups is ~1000 elements; for ``sin`` (float32) ~150; a 3-operation group on 16 elements
-breaks even (not fused), a 30-operation one saves ~6 us. On CuPy every group of 2 or more is fused (a kernel launch costs ~10 us).
+breaks even (not fused), a 30-operation one saves ~6 us. On CuPy every group of 2 or more is fused
+(a kernel launch costs ~10 us).
 
 Fusion runs only on the program compiled for the executor (``jit`` keeps the unfused one for
 ``evaluate`` under outer transforms), so ``fused`` has an impl and an abstract eval but no
