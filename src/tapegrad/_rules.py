@@ -171,10 +171,16 @@ def register(prim: Primitive) -> None:
 
 
 def def_out_impl(prim: Primitive, out_impl) -> None:
-    """Give ``prim`` an ``out=`` form for jit's buffer reuse: ``out_impl(*arrays, out)``, ``out`` passed
-    positionally, computes what ``impl`` does into ``out`` (an array of the result's shape and dtype,
-    the buffer of a dead intermediate; None: allocate) and returns it. Used only for equations without
-    static parameters, on NumPy arrays. A NumPy ufunc impl needs none: it is its own."""
+    """Give ``prim`` an ``out=`` form, for jit's buffer reuse.
+
+    Args:
+        prim: the primitive.
+        out_impl: ``out_impl(*arrays, out) -> out`` computes what ``impl`` does into ``out``, passed
+            positionally: an array of the result's shape and dtype (the buffer of a dead intermediate,
+            possibly one of ``arrays`` itself, read whole: read the operands before writing, as a ufunc
+            does), or None (allocate). Called only for equations without static parameters, on NumPy
+            arrays. A NumPy ufunc impl needs none: it is its own.
+    """
     prim.out_impl = out_impl
 
 
@@ -192,13 +198,17 @@ def def_fusion(prim: Primitive, template, extra_ns: tuple = ARITHMETIC_NS) -> No
     """Let jit fuse ``prim`` with its elementwise neighbours into one kernel (numexpr on CPU, the
     backend's ``fuse`` on a device).
 
-    ``template`` is the name of a NumPy elementwise function computing ``prim`` from its operands
-    (``"sin"``, ``"add"``, ``"where"``), or ``template(f, *operands, **params)`` building the result
-    from the operands with operators and ``f``'s functions, which carry NumPy's names (``f.exp``,
-    ``f.log1p``, ``f.absolute``, ``f.where``, ``f.maximum``). ``extra_ns`` is numexpr's extra time per
-    element over NumPy's, in nanoseconds, for float32 and float64: the fusion pass weighs it against the
-    call overhead it saves. A template is checked when first used: one numexpr cannot run with NumPy's
-    result dtype (a Python float constant makes numexpr compute float32 operands in float64) is left
-    unfused, never computed in another dtype.
+    Args:
+        prim: an elementwise primitive (NumPy broadcasting, one result).
+        template: how to compute ``prim`` from its operands: the name of a NumPy elementwise function
+            (``"sin"``, ``"add"``, ``"where"``), or ``template(f, *operands, **params)`` building the
+            result with operators, Python numbers (weakly typed, as NumPy 2 types them) and ``f``'s
+            functions, which carry NumPy's names (``f.exp``, ``f.log1p``, ``f.absolute``, ``f.where``,
+            ``f.maximum``...). On CPU the operands are numexpr expressions, on a device arrays.
+        extra_ns: numexpr's extra time per element over NumPy's, in nanoseconds, for float32 and
+            float64: the fusion pass weighs it against the call overhead that fusing saves.
+
+    A template is checked when first used on each operand dtype: one that numexpr cannot compile, or
+    computes in another dtype than NumPy's result, is left unfused.
     """
     prim.fusion = Fusion(template, tuple(extra_ns))

@@ -115,29 +115,76 @@ _NUMEXPR = {
 }
 
 
+def _node_of(x, dtype):
+    """``x`` as a numexpr node; a Python number as a constant of the dtype NumPy 2 gives it beside
+    operands of ``dtype`` (weak: ``float32 * 2.0`` stays float32; numexpr alone would make it float64)."""
+    if isinstance(x, _Operand):
+        return x.node
+    if isinstance(x, (bool, int, float)) and dtype is not None:
+        return _nx.ConstantNode(np.result_type(dtype, x).type(x))
+    return x
+
+
+def _weak(builder):
+    """``builder`` (one of :data:`_NUMEXPR`) on :class:`_Operand` and Python numbers."""
+    def build(*args):
+        dtypes = [_DTYPES[a.node.astKind] for a in args if isinstance(a, _Operand)]
+        dtype = np.result_type(*dtypes) if dtypes else None
+        return _Operand(builder(*[_node_of(a, dtype) for a in args]))
+    return build
+
+
+def _reflected(builder):
+    return _weak(lambda x, y: builder(y, x))
+
+
+class _Operand:
+    """A numexpr expression inside a fusion template: Python numbers it meets are weakly typed."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    __add__, __radd__ = _weak(operator.add), _reflected(operator.add)
+    __sub__, __rsub__ = _weak(operator.sub), _reflected(operator.sub)
+    __mul__, __rmul__ = _weak(operator.mul), _reflected(operator.mul)
+    __truediv__, __rtruediv__ = _weak(operator.truediv), _reflected(operator.truediv)
+    __pow__, __rpow__ = _weak(operator.pow), _reflected(operator.pow)
+    __and__, __rand__ = _weak(operator.and_), _reflected(operator.and_)
+    __or__, __ror__ = _weak(operator.or_), _reflected(operator.or_)
+    __eq__, __ne__ = _weak(operator.eq), _weak(operator.ne)
+    __lt__, __le__ = _weak(operator.lt), _weak(operator.le)
+    __gt__, __ge__ = _weak(operator.gt), _weak(operator.ge)
+    __neg__, __invert__ = _weak(operator.neg), _weak(operator.invert)
+    __hash__ = None
+
+
 class _Namespace:
     """The ``f`` of a fusion template on CPU: NumPy's names, building numexpr expressions."""
 
     def __getattr__(self, name):
         try:
-            return _NUMEXPR[name]
+            return _WEAK[name]
         except KeyError:
             raise AttributeError(f"numexpr fusion has no {name!r}; it has {sorted(_NUMEXPR)}") from None
 
 
+_WEAK = {name: _weak(builder) for name, builder in _NUMEXPR.items()}
 _NUMEXPR_NAMESPACE = _Namespace()
 
 
-def _apply(eqn, namespace, args):
-    """``eqn``'s fusion template applied to ``args`` (numexpr nodes, or device arrays), with the
-    functions of ``namespace``."""
-    template = eqn.prim.fusion.template
+def _apply(template, f, args, params):
+    """A fusion template applied to ``args``: ``template`` names one of ``f``'s functions, or builds
+    the result from them (``def_fusion``)."""
     if isinstance(template, str):
-        return getattr(namespace, template)(*args, **eqn.params)
-    return template(namespace, *args, **eqn.params)
+        return getattr(f, template)(*args, **params)
+    return template(f, *args, **params)
 
 
 _KINDS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.bool_): "bool"}
+_DTYPES = {"bool": np.dtype(np.bool_), "int": np.dtype(np.int32), "long": np.dtype(np.int64),
+           "float": np.dtype(np.float32), "double": np.dtype(np.float64)}
 _SIGNATURE_TYPES = {"float": float, "double": np.double, "bool": bool}  # numexpr's names for its kinds
 
 
@@ -238,7 +285,8 @@ def _node(eqn, read):
     """The numexpr expression node of ``eqn``, its operands read by ``read(var)``."""
     args = [_nx.ConstantNode(literal_dtype(eqn, i).type(x.value)) if isinstance(x, Literal) else read(x)
             for i, x in enumerate(eqn.inputs)]
-    return _apply(eqn, _NUMEXPR_NAMESPACE, args)
+    out = _apply(eqn.prim.fusion.template, _NUMEXPR_NAMESPACE, [_Operand(a) for a in args], eqn.params)
+    return _node_of(out, None)
 
 
 _checked = {}  # (primitive, params, operand kinds/literal dtypes, output dtype) -> whether numexpr runs it with
@@ -339,7 +387,7 @@ def device_kernel(eqns, group) -> Kernel:
         for eqn in members:
             args = [literal_dtype(eqn, i).type(x.value) if isinstance(x, Literal) else env[id(x)]
                     for i, x in enumerate(eqn.inputs)]
-            env[id(eqn.out)] = _apply(eqn, xp, args)
+            env[id(eqn.out)] = _apply(eqn.prim.fusion.template, xp, args, eqn.params)
         return env[id(members[-1].out)]
     return Kernel(xp.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
 
