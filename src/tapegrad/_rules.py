@@ -22,7 +22,20 @@ PRIMITIVES: list = []  # every primitive declared here, in order: tests check th
 
 
 def primitive(name: str, impl, abstract_eval=None) -> Primitive:
-    """A new primitive with its impl; abstract eval defaults to evaluating on zero-stride dummies."""
+    """A new primitive, entered in the registry.
+
+    Args:
+        name: unique among registered primitives (prefix a user's with its package: ``"mylib.op"``).
+        impl: ``impl(*arrays, **params) -> array`` on concrete arrays; static parameters keyword-only.
+        abstract_eval: ``abstract_eval(*avals, **params) -> ShapedArray``; by default ``impl`` run once
+            on zero-stride dummies of the operands' shapes and dtypes.
+
+    Returns:
+        The :class:`Primitive`; give it rules with the ``def*`` helpers, apply it with ``bind``.
+
+    Raises:
+        ValueError: a primitive of that name is registered already.
+    """
     prim = Primitive(name)
     register(prim)
     prim.def_impl(impl)
@@ -31,7 +44,8 @@ def primitive(name: str, impl, abstract_eval=None) -> Primitive:
 
 
 def defvjp(prim: Primitive, *rules) -> None:
-    """Give ``prim`` one vjp rule per operand; a None rule means a zero cotangent for that operand."""
+    """Give ``prim`` one vjp rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that
+    operand``; a None rule (or a rule returning None) means a zero cotangent for that operand."""
     prim.vjp_rules = rules
 
 
@@ -164,10 +178,16 @@ def register(prim: Primitive) -> None:
     for known in PRIMITIVES:
         if known.name == prim.name:
             raise ValueError(
-                f"a primitive named {prim.name!r} is already registered ({known!r}, impl {known.impl!r}); "
-                f"the new {prim!r} needs another name: prefix it with your package's "
-                f"(\"mylib.{prim.name}\")")
+                f"a primitive named {prim.name!r} is already registered: {known!r}, impl {_where(known.impl)}; "
+                f"the new {prim!r} needs another name: prefix it with your package's (\"mylib.{prim.name}\")")
     PRIMITIVES.append(prim)
+
+
+def _where(fn) -> str:
+    """``module.qualname`` of a function, for messages."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module else name
 
 
 def def_out_impl(prim: Primitive, out_impl) -> None:
