@@ -9,8 +9,10 @@ import re
 import numpy as np
 import pytest
 
+import _device
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _device_check import assert_same
 from _tol import assert_close
 from tapegrad import extend
 from tapegrad._jit import buffers, fusion
@@ -95,6 +97,20 @@ def test_example_fusion_template(example, dtype, monkeypatch):
     (expected,), (got,) = compile_program(program)(x), compile_program(fused)(x)
     assert got.dtype == dtype
     assert_close(got, expected, ulps=8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_example_fusion_template_on_the_device_double(example, dtype):
+    """On a device backend the template runs inside the backend's ``fuse`` kernel, with its functions."""
+    fn = lambda x: tnp.sin(example["logcosh"](x) * 2.0 + 1.0) * x  # noqa: E731
+    x = np.array([-30.0, -2.0, -0.5, 0.0, 0.25, 1.5, 7.0], dtype)
+    program = tg.make_program(fn)(_device.asarray(x))
+    fused = fusion.fuse(program)
+    assert [eqn.prim.name for eqn in fused.eqns] == ["fused"]
+    before = _device.Fused.launches
+    got = compile_program(fused)(_device.asarray(x))
+    assert _device.Fused.launches == before + 1
+    assert_same(got, compile_program(tg.make_program(fn)(x))(x), "logcosh fused on the device")
 
 
 def test_a_template_numexpr_cannot_run_is_left_unfused(monkeypatch):
