@@ -128,7 +128,7 @@ def _op_program(name, x, y):
 
 @needs_numexpr
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", sorted(fusion._OPS))
+@pytest.mark.parametrize("name", sorted(p.name for p in PRIMITIVES if p.fusion is not None))
 def test_every_fusible_operation_on_special_values(name, dtype, always_pays):
     """Each operation numexpr may run, on nan, infinities, signed zeros and ordinary values: the same
     dtype, nan and infinity in the same places, finite values within 1 ulp."""

@@ -430,10 +430,10 @@ def test_astype(dtype):
 
 # ---- abstract evaluation agrees with the implementation ----------------------------------------
 def test_abstract_eval_matches_impl():
-    from tapegrad.numpy import _elementwise as ew
     from tapegrad import _structural
-    from tapegrad.numpy import _linalg, _reductions
     from tapegrad._rules import aval_of
+    from tapegrad.numpy import _elementwise as ew
+    from tapegrad.numpy import _linalg, _reductions
     cases = [
         (ew.sin_p, (np.ones((2, 3), np.float32),), {}),
         (ew.log_p, (np.ones(3, np.int64),), {}),

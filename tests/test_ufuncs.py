@@ -254,10 +254,10 @@ def test_forward_mode_conventions():
 
 
 def test_abstract_eval_matches_impl():
+    from tapegrad._rules import aval_of
     from tapegrad.numpy import _complex
     from tapegrad.numpy import _elementwise as ew
     from tapegrad.numpy import _ufuncs as uf
-    from tapegrad._rules import aval_of
     f32, c64, i64 = np.ones((2, 3), np.float32), np.ones(3, np.complex64), np.ones(3, np.int64)
     cases = [(ew.abs_p, (c64,)), (ew.abs_p, (i64,)), (ew.negative_p, (i64,)), (ew.square_p, (i64,)),
              (ew.isnan_p, (f32,)), (uf.sinc_p, (f32,)), (uf.sinc_p, (i64,)), (uf.signbit_p, (f32,)),

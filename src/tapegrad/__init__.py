@@ -4,7 +4,7 @@
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
 The docs (``docs/``) describe the API and its conventions.
 """
-from tapegrad import errors, nn, numpy, optim, random, scipy, testing, tree
+from tapegrad import errors, extend, nn, numpy, optim, random, scipy, testing, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
@@ -17,7 +17,7 @@ from tapegrad._vmap_api import vmap
 __version__ = "0.1.0"
 
 __all__ = [
-    "Parameter", "ParameterTuple", "checkpoint", "custom_jvp", "custom_vjp", "errors", "get_grad", "grad",
+    "Parameter", "ParameterTuple", "checkpoint", "custom_jvp", "custom_vjp", "errors", "extend", "get_grad", "grad",
     "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "make_program", "nn", "numpy", "optim", "random",
     "scipy", "set_backend", "stop_gradient", "testing", "tree", "value_and_grad", "vmap", "vjp",
 ]

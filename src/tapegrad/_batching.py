@@ -21,11 +21,14 @@ from tapegrad._structural import broadcast_to, expand_dims, moveaxis, reshape, s
 
 
 def defbatch(prim: Primitive, rule) -> None:
-    """Give ``prim`` its batch rule."""
+    """Give ``prim`` its batch rule ``rule(vals, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the
+    batch axis of ``vals[i]`` (None: shared by every example); ``out`` is the batched result, with its
+    batch axis at ``out_dim``."""
     prim.batch_rule = rule
 
 
 def ndim_of(x) -> int:
+    """The number of axes of an array or tracer (0 for a Python scalar)."""
     return getattr(x, "ndim", 0)
 
 
@@ -36,6 +39,7 @@ def example_shape(x, d) -> tuple:
 
 
 def batch_size(vals, dims) -> int:
+    """The number of examples: the length of the first batched operand's batch axis."""
     for v, d in zip(vals, dims):
         if d is not None:
             return shape_of(v)[d]
@@ -118,6 +122,8 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
 
 
 def defbatch_elementwise(*prims: Primitive) -> None:
+    """Give each of ``prims`` (NumPy-broadcasting operations of any number of operands) the rule
+    :func:`broadcast_batch`."""
     for prim in prims:
         prim.batch_rule = functools.partial(broadcast_batch, prim)
 
@@ -135,6 +141,8 @@ def _reduction_rule(prim):
 
 
 def defbatch_reduction(*prims: Primitive) -> None:
+    """Give each of ``prims`` (reductions with static ``axis``, None or a sorted tuple, and
+    ``keepdims``) a rule that keeps the batch axis in place and renumbers the reduced axes."""
     for prim in prims:
         prim.batch_rule = _reduction_rule(prim)
 
@@ -160,6 +168,8 @@ def _single_axis_rule(prim):
 
 
 def defbatch_single_axis(*prims: Primitive) -> None:
+    """Give each of ``prims`` (one static ``axis``, an int or None for the flattened example: the
+    scans, sorts and ``argmax``) its batch rule."""
     for prim in prims:
         prim.batch_rule = _single_axis_rule(prim)
 

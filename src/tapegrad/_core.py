@@ -41,13 +41,16 @@ class Primitive:
     - ``vjp_rules[i](ct, ans, *primals, **params)``: the cotangent of operand ``i`` (None: zero);
     - ``jvp_rule`` and ``batch_rule``: filled by the forward-mode and vmap layers;
     - ``out_impl(*arrays, out)``: optional, the NumPy computation writing into ``out`` (a NumPy ufunc
-      needs none: it is its own); ``jit``'s buffer reuse gives it the buffer of a dead intermediate.
+      needs none: it is its own); ``jit``'s buffer reuse gives it the buffer of a dead intermediate;
+    - ``fusion``: optional, how ``jit``'s elementwise fusion spells it (``tapegrad.extend.def_fusion``).
 
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
     """
 
-    __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl")
+    __slots__ = (
+        "name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl", "fusion",
+    )
 
     def __init__(self, name: str):
         self.name = name
@@ -57,6 +60,7 @@ class Primitive:
         self.jvp_rule: Callable | None = None
         self.batch_rule: Callable | None = None
         self.out_impl: Callable | None = None
+        self.fusion = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
         self.nondiff = False
 
     def bind(self, *args, **params):

@@ -29,8 +29,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, ShapedArray, bind
-from tapegrad._batching import all_at_front, defbatch, to_front
-from tapegrad._rules import def_nondiff, primitive
+from tapegrad.extend import all_at_front, def_nondiff, defbatch, primitive, to_front
 
 KEY_DTYPE = np.dtype(np.uint64)
 _SPLIT_COUNTER = np.array([0, 0, 0, 1 << 63], np.uint64)

@@ -11,6 +11,8 @@ of the per-op cost of a tape.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tapegrad._backend import zeros_like
@@ -20,16 +22,30 @@ PRIMITIVES: list = []  # every primitive declared here, in order: tests check th
 
 
 def primitive(name: str, impl, abstract_eval=None) -> Primitive:
-    """A new primitive with its impl; abstract eval defaults to evaluating on zero-stride dummies."""
+    """A new primitive, entered in the registry.
+
+    Args:
+        name: unique among registered primitives (prefix a user's with its package: ``"mylib.op"``).
+        impl: ``impl(*arrays, **params) -> array`` on concrete arrays; static parameters keyword-only.
+        abstract_eval: ``abstract_eval(*avals, **params) -> ShapedArray``; by default ``impl`` run once
+            on zero-stride dummies of the operands' shapes and dtypes.
+
+    Returns:
+        The :class:`Primitive`; give it rules with the ``def*`` helpers, apply it with ``bind``.
+
+    Raises:
+        ValueError: a primitive of that name is registered already.
+    """
     prim = Primitive(name)
-    PRIMITIVES.append(prim)
+    register(prim)
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
     return prim
 
 
 def defvjp(prim: Primitive, *rules) -> None:
-    """Give ``prim`` one vjp rule per operand; a None rule means a zero cotangent for that operand."""
+    """Give ``prim`` one vjp rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that
+    operand``; a None rule (or a rule returning None) means a zero cotangent for that operand."""
     prim.vjp_rules = rules
 
 
@@ -151,3 +167,68 @@ class _ArgnumRules:
         if self.operands is not None:
             return self.operands(argnums, ct, ans, primals, **params)
         return [self.rule(argnum, ct, ans, *primals, **params) for argnum in argnums]
+
+
+# ---- the registry, out= forms and fusion templates ---------------------------------------------------
+
+def register(prim: Primitive) -> None:
+    """Add ``prim`` to the registry (:data:`PRIMITIVES`), refusing a second primitive of the same name:
+    jit's programs, printed programs and error messages name primitives, so two of one name would be
+    confused. Nothing is added when it raises."""
+    for known in PRIMITIVES:
+        if known.name == prim.name:
+            raise ValueError(
+                f"a primitive named {prim.name!r} is already registered: {known!r}, impl {_where(known.impl)}; "
+                f"the new {prim!r} needs another name: prefix it with your package's (\"mylib.{prim.name}\")")
+    PRIMITIVES.append(prim)
+
+
+def _where(fn) -> str:
+    """``module.qualname`` of a function, for messages."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module else name
+
+
+def def_out_impl(prim: Primitive, out_impl) -> None:
+    """Give ``prim`` an ``out=`` form, for jit's buffer reuse.
+
+    Args:
+        prim: the primitive.
+        out_impl: ``out_impl(*arrays, out) -> out`` computes what ``impl`` does into ``out``, passed
+            positionally: an array of the result's shape and dtype (the buffer of a dead intermediate,
+            possibly one of ``arrays`` itself, read whole: read the operands before writing, as a ufunc
+            does), or None (allocate). Called only for equations without static parameters, on NumPy
+            arrays. A NumPy ufunc impl needs none: it is its own.
+    """
+    prim.out_impl = out_impl
+
+
+class Fusion(NamedTuple):
+    """How jit's elementwise fusion computes a primitive (see :func:`def_fusion`)."""
+
+    template: object  # a NumPy function name (str) or ``template(f, *operands, **params)``
+    extra_ns: tuple   # numexpr's extra time per element over NumPy's: (float32, float64), in ns
+
+
+ARITHMETIC_NS = (0.6, 0.3)  # numexpr's extra ns per element for one arithmetic operation (measured)
+
+
+def def_fusion(prim: Primitive, template, extra_ns: tuple = ARITHMETIC_NS) -> None:
+    """Let jit fuse ``prim`` with its elementwise neighbours into one kernel (numexpr on CPU, the
+    backend's ``fuse`` on a device).
+
+    Args:
+        prim: an elementwise primitive (NumPy broadcasting, one result).
+        template: how to compute ``prim`` from its operands: the name of a NumPy elementwise function
+            (``"sin"``, ``"add"``, ``"where"``), or ``template(f, *operands, **params)`` building the
+            result with operators, Python numbers (weakly typed, as NumPy 2 types them) and ``f``'s
+            functions, which carry NumPy's names (``f.exp``, ``f.log1p``, ``f.absolute``, ``f.where``,
+            ``f.maximum``...). On CPU the operands are numexpr expressions, on a device arrays.
+        extra_ns: numexpr's extra time per element over NumPy's, in nanoseconds, for float32 and
+            float64: the fusion pass weighs it against the call overhead that fusing saves.
+
+    A template is checked when first used on each operand dtype: one that numexpr cannot compile, or
+    computes in another dtype than NumPy's result, is left unfused.
+    """
+    prim.fusion = Fusion(template, tuple(extra_ns))

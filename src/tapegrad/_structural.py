@@ -22,7 +22,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._rules import def_nondiff, deflinear, defvjp, defvjp_argnum, primitive
+from tapegrad._rules import def_fusion, def_nondiff, deflinear, defvjp, defvjp_argnum, primitive
 
 
 def shape_of(x) -> tuple:
@@ -70,6 +70,7 @@ def axes_tuple(axes, ndim: int) -> tuple:
 add_any_p = primitive("add_any", np.add)
 defvjp(add_any_p, lambda ct, ans, x, y: ct, lambda ct, ans, x, y: ct)
 deflinear(add_any_p)
+def_fusion(add_any_p, "add")  # a gradient's accumulations fuse with the rules' arithmetic
 
 
 def add_any(x, y):

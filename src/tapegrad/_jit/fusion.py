@@ -28,9 +28,10 @@ small arrays, where it removes per-call overhead (an example: the backward pass 
 ``sin``/``*``/``+`` chain on float32[16] is one ~100-operation group per 32 inputs), and loses on
 large ones. The rule (``_pays``): fuse a group of at least 2 operations with fewer than
 ``MAX_ELEMENTS`` output elements when the overhead it saves exceeds the per-element time it adds,
-by the costs in ``_EXTRA_NS``. The crossover for arithmetic groups is ~1000 elements; for ``sin``
-(float32) ~150; a 3-operation group on 16 elements breaks even (not fused), a 30-operation one
-saves ~6 us. On CuPy every group of 2 or more is fused (a kernel launch costs ~10 us).
+by the costs each primitive declares with its template (``def_fusion``). The crossover for
+arithmetic groups is ~1000 elements; for ``sin`` (float32) ~150; a 3-operation group on 16 elements
+breaks even (not fused), a 30-operation one saves ~6 us. On CuPy every group of 2 or more is fused
+(a kernel launch costs ~10 us).
 
 Fusion runs only on the program compiled for the executor (``jit`` keeps the unfused one for
 ``evaluate`` under outer transforms), so ``fused`` has an impl and an abstract eval but no
@@ -61,7 +62,6 @@ MAX_ELEMENTS = 2048  # numexpr runs serially below 2 * its block size (1024): no
 OP_US = 0.27  # a NumPy ufunc call with its line of generated code, saved per fused equation
 CALL_US = 0.85  # one numexpr call, plus INPUT_US per input array
 INPUT_US = 0.05
-CHEAP_NS = (0.6, 0.3)  # numexpr's extra time per element for an arithmetic operation: float32, float64
 
 
 # ---- the fused primitive ----------------------------------------------------------------------------
@@ -77,12 +77,12 @@ class Kernel:
         return self.text
 
 
-fused_p = Primitive("fused")  # not in PRIMITIVES: it exists only in programs compiled for the executor
+fused_p = Primitive("fused")  # not registered: it exists only in programs compiled for the executor
 fused_p.def_impl(lambda *inputs, kernel: kernel.fn(*inputs))
 fused_p.def_abstract_eval(lambda *avals, kernel: kernel.aval)
 
 
-# ---- the elementwise primitives numexpr can run -------------------------------------------------------
+# ---- numexpr's spelling of NumPy's elementwise functions --------------------------------------------
 def _func(name):
     return lambda *args: _nx.functions[name](*args)
 
@@ -98,29 +98,93 @@ def _reciprocal(x):
     return _nx.ConstantNode(one) / x
 
 
-# name -> (expression builder, (extra ns per element in float32, in float64) over NumPy)
-_OPS = {
-    "add": (operator.add, CHEAP_NS), "add_any": (operator.add, CHEAP_NS), "subtract": (operator.sub, CHEAP_NS),
-    "multiply": (operator.mul, CHEAP_NS), "divide": (operator.truediv, (0.6, 0.55)),
-    "negative": (operator.neg, CHEAP_NS), "square": (lambda x: x * x, CHEAP_NS),
-    "reciprocal": (_reciprocal, CHEAP_NS),
-    "equal": (operator.eq, CHEAP_NS), "not_equal": (operator.ne, CHEAP_NS),
-    "less": (operator.lt, CHEAP_NS), "less_equal": (operator.le, CHEAP_NS),
-    "greater": (operator.gt, CHEAP_NS), "greater_equal": (operator.ge, CHEAP_NS),
-    "logical_and": (operator.and_, CHEAP_NS), "logical_or": (operator.or_, CHEAP_NS),
-    "logical_not": (operator.invert, CHEAP_NS), "where": (_func("where"), CHEAP_NS),
-    "maximum": (_same_kind_func("maximum"), (1.9, 1.8)), "minimum": (_same_kind_func("minimum"), (1.9, 1.8)),
-    "absolute": (_func("abs"), (2.4, 2.1)), "sqrt": (_func("sqrt"), (0.9, 1.2)),
-    "sin": (_func("sin"), (2.8, 0.9)), "cos": (_func("cos"), (2.9, 1.0)), "tan": (_func("tan"), (8.9, 10.1)),
-    "arcsin": (_func("arcsin"), (4.8, 5.4)), "arccos": (_func("arccos"), (5.7, 6.0)),
-    "arctan": (_func("arctan"), (5.9, 8.1)), "arctan2": (_func("arctan2"), (17.7, 10.8)),
-    "sinh": (_func("sinh"), (15.1, 8.8)), "cosh": (_func("cosh"), (11.1, 5.1)),
-    "tanh": (_func("tanh"), (15.2, 7.9)),
-    "exp": (_func("exp"), (3.4, 5.5)), "expm1": (_func("expm1"), (7.8, 5.5)),
-    "log": (_func("log"), (3.8, 4.9)), "log1p": (_func("log1p"), (8.9, 7.7)),
-    "log10": (_func("log10"), (7.6, 8.4)), "power": (operator.pow, (6.1, 8.1)),
+# NumPy's name -> the numexpr expression it builds: the functions a fusion template (``def_fusion``) may use
+_NUMEXPR = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
+    "negative": operator.neg, "square": lambda x: x * x, "reciprocal": _reciprocal, "power": operator.pow,
+    "equal": operator.eq, "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
+    "greater": operator.gt, "greater_equal": operator.ge,
+    "logical_and": operator.and_, "logical_or": operator.or_, "logical_not": operator.invert,
+    "where": _func("where"), "maximum": _same_kind_func("maximum"), "minimum": _same_kind_func("minimum"),
+    "absolute": _func("abs"), "sqrt": _func("sqrt"),
+    "sin": _func("sin"), "cos": _func("cos"), "tan": _func("tan"),
+    "arcsin": _func("arcsin"), "arccos": _func("arccos"), "arctan": _func("arctan"), "arctan2": _func("arctan2"),
+    "sinh": _func("sinh"), "cosh": _func("cosh"), "tanh": _func("tanh"),
+    "exp": _func("exp"), "expm1": _func("expm1"), "log": _func("log"), "log1p": _func("log1p"),
+    "log10": _func("log10"),
 }
+
+
+def _node_of(x, dtype):
+    """``x`` as a numexpr node; a Python number as a constant of the dtype NumPy 2 gives it beside
+    operands of ``dtype`` (weak: ``float32 * 2.0`` stays float32; numexpr alone would make it float64)."""
+    if isinstance(x, _Operand):
+        return x.node
+    if isinstance(x, (bool, int, float)) and dtype is not None:
+        return _nx.ConstantNode(np.result_type(dtype, x).type(x))
+    return x
+
+
+def _weak(builder):
+    """``builder`` (one of :data:`_NUMEXPR`) on :class:`_Operand` and Python numbers."""
+    def build(*args):
+        dtypes = [_DTYPES[a.node.astKind] for a in args if isinstance(a, _Operand)]
+        dtype = np.result_type(*dtypes) if dtypes else None
+        return _Operand(builder(*[_node_of(a, dtype) for a in args]))
+    return build
+
+
+def _reflected(builder):
+    return _weak(lambda x, y: builder(y, x))
+
+
+class _Operand:
+    """A numexpr expression inside a fusion template: Python numbers it meets are weakly typed."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    __add__, __radd__ = _weak(operator.add), _reflected(operator.add)
+    __sub__, __rsub__ = _weak(operator.sub), _reflected(operator.sub)
+    __mul__, __rmul__ = _weak(operator.mul), _reflected(operator.mul)
+    __truediv__, __rtruediv__ = _weak(operator.truediv), _reflected(operator.truediv)
+    __pow__, __rpow__ = _weak(operator.pow), _reflected(operator.pow)
+    __and__, __rand__ = _weak(operator.and_), _reflected(operator.and_)
+    __or__, __ror__ = _weak(operator.or_), _reflected(operator.or_)
+    __eq__, __ne__ = _weak(operator.eq), _weak(operator.ne)
+    __lt__, __le__ = _weak(operator.lt), _weak(operator.le)
+    __gt__, __ge__ = _weak(operator.gt), _weak(operator.ge)
+    __neg__, __invert__ = _weak(operator.neg), _weak(operator.invert)
+    __hash__ = None
+
+
+class _Namespace:
+    """The ``f`` of a fusion template on CPU: NumPy's names, building numexpr expressions."""
+
+    def __getattr__(self, name):
+        try:
+            return _WEAK[name]
+        except KeyError:
+            raise AttributeError(f"numexpr fusion has no {name!r}; it has {sorted(_NUMEXPR)}") from None
+
+
+_WEAK = {name: _weak(builder) for name, builder in _NUMEXPR.items()}
+_NUMEXPR_NAMESPACE = _Namespace()
+
+
+def _apply(template, f, args, params):
+    """A fusion template applied to ``args``: ``template`` names one of ``f``'s functions, or builds
+    the result from them (``def_fusion``)."""
+    if isinstance(template, str):
+        return getattr(f, template)(*args, **params)
+    return template(f, *args, **params)
+
+
 _KINDS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.bool_): "bool"}
+_DTYPES = {"bool": np.dtype(np.bool_), "int": np.dtype(np.int32), "long": np.dtype(np.int64),
+           "float": np.dtype(np.float32), "double": np.dtype(np.float64)}
 _SIGNATURE_TYPES = {"float": float, "double": np.double, "bool": bool}  # numexpr's names for its kinds
 
 
@@ -146,9 +210,10 @@ def _is_typed(var) -> bool:
 
 
 def _candidate(eqn) -> bool:
-    """Whether ``eqn`` may be fused at all: a known elementwise primitive over float32/float64/bool
-    arrays of one backend, with no scalar output (NumPy gives a scalar there, numexpr a 0-d array)."""
-    if eqn.prim.name not in _OPS or not eqn.out.aval.shape or not _is_typed(eqn.out):
+    """Whether ``eqn`` may be fused at all: an elementwise primitive with a fusion template, over
+    float32/float64/bool arrays of one backend, with no scalar output (NumPy gives a scalar there,
+    numexpr a 0-d array)."""
+    if eqn.prim.fusion is None or not eqn.out.aval.shape or not _is_typed(eqn.out):
         return False
     variables = [x for x in eqn.inputs if isinstance(x, Var)]
     return (bool(variables) and all(_is_typed(v) and v.backend is eqn.out.backend for v in variables)
@@ -220,10 +285,12 @@ def _node(eqn, read):
     """The numexpr expression node of ``eqn``, its operands read by ``read(var)``."""
     args = [_nx.ConstantNode(literal_dtype(eqn, i).type(x.value)) if isinstance(x, Literal) else read(x)
             for i, x in enumerate(eqn.inputs)]
-    return _OPS[eqn.prim.name][0](*args)
+    out = _apply(eqn.prim.fusion.template, _NUMEXPR_NAMESPACE, [_Operand(a) for a in args], eqn.params)
+    return _node_of(out, None)
 
 
-_checked = {}  # (name, operand kinds/literal dtypes) -> whether numexpr runs it with NumPy's output dtype
+_checked = {}  # (primitive, params, operand kinds/literal dtypes, output dtype) -> whether numexpr runs it with
+#               NumPy's output dtype
 
 
 def numexpr_fusible(eqn) -> bool:
@@ -231,8 +298,8 @@ def numexpr_fusible(eqn) -> bool:
     primitive and operand types, by compiling it)."""
     if _nx is None or not _candidate(eqn) or eqn.out.backend is not np:
         return False
-    key = (eqn.prim.name, tuple(x.aval.dtype if isinstance(x, Var) else literal_dtype(eqn, i)
-                                for i, x in enumerate(eqn.inputs)), eqn.out.aval.dtype)
+    operands = tuple(x.aval.dtype if isinstance(x, Var) else literal_dtype(eqn, i) for i, x in enumerate(eqn.inputs))
+    key = (eqn.prim, tuple(sorted(eqn.params.items())), operands, eqn.out.aval.dtype)
     if key not in _checked:
         _checked[key] = _compiles_to(eqn)
     return _checked[key]
@@ -245,7 +312,7 @@ def _compiles_to(eqn) -> bool:
         if node.astKind != _KINDS[eqn.out.aval.dtype]:
             return False
         _compile(node, names, list(_var_inputs(eqn).values()))
-    except (TypeError, ValueError, NotImplementedError, KeyError):
+    except (TypeError, ValueError, NotImplementedError, KeyError, AttributeError):
         return False
     return True
 
@@ -281,7 +348,8 @@ def _text(eqns, group) -> str:
     names = {id(v): f"a{i}" for i, v in enumerate(group.inputs.values())}
     for k in group.members:
         eqn = eqns[k]
-        args = ", ".join(repr(x.value) if isinstance(x, Literal) else names[id(x)] for x in eqn.inputs)
+        args = [repr(x.value) if isinstance(x, Literal) else names[id(x)] for x in eqn.inputs]
+        args = ", ".join(args + [f"{k}={v!r}" for k, v in sorted(eqn.params.items())])
         names[id(eqn.out)] = f"{eqn.prim.name}({args})"
     return names[id(eqns[group.root].out)]
 
@@ -293,7 +361,7 @@ def _pays(eqns, group) -> bool:
     if size >= MAX_ELEMENTS:
         return False
     column = 0 if aval.dtype == np.float32 else 1
-    extra_ns = sum(_OPS[eqns[k].prim.name][1][column] for k in group.members)
+    extra_ns = sum(eqns[k].prim.fusion.extra_ns[column] for k in group.members)
     saved_us = OP_US * len(group.members) - CALL_US - INPUT_US * len(group.inputs)
     return saved_us > size * extra_ns * 1e-3
 
@@ -307,8 +375,9 @@ def device_fusible(eqn) -> bool:
 
 
 def device_kernel(eqns, group) -> Kernel:
-    """The group replayed by one ``fuse`` kernel of the operands' backend: each equation calls the
-    backend's ufunc of its name, each literal is a NumPy scalar of the dtype NumPy 2 gives it."""
+    """The group replayed by one ``fuse`` kernel of the operands' backend: each equation applies its
+    fusion template with the backend's functions, each literal is a NumPy scalar of the dtype NumPy 2
+    gives it."""
     xp = eqns[group.root].out.backend
     members = [eqns[k] for k in group.members]
     inputs = list(group.inputs.values())
@@ -318,15 +387,9 @@ def device_kernel(eqns, group) -> Kernel:
         for eqn in members:
             args = [literal_dtype(eqn, i).type(x.value) if isinstance(x, Literal) else env[id(x)]
                     for i, x in enumerate(eqn.inputs)]
-            env[id(eqn.out)] = getattr(xp, _ufunc_name(eqn.prim))(*args)
+            env[id(eqn.out)] = _apply(eqn.prim.fusion.template, xp, args, eqn.params)
         return env[id(members[-1].out)]
     return Kernel(xp.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
-
-
-def _ufunc_name(prim) -> str:
-    """The backend ufunc a primitive computes: its impl's name when that is a NumPy ufunc (``add_any``
-    is ``add``), else its own name."""
-    return prim.impl.__name__ if isinstance(prim.impl, np.ufunc) else prim.name
 
 
 # ---- the pass ----------------------------------------------------------------------------------------

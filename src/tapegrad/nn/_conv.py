@@ -25,9 +25,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch
 from tapegrad._core import ShapedArray, bind
-from tapegrad._rules import defjvp, defvjp, primitive
+from tapegrad.extend import defbatch, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import flip, reshape, transpose, unbroadcast
 
 

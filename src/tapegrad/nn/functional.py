@@ -22,6 +22,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
+from tapegrad.extend import def_out_impl, defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.nn._conv import ConvDimensionNumbers
 from tapegrad.nn._conv_api import (
     conv1d,
@@ -35,8 +36,6 @@ from tapegrad.nn._conv_api import (
 from tapegrad.nn._dropout import dropout
 from tapegrad.nn._norm import batch_norm, embedding, group_norm, layer_norm
 from tapegrad.nn._pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
-from tapegrad._batching import defbatch_elementwise
-from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.scipy import special
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -62,7 +61,7 @@ relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
 defbatch_elementwise(relu_p)
-relu_p.out_impl = lambda x, out: np.maximum(x, 0, out=out)  # jit's buffer reuse
+def_out_impl(relu_p, lambda x, out: np.maximum(x, 0, out=out))  # jit's buffer reuse
 
 
 def relu(x):

@@ -16,10 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_elementwise
 from tapegrad._core import bind
-from tapegrad._rules import deflinear, defvjp, primitive
 from tapegrad._structural import astype
+from tapegrad.extend import defbatch_elementwise, deflinear, defvjp, primitive
 from tapegrad.numpy._creation import as_operand, zeros_like
 
 
@@ -27,7 +26,6 @@ def is_complex(x) -> bool:
     """Whether ``x`` (array, tracer or Python scalar) has a complex dtype."""
     dtype = getattr(x, "dtype", None)
     return isinstance(x, complex) if dtype is None else np.dtype(dtype).kind == "c"
-
 
 real_p = primitive("real", lambda x: namespace_of(x).real(x))
 defvjp(real_p, lambda ct, ans, x: astype(ct, x.dtype))

@@ -18,13 +18,22 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_elementwise
 from tapegrad._core import bind
-from tapegrad._rules import def_nondiff, defjvp, defjvp_joint, defvjp, primitive, unary_abstract_eval
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
+from tapegrad.extend import (
+    ARITHMETIC_NS,
+    def_fusion,
+    def_nondiff,
+    defbatch_elementwise,
+    defjvp,
+    defjvp_joint,
+    defvjp,
+    primitive,
+    unary_abstract_eval,
+)
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._complex import imag, is_complex, real
 from tapegrad.numpy._creation import as_operand, zeros_like
@@ -40,18 +49,21 @@ def _ufunc_impl(name):
     return getattr(np, name)
 
 
-def _unary(name: str, rule=None, jvp=None, float_valued=True):
+def _unary(name: str, rule=None, jvp=None, float_valued=True, fusion_ns=None):
     """A unary ufunc primitive and its public function.
 
     ``rule(g, ans, x)`` is ``g * f'(x)``: the vjp, and also the jvp unless ``jvp`` is given (it is
     for functions that are not holomorphic on complex inputs, like ``abs``). ``rule=None`` marks the
     function non-differentiable (derivative zero everywhere). ``float_valued=False``: the output dtype
     is not "the input's float dtype" (``negative`` keeps integers, ``abs`` of complex is real), so the
-    abstract eval asks NumPy itself.
+    abstract eval asks NumPy itself. ``fusion_ns``, where given, lets jit fuse it by its NumPy name, at
+    that extra time per element (float32, float64 ns: ``def_fusion``).
     """
     abstract_eval = unary_abstract_eval if rule is not None and float_valued else None
     prim = primitive(name, _ufunc_impl(name), abstract_eval)
     defbatch_elementwise(prim)
+    if fusion_ns is not None:
+        def_fusion(prim, name, fusion_ns)
     if rule is None:
         def_nondiff(prim)
     else:
@@ -81,14 +93,17 @@ def summed_to_operand(rule, argnum: int):
     return vjp
 
 
-def _binary(name: str, dx=None, dy=None, nondiff=False):
+def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
     """A binary ufunc primitive (NumPy broadcasting) and its public function.
 
     ``dx(g, ans, x, y)`` is ``g * df/dx`` elementwise (``dy`` likewise); None means ``f`` does not
     depend on that operand. The jvp uses them as they are; the vjp sums them to the operand's shape.
+    ``fusion_ns``: as for :func:`_unary`.
     """
     prim = primitive(name, _ufunc_impl(name))
     defbatch_elementwise(prim)
+    if fusion_ns is not None:
+        def_fusion(prim, name, fusion_ns)
     if nondiff:
         def_nondiff(prim)
     else:
@@ -113,16 +128,16 @@ def _abs_jvp(t, ans, x):
     return _complex.real(t * _complex.conj(sign(x)))
 
 
-negative_p, negative = _unary("negative", lambda g, ans, x: -g, float_valued=False)
-abs_p, abs = _unary("absolute", _abs_vjp, _abs_jvp, float_valued=False)
+negative_p, negative = _unary("negative", lambda g, ans, x: -g, float_valued=False, fusion_ns=ARITHMETIC_NS)
+abs_p, abs = _unary("absolute", _abs_vjp, _abs_jvp, float_valued=False, fusion_ns=(2.4, 2.1))
 absolute = abs
 sign_p = _unary("sign")[0]  # the public sign (below) also handles complex inputs
-exp_p, exp = _unary("exp", lambda g, ans, x: g * ans)
-expm1_p, expm1 = _unary("expm1", lambda g, ans, x: g * (ans + 1.0))
-log_p, log = _unary("log", lambda g, ans, x: g / x)
-log1p_p, log1p = _unary("log1p", lambda g, ans, x: g / (x + 1.0))
+exp_p, exp = _unary("exp", lambda g, ans, x: g * ans, fusion_ns=(3.4, 5.5))
+expm1_p, expm1 = _unary("expm1", lambda g, ans, x: g * (ans + 1.0), fusion_ns=(7.8, 5.5))
+log_p, log = _unary("log", lambda g, ans, x: g / x, fusion_ns=(3.8, 4.9))
+log1p_p, log1p = _unary("log1p", lambda g, ans, x: g / (x + 1.0), fusion_ns=(8.9, 7.7))
 log2_p, log2 = _unary("log2", lambda g, ans, x: g / (x * LN2))
-log10_p, log10 = _unary("log10", lambda g, ans, x: g / (x * LN10))
+log10_p, log10 = _unary("log10", lambda g, ans, x: g / (x * LN10), fusion_ns=(7.6, 8.4))
 def _strong_zero_times(g, d):
     """``g * d``, but exactly 0 where ``d == 0`` even when ``g`` is infinite: a derivative that is
     exactly zero stops the flow. This is what makes ``sqrt(sum(x**2))`` have gradient 0 (not nan) at
@@ -136,24 +151,26 @@ def _sqrt_rule(g, ans, x):
     return where(equal(g, 0), 0.0, g / (ans * 2.0))
 
 
-sqrt_p, sqrt = _unary("sqrt", _sqrt_rule)
-square_p, square = _unary("square", lambda g, ans, x: _strong_zero_times(g, x * 2.0), float_valued=False)
-reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False)
-sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x))
-cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x))
-tan_p, tan = _unary("tan", lambda g, ans, x: g * (ans * ans + 1.0))
-tanh_p, tanh = _unary("tanh", lambda g, ans, x: g * (1.0 - ans * ans))
-sinh_p, sinh = _unary("sinh", lambda g, ans, x: g * cosh(x))
-cosh_p, cosh = _unary("cosh", lambda g, ans, x: g * sinh(x))
-arcsin_p, arcsin = _unary("arcsin", lambda g, ans, x: g / sqrt(1.0 - x * x))
-arccos_p, arccos = _unary("arccos", lambda g, ans, x: -g / sqrt(1.0 - x * x))
-arctan_p, arctan = _unary("arctan", lambda g, ans, x: g / (x * x + 1.0))
+sqrt_p, sqrt = _unary("sqrt", _sqrt_rule, fusion_ns=(0.9, 1.2))
+square_p, square = _unary("square", lambda g, ans, x: _strong_zero_times(g, x * 2.0), float_valued=False,
+                          fusion_ns=ARITHMETIC_NS)
+reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False,
+                                  fusion_ns=ARITHMETIC_NS)
+sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x), fusion_ns=(2.8, 0.9))
+cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x), fusion_ns=(2.9, 1.0))
+tan_p, tan = _unary("tan", lambda g, ans, x: g * (ans * ans + 1.0), fusion_ns=(8.9, 10.1))
+tanh_p, tanh = _unary("tanh", lambda g, ans, x: g * (1.0 - ans * ans), fusion_ns=(15.2, 7.9))
+sinh_p, sinh = _unary("sinh", lambda g, ans, x: g * cosh(x), fusion_ns=(15.1, 8.8))
+cosh_p, cosh = _unary("cosh", lambda g, ans, x: g * sinh(x), fusion_ns=(11.1, 5.1))
+arcsin_p, arcsin = _unary("arcsin", lambda g, ans, x: g / sqrt(1.0 - x * x), fusion_ns=(4.8, 5.4))
+arccos_p, arccos = _unary("arccos", lambda g, ans, x: -g / sqrt(1.0 - x * x), fusion_ns=(5.7, 6.0))
+arctan_p, arctan = _unary("arctan", lambda g, ans, x: g / (x * x + 1.0), fusion_ns=(5.9, 8.1))
 floor_p, floor = _unary("floor")
 ceil_p, ceil = _unary("ceil")
 isfinite_p, isfinite = _unary("isfinite")
 isnan_p, isnan = _unary("isnan")
 isinf_p, isinf = _unary("isinf")
-logical_not_p, logical_not = _unary("logical_not")
+logical_not_p, logical_not = _unary("logical_not", fusion_ns=ARITHMETIC_NS)
 
 
 def sign(x):
@@ -188,10 +205,12 @@ around = round
 
 
 # ---- binary --------------------------------------------------------------------------------------
-add_p, add = _binary("add", lambda g, ans, x, y: g, lambda g, ans, x, y: g)
-subtract_p, subtract = _binary("subtract", lambda g, ans, x, y: g, lambda g, ans, x, y: -g)
-multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
-divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y)
+add_p, add = _binary("add", lambda g, ans, x, y: g, lambda g, ans, x, y: g, fusion_ns=ARITHMETIC_NS)
+subtract_p, subtract = _binary("subtract", lambda g, ans, x, y: g, lambda g, ans, x, y: -g, fusion_ns=ARITHMETIC_NS)
+multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
+                               fusion_ns=ARITHMETIC_NS)
+divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y,
+                           fusion_ns=(0.6, 0.55))
 true_divide = divide
 
 
@@ -208,12 +227,12 @@ def balanced_eq(x, ans, y, g):
 
 # the rules of maximum and minimum (and fmax, fmin): the operand equal to the result gets g, halved at ties
 TIE_SPLIT_RULES = (lambda g, ans, x, y: balanced_eq(x, ans, y, g), lambda g, ans, x, y: balanced_eq(y, ans, x, g))
-maximum_p, maximum = _binary("maximum", *TIE_SPLIT_RULES)
-minimum_p, minimum = _binary("minimum", *TIE_SPLIT_RULES)
+maximum_p, maximum = _binary("maximum", *TIE_SPLIT_RULES, fusion_ns=(1.9, 1.8))
+minimum_p, minimum = _binary("minimum", *TIE_SPLIT_RULES, fusion_ns=(1.9, 1.8))
 logaddexp_p, logaddexp = _binary("logaddexp", lambda g, ans, x, y: g * exp(x - ans),
                                  lambda g, ans, x, y: g * exp(y - ans))
 arctan2_p, arctan2 = _binary("arctan2", lambda g, ans, y, x: g * x / (x * x + y * y),
-                             lambda g, ans, y, x: -g * y / (x * x + y * y))
+                             lambda g, ans, y, x: -g * y / (x * x + y * y), fusion_ns=(17.7, 10.8))
 
 
 def _power_dx(g, ans, x, y):
@@ -244,7 +263,7 @@ def _log_of_base(x):
     return log(where(equal(x, 0), 1.0, x))
 
 
-power_p, power = _binary("power", _power_dx, _power_dy)
+power_p, power = _binary("power", _power_dx, _power_dy, fusion_ns=(6.1, 8.1))
 
 
 def float_power(x1, x2):
@@ -252,14 +271,14 @@ def float_power(x1, x2):
     return power(astype(x1, _shape.result_type(x1, np.float64)), x2)
 
 
-equal_p, equal = _binary("equal", nondiff=True)
-not_equal_p, not_equal = _binary("not_equal", nondiff=True)
-less_p, less = _binary("less", nondiff=True)
-less_equal_p, less_equal = _binary("less_equal", nondiff=True)
-greater_p, greater = _binary("greater", nondiff=True)
-greater_equal_p, greater_equal = _binary("greater_equal", nondiff=True)
-logical_and_p, logical_and = _binary("logical_and", nondiff=True)
-logical_or_p, logical_or = _binary("logical_or", nondiff=True)
+equal_p, equal = _binary("equal", nondiff=True, fusion_ns=ARITHMETIC_NS)
+not_equal_p, not_equal = _binary("not_equal", nondiff=True, fusion_ns=ARITHMETIC_NS)
+less_p, less = _binary("less", nondiff=True, fusion_ns=ARITHMETIC_NS)
+less_equal_p, less_equal = _binary("less_equal", nondiff=True, fusion_ns=ARITHMETIC_NS)
+greater_p, greater = _binary("greater", nondiff=True, fusion_ns=ARITHMETIC_NS)
+greater_equal_p, greater_equal = _binary("greater_equal", nondiff=True, fusion_ns=ARITHMETIC_NS)
+logical_and_p, logical_and = _binary("logical_and", nondiff=True, fusion_ns=ARITHMETIC_NS)
+logical_or_p, logical_or = _binary("logical_or", nondiff=True, fusion_ns=ARITHMETIC_NS)
 logical_xor_p, logical_xor = _binary("logical_xor", nondiff=True)
 bitwise_and_p, bitwise_and = _binary("bitwise_and", nondiff=True)
 bitwise_or_p, bitwise_or = _binary("bitwise_or", nondiff=True)
@@ -279,6 +298,7 @@ defvjp(where_p, None,
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
 defjvp_joint(where_p, _where_jvp)
 defbatch_elementwise(where_p)
+def_fusion(where_p, "where")
 
 
 def where(condition, x, y):

@@ -12,11 +12,21 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of, zeros_like
-from tapegrad._batching import batch_size, defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad._core import Boxed, Tracer, bind
-from tapegrad._rules import defjvp_argnum, defjvp_joint, defvjp_argnum, primitive
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
+from tapegrad.extend import (
+    batch_size,
+    defbatch,
+    defjvp_argnum,
+    defjvp_joint,
+    defvjp_argnum,
+    lead_batch,
+    ndim_of,
+    primitive,
+    shape_of,
+    to_front,
+)
 from tapegrad.numpy import _elementwise, _shape
 from tapegrad.numpy._creation import as_operand
 

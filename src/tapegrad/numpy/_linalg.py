@@ -8,9 +8,20 @@ import string
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch, lead_batch, ndim_of, shape_of, to_front
 from tapegrad._core import bind
-from tapegrad._rules import defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from tapegrad.extend import (
+    def_out_impl,
+    defbatch,
+    defjvp,
+    defjvp_argnum,
+    defvjp,
+    defvjp_argnum,
+    lead_batch,
+    ndim_of,
+    primitive,
+    shape_of,
+    to_front,
+)
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 
@@ -74,7 +85,7 @@ def _matmul_batch(vals, dims):
 
 
 defbatch(matmul_p, _matmul_batch)
-matmul_p.out_impl = np.matmul  # jit's buffer reuse: the product into a dead intermediate
+def_out_impl(matmul_p, np.matmul)  # jit's buffer reuse: the product into a dead intermediate
 
 
 def matmul(x1, x2):

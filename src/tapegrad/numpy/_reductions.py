@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_reduction, defbatch_single_axis
 from tapegrad._core import bind
 from tapegrad._jvp import jvp_flat
-from tapegrad._rules import def_nondiff, defjvp, deflinear, defvjp, primitive
 from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
 from tapegrad._tape import vjp_flat
+from tapegrad.extend import def_nondiff, defbatch_reduction, defbatch_single_axis, defjvp, deflinear, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._complex import conj, real

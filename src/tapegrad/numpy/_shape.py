@@ -11,11 +11,10 @@ import numpy as np
 
 from tapegrad import _structural
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_front
 from tapegrad._core import Boxed, Tracer, bind
-from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad._structural import normalize_axis, shape_of
 from tapegrad._structural import unbroadcast as unbroadcast  # re-exported for the rules of this package
+from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy._creation import as_operand
 
 

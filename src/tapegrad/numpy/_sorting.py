@@ -15,9 +15,8 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_single_axis
 from tapegrad._core import bind
-from tapegrad._rules import def_nondiff, primitive
+from tapegrad.extend import def_nondiff, defbatch_single_axis, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._indexing import take_along_axis

@@ -21,9 +21,8 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import defbatch_elementwise
 from tapegrad._core import bind
-from tapegrad._rules import defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _complex
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._elementwise import (

@@ -33,9 +33,8 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import batch_axis_map, defbatch
 from tapegrad._core import ShapedArray, bind
-from tapegrad._rules import deflinear, defvjp, primitive
+from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import as_operand, full_like
 from tapegrad.numpy._elementwise import astype

@@ -22,11 +22,11 @@ import numpy as np
 
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import bind
+from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
-from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg import cholesky
 from tapegrad.numpy.linalg._common import (
     T,

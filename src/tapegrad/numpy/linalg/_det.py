@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._rules import defjvp, defvjp, primitive
+from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, pack, pack_impl, shaped, trace, unpack

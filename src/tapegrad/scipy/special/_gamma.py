@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 
 from tapegrad._core import bind
-from tapegrad._batching import defbatch_elementwise
-from tapegrad._rules import defjvp, defvjp, primitive
+from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import binary, scipy_impl, unary
 

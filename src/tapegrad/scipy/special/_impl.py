@@ -15,8 +15,7 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of, scipy_module
-from tapegrad._batching import defbatch_elementwise
-from tapegrad._rules import defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._shape import unbroadcast
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad._batching import defbatch_elementwise
 from tapegrad.numpy._creation import as_operand
-from tapegrad._rules import defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._shape import squeeze
 from tapegrad.scipy.special._impl import binary, unary
 
