@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-matrix test-device fuzz bench clean
+.PHONY: demo test lint test-matrix test-device fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,15 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_digits.py
 
-# one BLAS thread: the tests use small matrices, where OpenBLAS's threads only contend for 2 cores
-test: $(VENV)/.installed-dev
+# ruff (pyproject.toml [tool.ruff]) and the layer contract (pyproject.toml [tool.importlinter],
+# docs/architecture.md), then the suite with one BLAS thread: the tests use small matrices, where
+# OpenBLAS's threads only contend for 2 cores
+test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/lint-imports
 
 # the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,
 # each combination in its own random order: tolerances must hold whatever order BLAS sums in

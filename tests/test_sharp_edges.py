@@ -154,3 +154,18 @@ def test_a_dataclass_input_names_register_node():
     for transform in (tg.grad, tg.jit, tg.vmap):
         with pytest.raises(TypeError, match="tapegrad.tree.register_node"):
             transform(lambda d: tnp.sum(d.w))(Weights(np.ones(3)))
+
+
+# ---- lists among a primitive's operands --------------------------------------------------------------
+def test_list_operands_of_traced_values_stack_differentiably():
+    """``tnp.multiply([x, 3x], 2)``: the list reaches ``bind``, which stacks it through NumPy's
+    ``__array_function__`` (the traced values' own ``stack``), so the derivative flows through it in
+    every transform; a nested list with plain numbers stacks level by level."""
+    f = lambda x: tnp.sum(tnp.multiply([[x, 1.0], [x, 2.0 * x]], 2.0))  # 2(x + 1 + x + 2x) = 8x + 2
+    assert_close(tg.grad(f)(1.5), np.float64(8.0))
+    assert_close(tg.jit(f)(1.5), np.asarray(14.0))
+    assert_close(tg.vmap(f)(np.arange(3.0)), 8.0 * np.arange(3.0) + 2.0)
+    assert_close(tg.jvp(f, (1.5,), (1.0,))[1], np.float64(8.0))
+    assert_close(tnp.sin([1.0, 2.0]), np.sin([1.0, 2.0]))  # no traced value: NumPy's own conversion
+    p = tg.Parameter(np.float64(3.0))
+    assert_close(tg.grad(lambda: tnp.sum(tnp.add([p, 1.0], 1.0)), grad_position=None, weights=p)(), np.float64(1.0))

@@ -37,8 +37,14 @@ def _selected_inputs(args, positions, api: str):
             raise IndexError(f"{api}: grad_position {p} is out of range: the function was called with "
                              f"{len(args)} positional argument(s); positions count from 0")
         where = f"{api}: the input at grad_position {p}"
-        selected.append(_tree.tree_map(lambda leaf: _differentiable_leaf(leaf, where), args[p]))
+        selected.append(_tree.tree_map(lambda leaf, where=where: _differentiable_leaf(leaf, where), args[p]))
     return tuple(selected)
+
+
+def _block_of_rows(out_leaf, offset: int, total: int, g):
+    """The rows of the batched cotangents ``g`` that belong to ``out_leaf``, shaped as its Jacobian block
+    (the output's shape, then the input's)."""
+    return reshape(_rows(g, offset, out_leaf.size, total), tuple(out_leaf.shape) + tuple(g.shape[1:]))
 
 
 def _restrict(fn, args, kwargs, positions, has_aux, api):
@@ -123,11 +129,11 @@ def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
         out_leaves, out_tree = _tree.tree_flatten(out)
         basis, offsets, total = _batched_basis(out_leaves)
         if total == 0:
-            blocks = [_tree.tree_map(lambda x: _zero_block(o, x), selected) for o in out_leaves]
+            blocks = [_tree.tree_map(functools.partial(_zero_block, o), selected) for o in out_leaves]
         else:  # one batched backward pass for every basis cotangent at once
             cts = vmap(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))))(*basis)
-            blocks = [_tree.tree_map(lambda g: reshape(_rows(g, off, o.size, total), tuple(o.shape) + tuple(g.shape[1:])),
-                                     cts) for o, off in zip(out_leaves, offsets)]
+            blocks = [_tree.tree_map(functools.partial(_block_of_rows, o, off, total), cts)
+                      for o, off in zip(out_leaves, offsets)]
         jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
         return (jac, *aux) if has_aux else jac
     return jac_fn

@@ -150,7 +150,7 @@ class _Checker:
     def _directional(self, fn, args, v):
         eps = self.eps
         hi, lo = vjp(fn, *_axpy(eps, v, args))[0], vjp(fn, *_axpy(-eps, v, args))[0]
-        return _tree.tree_map(lambda h, l: (_wide(h) - _wide(l)) / (2 * eps), hi, lo)
+        return _tree.tree_map(lambda h, low: (_wide(h) - _wide(low)) / (2 * eps), hi, lo)
 
     def _compare(self, route, got, expected, noise):
         if not abs(expected - got) <= self.atol + noise + self.rtol * max(abs(expected), abs(got)):

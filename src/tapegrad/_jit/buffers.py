@@ -3,7 +3,8 @@ intermediate (``out=``), or of a donated input, instead of allocating one.
 
 Only an equation with an ``out`` form (a NumPy ufunc, whose impl is the ufunc itself; or a primitive's
 ``out_impl``: ``matmul``, ``relu``) writes into a reused buffer, and only a buffer that is certainly its
-own fresh memory: one allocated by such an equation or a fused kernel (never a view), or a donated input (checked at run time: see ``codegen``). Views are tracked
+own fresh memory: one allocated by such an equation or a fused kernel (never a view), or a donated input
+(checked at run time: see ``codegen``). Views are tracked
 conservatively: the result of any other equation (``reshape``, ``transpose``, ``getitem``,
 ``astype`` with the same dtype, ``stop_gradient``...) may share memory with every buffer its operands
 may share, and a buffer is free only once every variable that may share it is dead and none is a

@@ -26,6 +26,7 @@ from numpy import (
 
 from tapegrad import _core
 from tapegrad.numpy import _operators, linalg
+from tapegrad.numpy._complex import conj, conjugate, imag, real
 from tapegrad.numpy._creation import (
     arange,
     array,
@@ -45,6 +46,7 @@ from tapegrad.numpy._elementwise import (
     abs,
     absolute,
     add,
+    angle,
     arccos,
     arcsin,
     arctan,
@@ -143,31 +145,6 @@ from tapegrad.numpy._shape import (
     tile,
     transpose,
 )
-
-_operators.install(_core.Tracer, _core.Boxed)  # the array behaviour of traced values and Parameters
-
-__all__ = [
-    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arcsin", "arctan",
-    "arctan2", "argmax", "argmin", "around", "array", "asarray", "astype", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "broadcast_arrays", "broadcast_to", "ceil", "clip", "concatenate", "cos", "cosh",
-    "cumprod", "cumsum", "divide", "dot", "einsum", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1",
-    "eye", "flip", "float_power", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "identity",
-    "inner", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "linalg", "linspace", "log",
-    "logspace", "geomspace",
-    "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "matmul", "max", "maximum", "mean", "min", "minimum", "moveaxis", "multiply", "negative",
-    "not_equal", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "repeat",
-    "reshape", "result_type", "round", "shape", "size", "ndim", "sign", "sin", "sinh", "split", "sqrt", "square", "squeeze", "stack", "std",
-    "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
-    "transpose", "true_divide", "var", "vdot", "where", "zeros", "zeros_like",
-    "bool_", "complex64", "complex128", "dtype", "e", "float16", "float32", "float64", "inf", "int8",
-    "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
-]
-
-# Issue 3's additions, one block per family; each block imports its names and extends __all__.
-# ---- block: ufuncs and complex parts ----
-from tapegrad.numpy._complex import conj, conjugate, imag, real
-from tapegrad.numpy._elementwise import angle
 from tapegrad.numpy._ufuncs import (
     arccosh,
     arcsinh,
@@ -192,6 +169,29 @@ from tapegrad.numpy._ufuncs import (
     sinc,
     trunc,
 )
+
+_operators.install(_core.Tracer, _core.Boxed)  # the array behaviour of traced values and Parameters
+
+__all__ = [
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arcsin", "arctan",
+    "arctan2", "argmax", "argmin", "around", "array", "asarray", "astype", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "broadcast_arrays", "broadcast_to", "ceil", "clip", "concatenate", "cos", "cosh",
+    "cumprod", "cumsum", "divide", "dot", "einsum", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1",
+    "eye", "flip", "float_power", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "identity",
+    "inner", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "linalg", "linspace", "log",
+    "logspace", "geomspace",
+    "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "moveaxis", "multiply", "negative",
+    "not_equal", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "repeat",
+    "reshape", "result_type", "round", "shape", "size", "ndim", "sign", "sin", "sinh", "split", "sqrt", "square",
+    "squeeze", "stack", "std",
+    "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
+    "transpose", "true_divide", "var", "vdot", "where", "zeros", "zeros_like",
+    "bool_", "complex64", "complex128", "dtype", "e", "float16", "float32", "float64", "inf", "int8",
+    "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
+]
+
+# ---- ufuncs and complex parts ----
 
 __all__ += [
     "angle", "arccosh", "arcsinh", "arctanh", "cbrt", "conj", "conjugate", "copysign", "deg2rad", "degrees",

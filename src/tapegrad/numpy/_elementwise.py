@@ -6,9 +6,9 @@ both its vjp (``g`` the output cotangent) and its jvp (``g`` the operand's tange
 then sums the broadcast axes away. For complex operands this is JAX's convention for holomorphic
 functions (no conjugation in either mode: ``vjp(ct) = ct * f'(z)``, ``jvp(t) = f'(z) * t``).
 
-The conventions at kinks and ties (JAX's and autograd's, docs/numpy.md): ``abs'(0) = 0``, ``sign' = 0``, ``d/dx x**0 = 0``,
-``maximum``/``minimum`` split the gradient evenly between tied operands, ``clip`` passes the gradient to
-``x`` on the boundary, ``sqrt'(0) = inf``.
+The conventions at kinks and ties (JAX's and autograd's, docs/numpy.md): ``abs'(0) = 0``, ``sign' = 0``,
+``d/dx x**0 = 0``, ``maximum``/``minimum`` split the gradient evenly between tied operands, ``clip``
+passes the gradient to ``x`` on the boundary, ``sqrt'(0) = inf``.
 """
 from __future__ import annotations
 
