@@ -25,6 +25,7 @@ after/before should be about 1.00; a control far from 1 means the machine was di
 from __future__ import annotations
 
 import argparse
+import compileall
 import io
 import json
 import os
@@ -83,7 +84,9 @@ def export_src(rev: str, dest: Path) -> dict:
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
-    return {"label": f"{rev} ({commit[:7]})", "commit": commit, "src": str(dest / "src")}
+    compileall.compile_dir(dest / "src", quiet=1)  # as the working tree's: no run pays for compiling
+    label = rev if commit.startswith(rev) else f"{rev} ({commit[:7]})"
+    return {"label": label, "commit": commit, "src": str(dest / "src")}
 
 
 def working_tree() -> dict:
@@ -140,7 +143,7 @@ def collect(runs: list) -> list:
 def summarise(row: dict) -> dict:
     """Add best-of-rounds times, the ratio after/before, the spreads and a verdict to ``row``."""
     def spread(ts):
-        return max(ts) / min(ts) - 1 if ts else None
+        return max(ts) / min(ts) - 1 if len(ts) > 1 else None
     before, after = min(row["before"], default=None), min(row["after"], default=None)
     ratio = after / before if before and after else None
     if ratio is None:
