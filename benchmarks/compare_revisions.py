@@ -37,9 +37,11 @@ import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+from _timing import THREAD_VARS  # noqa: E402  (_timing imports only the standard library)
+
 ROOT = BENCH_DIR.parent
 DEFAULT_NAMES = ["chain", "mlp", "sin10", "hessian", "gp"]
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # as _timing.py
 TOLERANCE = 1.05  # after/before above this is a slowdown
 
 # Runs in the subprocess: one benchmark of run.py, then the rows and the tapegrad that was loaded.
@@ -108,6 +110,7 @@ def run_once(side: dict, name: str, quick: bool, threads: int | None, out: Path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [side["src"], os.environ.get("PYTHONPATH")])))
     if threads is not None:
         env.update({var: str(threads) for var in THREAD_VARS})
+    out.unlink(missing_ok=True)  # never read the previous run's rows
     job = {"bench_dir": str(BENCH_DIR), "names": [name], "quick": quick, "out": str(out)}
     proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(job)], env=env, cwd=out.parent,
                           capture_output=True, text=True)
