@@ -10,7 +10,8 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
 ``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``, ``bench_jit_step.py``,
-``bench_gp.py``).
+``bench_gp.py``). ``compare_revisions.py`` runs these benchmarks at two git revisions, alternated, for a
+before/after table.
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
