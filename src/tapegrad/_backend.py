@@ -125,7 +125,7 @@ def set_backend(backend) -> None:
         if backend not in ("numpy", "cupy"):
             raise ValueError(f"set_backend: name must be 'numpy' or 'cupy', got {backend!r}")
         if backend == "cupy":
-            import cupy  # noqa: F401  (fail here, not at the first creation call)
+            import cupy  # noqa: F401  (optional dependency; fail here, not at the first creation call)
     elif not isinstance(backend, types.ModuleType):
         raise TypeError(f"set_backend: pass 'numpy', 'cupy' or an array module, got {type(backend).__name__}")
     _default_backend = backend
@@ -137,6 +137,6 @@ def default_namespace():
     if isinstance(backend, types.ModuleType):
         return backend
     if backend == "cupy":
-        import cupy
+        import cupy  # optional dependency, imported only when chosen
         return cupy
     return numpy

@@ -111,7 +111,7 @@ def _tri_solve_impl(a, b, *, trans, lower, unit_diagonal):
 def _tri_solve_matrix(a, b, **params):
     """One LAPACK solve: ``a`` ``(n, n)``, ``b`` ``(n, k)``."""
     if namespace_of(a, b) is np:  # SciPy's finiteness check costs more than the solve on small matrices
-        import scipy.linalg
+        import scipy.linalg  # optional dependency (the `dev` extra): needed only on this path
         return scipy.linalg.solve_triangular(a, b, check_finite=False, **params)
     return _scipy_linalg(a, b).solve_triangular(a, b, **params)
 
