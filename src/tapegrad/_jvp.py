@@ -40,7 +40,14 @@ class JVPTrace(Trace):
             ans = prim.impl(*primals, **params)
         else:
             ans = bind(prim, *primals, **params)
-        if prim.nondiff or not is_inexact(ans):
+        if prim.nondiff:
+            return ans
+        if prim.multiple_results:
+            out_tangents = apply_jvp_rule(prim, tangents, ans, primals, params)
+            if out_tangents is None:
+                return ans
+            return [o if t is None else JVPTracer(self, o, t) for o, t in zip(ans, out_tangents)]
+        if not is_inexact(ans):
             return ans
         tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
         return ans if tangent is None else JVPTracer(self, ans, tangent)
@@ -58,12 +65,17 @@ class JVPTrace(Trace):
 
 
 def apply_jvp_rule(prim, tangents, ans, primals, params):
-    """The output tangent of ``prim`` (None: zero), shaped and typed like ``ans``."""
+    """The output tangent of ``prim`` (None: zero), shaped and typed like ``ans``; for a primitive with
+    ``multiple_results``, the list of its results' tangents (None for a zero one, and for every
+    integer result), or None when all are zero."""
     if prim.jvp_rule is None:
         raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
     tangent = prim.jvp_rule(tangents, ans, *primals, **params)
     if tangent is None:
         return None
+    if prim.multiple_results:
+        fitted = [None if t is None or not is_inexact(o) else _fit(t, o) for t, o in zip(tangent, ans)]
+        return None if all(t is None for t in fitted) else fitted
     if tangent.shape != ans.shape or tangent.dtype != ans.dtype:
         tangent = _fit(tangent, ans)
     return tangent

@@ -117,10 +117,13 @@ class StagingTrace(Trace):
         builder = self.main.global_data
         inputs = [builder.operand(a) for a in args]
         avals = [ShapedArray((), type(x.value)) if isinstance(x, Literal) else x.aval for x in inputs]
-        aval = builder.shared_aval(prim.abstract_eval(*avals, **params))
         backend = next((x.backend for x in inputs if isinstance(x, Var)), np)
-        out = Var(aval, backend)
-        builder.eqns.append(Eqn(prim, inputs, dict(params), out))
+        if prim.multiple_results:
+            outs = [Var(builder.shared_aval(a), backend) for a in prim.abstract_eval(*avals, **params)]
+            builder.eqns.append(Eqn(prim, inputs, dict(params), outs))
+            return [StagingTracer(self, out) for out in outs]
+        out = Var(builder.shared_aval(prim.abstract_eval(*avals, **params)), backend)
+        builder.eqns.append(Eqn(prim, inputs, dict(params), [out]))
         return StagingTracer(self, out)
 
     def process_joint(self, call, args):
