@@ -100,7 +100,7 @@ def source(program: Program, donate=()):
         if eqn.prim.multiple_results:
             for i, result in enumerate(eqn.outs):
                 names[id(result)] = f"v{k}_{i}"
-            targets = "".join(f"{names[id(result)]}, " for result in eqn.outs)
+            targets = ", ".join(names[id(result)] for result in eqn.outs) + ("," if len(eqn.outs) == 1 else "")
         else:
             names[id(eqn.out)] = targets = f"v{k}"
         lines.append(f"    {targets} = {fn}({', '.join(args)})")
