@@ -66,8 +66,12 @@ class VJPTrace(Trace):
         if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
             (a,) = args
             primals, parents = (a.primal,), ((0, a.node, a.index),)
-        else:
-            primals, parents = self._operands(args)
+        else:  # _operands, inlined: this is the path of every binary operation
+            primals, parents = list(args), []
+            for i, a in enumerate(args):
+                if type(a) is VJPTracer and a._trace is self:
+                    primals[i] = a.primal
+                    parents.append((i, a.node, a.index))
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
             ans = prim.impl(*primals, **params)
         else:
@@ -195,7 +199,11 @@ def backward(out_refs, out_cts, in_nodes, free: bool, order=None):
         if type(rules) is tuple:  # the hot path: one rule per operand
             for argnum, parent, index in node.parents:
                 parent_ct = rules[argnum](ct, ans, *primals, **params)
-                if parent_ct is not None:
+                if parent_ct is None:
+                    continue
+                if index is None and parent not in cts:  # the first cotangent of a result: nothing to add
+                    cts[parent] = parent_ct
+                else:
                     accumulate(cts, parent, index, parent_ct)
         else:  # one call for all operands (``concatenate`` of N arrays costs O(N)), and joint calls
             parents = node.parents
