@@ -3,10 +3,10 @@ helpers under every transform, with one of its results unused, with an integer r
 converted linalg decompositions as one equation each in a jit program."""
 import numpy as np
 import pytest
-from _tol import assert_close
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad._batching import defbatch_elementwise
 from tapegrad._core import bind
 from tapegrad._rules import PRIMITIVES, defjvp, defvjp, primitive

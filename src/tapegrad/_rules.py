@@ -162,10 +162,10 @@ def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
 
 def defvjp_argnum(prim: Primitive, rule, operands=None) -> None:
     """One rule for every operand of a primitive with any number of them (``concatenate``,
-    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)`` (``cts`` for several results). ``operands(argnums, ct, ans, primals,
-    **params) -> [cotangent of each operand in argnums]``, where given, serves the backward pass: one
-    call per node, so a node of N operands costs O(N), not the O(N^2) of N calls each unpacking all
-    N primals (``stack`` of 10^5 scalars)."""
+    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)`` (``cts`` for several results).
+    ``operands(argnums, ct, ans, primals, **params) -> [cotangent of each operand in argnums]``, where
+    given, serves the backward pass: one call per node, so a node of N operands costs O(N), not the
+    O(N^2) of N calls each unpacking all N primals (``stack`` of 10^5 scalars)."""
     prim.vjp_rules = _ArgnumRules(rule, operands)
 
 

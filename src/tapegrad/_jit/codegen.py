@@ -2,9 +2,10 @@
 equation's backend implementation directly (no ``bind``, no trace, no per-op dispatch).
 
 Each equation is one line ``v7 = f3(v2, l0)`` (``v3_0, v3_1 = f3(v2)`` for a primitive with several
-results): ``f3`` is the primitive's ``impl`` with its static parameters bound beforehand (``functools.partial``; a fused group's kernel is called directly), ``l0``
-a literal, ``c0`` a constant; all are globals of the generated function. A variable's last use frees
-it (``del``) so that its buffer can go back to the allocator as soon as possible.
+results): ``f3`` is the primitive's ``impl`` with its static parameters bound beforehand
+(``functools.partial``; a fused group's kernel is called directly), ``l0`` a literal, ``c0`` a
+constant; all are globals of the generated function. A variable's last use frees it (``del``) so that
+its buffer can go back to the allocator as soon as possible.
 
 Two things make the lines cheaper than the equations they come from:
 

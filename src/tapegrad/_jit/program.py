@@ -159,7 +159,8 @@ def pretty(program: Program) -> str:
     for eqn in program.eqns:
         params = "".join(f" {k}={_param_string(v)}" for k, v in eqn.params.items())
         args = " ".join(name(x) for x in eqn.inputs)
-        lines.append(f"    {' '.join(decl(v) for v in eqn.outs)} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
+        outs = " ".join(decl(v) for v in eqn.outs)
+        lines.append(f"    {outs} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
     lines.append(f"  in ({', '.join(name(x) for x in program.outputs)}) }}")
     return "\n".join(lines)
 

@@ -42,11 +42,11 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
+from tapegrad._batching import all_at_front, bind_batched, defbatch, ndim_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import conv_out_spatial
-from tapegrad._batching import all_at_front, bind_batched, defbatch, ndim_of
-from tapegrad._rules import defjvp, defvjp, primitive
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d",
            "max_pool2d"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.numpy._linalg import matmul
 from tapegrad._rules import defjvp, defvjp, primitive
+from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, eye_like, matrix_operand, shaped, symmetrize, tri_like
 from tapegrad.numpy.linalg._solve import solve
 

@@ -17,11 +17,11 @@ import functools
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._batching import broadcast_batch, defbatch, shape_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
-from tapegrad._batching import broadcast_batch, defbatch, shape_of
 from tapegrad.numpy._creation import as_operand
 
 

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.numpy import _shape
 from tapegrad._rules import defjvp, defvjp, primitive
+from tapegrad.numpy import _shape
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, shaped, trace
 from tapegrad.numpy.linalg._solve import inv, solve
 

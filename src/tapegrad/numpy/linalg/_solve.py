@@ -15,11 +15,11 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
-from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import (
     T,
     batch_of,

@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
-from tapegrad._rules import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import (
     T,
     defbatch_matrices,
