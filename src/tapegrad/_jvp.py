@@ -42,15 +42,18 @@ class JVPTrace(Trace):
             ans = bind(prim, *primals, **params)
         if prim.nondiff:
             return ans
-        if prim.multiple_results:
-            out_tangents = apply_jvp_rule(prim, tangents, ans, primals, params)
-            if out_tangents is None:
-                return ans
-            return [o if t is None else JVPTracer(self, o, t) for o, t in zip(ans, out_tangents)]
+        if prim.multiple_results:  # a method, not a comprehension here: that would make ``self`` a cell
+            return self._results(ans, apply_jvp_rule(prim, tangents, ans, primals, params))
         if not is_inexact(ans):
             return ans
         tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
         return ans if tangent is None else JVPTracer(self, ans, tangent)
+
+    def _results(self, outs, out_tangents):
+        """The results of a primitive with several: a tracer where the tangent is not zero."""
+        if out_tangents is None:
+            return outs
+        return [o if t is None else JVPTracer(self, o, t) for o, t in zip(outs, out_tangents)]
 
     def process_joint(self, call, args):
         primals, tangents = list(args), [None] * len(args)

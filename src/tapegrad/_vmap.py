@@ -75,9 +75,12 @@ class BatchTrace(Trace):
             out, out_dim = loop_rule(prim, vals, dims, params, self.axis_size)
         else:
             out, out_dim = rule(vals, dims, **params)
-        if prim.multiple_results:
-            return [o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        if prim.multiple_results:  # a method, not a comprehension here: that would make ``self`` a cell
+            return self._results(out, out_dim)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
+
+    def _results(self, outs, out_dims):
+        return [o if d is None else BatchTracer(self, o, d) for o, d in zip(outs, out_dims)]
 
     def process_joint(self, call, args):
         vals, dims = self.unpack(args)
