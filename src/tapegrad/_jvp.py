@@ -40,17 +40,16 @@ class JVPTrace(Trace):
             ans = prim.impl(*primals, **params)
         else:
             ans = bind(prim, *primals, **params)
-        if prim.nondiff:
-            return ans
-        if prim.multiple_results:  # a method, not a comprehension here: that would make ``self`` a cell
-            return self._results(ans, apply_jvp_rule(prim, tangents, ans, primals, params))
-        if not is_inexact(ans):
+        if prim.nondiff or not is_inexact(ans):  # a list of results has no dtype: not inexact
+            if prim.multiple_results and not prim.nondiff:
+                return self._results(ans, apply_jvp_rules(prim, tangents, ans, primals, params))
             return ans
         tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
         return ans if tangent is None else JVPTracer(self, ans, tangent)
 
     def _results(self, outs, out_tangents):
-        """The results of a primitive with several: a tracer where the tangent is not zero."""
+        """The results of a primitive with several: a tracer where the tangent is not zero (a method,
+        not a comprehension in ``process_primitive``, where it would make ``self`` a cell)."""
         if out_tangents is None:
             return outs
         return [o if t is None else JVPTracer(self, o, t) for o, t in zip(outs, out_tangents)]
@@ -67,18 +66,25 @@ class JVPTrace(Trace):
                 for o, t in zip(outs, out_tangents)]
 
 
+def apply_jvp_rules(prim, tangents, ans, primals, params):
+    """:func:`apply_jvp_rule` for a primitive with ``multiple_results``: the list of its results'
+    tangents (None for a zero one, and for every integer result), or None when all are zero."""
+    if prim.jvp_rule is None:
+        raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
+    out_tangents = prim.jvp_rule(tangents, ans, *primals, **params)
+    if out_tangents is None:
+        return None
+    fitted = [None if t is None or not is_inexact(o) else _fit(t, o) for t, o in zip(out_tangents, ans)]
+    return None if all(t is None for t in fitted) else fitted
+
+
 def apply_jvp_rule(prim, tangents, ans, primals, params):
-    """The output tangent of ``prim`` (None: zero), shaped and typed like ``ans``; for a primitive with
-    ``multiple_results``, the list of its results' tangents (None for a zero one, and for every
-    integer result), or None when all are zero."""
+    """The output tangent of ``prim`` (None: zero), shaped and typed like ``ans``."""
     if prim.jvp_rule is None:
         raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
     tangent = prim.jvp_rule(tangents, ans, *primals, **params)
     if tangent is None:
         return None
-    if prim.multiple_results:
-        fitted = [None if t is None or not is_inexact(o) else _fit(t, o) for t, o in zip(tangent, ans)]
-        return None if all(t is None for t in fitted) else fitted
     if tangent.shape != ans.shape or tangent.dtype != ans.dtype:
         tangent = _fit(tangent, ans)
     return tangent

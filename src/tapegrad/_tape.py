@@ -270,7 +270,7 @@ def forward_sweep(order, in_nodes, in_tangents, out_refs):
     ``order`` (``sweep_order``) maps its operands' tangents through its jvp rule at the stored primals,
     a linearization replayed without recomputing the primals. A multiple-results node's tangent is
     the list of its results' tangents."""
-    from tapegrad._jvp import apply_jvp_rule
+    from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
     tangents = {node: t for node, t in zip(in_nodes, in_tangents) if t is not None}
     for node in order:
         primals = node.primals
@@ -283,7 +283,9 @@ def forward_sweep(order, in_nodes, in_tangents, out_refs):
                 reached = True
         if not reached:
             continue
-        t = apply_jvp_rule(node.prim, operand_tangents, node.ans, primals, node.params)
+        prim = node.prim
+        apply = apply_jvp_rules if prim.multiple_results else apply_jvp_rule
+        t = apply(prim, operand_tangents, node.ans, primals, node.params)
         if t is not None:
             tangents[node] = t
     return [None if ref is None else _tangent(tangents, *ref) for ref in out_refs]
