@@ -57,7 +57,8 @@ class Primitive:
     - ``jvp_rule(tangents, ans, *primals, **params) -> list``: one tangent per result (None: zero);
     - ``batch_rule(vals, dims, **params) -> (outs, out_dims)``: one batch axis per result.
 
-    Integer results never carry a tangent or a cotangent. ``out_impl`` is not used for them.
+    Integer results never carry a tangent or a cotangent. ``jit`` never gives such a primitive an
+    ``out=`` buffer (``out_impl`` is for single results).
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
