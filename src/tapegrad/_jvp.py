@@ -30,6 +30,8 @@ class JVPTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        if prim.multiple_results:
+            return self._process_multiple(prim, args, params)
         primals = list(args)
         tangents = [None] * len(args)
         for i, a in enumerate(args):
@@ -40,25 +42,33 @@ class JVPTrace(Trace):
             ans = prim.impl(*primals, **params)
         else:
             ans = bind(prim, *primals, **params)
-        if prim.nondiff or not is_inexact(ans):  # a list of results has no dtype: not inexact
-            if prim.multiple_results and not prim.nondiff:
-                return self._results(ans, apply_jvp_rules(prim, tangents, ans, primals, params))
+        if prim.nondiff or not is_inexact(ans):
             return ans
         tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
         return ans if tangent is None else JVPTracer(self, ans, tangent)
 
-    def _results(self, outs, out_tangents):
-        """The results of a primitive with several: a tracer where the tangent is not zero (a method,
-        not a comprehension in ``process_primitive``, where it would make ``self`` a cell)."""
-        if out_tangents is None:
-            return outs
-        return [o if t is None else JVPTracer(self, o, t) for o, t in zip(outs, out_tangents)]
-
-    def process_joint(self, call, args):
+    def _split(self, args):
+        """The primals of ``args`` and their tangents (None for an operand this trace does not carry)."""
         primals, tangents = list(args), [None] * len(args)
         for i, a in enumerate(args):
             if type(a) is JVPTracer and a._trace is self:
                 primals[i], tangents[i] = a.primal, a.tangent
+        return primals, tangents
+
+    def _process_multiple(self, prim, args, params):
+        """``process_primitive`` for a primitive with several results: a tracer for each result whose
+        tangent is not zero."""
+        primals, tangents = self._split(args)
+        ans = bind(prim, *primals, **params)
+        if prim.nondiff:
+            return ans
+        out_tangents = apply_jvp_rules(prim, tangents, ans, primals, params)
+        if out_tangents is None:
+            return ans
+        return [o if t is None else JVPTracer(self, o, t) for o, t in zip(ans, out_tangents)]
+
+    def process_joint(self, call, args):
+        primals, tangents = self._split(args)
         outs, out_tangents = call.jvp(primals, tangents)
         if holds_tracers_of(self, outs) or holds_tracers_of(self, out_tangents):
             return call.on_capture(args)
