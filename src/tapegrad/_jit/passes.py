@@ -47,7 +47,7 @@ def dce(program: Program) -> Program:
     live = {id(x) for x in program.outputs if isinstance(x, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if any(id(out) in live for out in eqn.outs):
+        if _any_in(eqn.outs, live):
             kept.append(eqn)
             live.update(id(x) for x in eqn.inputs if isinstance(x, Var))
     kept.reverse()
@@ -89,6 +89,9 @@ def cse(program: Program) -> Program:
 
 
 def _any_in(variables, ids) -> bool:
+    """Whether any of ``variables`` (an equation's outputs) has its id in ``ids``."""
+    if len(variables) == 1:  # most equations: no generator to build
+        return id(variables[0]) in ids
     return any(id(v) in ids for v in variables)
 
 
