@@ -207,8 +207,8 @@ def test_passes_are_linear_walks_without_recursion():
     eqns, v = [], x
     for _ in range(20_000):  # a long chain whose links are each computed twice, plus a dead branch
         first, again, total = var(), var(), var()
-        eqns += [Eqn(sin_p, [v], {}, first), Eqn(sin_p, [v], {}, again), Eqn(add_p, [first, again], {}, total)]
+        eqns += [Eqn(sin_p, [v], {}, [first]), Eqn(sin_p, [v], {}, [again]), Eqn(add_p, [first, again], {}, [total])]
         v = total
-    eqns.append(Eqn(sin_p, [x], {}, var()))
+    eqns.append(Eqn(sin_p, [x], {}, [var()]))
     optimized = passes.optimize(Program([x], [], [], eqns, [v]))
     assert prims(optimized) == ["sin", "add"] * 20_000

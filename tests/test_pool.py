@@ -178,8 +178,7 @@ def test_scatter_and_gather_check_grads():
     # the rules' own primitives, on a cotangent / tangent: linear, each other's transposes
     x = _distinct(np.random.default_rng(8), (2, 5, 6))
     params = dict(window=(3, 2), strides=(2, 1), dilation=(1, 2), padding=((1, 1), (0, 1)))
-    ans = _pool.max_pool_p.impl(x, **params)
-    index = _pool.window_argmax_p.impl(x, ans, **params)
+    ans, index = _pool.max_pool_p.impl(x, **params)
     ct = np.random.default_rng(9).standard_normal(ans.shape)
     scatter = lambda c: _pool.select_scatter_p.bind(c, index, in_spatial=(5, 6), **params)
     gather = lambda t: _pool.window_gather_p.bind(t, index, **params)
@@ -348,8 +347,8 @@ def test_jit_equals_eager():
 
 
 def test_primitives_have_every_rule():
-    for prim in (_pool.max_pool_p, _pool.window_argmax_p, _pool.select_scatter_p, _pool.window_gather_p,
-                 _pool.window_sum_p, _pool.window_sum_transpose_p):
+    for prim in (_pool.max_pool_p, _pool.select_scatter_p, _pool.window_gather_p, _pool.window_sum_p,
+                 _pool.window_sum_transpose_p):
         assert prim.impl and prim.abstract_eval and prim.batch_rule, prim
         assert prim.nondiff or (prim.vjp_rules and prim.jvp_rule), prim
 

@@ -1,8 +1,9 @@
 """Batch rules by family, and the axis bookkeeping they share.
 
 A batch rule is ``rule(vals, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the batch axis of
-``vals[i]`` (None: not mapped), and the rule returns the batched result and its batch axis. Rules are
-written in tapegrad operations (see ``tapegrad._vmap``).
+``vals[i]`` (None: not mapped), and the rule returns the batched result and its batch axis (for a
+primitive with several results, the list of results and the list of their axes). Rules are written in
+tapegrad operations (see ``tapegrad._vmap``).
 
 The families keep the batch axis where it is when they can (an elementwise op on one batched operand
 and scalars, a reduction over other axes), because every ``moveaxis`` is one more primitive to trace
@@ -25,6 +26,14 @@ def defbatch(prim: Primitive, rule) -> None:
     batch axis of ``vals[i]`` (None: shared by every example); ``out`` is the batched result, with its
     batch axis at ``out_dim``."""
     prim.batch_rule = rule
+
+
+def bind_batched(prim: Primitive, vals, out_dim: int, **params):
+    """``(out, out_dim)`` of ``prim`` bound on batched ``vals`` whose every result has its batch axis
+    at ``out_dim``: for a primitive with several results (the stack axes of ``eigh``'s eigenvalues and
+    eigenvectors lead alike), the list of results and ``out_dim`` for each."""
+    out = bind(prim, *vals, **params)
+    return (out, [out_dim] * len(out)) if prim.multiple_results else (out, out_dim)
 
 
 def ndim_of(x) -> int:
@@ -116,9 +125,10 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
             if (r != rank) if d is not None else (r > rank - batch_axis):
                 break
         else:
-            return bind(prim, *vals, **params), batch_axis
+            out = bind(prim, *vals, **params)  # bind_batched, inlined: most operations under vmap come here
+            return (out, [batch_axis] * len(out)) if prim.multiple_results else (out, batch_axis)
     moved = [v if d is None else lead_batch(v, d, rank + core) for v, d in zip(vals, dims)]
-    return bind(prim, *moved, **params), 0
+    return bind_batched(prim, moved, 0, **params)
 
 
 def defbatch_elementwise(*prims: Primitive) -> None:

@@ -39,21 +39,36 @@ class Primitive:
     - ``impl(*arrays, **params)``: runs on the backend (``xp`` of the operands);
     - ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype, for staging;
     - ``vjp_rules[i](ct, ans, *primals, **params)``: the cotangent of operand ``i`` (None: zero);
-    - ``jvp_rule`` and ``batch_rule``: filled by the forward-mode and vmap layers;
+    - ``jvp_rule(tangents, ans, *primals, **params)``: the output tangent (None: zero), given one
+      tangent per operand (None: zero);
+    - ``batch_rule(vals, dims, **params) -> (out, out_dim)``: the rule under ``vmap``;
     - ``out_impl(*arrays, out)``: optional, the NumPy computation writing into ``out`` (a NumPy ufunc
       needs none: it is its own); ``jit``'s buffer reuse gives it the buffer of a dead intermediate;
     - ``fusion``: optional, how ``jit``'s elementwise fusion spells it (``tapegrad.extend.def_fusion``).
 
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
+
+    With ``multiple_results`` (JAX's name) the primitive has a list of results: ``impl`` returns a
+    tuple or list of arrays, ``abstract_eval`` a list of ``ShapedArray``, ``bind`` a list, and the rules
+    see lists where a single-result primitive's see one array:
+
+    - ``vjp_rules[i](cts, ans, *primals, **params)``: ``cts`` has one cotangent per result, zeros
+      where none reached a float or complex result, None for an integer result (an argmax); ``ans``
+      is the list of results;
+    - ``jvp_rule(tangents, ans, *primals, **params) -> list``: one tangent per result (None: zero);
+    - ``batch_rule(vals, dims, **params) -> (outs, out_dims)``: one batch axis per result.
+
+    Integer results never carry a tangent or a cotangent. ``jit`` never gives such a primitive an
+    ``out=`` buffer (``out_impl`` is for single results).
     """
 
-    __slots__ = (
-        "name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl", "fusion",
-    )
+    __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
+                 "fusion", "multiple_results")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, multiple_results: bool = False):
         self.name = name
+        self.multiple_results = multiple_results
         self.impl: Callable | None = None
         self.abstract_eval: Callable | None = None
         self.vjp_rules: tuple | None = None
@@ -67,7 +82,9 @@ class Primitive:
         return bind(self, *args, **params)
 
     def def_impl(self, impl):
-        self.impl = impl
+        """Set ``impl``; a multiple-results primitive's is wrapped to return a list (``bind``'s result,
+        which the transforms index and extend) where it returns a tuple, as NumPy's functions do."""
+        self.impl = _listing(impl) if self.multiple_results else impl
         return impl
 
     def def_abstract_eval(self, rule):
@@ -76,6 +93,14 @@ class Primitive:
 
     def __repr__(self):
         return f"Primitive({self.name!r})"
+
+
+def _listing(impl):
+    def listed(*args, **params):
+        outs = impl(*args, **params)
+        return outs if type(outs) is list else list(outs)
+    listed.__wrapped__ = impl
+    return listed
 
 
 class MainTrace:
@@ -319,7 +344,9 @@ _CONCRETE_TYPES = frozenset([numpy.ndarray, float, int, bool, complex, numpy.flo
 
 
 def bind(prim: Primitive, *args, **params):
-    """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``."""
+    """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``.
+
+    Returns its result, or the list of its results for a primitive with ``multiple_results``."""
     top = eval_trace
     for arg in args:
         if type(arg) in _CONCRETE_TYPES:  # the common case, decided with one set lookup

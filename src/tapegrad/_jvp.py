@@ -30,6 +30,8 @@ class JVPTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        if prim.multiple_results:
+            return self._process_multiple(prim, args, params)
         primals = list(args)
         tangents = [None] * len(args)
         for i, a in enumerate(args):
@@ -45,16 +47,45 @@ class JVPTrace(Trace):
         tangent = apply_jvp_rule(prim, tangents, ans, primals, params)
         return ans if tangent is None else JVPTracer(self, ans, tangent)
 
-    def process_joint(self, call, args):
+    def _split(self, args):
+        """The primals of ``args`` and their tangents (None for an operand this trace does not carry)."""
         primals, tangents = list(args), [None] * len(args)
         for i, a in enumerate(args):
             if type(a) is JVPTracer and a._trace is self:
                 primals[i], tangents[i] = a.primal, a.tangent
+        return primals, tangents
+
+    def _process_multiple(self, prim, args, params):
+        """``process_primitive`` for a primitive with several results: a tracer for each result whose
+        tangent is not zero."""
+        primals, tangents = self._split(args)
+        ans = bind(prim, *primals, **params)
+        if prim.nondiff:
+            return ans
+        out_tangents = apply_jvp_rules(prim, tangents, ans, primals, params)
+        if out_tangents is None:
+            return ans
+        return [o if t is None else JVPTracer(self, o, t) for o, t in zip(ans, out_tangents)]
+
+    def process_joint(self, call, args):
+        primals, tangents = self._split(args)
         outs, out_tangents = call.jvp(primals, tangents)
         if holds_tracers_of(self, outs) or holds_tracers_of(self, out_tangents):
             return call.on_capture(args)
         return [o if t is None or not is_inexact(o) else JVPTracer(self, o, _fit(t, o))
                 for o, t in zip(outs, out_tangents)]
+
+
+def apply_jvp_rules(prim, tangents, ans, primals, params):
+    """:func:`apply_jvp_rule` for a primitive with ``multiple_results``: the list of its results'
+    tangents (None for a zero one, and for every integer result), or None when all are zero."""
+    if prim.jvp_rule is None:
+        raise NotImplementedError(f"jvp rule for '{prim.name}' is not defined")
+    out_tangents = prim.jvp_rule(tangents, ans, *primals, **params)
+    if out_tangents is None:
+        return None
+    fitted = [None if t is None or not is_inexact(o) else _fit(t, o) for t, o in zip(out_tangents, ans)]
+    return None if all(t is None for t in fitted) else fitted
 
 
 def apply_jvp_rule(prim, tangents, ans, primals, params):

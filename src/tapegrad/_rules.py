@@ -5,6 +5,14 @@ A vjp rule is ``rule(ct, ans, *primals, **params) -> cotangent of one operand``.
 Rules are written in tapegrad operations, never raw numpy/cupy, so a derivative is itself
 differentiable.
 
+A primitive with several results (``primitive(..., multiple_results=True)``: ``eigh``, ``svd``, max
+pooling's values and argmax) has the same helpers with lists where one result was: its vjp rule is
+``rule(cts, ans, *primals, **params)``, ``cts`` one cotangent per result (zeros where none reached a
+float or complex result, None for an integer one) and ``ans`` the list of results; a per-operand jvp
+rule returns one tangent per result (None: zero), and so does a joint one (:func:`defjvp_joint`,
+``rule(tangents, ans, *primals, **params) -> list``); the batch rule gives ``(outs, out_dims)``.
+Integer results never get a tangent or a cotangent.
+
 Rules take the cotangent first and are called at backward time, rather than returning a closure at
 forward time (HIPS autograd's spelling): no closure is built for every forward operation, which is most
 of the per-op cost of a tape.
@@ -21,7 +29,7 @@ from tapegrad._core import Primitive, ShapedArray
 PRIMITIVES: list = []  # every primitive declared here, in order: tests check that each has all its rules
 
 
-def primitive(name: str, impl, abstract_eval=None) -> Primitive:
+def primitive(name: str, impl, abstract_eval=None, multiple_results: bool = False) -> Primitive:
     """A new primitive, entered in the registry.
 
     Args:
@@ -29,6 +37,8 @@ def primitive(name: str, impl, abstract_eval=None) -> Primitive:
         impl: ``impl(*arrays, **params) -> array`` on concrete arrays; static parameters keyword-only.
         abstract_eval: ``abstract_eval(*avals, **params) -> ShapedArray``; by default ``impl`` run once
             on zero-stride dummies of the operands' shapes and dtypes.
+        multiple_results: the impl returns a tuple or list of arrays, the abstract eval a list of
+            ``ShapedArray``, and ``bind`` a list (see the module notes for the rules).
 
     Returns:
         The :class:`Primitive`; give it rules with the ``def*`` helpers, apply it with ``bind``.
@@ -36,7 +46,7 @@ def primitive(name: str, impl, abstract_eval=None) -> Primitive:
     Raises:
         ValueError: a primitive of that name is registered already.
     """
-    prim = Primitive(name)
+    prim = Primitive(name, multiple_results)
     register(prim)
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
@@ -45,27 +55,30 @@ def primitive(name: str, impl, abstract_eval=None) -> Primitive:
 
 def defvjp(prim: Primitive, *rules) -> None:
     """Give ``prim`` one vjp rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that
-    operand``; a None rule (or a rule returning None) means a zero cotangent for that operand."""
+    operand`` (``cts`` and the list ``ans`` for a primitive with several results); a None rule (or a
+    rule returning None) means a zero cotangent for that operand."""
     prim.vjp_rules = rules
 
 
 def defjvp(prim: Primitive, *rules) -> None:
     """Give ``prim`` one jvp rule per operand: ``rule(t, ans, *primals, **params)`` is the tangent of
-    the output due to operand ``i``'s tangent ``t``; the contributions are summed. A None rule means
-    the output does not depend on that operand (an index, a mask)."""
-    prim.jvp_rule = _SummedJVP(rules)
+    the output due to operand ``i``'s tangent ``t`` (a list, one per result, for a primitive with several
+    results); the contributions are summed. A None rule means the output does not depend on that
+    operand (an index, a mask)."""
+    prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(rules)
 
 
 def defjvp_argnum(prim: Primitive, rule) -> None:
     """One jvp rule for every operand of a variadic primitive: ``rule(argnum, t, ans, *primals,
     **params)``."""
-    prim.jvp_rule = _SummedJVP(_ArgnumRules(rule))
+    prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(_ArgnumRules(rule))
 
 
 def defjvp_joint(prim: Primitive, rule) -> None:
     """A jvp rule that sees every tangent at once: ``rule(tangents, ans, *primals, **params)``, with
     None in ``tangents`` for a zero tangent. For primitives whose output tangent is not a sum of
-    per-operand terms, or is cheaper computed jointly (``concatenate``, ``where``)."""
+    per-operand terms, or is cheaper computed jointly (``concatenate``, ``where``), and for primitives
+    with several results, whose rule returns one tangent per result (None: zero)."""
     prim.jvp_rule = rule
 
 
@@ -99,6 +112,25 @@ class _SummedJVP:
         return out
 
 
+class _SummedJVPs(_SummedJVP):
+    """Per-operand rules of a primitive with several results: each gives one tangent per result, and
+    the contributions are summed result by result."""
+
+    __slots__ = ()
+
+    def __call__(self, tangents, ans, *primals, **params):
+        outs = [None] * len(ans)
+        for i, t in enumerate(tangents):
+            rule = self.rules[i]
+            if t is None or rule is None:
+                continue
+            terms = rule(t, ans, *primals, **params)
+            for k, term in enumerate(terms):
+                if term is not None:
+                    outs[k] = term if outs[k] is None else outs[k] + term
+        return outs
+
+
 def def_nondiff(prim: Primitive) -> None:
     """``prim``'s derivative is zero everywhere (or it returns integers/booleans): tape nothing."""
     prim.nondiff = True
@@ -128,6 +160,8 @@ def _abstract_eval_by_dummies(prim: Primitive):
     def abstract_eval(*avals, **params):
         with np.errstate(all="ignore"):
             out = prim.impl(*[_dummy(a) for a in avals], **params)
+        if prim.multiple_results:
+            return [ShapedArray(tuple(np.shape(o)), np.result_type(o)) for o in out]
         return ShapedArray(tuple(np.shape(out)), np.result_type(out))
     return abstract_eval
 
@@ -142,10 +176,10 @@ def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
 
 def defvjp_argnum(prim: Primitive, rule, operands=None) -> None:
     """One rule for every operand of a primitive with any number of them (``concatenate``,
-    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)``. ``operands(argnums, ct, ans, primals,
-    **params) -> [cotangent of each operand in argnums]``, where given, serves the backward pass: one
-    call per node, so a node of N operands costs O(N), not the O(N^2) of N calls each unpacking all
-    N primals (``stack`` of 10^5 scalars)."""
+    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)`` (``cts`` for several results).
+    ``operands(argnums, ct, ans, primals, **params) -> [cotangent of each operand in argnums]``, where
+    given, serves the backward pass: one call per node, so a node of N operands costs O(N), not the
+    O(N^2) of N calls each unpacking all N primals (``stack`` of 10^5 scalars)."""
     prim.vjp_rules = _ArgnumRules(rule, operands)
 
 

@@ -17,15 +17,17 @@ import operator
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
 from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_of, is_inexact, new_main
-from tapegrad._jvp import apply_jvp_rule
+from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
 from tapegrad._structural import add_any
 
 _sequence = itertools.count()
 
 
 class Node:
-    """One recorded operation: the primitive, its residuals (operands and result), and its parents
-    as ``(operand index, parent node)`` pairs. Leaves (the differentiated inputs) have no primitive.
+    """One recorded application of a primitive, whatever its number of results: the primitive, its
+    residuals (operands and result, or list of results), and its parents as ``(operand index, parent
+    node, parent's result index)`` triples, the index None for a parent with one result. Leaves (the
+    differentiated inputs) have no primitive.
 
     ``seq`` numbers nodes in creation order, which is a topological order of the tape: a node is
     always created after its parents.
@@ -43,12 +45,15 @@ class Node:
 
 
 class VJPTracer(PrimalTracer):
-    __slots__ = ("node",)
+    """A taped value: result ``index`` of ``node`` (None when the node has one result)."""
 
-    def __init__(self, trace, primal, node):
+    __slots__ = ("node", "index")
+
+    def __init__(self, trace, primal, node, index):
         self._trace = trace
         self.primal = primal
         self.node = node
+        self.index = index
 
     def __repr__(self):
         return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -60,14 +65,13 @@ class VJPTrace(Trace):
     def process_primitive(self, prim, args, params):
         if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
             (a,) = args
-            primals, parents = (a.primal,), ((0, a.node),)
-        else:
-            primals = list(args)
-            parents = []
+            primals, parents = (a.primal,), ((0, a.node, a.index),)
+        else:  # _operands, inlined: this is the path of every binary operation
+            primals, parents = list(args), []
             for i, a in enumerate(args):
                 if type(a) is VJPTracer and a._trace is self:
                     primals[i] = a.primal
-                    parents.append((i, a.node))
+                    parents.append((i, a.node, a.index))
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
             ans = prim.impl(*primals, **params)
         else:
@@ -76,73 +80,89 @@ class VJPTrace(Trace):
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        return VJPTracer(self, ans, Node(prim, primals, params, ans, parents))
+        if prim.multiple_results:
+            return self._results(Node(prim, primals, params, ans, parents), ans)
+        return VJPTracer(self, ans, Node(prim, primals, params, ans, parents), None)
 
-    def process_joint(self, call, args):
-        """One node for the whole call: its rule (``call.backward``) gets every output's cotangent at
-        once and returns every operand's. Each output is a tracer of its own small node, which hands
-        its cotangent to slot ``k`` of the joint node's list."""
+    def _operands(self, args):
+        """The primals of ``args`` and the parents among them (this trace's tracers)."""
         primals, parents = list(args), []
         for i, a in enumerate(args):
             if type(a) is VJPTracer and a._trace is self:
                 primals[i] = a.primal
-                parents.append((i, a.node))
+                parents.append((i, a.node, a.index))
+        return primals, parents
+
+    def _results(self, node, outs):
+        """The results of a multiple-results ``node``: tracers of the float and complex ones; the
+        integer ones (an argmax) carry no derivative and stay plain values."""
+        return [VJPTracer(self, o, node, k) if is_inexact(o) else o for k, o in enumerate(outs)]
+
+    def process_joint(self, call, args):
+        """One multiple-results node for the whole call, like a primitive's: its rule is
+        ``call.backward``, which gets every result's cotangent at once and returns every operand's."""
+        primals, parents = self._operands(args)
         outs, residuals = call.forward(*primals)
         if holds_tracers_of(self, outs) or holds_tracers_of(self, _tree.tree_leaves(residuals)):
             return call.on_capture(args)
-        # params: the outputs, for zero cotangents where none arrives (None for non-float outputs)
-        likes = [o if is_inexact(o) else None for o in outs]
-        # primals: the call's residuals, and its operands (for a forward sweep over the tape)
-        joint = Node(_JointRule(call), (residuals, primals), likes, len(outs), tuple(parents))
-        return [VJPTracer(self, o, Node(_OUTPUT, None, None, None, ((k, joint),))) if is_inexact(o) else o
-                for k, o in enumerate(outs)]
+        prim = Primitive(call.name, multiple_results=True)
+        prim.vjp_rules = _JointRules(call)
+        prim.jvp_rule = _joint_jvp(call)
+        return self._results(Node(prim, primals, {"residuals": residuals}, list(outs), tuple(parents)), outs)
 
 
-class _JointRule:
-    """The ``prim`` of a joint node: ``call.backward(residuals, out_cts) -> in_cts``."""
+class _JointRules:
+    """The vjp rules of a joint call's node: ``call.backward`` gives every operand's cotangent at once
+    (the interface of ``_rules._ArgnumRules``, which the backward pass calls once per node)."""
 
-    __slots__ = ("call", "name")
+    __slots__ = ("call",)
 
     def __init__(self, call):
         self.call = call
-        self.name = call.name
+
+    def all_operands(self, argnums, cts, ans, primals, params):
+        in_cts = self.call.backward(params["residuals"], cts)
+        return [in_cts[argnum] for argnum in argnums]
 
 
-_OUTPUT = object()  # the ``prim`` of an output of a joint node: its cotangent goes into the joint's slot
+def _joint_jvp(call):
+    """The jvp rule of a joint call's node (a forward sweep over the tape): the call maps every
+    operand's tangent at once."""
+    def rule(tangents, ans, *primals, residuals):
+        return call.jvp(list(primals), tangents)[1]
+    return rule
 
 
-def _backward_special(node, ct, cts):
-    """Backward for nodes that are not primitives: outputs of joint nodes and joint nodes."""
-    prim = node.prim
-    if prim is _OUTPUT:
-        ((k, joint),) = node.parents
-        slots = cts.get(joint)
-        if slots is None:
-            slots = cts[joint] = [None] * joint.ans
-        slots[k] = ct  # each output node is visited once, after all of its consumers
-        return ()
-    ct = [zeros_like(like) if c is None and like is not None else c for c, like in zip(ct, node.params)]
-    in_cts = prim.call.backward(node.primals[0], ct)
-    return [(parent, in_cts[argnum]) for argnum, parent in node.parents]
+def accumulate(cts: dict, node, index, ct) -> None:
+    """Add ``ct`` into the cotangent slot of result ``index`` of ``node`` (None: its only result).
+
+    The one place where the backward pass sums cotangents. A node with one result keeps its
+    cotangent in ``cts[node]`` itself; a multiple-results node keeps a list, one slot per result.
+    """
+    if index is None:
+        previous = cts.get(node)
+        cts[node] = ct if previous is None else add_any(previous, ct)
+        return
+    slots = cts.get(node)
+    if slots is None:
+        slots = cts[node] = [None] * len(node.ans)
+    previous = slots[index]
+    slots[index] = ct if previous is None else add_any(previous, ct)
 
 
-def _backward_operands(node, rules, ct, cts):
-    """A rule for any number of operands (``concatenate``, ``einsum``): called once for all of them,
-    with the primals as one list, so a node of N operands costs O(N) (``stack`` of 10^5 scalars)."""
-    parents = node.parents
-    parent_cts = rules.all_operands([argnum for argnum, _ in parents], ct, node.ans, node.primals, node.params)
-    for (_, parent), parent_ct in zip(parents, parent_cts):
-        if parent_ct is not None:
-            previous = cts.get(parent)
-            cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
+def _complete(slots, ans) -> list:
+    """The cotangents a multiple-results rule sees: zeros for a float or complex result no cotangent
+    reached, None for an integer result."""
+    return [c if c is not None or not is_inexact(a) else zeros_like(a) for c, a in zip(slots, ans)]
 
 
-def _reverse_topological(out_nodes):
-    """The nodes that reach ``out_nodes``, consumers before producers (latest created first)."""
-    seen = {node for node in out_nodes if node is not None}
+def _reverse_topological(out_refs):
+    """The nodes that reach ``out_refs`` (``(node, index)`` pairs or None), consumers before producers
+    (latest created first)."""
+    seen = {ref[0] for ref in out_refs if ref is not None}
     stack = list(seen)
     while stack:
-        for _, parent in stack.pop().parents:
+        for _, parent, _ in stack.pop().parents:
             if parent not in seen:
                 seen.add(parent)
                 stack.append(parent)
@@ -152,19 +172,20 @@ def _reverse_topological(out_nodes):
 _by_seq = operator.attrgetter("seq")
 
 
-def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
-    """Cotangents of ``in_nodes`` given ``out_cts`` on ``out_nodes`` (None where nothing flows).
+def backward(out_refs, out_cts, in_nodes, free: bool, order=None):
+    """Cotangents of ``in_nodes`` given ``out_cts`` on the results ``out_refs`` (``(node, index)``
+    pairs, None where the output is not taped; a cotangent None where nothing flows).
 
     Visits only the nodes that reach an output, each once, after all of its consumers; no recursion.
     ``free`` drops each node's residuals once its rule has run (``grad``); a reusable ``vjp_fn``
     keeps them, and may pass the visiting ``order`` it computed once (``_reverse_topological``).
     """
     cts = {}
-    for node, ct in zip(out_nodes, out_cts):
-        if node is not None and ct is not None:
-            cts[node] = ct if node not in cts else add_any(cts[node], ct)
+    for ref, ct in zip(out_refs, out_cts):
+        if ref is not None and ct is not None:
+            accumulate(cts, ref[0], ref[1], ct)
     results = {}
-    for node in order or _reverse_topological(out_nodes):
+    for node in order or _reverse_topological(out_refs):
         ct = cts.pop(node, None)
         if ct is None:
             continue
@@ -172,25 +193,26 @@ def backward(out_nodes, out_cts, in_nodes, free: bool, order=None):
         if prim is None:  # a leaf: one of the differentiated inputs
             results[node] = ct
             continue
-        if type(prim) is not Primitive:
-            for parent, parent_ct in _backward_special(node, ct, cts):
-                if parent_ct is not None:
-                    previous = cts.get(parent)
-                    cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
-            if free:
-                node.primals = node.params = None
-            continue
         rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
+        if prim.multiple_results:
+            ct = _complete(ct, ans)
         if type(rules) is tuple:  # the hot path: one rule per operand
-            for argnum, parent in node.parents:
+            for argnum, parent, index in node.parents:
                 parent_ct = rules[argnum](ct, ans, *primals, **params)
+                if parent_ct is None:
+                    continue
+                if index is None and parent not in cts:  # the first cotangent of a result: nothing to add
+                    cts[parent] = parent_ct
+                else:
+                    accumulate(cts, parent, index, parent_ct)
+        else:  # one call for all operands (``concatenate`` of N arrays costs O(N)), and joint calls
+            parents = node.parents
+            parent_cts = rules.all_operands([argnum for argnum, _, _ in parents], ct, ans, primals, params)
+            for (_, parent, index), parent_ct in zip(parents, parent_cts):
                 if parent_ct is not None:
-                    previous = cts.get(parent)
-                    cts[parent] = parent_ct if previous is None else add_any(previous, parent_ct)
-        else:
-            _backward_operands(node, rules, ct, cts)
+                    accumulate(cts, parent, index, parent_ct)
         if free:
-            node.primals = node.ans = None
+            node.primals = node.ans = node.params = None
     return [results.get(node) for node in in_nodes]
 
 
@@ -198,22 +220,23 @@ def record_flat(fun, primals):
     """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
 
     Returns:
-        ``(out_primals, in_nodes, out_nodes)``: the tape's leaves, one per primal, and the node of each
-        output (None for an output that does not depend on the primals).
+        ``(out_primals, in_nodes, out_refs)``: the tape's leaves, one per primal, and the result of
+        each output as a ``(node, index)`` pair (None for an output that does not depend on the
+        primals).
     """
     with new_main(VJPTrace) as main:
         trace = main.trace
         in_nodes = [Node(None, None, None, None, ()) for _ in primals]
-        outs = fun(*[VJPTracer(trace, x, node) for x, node in zip(primals, in_nodes)])
-        out_primals, out_nodes = [], []
+        outs = fun(*[VJPTracer(trace, x, node, None) for x, node in zip(primals, in_nodes)])
+        out_primals, out_refs = [], []
         for out in outs:
             if type(out) is VJPTracer and out._trace is trace:
                 out_primals.append(out.primal)
-                out_nodes.append(out.node)
+                out_refs.append((out.node, out.index))
             else:
                 out_primals.append(out)
-                out_nodes.append(None)
-    return out_primals, in_nodes, out_nodes
+                out_refs.append(None)
+    return out_primals, in_nodes, out_refs
 
 
 def vjp_flat(fun, primals):
@@ -223,53 +246,50 @@ def vjp_flat(fun, primals):
         ``(out_primals, pullback)``. ``pullback(out_cts, free=False)`` maps one cotangent per output
         (None: zero) to one per input (None where no gradient reaches it).
     """
-    out_primals, in_nodes, out_nodes = record_flat(fun, primals)
+    out_primals, in_nodes, out_refs = record_flat(fun, primals)
     order = []  # the visiting order, computed at the first call that keeps the residuals
 
     def pullback(out_cts, free: bool = False):
         if free:
-            return backward(out_nodes, out_cts, in_nodes, True)
+            return backward(out_refs, out_cts, in_nodes, True)
         if not order:
-            order.extend(_reverse_topological(out_nodes))
-        return backward(out_nodes, out_cts, in_nodes, False, order)
+            order.extend(_reverse_topological(out_refs))
+        return backward(out_refs, out_cts, in_nodes, False, order)
     return out_primals, pullback
 
 
-def sweep_order(out_nodes):
+def sweep_order(out_refs):
     """The nodes a forward sweep visits, in creation order: those that reach an output, less the leaves
-    and the integer results (which carry no tangent). Computed once per linearization."""
-    return [node for node in reversed(_reverse_topological(out_nodes))
-            if node.prim is not None and (type(node.prim) is not Primitive or is_inexact(node.ans))]
+    and the single integer results (which carry no tangent). Computed once per linearization."""
+    return [node for node in reversed(_reverse_topological(out_refs))
+            if node.prim is not None and (node.prim.multiple_results or is_inexact(node.ans))]
 
 
-def forward_sweep(order, in_nodes, in_tangents, out_nodes):
-    """Tangents of ``out_nodes`` given ``in_tangents`` on the tape's leaves (None: zero): each node of
+def forward_sweep(order, in_nodes, in_tangents, out_refs):
+    """Tangents of ``out_refs`` given ``in_tangents`` on the tape's leaves (None: zero): each node of
     ``order`` (``sweep_order``) maps its operands' tangents through its jvp rule at the stored primals,
-    a linearization replayed without recomputing the primals."""
+    a linearization replayed without recomputing the primals. A multiple-results node's tangent is
+    the list of its results' tangents."""
     tangents = {node: t for node, t in zip(in_nodes, in_tangents) if t is not None}
-    get = tangents.get
     for node in order:
-        prim = node.prim
-        if prim is _OUTPUT:
-            ((k, joint),) = node.parents
-            joint_tangents = get(joint)
-            if joint_tangents is not None and joint_tangents[k] is not None:
-                tangents[node] = joint_tangents[k]
-            continue
-        primals = node.primals if type(prim) is Primitive else node.primals[1]
+        primals = node.primals
         operand_tangents = [None] * len(primals)
         reached = False
-        for argnum, parent in node.parents:
-            t = get(parent)
+        for argnum, parent, index in node.parents:
+            t = _tangent(tangents, parent, index)
             if t is not None:
                 operand_tangents[argnum] = t
                 reached = True
         if not reached:
             continue
-        if type(prim) is Primitive:
-            t = apply_jvp_rule(prim, operand_tangents, node.ans, primals, node.params)
-        else:  # a joint node: its call maps every operand's tangent at once
-            t = prim.call.jvp(list(primals), operand_tangents)[1]
+        prim = node.prim
+        apply = apply_jvp_rules if prim.multiple_results else apply_jvp_rule
+        t = apply(prim, operand_tangents, node.ans, primals, node.params)
         if t is not None:
             tangents[node] = t
-    return [None if node is None else get(node) for node in out_nodes]
+    return [None if ref is None else _tangent(tangents, *ref) for ref in out_refs]
+
+
+def _tangent(tangents, node, index):
+    t = tangents.get(node)
+    return t if index is None or t is None else t[index]

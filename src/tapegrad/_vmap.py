@@ -3,7 +3,8 @@
 A :class:`BatchTracer` holds a value with one extra axis, the batch axis ``bdim``, and behaves as one
 example: its ``shape`` leaves that axis out. Each primitive's batch rule
 ``rule(vals, dims, **params) -> (out, out_dim)`` maps operands whose batch axes are ``dims`` (None: not
-mapped, the same for every example) to the batched output and its batch axis (None: not mapped). The
+mapped, the same for every example) to the batched output and its batch axis (None: not mapped); a
+primitive with ``multiple_results`` gives the list of its outputs and the list of their axes. The
 rules are written in tapegrad operations, so whatever runs below this trace (a tape, another batch, a
 forward sweep) records them: ``grad(vmap(f))``, ``vmap(vmap(f))`` and ``vmap(grad(f))`` need nothing
 more.
@@ -77,7 +78,12 @@ class BatchTrace(Trace):
             out, out_dim = loop_rule(prim, vals, dims, params, self.axis_size)
         else:
             out, out_dim = rule(vals, dims, **params)
+        if prim.multiple_results:  # a method, not a comprehension here: that would make ``self`` a cell
+            return self._results(out, out_dim)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
+
+    def _results(self, outs, out_dims):
+        return [o if d is None else BatchTracer(self, o, d) for o, d in zip(outs, out_dims)]
 
     def process_joint(self, call, args):
         vals, dims = self.unpack(args)
@@ -89,9 +95,13 @@ class BatchTrace(Trace):
 
 
 def loop_rule(prim, vals, dims, params, size: int):
-    """The fallback batch rule: ``prim`` once per example, the results stacked along axis 0."""
+    """The fallback batch rule: ``prim`` once per example, the results stacked along axis 0 (each
+    result on its own, for a primitive with ``multiple_results``)."""
     outs = [bind(prim, *[v if d is None else take_example(v, d, b) for v, d in zip(vals, dims)], **params)
             for b in range(size)]
+    if prim.multiple_results:
+        per_result = list(zip(*outs))
+        return [stack(list(r)) for r in per_result], [0] * len(per_result)
     return stack(outs), 0
 
 

@@ -48,6 +48,7 @@ from tapegrad._batching import (
     at_front,
     batch_axis_map,
     batch_size,
+    bind_batched,
     broadcast_batch,
     defbatch,
     defbatch_elementwise,
@@ -95,7 +96,7 @@ def primitives() -> tuple:
 
 __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapedArray", "all_at_front", "at_front", "aval_of", "batch_axis_map",
-    "batch_size", "bind", "broadcast_batch", "def_fusion", "def_nondiff", "def_out_impl", "defbatch",
+    "batch_size", "bind", "bind_batched", "broadcast_batch", "def_fusion", "def_nondiff", "def_out_impl", "defbatch",
     "defbatch_elementwise", "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp",
     "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "example_shape", "keep_reduced",
     "lead_batch", "ndim_of", "primitive", "primitives", "register", "shape_of", "to_front", "unary_abstract_eval",

@@ -28,8 +28,8 @@ def out_impl(eqn):
     """The function that computes ``eqn`` into a given buffer (its last argument), or None: a
     single-output NumPy ufunc is its own; other primitives may declare one (``Primitive.out_impl``:
     ``matmul``, ``relu``). Only on NumPy arrays with a non-scalar result (a scalar result is a NumPy
-    scalar, which no ``out=`` can receive), and with no static parameters to bind."""
-    if eqn.params or eqn.out.backend is not np or not eqn.out.aval.shape:
+    scalar, which no ``out=`` can receive), with no static parameters to bind, and with one result."""
+    if eqn.params or len(eqn.outs) != 1 or eqn.out.backend is not np or not eqn.out.aval.shape:
         return None
     if not isinstance(eqn.out.aval.dtype, np.dtype):
         return None
@@ -44,7 +44,8 @@ def takes_out(eqn) -> bool:
 
 
 def _fresh(eqn) -> bool:
-    """Whether ``eqn``'s result is memory of its own, allocated by the call."""
+    """Whether ``eqn``'s result is memory of its own, allocated by the call (never assumed of the
+    results of a primitive with several, which may be views of its operands)."""
     return takes_out(eqn) or (eqn.prim.name == "fused" and eqn.out.backend is np and bool(eqn.out.aval.shape))
 
 
@@ -52,7 +53,8 @@ def _last_uses(program: Program) -> dict:
     """id(var) -> index of the last equation reading it; program outputs live to the end."""
     last = {}
     for k, eqn in enumerate(program.eqns):
-        last[id(eqn.out)] = k  # an unused result dies where it is made
+        for out in eqn.outs:
+            last[id(out)] = k  # an unused result dies where it is made
         for x in eqn.inputs:
             if isinstance(x, Var):
                 last[id(x)] = k
@@ -144,9 +146,11 @@ def plan(program: Program, donate=()) -> dict:
             state.reusable.add(id(eqn.out))
         else:
             shared = frozenset().union(*[state.alias[id(x)] for x in eqn.inputs if isinstance(x, Var)])
-            state.define(eqn.out, shared, fresh=False)
-        if last[id(eqn.out)] == k:  # never read: dead at once
-            state.release(eqn.out, later, later)
+            for result in eqn.outs:
+                state.define(result, shared, fresh=False)
+        for result in eqn.outs:
+            if last[id(result)] == k:  # never read: dead at once
+                state.release(result, later, later)
         state.make_free(now + later)
     return out
 

@@ -1,10 +1,11 @@
 """The executor: a program becomes the source of one Python function, compiled once, that calls each
 equation's backend implementation directly (no ``bind``, no trace, no per-op dispatch).
 
-Each equation is one line ``v7 = f3(v2, l0)``: ``f3`` is the primitive's ``impl`` with its static
-parameters bound beforehand (``functools.partial``; a fused group's kernel is called directly), ``l0``
-a literal, ``c0`` a constant; all are globals of the generated function. A variable's last use frees
-it (``del``) so that its buffer can go back to the allocator as soon as possible.
+Each equation is one line ``v7 = f3(v2, l0)`` (``v3_0, v3_1 = f3(v2)`` for a primitive with several
+results): ``f3`` is the primitive's ``impl`` with its static parameters bound beforehand
+(``functools.partial``; a fused group's kernel is called directly), ``l0`` a literal, ``c0`` a
+constant; all are globals of the generated function. A variable's last use frees it (``del``) so that
+its buffer can go back to the allocator as soon as possible.
 
 Two things make the lines cheaper than the equations they come from:
 
@@ -97,8 +98,13 @@ def source(program: Program, donate=()):
         if k in reuse:  # positional: cheaper to parse than out=, except where NumPy deprecates it
             holder = donated.get(id(reuse[k])) or names[id(reuse[k])]
             args.append(f"out={holder}" if namespace[fn] in _OUT_BY_KEYWORD else holder)
-        names[id(eqn.out)] = f"v{k}"
-        lines.append(f"    v{k} = {fn}({', '.join(args)})")
+        if eqn.prim.multiple_results:
+            for i, result in enumerate(eqn.outs):
+                names[id(result)] = f"v{k}_{i}"
+            targets = ", ".join(names[id(result)] for result in eqn.outs) + ("," if len(eqn.outs) == 1 else "")
+        else:
+            names[id(eqn.out)] = targets = f"v{k}"
+        lines.append(f"    {targets} = {fn}({', '.join(args)})")
         dead = [names[id(x)] for x in dels.get(k, ()) if names[id(x)].startswith("v")]
         if dead:
             lines.append(f"    del {', '.join(dead)}")
@@ -134,8 +140,8 @@ def _donation_prologue(program, reuse):
 
 def _deletions(program: Program, held: dict) -> dict:
     """For each equation index, the variables to ``del`` after it: those it is the last to read
-    (outputs are never freed), except buffer holders, which are freed after the equation that reuses
-    their buffer."""
+    (outputs are never freed) and the results nothing reads (of a primitive with several results),
+    except buffer holders, which are freed after the equation that reuses their buffer."""
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
     last = {}
     for k, eqn in enumerate(program.eqns):
@@ -143,8 +149,11 @@ def _deletions(program: Program, held: dict) -> dict:
             if isinstance(x, Var) and id(x) not in outputs:
                 last[id(x)] = (k, x)
     for k, eqn in enumerate(program.eqns):
-        if id(eqn.out) in held:
-            last[id(eqn.out)] = (max(held[id(eqn.out)], last.get(id(eqn.out), (k,))[0]), eqn.out)
+        for out in eqn.outs:
+            if id(out) in held:
+                last[id(out)] = (max(held[id(out)], last.get(id(out), (k,))[0]), out)
+            elif id(out) not in last and id(out) not in outputs:  # an unread result of several: freed at once
+                last[id(out)] = (k, out)
     by_eqn = {}
     for k, x in last.values():
         by_eqn.setdefault(k, []).append(x)
@@ -170,5 +179,9 @@ def evaluate(program: Program, inputs):
     def read(x):
         return x.value if isinstance(x, Literal) else env[id(x)]
     for eqn in program.eqns:
-        env[id(eqn.out)] = bind(eqn.prim, *[read(x) for x in eqn.inputs], **eqn.params)
+        result = bind(eqn.prim, *[read(x) for x in eqn.inputs], **eqn.params)
+        if eqn.prim.multiple_results:
+            env.update((id(out), value) for out, value in zip(eqn.outs, result))
+        else:
+            env[id(eqn.out)] = result
     return [read(x) for x in program.outputs]

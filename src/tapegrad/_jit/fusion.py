@@ -395,7 +395,10 @@ def device_kernel(eqns, group) -> Kernel:
 # ---- the pass ----------------------------------------------------------------------------------------
 def _fusible(eqn) -> bool:
     """numexpr for NumPy arrays, the backend's ``fuse`` for device arrays (never numexpr: it would
-    read device memory through the buffer protocol)."""
+    read device memory through the buffer protocol). An equation with several outputs is never fused
+    (a group has one output, its root's)."""
+    if len(eqn.outs) != 1:
+        return False
     return numexpr_fusible(eqn) if eqn.out.backend is np else device_fusible(eqn)
 
 
@@ -418,7 +421,7 @@ def fuse(program: Program) -> Program:
                 continue
         else:
             kernel = device_kernel(program.eqns, group)
-        replaced[group.root] = Eqn(fused_p, list(group.inputs.values()), {"kernel": kernel}, root)
+        replaced[group.root] = Eqn(fused_p, list(group.inputs.values()), {"kernel": kernel}, [root])
         drop.update(group.members)
     if not replaced:
         return program

@@ -41,13 +41,13 @@ def optimize(program: Program) -> Program:
 
 # ---- dead-code elimination -----------------------------------------------------------------------
 def dce(program: Program) -> Program:
-    """Drop the equations whose output no program output needs, directly or through other equations,
-    and the constants nothing reads any more. The inputs stay as they are: the call signature of the
-    program does not change."""
+    """Drop the equations whose outputs no program output needs, directly or through other equations
+    (an equation with several outputs stays when any one is needed), and the constants nothing reads
+    any more. The inputs stay as they are: the call signature of the program does not change."""
     live = {id(x) for x in program.outputs if isinstance(x, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if id(eqn.out) in live:
+        if _any_in(eqn.outs, live):
             kept.append(eqn)
             live.update(id(x) for x in eqn.inputs if isinstance(x, Var))
     kept.reverse()
@@ -65,27 +65,34 @@ def cse(program: Program) -> Program:
     and the same operands (the same variables, after renaming; literals equal in value *and* type, as
     ``x * 2`` and ``x * 2.0`` promote differently). Later uses of the repeat read the first result.
 
-    One exception keeps aliasing as it was: when both results are program outputs, merging them would
-    return one array object twice where the function returned two (and a caller writing into one
-    would change the other), so the repeat is computed again.
+    One exception keeps aliasing as it was: when a result of both is a program output, merging them
+    would return one array object twice where the function returned two (and a caller writing into
+    one would change the other), so the repeat is computed again.
     """
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
     rename = {}  # id of a dropped equation's output -> the variable that replaces it
-    seen = {}  # equation key -> the output of its first occurrence
+    seen = {}  # equation key -> the outputs of its first occurrence
     eqns = []
     for eqn in program.eqns:
         inputs = [rename.get(id(x), x) if isinstance(x, Var) else x for x in eqn.inputs]
         key = _eqn_key(eqn, inputs)
         first = seen.get(key) if key is not None else None
-        if first is not None and not (id(first) in outputs and id(eqn.out) in outputs):
-            rename[id(eqn.out)] = first
+        if first is not None and not (_any_in(first, outputs) and _any_in(eqn.outs, outputs)):
+            rename.update((id(out), earlier) for out, earlier in zip(eqn.outs, first))
             continue
         if key is not None and first is None:
-            seen[key] = eqn.out
+            seen[key] = eqn.outs
         changed = any(a is not b for a, b in zip(inputs, eqn.inputs))
-        eqns.append(Eqn(eqn.prim, inputs, eqn.params, eqn.out) if changed else eqn)
+        eqns.append(Eqn(eqn.prim, inputs, eqn.params, eqn.outs) if changed else eqn)
     outs = [rename.get(id(x), x) if isinstance(x, Var) else x for x in program.outputs]
     return Program(list(program.invars), list(program.constvars), list(program.consts), eqns, outs)
+
+
+def _any_in(variables, ids) -> bool:
+    """Whether any of ``variables`` (an equation's outputs) has its id in ``ids``."""
+    if len(variables) == 1:  # most equations: no generator to build
+        return id(variables[0]) in ids
+    return any(id(v) in ids for v in variables)
 
 
 def _eqn_key(eqn: Eqn, inputs):
@@ -126,25 +133,26 @@ def fold_constants(program: Program) -> Program:
     Not folded: an equation whose result would be large (more than ``FOLD_LIMIT`` elements and more
     than its constant operands hold), one whose ``impl`` raises (the call will raise as it did), and
     one defining a program output (the call returns a fresh array each time, not one shared constant
-    that a caller could write into).
+    that a caller could write into). An equation with several outputs folds into as many constants.
     """
     constvars, consts = list(program.constvars), list(program.consts)
     values = {id(v): c for v, c in zip(constvars, consts)}
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
     eqns = []
     for eqn in program.eqns:
-        value = _fold(eqn, values) if id(eqn.out) not in outputs else None
-        if value is None:
+        results = _fold(eqn, values) if not _any_in(eqn.outs, outputs) else None
+        if results is None:
             eqns.append(eqn)
             continue
-        values[id(eqn.out)] = value[0]
-        constvars.append(eqn.out)
-        consts.append(value[0])
+        for out, value in zip(eqn.outs, results):
+            values[id(out)] = value
+            constvars.append(out)
+            consts.append(value)
     return Program(list(program.invars), constvars, consts, eqns, list(program.outputs))
 
 
 def _fold(eqn: Eqn, values: dict):
-    """``(result,)`` when ``eqn`` can be folded, else None."""
+    """The list of ``eqn``'s results when it can be folded, else None."""
     args, size = [], 0
     for x in eqn.inputs:
         if isinstance(x, Literal):
@@ -156,9 +164,10 @@ def _fold(eqn: Eqn, values: dict):
             return None
     if not any(isinstance(x, Var) for x in eqn.inputs):
         return None  # literals only: no constant tells which backend to compute on
-    if math.prod(eqn.out.aval.shape) > max(FOLD_LIMIT, size):
+    if sum(math.prod(out.aval.shape) for out in eqn.outs) > max(FOLD_LIMIT, size):
         return None
     try:
-        return (eqn.prim.impl(*args, **eqn.params),)
+        result = eqn.prim.impl(*args, **eqn.params)
+        return result if eqn.prim.multiple_results else [result]
     except Exception:  # noqa: BLE001 — any error is the call's to raise, at run time, as before folding
         return None

@@ -3,7 +3,8 @@ check.
 
 A :class:`Var` is one array-valued variable with its abstract value (shape, dtype, backend). An
 :class:`Eqn` applies one primitive, with its static parameters, to variables or literals (Python
-scalars, kept weak as NumPy 2 treats them) and defines one output variable. A :class:`Program` lists
+scalars, kept weak as NumPy 2 treats them) and defines its output variables (one per result: several
+for a primitive with ``multiple_results``). A :class:`Program` lists
 its input variables (the function's array arguments, then the implicit inputs: Parameters read and
 values captured from outer transforms), its constant variables with their arrays, its equations in
 order, and its outputs (variables or literals).
@@ -46,7 +47,17 @@ class Eqn:
     prim: Primitive
     inputs: list  # Var or Literal
     params: dict
-    out: Var
+    outs: list  # Var, one per result of the primitive
+
+    @property
+    def out(self) -> Var:
+        """The output of a single-result equation (the passes that handle only those read it).
+
+        Raises:
+            ValueError: the equation has several outputs.
+        """
+        (out,) = self.outs
+        return out
 
 
 @dataclasses.dataclass
@@ -61,8 +72,8 @@ class Program:
         return pretty(self)
 
     def typecheck(self) -> None:
-        """Every variable is defined once before use, and every equation's output has the abstract
-        value its primitive's ``abstract_eval`` gives for its inputs.
+        """Every variable is defined once before use, and every equation's outputs have the abstract
+        values its primitive's ``abstract_eval`` gives for its inputs.
 
         Raises:
             TypeError: naming the equation and the mismatch.
@@ -74,12 +85,18 @@ class Program:
                     raise TypeError(f"program equation {k} ({eqn.prim.name}) uses {x!r} before it is defined")
             avals = [_aval_of_operand(x) for x in eqn.inputs]
             expected = eqn.prim.abstract_eval(*avals, **eqn.params)
-            if tuple(expected.shape) != tuple(eqn.out.aval.shape) or np.dtype(expected.dtype) != eqn.out.aval.dtype:
-                raise TypeError(f"program equation {k} ({eqn.prim.name}): output is {type_string(eqn.out.aval)} "
-                                f"but abstract evaluation gives {type_string(expected)}")
-            if id(eqn.out) in defined:
-                raise TypeError(f"program equation {k} ({eqn.prim.name}) redefines {eqn.out!r}")
-            defined.add(id(eqn.out))
+            if not eqn.prim.multiple_results:
+                expected = [expected]
+            if len(expected) != len(eqn.outs):
+                raise TypeError(f"program equation {k} ({eqn.prim.name}) has {len(eqn.outs)} outputs but "
+                                f"abstract evaluation gives {len(expected)}")
+            for out, aval in zip(eqn.outs, expected):
+                if tuple(aval.shape) != tuple(out.aval.shape) or np.dtype(aval.dtype) != out.aval.dtype:
+                    raise TypeError(f"program equation {k} ({eqn.prim.name}): output is {type_string(out.aval)} "
+                                    f"but abstract evaluation gives {type_string(aval)}")
+                if id(out) in defined:
+                    raise TypeError(f"program equation {k} ({eqn.prim.name}) redefines {out!r}")
+                defined.add(id(out))
         for x in self.outputs:
             if isinstance(x, Var) and id(x) not in defined:
                 raise TypeError(f"program output {x!r} is never defined")
@@ -121,6 +138,8 @@ def pretty(program: Program) -> str:
             d:f64[3] = mul a b
             e:f64[3] = add d c
           in (e) }
+
+    An equation of a primitive with several results declares each output: ``f:f64[3] g:f64[3,3] = eigh e``.
     """
     names, fresh = {}, _names()
 
@@ -140,7 +159,8 @@ def pretty(program: Program) -> str:
     for eqn in program.eqns:
         params = "".join(f" {k}={_param_string(v)}" for k, v in eqn.params.items())
         args = " ".join(name(x) for x in eqn.inputs)
-        lines.append(f"    {decl(eqn.out)} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
+        outs = " ".join(decl(v) for v in eqn.outs)
+        lines.append(f"    {outs} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
     lines.append(f"  in ({', '.join(name(x) for x in program.outputs)}) }}")
     return "\n".join(lines)
 

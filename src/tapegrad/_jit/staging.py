@@ -119,11 +119,17 @@ class StagingTrace(Trace):
         builder = self.main.global_data
         inputs = [builder.operand(a) for a in args]
         avals = [ShapedArray((), type(x.value)) if isinstance(x, Literal) else x.aval for x in inputs]
-        aval = builder.shared_aval(prim.abstract_eval(*avals, **params))
         backend = next((x.backend for x in inputs if isinstance(x, Var)), np)
-        out = Var(aval, backend)
-        builder.eqns.append(Eqn(prim, inputs, dict(params), out))
+        if prim.multiple_results:  # a method, not comprehensions here: they would make locals cells
+            return self._stage_results(builder, prim, inputs, params, prim.abstract_eval(*avals, **params), backend)
+        out = Var(builder.shared_aval(prim.abstract_eval(*avals, **params)), backend)
+        builder.eqns.append(Eqn(prim, inputs, dict(params), [out]))
         return StagingTracer(self, out)
+
+    def _stage_results(self, builder, prim, inputs, params, avals, backend):
+        outs = [Var(builder.shared_aval(aval), backend) for aval in avals]
+        builder.eqns.append(Eqn(prim, inputs, dict(params), outs))
+        return [StagingTracer(self, out) for out in outs]
 
     def process_joint(self, call, args):
         # the joint call's own function, staged: its custom rules apply to transforms inside the

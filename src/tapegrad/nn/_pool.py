@@ -1,8 +1,8 @@
 """Pooling over the trailing spatial axes (PyTorch's NCL / NCHW layout): max, average and adaptive average.
 
-Max pooling is one primitive, ``max_pool_p``, generic over the number of spatial axes. Its derivatives
-need the position of each window's maximum, a window offset in ``[0, prod(window))`` computed at
-backward time by ``window_argmax_p`` (from ``x`` and the pooled values, as one integer array):
+Max pooling is one primitive, ``max_pool_p``, generic over the number of spatial axes, with two
+results: the pooled values and the position of each window's maximum, a window offset in
+``[0, prod(window))`` (one integer array, which carries no derivative). The derivatives read it:
 
 - vjp: ``select_scatter_p(ct, argmax)`` routes each cotangent to its window's argmax (summing where
   windows overlap);
@@ -12,9 +12,9 @@ The scatter and the gather are linear in their first operand and are each other'
 double backward (a gradient penalty through max pooling) needs nothing more. Ties go to the first
 maximum in the window (row-major window order), as PyTorch and JAX.
 
-Passing the argmax as an operand, rather than recomputing it from ``x`` inside the scatter and the
-gather, computes it once per backward pass: double backward reuses it. Computing it from the pooled
-values (the first offset equal to the maximum) is about 2.5x faster than tracking a running maximum.
+The argmax is computed once, with the values, and kept as a result (the rules' operand), rather than
+recomputed from ``x`` in every rule; computing it from the pooled values (the first offset equal to
+the maximum) is about 2.5x faster than tracking a running maximum.
 
 Average pooling is a window sum divided by a constant (a Python float, or a constant array where
 windows differ in size). The window sum is a linear primitive, ``window_sum_p``, whose vjp is its
@@ -43,7 +43,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad.extend import all_at_front, def_nondiff, defbatch, defjvp, defvjp, ndim_of, primitive
+from tapegrad.extend import all_at_front, bind_batched, defbatch, defjvp, defvjp, ndim_of, primitive
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import conv_out_spatial
 
@@ -117,6 +117,12 @@ def _disjoint(window, strides, dilation) -> bool:
 
 # ---- impls ---------------------------------------------------------------------------------------
 def _max_pool_impl(x, *, window, strides, dilation, padding):
+    """The pooled values and their windows' argmax."""
+    values = _pooled_max(x, window, strides, dilation, padding)
+    return [values, _window_argmax(x, values, window, strides, dilation, padding)]
+
+
+def _pooled_max(x, window, strides, dilation, padding):
     xp = namespace_of(x)
     out_spatial = _out_spatial(x.shape[-len(window):], window, strides, dilation, padding)
     views = _views(_padded(x, padding, _lowest(x.dtype)), window, strides, dilation, out_spatial)
@@ -127,7 +133,7 @@ def _max_pool_impl(x, *, window, strides, dilation, padding):
     return first.copy() if out is None else out
 
 
-def _window_argmax_impl(x, ans, *, window, strides, dilation, padding):
+def _window_argmax(x, ans, window, strides, dilation, padding):
     """The first offset whose element equals the window's maximum ``ans``: ``K-1 - max_k (K-1-k)[x_k ==
     ans]`` (K offsets). A window holding nan has no equal element and gives K-1, the last offset."""
     xp = namespace_of(x)
@@ -222,8 +228,9 @@ def _pooled_aval(x, *, window, strides, dilation, padding):
                        np.dtype(x.dtype))
 
 
-def _argmax_aval(x, ans, *, window, **params):
-    return ShapedArray(tuple(ans.shape), np.dtype(_index_dtype(window)))
+def _max_pool_aval(x, *, window, **params):
+    values = _pooled_aval(x, window=window, **params)
+    return [values, ShapedArray(values.shape, np.dtype(_index_dtype(window)))]
 
 
 def _input_shaped_aval(ct, *index, in_spatial, window, **params):
@@ -243,34 +250,31 @@ def _leading_batch(prim):
         n = len(params["window"])
         d = dims[0]
         if d is not None and all(dv == d and d < ndim_of(v) - n for v, dv in zip(vals, dims)):
-            return bind(prim, *vals, **params), d
-        return bind(prim, *all_at_front(vals, dims), **params), 0
+            return bind_batched(prim, vals, d, **params)
+        return bind_batched(prim, all_at_front(vals, dims), 0, **params)
     return rule
 
 
 # ---- the primitives ------------------------------------------------------------------------------
-max_pool_p = primitive("max_pool", _max_pool_impl, _pooled_aval)
-window_argmax_p = primitive("window_argmax", _window_argmax_impl, _argmax_aval)
+max_pool_p = primitive("max_pool", _max_pool_impl, _max_pool_aval, multiple_results=True)
 select_scatter_p = primitive("select_scatter", _select_scatter_impl, _input_shaped_aval)
 window_gather_p = primitive("window_gather", _window_gather_impl, _gather_aval)
-
-
-def _argmax(x, ans, params):
-    return bind(window_argmax_p, x, ans, **params)
 
 
 def _spatial(x, params) -> tuple:
     return tuple(x.shape[-len(params["window"]):])
 
 
-def _max_pool_vjp(ct, ans, x, **params):
-    return bind(select_scatter_p, ct, _argmax(x, ans, params), in_spatial=_spatial(x, params), **params)
+def _max_pool_vjp(cts, ans, x, **params):
+    return bind(select_scatter_p, cts[0], ans[1], in_spatial=_spatial(x, params), **params)
+
+
+def _max_pool_jvp(t, ans, x, **params):
+    return [bind(window_gather_p, t, ans[1], **params), None]
 
 
 defvjp(max_pool_p, _max_pool_vjp)
-defjvp(max_pool_p, lambda t, ans, x, **params: bind(window_gather_p, t, _argmax(x, ans, params), **params))
-
-def_nondiff(window_argmax_p)
+defjvp(max_pool_p, _max_pool_jvp)
 
 # linear in the cotangent; the index is an integer operand with no derivative
 defvjp(select_scatter_p,
@@ -290,8 +294,7 @@ defjvp(window_sum_p, lambda t, ans, x, **params: bind(window_sum_p, t, **params)
 defvjp(window_sum_transpose_p, lambda ct, ans, c, *, in_spatial, **params: bind(window_sum_p, ct, **params))
 defjvp(window_sum_transpose_p, lambda t, ans, c, **params: bind(window_sum_transpose_p, t, **params))
 
-for _prim in (max_pool_p, window_argmax_p, select_scatter_p, window_gather_p, window_sum_p,
-              window_sum_transpose_p):
+for _prim in (max_pool_p, select_scatter_p, window_gather_p, window_sum_p, window_sum_transpose_p):
     defbatch(_prim, _leading_batch(_prim))
 
 
@@ -354,7 +357,8 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode):
     input = _operand(input)
     geometry = _Geometry(fn, input, n, kernel_size, stride, padding, dilation, ceil_mode)
     _check_dtype(input, fn, floats_only=False)
-    return bind(max_pool_p, input, **geometry.params())
+    values, _ = bind(max_pool_p, input, **geometry.params())
+    return values
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):

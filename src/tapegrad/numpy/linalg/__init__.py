@@ -3,7 +3,7 @@
 Every function has a vjp and a jvp rule written in tapegrad operations, so derivatives of any order
 work in forward and reverse mode. Leading (stacked) axes are handled as NumPy handles them.
 Decompositions with several outputs (``eigh``, ``svd``, ``qr``, ``slogdet``) are one primitive each,
-whose outputs travel packed in one array (see ``_common``); they return NumPy 2's named tuples
+with several results; they return NumPy 2's named tuples
 (``EighResult``, ``SVDResult``, ``QRResult``, ``SlogdetResult``). Functions of symmetric matrices
 (``cholesky``, ``eigh``, ``eigvalsh``) read ``(a + a^T) / 2``, as JAX does. Decompositions take real
 input; ``solve``, ``inv``, ``det``, ``matrix_power`` and ``multi_dot`` also complex input

@@ -1,19 +1,14 @@
 """Helpers shared by the linalg primitives: matrix transposes, diagonals and triangle masks written
-in tapegrad operations (so rules that use them differentiate again), and the packing of several
-outputs into one array.
+in tapegrad operations (so rules that use them differentiate again), abstract values, and batching.
 
-Packing. The core has single-output primitives only, so a decomposition with several outputs
-(``eigh -> (w, v)``, ``svd -> (u, s, vh)``, ``qr``, ``slogdet``) is one primitive whose impl returns
-its outputs packed: each output's trailing (non-batch) axes are flattened and the pieces are
-concatenated along the last axis, giving ``batch + (total,)``. The public wrapper unpacks by slicing
-and reshaping (tapegrad operations), so the cotangent of the packed output reaches the vjp rule
-dense, zeros in the pieces the caller did not use, and the rule unpacks it the same way; a jvp rule
-packs its output tangents with :func:`pack`. One LAPACK call serves every output.
+Decompositions with several outputs (``eigh -> (w, v)``, ``svd -> (u, s, vh)``, ``qr``, ``slogdet``)
+are primitives with ``multiple_results``: one LAPACK call serves every output, and their rules take
+the list of the outputs' cotangents (zeros where the caller used an output not at all).
 
 Batching. NumPy's linalg maps over leading (stack) axes, so under ``vmap`` the batch axis is one more
 stack axis (``broadcast_batch`` with two core axes: every decomposition, ``det``, ``inv``, ``pinv``, ``expm``); a solve
 against a shared matrix folds the batch into the right-hand side's columns instead
-(:func:`solve_batch`). The packed outputs keep the operands' stack axes first, so they batch alike.
+(:func:`solve_batch`). Every output keeps the operands' stack axes first, so they batch alike.
 """
 from __future__ import annotations
 
@@ -28,7 +23,6 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._indexing import getitem
 
 
 def T(x):
@@ -120,36 +114,6 @@ def shaped(shape, *avals) -> ShapedArray:
 def batch_of(*avals) -> tuple:
     """The broadcast leading (stack) axes of matrix operands."""
     return tuple(np.broadcast_shapes(*[tuple(a.shape[:-2]) for a in avals]))
-
-
-def packed_size(shapes) -> int:
-    return int(sum(np.prod(s, dtype=np.int64) for s in shapes))
-
-
-# ---- packing several outputs into one array ------------------------------------------------------
-def pack_impl(outs, nbatch: int):
-    """The impl side of packing: plain arrays, concatenated with their backend's ``concatenate``."""
-    xp = namespace_of(*outs)
-    batch = outs[0].shape[:nbatch]
-    return xp.concatenate([xp.reshape(o, batch + (-1,)) for o in outs], axis=-1)
-
-
-def pack(outs, nbatch: int):
-    """The rule side of packing (tangents): tapegrad operations, so it differentiates again."""
-    batch = tuple(outs[0].shape[:nbatch])
-    return _shape.concatenate([_shape.reshape(o, batch + (-1,)) for o in outs], axis=-1)
-
-
-def unpack(packed, shapes):
-    """Split a packed array back into outputs of trailing shapes ``shapes`` (tapegrad operations)."""
-    batch = tuple(packed.shape[:-1])
-    outs, start = [], 0
-    for shape in shapes:
-        size = packed_size([shape])
-        piece = getitem(packed, (Ellipsis, slice(start, start + size)))
-        outs.append(_shape.reshape(piece, batch + tuple(shape)))
-        start += size
-    return outs
 
 
 # ---- batching ------------------------------------------------------------------------------------

@@ -15,8 +15,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, pack, pack_impl, shaped, trace, unpack
+from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, shaped, trace
 from tapegrad.numpy.linalg._solve import inv, solve
 
 
@@ -50,21 +49,18 @@ class SlogdetResult(NamedTuple):
 
 
 def _slogdet_impl(a):
-    sign, logabsdet = namespace_of(a).linalg.slogdet(a)
-    return pack_impl([sign, logabsdet], a.ndim - 2)
+    return namespace_of(a).linalg.slogdet(a)
 
 
-def _slogdet_vjp(ct, ans, a):
-    _, ct_logabsdet = unpack(ct, [(), ()])
-    return _as_matrix_factor(ct_logabsdet) * T(inv(a))
+def _slogdet_vjp(cts, ans, a):
+    return _as_matrix_factor(cts[1]) * T(inv(a))  # the sign's cotangent has nothing to flow into
 
 
 def _slogdet_jvp(t, ans, a):
-    d_logabsdet = trace(solve(a, t))
-    return pack([zeros_like(d_logabsdet), d_logabsdet], _shape.ndim(a) - 2)
+    return [None, trace(solve(a, t))]
 
 
-slogdet_p = primitive("slogdet", _slogdet_impl, lambda a: shaped(tuple(a.shape[:-2]) + (2,), a))
+slogdet_p = primitive("slogdet", _slogdet_impl, lambda a: [shaped(a.shape[:-2], a)] * 2, multiple_results=True)
 defvjp(slogdet_p, _slogdet_vjp)
 defjvp(slogdet_p, _slogdet_jvp)
 defbatch_matrices(slogdet_p)
@@ -86,5 +82,4 @@ def slogdet(a):
     a = matrix_operand(a, "slogdet")
     if a.dtype.kind == "c":
         raise NotImplementedError("slogdet: complex input is not supported (real matrices only)")
-    sign, logabsdet = unpack(bind(slogdet_p, a), [(), ()])
-    return SlogdetResult(sign, logabsdet)
+    return SlogdetResult(*bind(slogdet_p, a))

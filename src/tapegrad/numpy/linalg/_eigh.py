@@ -30,14 +30,11 @@ from tapegrad.numpy.linalg._common import (
     diag_embed,
     diagonal,
     matrix_operand,
-    pack,
-    pack_impl,
     safe_reciprocal,
     shaped,
     symmetrize,
     tril,
     triu,
-    unpack,
 )
 
 
@@ -48,35 +45,33 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
-def _unpack_eigh(packed, n):
-    return unpack(packed, [(n,), (n, n)])
-
-
 def _gaps_reciprocal(w):
     """``F[..., i, j] = 1 / (w_j - w_i)``, 0 on the diagonal and between equal eigenvalues."""
     return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
 
 
 def _eigh_impl(a):
-    w, v = namespace_of(a).linalg.eigh(a)
-    return pack_impl([w, v], a.ndim - 2)
+    return namespace_of(a).linalg.eigh(a)
+
+
+def _eigh_aval(a):
+    n = a.shape[-1]
+    return [shaped(tuple(a.shape[:-1]), a), shaped(tuple(a.shape[:-2]) + (n, n), a)]
 
 
 def _eigh_jvp(t, ans, a):
-    w, v = _unpack_eigh(ans, a.shape[-1])
+    w, v = ans
     x = matmul(T(v), matmul(t, v))
-    return pack([diagonal(x), matmul(v, _gaps_reciprocal(w) * x)], _shape.ndim(a) - 2)
+    return [diagonal(x), matmul(v, _gaps_reciprocal(w) * x)]
 
 
-def _eigh_vjp(ct, ans, a):
-    n = a.shape[-1]
-    w, v = _unpack_eigh(ans, n)
-    ct_w, ct_v = _unpack_eigh(ct, n)
+def _eigh_vjp(cts, ans, a):
+    (w, v), (ct_w, ct_v) = ans, cts
     inner = diag_embed(ct_w) + _gaps_reciprocal(w) * matmul(T(v), ct_v)
     return matmul(v, matmul(inner, T(v)))
 
 
-eigh_p = primitive("eigh", _eigh_impl, lambda a: shaped(tuple(a.shape[:-2]) + (a.shape[-1] * (a.shape[-1] + 1),), a))
+eigh_p = primitive("eigh", _eigh_impl, _eigh_aval, multiple_results=True)
 defvjp(eigh_p, _eigh_vjp)
 defjvp(eigh_p, _eigh_jvp)
 defbatch_matrices(eigh_p)
@@ -108,8 +103,7 @@ def eigh(a, UPLO="L", *, symmetrize_input=True):
         ValueError: ``UPLO`` not ``'L'`` or ``'U'``.
     """
     a = _symmetric_operand(a, "eigh", UPLO, symmetrize_input)
-    w, v = _unpack_eigh(bind(eigh_p, a), a.shape[-1])
-    return EighResult(w, v)
+    return EighResult(*bind(eigh_p, a))
 
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input=True):

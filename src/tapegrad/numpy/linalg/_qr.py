@@ -17,18 +17,13 @@ from typing import Any, NamedTuple
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
-from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
     T,
     defbatch_matrices,
     matrix_operand,
-    pack,
-    pack_impl,
-    packed_size,
     shaped,
     tril,
-    unpack,
 )
 from tapegrad.numpy.linalg._solve import solve
 
@@ -47,8 +42,12 @@ def _qr_shapes(a_shape, mode):
 
 
 def _qr_impl(a, *, mode):
-    q, r = namespace_of(a).linalg.qr(a, mode=mode)
-    return pack_impl([q, r], a.ndim - 2)
+    return namespace_of(a).linalg.qr(a, mode=mode)
+
+
+def _qr_aval(a, *, mode):
+    batch = tuple(a.shape[:-2])
+    return [shaped(batch + shape, a) for shape in _qr_shapes(a.shape, mode)]
 
 
 def _factors(ans, a, mode):
@@ -56,7 +55,7 @@ def _factors(ans, a, mode):
     if m < n or (mode == "complete" and m != n):
         raise NotImplementedError(f"qr: the derivative needs m >= n (and m == n for mode='complete'); "
                                   f"got a matrix of shape {(m, n)} with mode={mode!r}")
-    return unpack(ans, _qr_shapes(a.shape, mode))
+    return ans
 
 
 def _qr_jvp(t, ans, a, *, mode):
@@ -65,19 +64,18 @@ def _qr_jvp(t, ans, a, *, mode):
     z = matmul(T(q), y)
     lower = tril(z, -1)
     omega = lower - T(lower)
-    return pack([matmul(q, omega - z) + y, matmul(z - omega, r)], _shape.ndim(a) - 2)
+    return [matmul(q, omega - z) + y, matmul(z - omega, r)]
 
 
-def _qr_vjp(ct, ans, a, *, mode):
+def _qr_vjp(cts, ans, a, *, mode):
     q, r = _factors(ans, a, mode)
-    ct_q, ct_r = unpack(ct, _qr_shapes(a.shape, mode))
+    ct_q, ct_r = cts
     m_ = matmul(T(q), ct_q) - matmul(ct_r, T(r))
     ct_y = ct_q + matmul(q, tril(m_ - T(m_), -1) - m_)
     return T(solve(r, T(ct_y)))  # ct_y R^-T
 
 
-qr_p = primitive("qr", _qr_impl, lambda a, *, mode:
-                 shaped(tuple(a.shape[:-2]) + (packed_size(_qr_shapes(a.shape, mode)),), a))
+qr_p = primitive("qr", _qr_impl, _qr_aval, multiple_results=True)
 defvjp(qr_p, _qr_vjp)
 defjvp(qr_p, _qr_jvp)
 defbatch_matrices(qr_p)
@@ -108,5 +106,5 @@ def qr(a, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: unrecognized mode {mode!r}")
     prim_mode = "complete" if mode == "complete" else "reduced"
-    q, r = unpack(bind(qr_p, a, mode=prim_mode), _qr_shapes(a.shape, prim_mode))
+    q, r = bind(qr_p, a, mode=prim_mode)
     return r if mode == "r" else QRResult(q, r)

@@ -34,12 +34,8 @@ from tapegrad.numpy.linalg._common import (
     diag_embed,
     diagonal,
     matrix_operand,
-    pack,
-    pack_impl,
-    packed_size,
     safe_reciprocal,
     shaped,
-    unpack,
 )
 
 
@@ -58,8 +54,12 @@ def _svd_shapes(a_shape, full_matrices):
 
 
 def _svd_impl(a, *, full_matrices):
-    u, s, vh = namespace_of(a).linalg.svd(a, full_matrices=full_matrices)
-    return pack_impl([u, s, vh], a.ndim - 2)
+    return namespace_of(a).linalg.svd(a, full_matrices=full_matrices)
+
+
+def _svd_aval(a, *, full_matrices):
+    batch = tuple(a.shape[:-2])
+    return [shaped(batch + shape, a) for shape in _svd_shapes(a.shape, full_matrices)]
 
 
 def _reduced_factors(ans, a, full_matrices):
@@ -67,7 +67,7 @@ def _reduced_factors(ans, a, full_matrices):
     if full_matrices and m != n:
         raise NotImplementedError("svd: the derivative with full_matrices=True needs a square matrix; "
                                   "use full_matrices=False (the derivative of the reduced SVD)")
-    return unpack(ans, _svd_shapes(a.shape, full_matrices))
+    return ans
 
 
 def _gaps_reciprocal(s):
@@ -92,12 +92,12 @@ def _svd_jvp(t, ans, a, *, full_matrices):
     if n > k:
         ttu = matmul(T(t), u)
         dv = dv + (ttu - matmul(v, matmul(vh, ttu))) * s_inv
-    return pack([du, diagonal(x), T(dv)], _shape.ndim(a) - 2)
+    return [du, diagonal(x), T(dv)]
 
 
-def _svd_vjp(ct, ans, a, *, full_matrices):
+def _svd_vjp(cts, ans, a, *, full_matrices):
     u, s, vh = _reduced_factors(ans, a, full_matrices)
-    ct_u, ct_s, ct_vh = unpack(ct, _svd_shapes(a.shape, full_matrices))
+    ct_u, ct_s, ct_vh = cts
     m, n, k = a.shape[-2], a.shape[-1], s.shape[-1]
     v = T(vh)
     f = _gaps_reciprocal(s)
@@ -114,8 +114,7 @@ def _svd_vjp(ct, ans, a, *, full_matrices):
     return ct_a
 
 
-svd_p = primitive("svd", _svd_impl, lambda a, *, full_matrices:
-                  shaped(tuple(a.shape[:-2]) + (packed_size(_svd_shapes(a.shape, full_matrices)),), a))
+svd_p = primitive("svd", _svd_impl, _svd_aval, multiple_results=True)
 defvjp(svd_p, _svd_vjp)
 defjvp(svd_p, _svd_jvp)
 defbatch_matrices(svd_p)
@@ -147,5 +146,5 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if a.dtype.kind == "c":
         raise NotImplementedError("svd: complex input is not supported (real matrices only)")
     full = bool(full_matrices) and compute_uv
-    u, s, vh = unpack(bind(svd_p, a, full_matrices=full), _svd_shapes(a.shape, full))
+    u, s, vh = bind(svd_p, a, full_matrices=full)
     return SVDResult(u, s, vh) if compute_uv else s
