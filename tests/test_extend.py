@@ -18,6 +18,7 @@ from tapegrad import extend
 from tapegrad._jit import buffers, fusion
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._rules import PRIMITIVES
+from tapegrad.testing import check_grads
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "extending.md"
@@ -41,8 +42,9 @@ def example():
             exec(compile(block, f"{DOC.name}, block {k}", "exec"), namespace)
         yield namespace
     finally:
-        if namespace.get("logcosh_p") in PRIMITIVES:
-            PRIMITIVES.remove(namespace["logcosh_p"])
+        for name in ("logcosh_p", "sincos_p"):
+            if namespace.get(name) in PRIMITIVES:
+                PRIMITIVES.remove(namespace[name])
 
 
 # ---- the example, under every transform -------------------------------------------------------------
@@ -54,6 +56,15 @@ def test_example_values_and_derivatives_match_closed_forms(example):
     assert_close(example["out"], _reference(x))
     assert_close(example["tangent"], np.tanh(x))
     assert_close(example["curvature"], 1.0 - np.tanh(x) ** 2)
+
+
+def test_several_results_example(example):
+    angles = example["angles"]
+    assert_close(example["sin_x"], np.sin(angles))
+    assert_close(example["cos_x"], np.cos(angles))
+    assert_close(example["slope_of_sin"], np.cos(angles))
+    check_grads(lambda x: sum(tnp.sum(r ** 2 * k) for k, r in enumerate(example["extend"].bind(
+        example["sincos_p"], x), start=1)), (angles,), order=2)
 
 
 def test_example_under_vmap_and_jit(example):
