@@ -63,6 +63,8 @@ class VJPTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        if prim.multiple_results:  # its own method: the body below stays the single-result hot path
+            return self._process_multiple(prim, args, params)
         if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
             (a,) = args
             primals, parents = (a.primal,), ((0, a.node, a.index),)
@@ -80,9 +82,16 @@ class VJPTrace(Trace):
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        if prim.multiple_results:
-            return self._results(Node(prim, primals, params, ans, parents), ans)
         return VJPTracer(self, ans, Node(prim, primals, params, ans, parents), None)
+
+    def _process_multiple(self, prim, args, params):
+        primals, parents = self._operands(args)
+        ans = bind(prim, *primals, **params)
+        if prim.nondiff:
+            return ans
+        if prim.vjp_rules is None:
+            raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
+        return self._results(Node(prim, primals, params, ans, parents), ans)
 
     def _operands(self, args):
         """The primals of ``args`` and the parents among them (this trace's tracers)."""

@@ -72,17 +72,20 @@ class BatchTrace(Trace):
         return vals, dims
 
     def process_primitive(self, prim, args, params):
+        if prim.multiple_results:  # its own method: the body below stays the single-result hot path
+            return self._process_multiple(prim, args, params)
         vals, dims = self.unpack(args)
         rule = prim.batch_rule
         if rule is None:
             out, out_dim = loop_rule(prim, vals, dims, params, self.axis_size)
         else:
             out, out_dim = rule(vals, dims, **params)
-        if prim.multiple_results:  # a method, not a comprehension here: that would make ``self`` a cell
-            return self._results(out, out_dim)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
 
-    def _results(self, outs, out_dims):
+    def _process_multiple(self, prim, args, params):
+        vals, dims = self.unpack(args)
+        rule = prim.batch_rule or (lambda vals, dims, **params: loop_rule(prim, vals, dims, params, self.axis_size))
+        outs, out_dims = rule(vals, dims, **params)
         return [o if d is None else BatchTracer(self, o, d) for o, d in zip(outs, out_dims)]
 
     def process_joint(self, call, args):
