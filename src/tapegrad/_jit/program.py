@@ -131,7 +131,7 @@ def _names():
         yield s
 
 
-def pretty(program: Program) -> str:
+def pretty(program: Program, indent: str = "") -> str:
     """A readable listing in the style of ``jax.make_jaxpr``::
 
         { lambda c:f64[3] ; a:f64[3] b:f64[3]. let
@@ -140,6 +140,8 @@ def pretty(program: Program) -> str:
           in (e) }
 
     An equation of a primitive with several results declares each output: ``f:f64[3] g:f64[3,3] = eigh e``.
+    A parameter that holds programs (``switch``'s ``branches``: objects with a ``program``) lists each
+    one below the equation, indented, with names of its own.
     """
     names, fresh = {}, _names()
 
@@ -157,15 +159,25 @@ def pretty(program: Program) -> str:
     ins = " ".join(decl(v) for v in program.invars)
     lines = [f"{{ lambda {consts} ; {ins}. let"]
     for eqn in program.eqns:
-        params = "".join(f" {k}={_param_string(v)}" for k, v in eqn.params.items())
+        params = "".join(f" {k}={_param_string(v, indent + '      ')}" for k, v in eqn.params.items())
         args = " ".join(name(x) for x in eqn.inputs)
         outs = " ".join(decl(v) for v in eqn.outs)
-        lines.append(f"    {outs} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
-    lines.append(f"  in ({', '.join(name(x) for x in program.outputs)}) }}")
+        lines.append(f"{indent}    {outs} = {eqn.prim.name}{'[' + params.strip() + ']' if params else ''} {args}")
+    lines.append(f"{indent}  in ({', '.join(name(x) for x in program.outputs)}) }}")
     return "\n".join(lines)
 
 
-def _param_string(value) -> str:
+def _programs_in(value):
+    """The programs a parameter holds (a tuple of objects with a ``program``), or None."""
+    if isinstance(value, tuple) and value and all(isinstance(getattr(v, "program", None), Program) for v in value):
+        return [v.program for v in value]
+    return None
+
+
+def _param_string(value, indent: str = "") -> str:
+    programs = _programs_in(value)
+    if programs is not None:  # one sub-listing per program, below the equation's line
+        return "(\n" + "\n".join(indent + pretty(p, indent) for p in programs) + f"\n{indent[:-2]})"
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
     text = repr(value)
