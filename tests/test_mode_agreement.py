@@ -148,6 +148,8 @@ CASES = [
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),
     _unary("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=1, padding=1), shape=(1, 2, 4, 4)),
+    # control flow (the index clamped to the last branch)
+    _binary("switch", lambda x, y: tg.switch(5, [lambda a, b: a * b, lambda a, b: tnp.sin(a) * b], x, y)),
 ]
 
 

@@ -1,0 +1,282 @@
+"""``cond`` and ``switch``: against the equivalent Python ``if``, eagerly and under every transform,
+with the branch chosen at run time under ``jit`` and per example under ``vmap``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from _tol import assert_close
+from tapegrad.testing import check_grads
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-1.0, 1.0, (3,))
+W = RNG.uniform(-1.0, 1.0, (3, 3))
+
+
+# pairs of branches of one pytree operand {"x": vector, "w": matrix}, returning a pytree
+def _smooth_a(ops):
+    return {"y": tnp.sin(ops["w"] @ ops["x"]), "s": tnp.sum(ops["x"] ** 2)}
+
+
+def _smooth_b(ops):
+    return {"y": tnp.exp(ops["x"]) * 0.5 - ops["w"][0], "s": tnp.prod(tnp.cos(ops["x"]))}
+
+
+def _tuple_a(x, w):
+    return x * w[1], (tnp.tanh(x) @ w,)
+
+
+def _tuple_b(x, w):
+    return w[0] / (2.0 + x), (x ** 3,)
+
+
+PAIRS = [(_smooth_a, _smooth_b, lambda: ({"x": X, "w": W},)), (_tuple_a, _tuple_b, lambda: (X, W))]
+
+
+def _python_if(pred, true_fun, false_fun, *operands):
+    return true_fun(*operands) if pred else false_fun(*operands)
+
+
+def _assert_trees_close(actual, desired):
+    a_leaves, a_tree = tg.tree.tree_flatten(actual)
+    d_leaves, d_tree = tg.tree.tree_flatten(desired)
+    assert a_tree == d_tree
+    for a, d in zip(a_leaves, d_leaves):
+        assert np.asarray(a).dtype == np.asarray(d).dtype
+        assert_close(np.asarray(a), np.asarray(d))
+
+
+# ---- values and derivatives against Python's if --------------------------------------------------
+@pytest.mark.parametrize("pred", [True, False])
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+def test_cond_values_match_python_if(pair, pred):
+    true_fun, false_fun, operands = PAIRS[pair]
+    _assert_trees_close(tg.cond(pred, true_fun, false_fun, *operands()),
+                        _python_if(pred, true_fun, false_fun, *operands()))
+    _assert_trees_close(tg.cond(np.array(pred), true_fun, false_fun, *operands()),
+                        _python_if(pred, true_fun, false_fun, *operands()))
+
+
+@pytest.mark.parametrize("pred", [True, False])
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+def test_cond_derivatives_to_order_two_in_both_modes(pair, pred):
+    true_fun, false_fun, operands = PAIRS[pair]
+    check_grads(lambda *ops: tg.cond(pred, true_fun, false_fun, *ops), operands(), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_cond_gradient_equals_python_if_gradient(pred):
+    def loss(fun, x, w):
+        out = fun(x, w)
+        return tnp.sum(out[0]) + tnp.sum(out[1][0] ** 2)
+    got = tg.grad(lambda x, w: loss(lambda *o: tg.cond(pred, _tuple_a, _tuple_b, *o), x, w), (0, 1))(X, W)
+    want = tg.grad(lambda x, w: loss(lambda *o: _python_if(pred, _tuple_a, _tuple_b, *o), x, w), (0, 1))(X, W)
+    _assert_trees_close(got, want)
+
+
+def test_switch_derivatives_with_a_pred_computed_from_the_input():
+    branches = [lambda x: tnp.sin(x) * x, lambda x: tnp.exp(-x), lambda x: x ** 3]
+    fn = lambda x: tg.switch(tnp.sum(x > 0), branches, x)  # noqa: E731 — 0 to 3 positives: index clamped to 2
+    for x in (-X - 2.0, np.array([0.5, -1.0, -2.0]), X + 2.0):
+        check_grads(fn, (x,), order=2)
+        _assert_trees_close(fn(x), branches[min(int(np.sum(x > 0)), 2)](x))
+
+
+# ---- jit: one staging, the branch chosen at run time ----------------------------------------------
+def test_jit_stages_each_branch_once_and_chooses_at_run_time():
+    calls = {"true": 0, "false": 0}
+
+    def true_fun(x):
+        calls["true"] += 1
+        return tnp.sin(x) * 2.0
+
+    def false_fun(x):
+        calls["false"] += 1
+        return tnp.cos(x) - 1.0
+
+    f = tg.jit(lambda p, x: tg.cond(p, true_fun, false_fun, x))
+    for pred in (True, False, True, False):
+        _assert_trees_close(f(np.array(pred), X), _python_if(pred, true_fun, false_fun, X))
+    assert f._cache_size() == 1
+    # two calls each for the Python references above, one staging each for the jitted function
+    assert calls == {"true": 1 + 2, "false": 1 + 2}
+
+
+def test_jit_program_holds_one_switch_equation_with_both_bodies():
+    program = tg.make_program(lambda p, x: tg.cond(p, tnp.sin, lambda x: tnp.cos(x) * 3.0, x))(np.array(True), X)
+    assert [eqn.prim.name for eqn in program.eqns] == ["switch"]
+    text = str(program)
+    assert "sin a" in text and "cos a" in text and "multiply" in text
+    program.typecheck()
+
+
+def test_jit_of_grad_and_grad_of_jit():
+    def loss(p, x):
+        return tnp.sum(tg.cond(p, lambda x: tnp.sin(x) * x, lambda x: tnp.exp(x), x))
+    for pred in (True, False):
+        want = np.cos(X) * X + np.sin(X) if pred else np.exp(X)
+        assert_close(tg.jit(tg.grad(loss, 1))(np.array(pred), X), want)
+        assert_close(tg.grad(tg.jit(loss), 1)(np.array(pred), X), want)
+        assert_close(tg.grad(lambda x, p=pred: tnp.sum(tg.grad(loss, 1)(np.array(p), x)))(X),
+                     (-np.sin(X) * X + 2 * np.cos(X)) if pred else np.exp(X))
+
+
+def test_grad_of_grad_through_switch():
+    def f(x):
+        return tnp.sum(tg.switch(1, [tnp.sin, lambda x: x ** 3, tnp.cos], x))
+    assert_close(tg.grad(lambda x: tnp.sum(tg.grad(f)(x)))(X), 6 * X)
+
+
+# ---- vmap ----------------------------------------------------------------------------------------
+def _branches3():
+    return [lambda x, y: tnp.sin(x) + y, lambda x, y: x * y, lambda x, y: tnp.exp(x) - y]
+
+
+@pytest.mark.parametrize("indices", [np.array([0, 1, 2, 1]), np.array([-3, 5, 1, 0])])
+def test_vmap_with_a_batched_index_selects_each_examples_branch(indices):
+    xs, y = RNG.standard_normal((4, 3)), RNG.standard_normal(3)
+    got = tg.vmap(lambda i, x: tg.switch(i, _branches3(), x, y))(indices, xs)
+    want = np.stack([_branches3()[min(max(i, 0), 2)](x, y) for i, x in zip(indices, xs)])
+    assert_close(got, want)
+
+
+def test_vmap_with_a_batched_pred_and_a_shared_one():
+    preds, xs = np.array([True, False, False, True]), RNG.standard_normal((4, 3))
+    fn = lambda p, x: tg.cond(p, lambda x: tnp.sin(x) * x, lambda x: x - 1.0, x)  # noqa: E731
+    assert_close(tg.vmap(fn)(preds, xs), np.stack([fn(p, x) for p, x in zip(preds, xs)]))
+    for pred in (True, False):
+        assert_close(tg.vmap(fn, in_axes=(None, 0))(np.array(pred), xs), np.stack([fn(pred, x) for x in xs]))
+
+
+def test_vmap_of_grad_and_jit_of_vmap():
+    preds, xs = np.array([True, False, True]), RNG.standard_normal((3, 4))
+
+    def loss(p, x):
+        return tnp.sum(tg.cond(p, lambda x: tnp.sin(x), lambda x: x ** 2, x))
+    per_example = tg.vmap(tg.grad(loss, 1))(preds, xs)
+    assert_close(per_example, np.stack([np.cos(x) if p else 2 * x for p, x in zip(preds, xs)]))
+    assert_close(tg.jit(tg.vmap(tg.grad(loss, 1)))(preds, xs), per_example)
+    assert_close(tg.vmap(tg.grad(loss, 1), in_axes=(None, 0))(np.array(False), xs), 2 * xs)
+
+
+def test_grad_of_vmap_with_a_batched_pred():
+    preds, xs = np.array([True, False, True]), RNG.standard_normal((3, 4))
+
+    def loss(x):
+        return tnp.sum(tg.vmap(lambda p, x: tg.cond(p, tnp.sin, lambda x: x ** 2, x))(preds, x))
+    assert_close(tg.grad(loss)(xs), np.where(preds[:, None], np.cos(xs), 2 * xs))
+
+
+# ---- implicit inputs: Parameters and closures over outer tracers ------------------------------------
+def test_parameters_read_inside_a_branch_get_gradients():
+    w = tg.Parameter(np.array([1.5, -0.5, 2.0]), name="w")
+    b = tg.Parameter(np.array(0.25), name="b")
+
+    def loss(p, x):
+        out = tg.cond(p, lambda x: tnp.sin(w.value * x), lambda x: x * b.value + w.value, x)
+        return tnp.sum(out)
+    for pred in (True, False):
+        grads = tg.grad(loss, grad_position=None, weights=(w, b))(pred, X)
+        want_w = np.cos(w.value * X) * X if pred else np.ones(3)
+        want_b = 0.0 if pred else np.sum(X)
+        assert_close(grads[0], want_w)
+        assert_close(grads[1], np.asarray(want_b))
+        jitted = tg.jit(tg.grad(loss, grad_position=None, weights=(w, b)))(np.array(pred), X)
+        assert_close(jitted[0], want_w)
+        assert_close(jitted[1], np.asarray(want_b))
+
+
+def test_a_branch_closing_over_an_outer_grads_value():
+    def outer(a):
+        inner = tg.cond(True, lambda x: tnp.sin(a * x), lambda x: x, X)  # closes over the traced a
+        return tnp.sum(inner)
+    a = np.array(0.7)
+    assert_close(tg.grad(outer)(a), np.asarray(np.sum(np.cos(a * X) * X)))
+    assert_close(tg.grad(tg.grad(outer))(a), np.asarray(np.sum(-np.sin(a * X) * X * X)))
+    assert_close(tg.jit(tg.grad(outer))(a), np.asarray(np.sum(np.cos(a * X) * X)))
+
+
+def test_jvp_and_integer_results():
+    def f(x):
+        return tg.cond(tnp.sum(x) > 0, lambda x: (x * 2.0, tnp.argmax(x)), lambda x: (tnp.sin(x), tnp.argmin(x)), x)
+    v = np.ones(3)
+    (out, idx), (tangent, idx_tangent) = tg.jvp(f, (X,), (v,))
+    big = X + 3.0
+    assert_close(tg.jvp(f, (big,), (v,))[1][0], 2.0 * v)
+    assert_close(tangent, np.cos(X) if np.sum(X) <= 0 else 2.0 * v)
+    assert_close(tg.grad(lambda x: tnp.sum(f(x)[0]))(big), 2.0 * np.ones(3))
+    assert int(f(big)[1]) == int(np.argmax(big))
+
+
+# ---- index handling ----------------------------------------------------------------------------
+@pytest.mark.parametrize("index,chosen", [(-5, 0), (-1, 0), (0, 0), (1, 1), (2, 2), (3, 2), (100, 2)])
+def test_switch_clamps_the_index_eagerly_and_under_jit(index, chosen):
+    branches = [lambda x: x + 1.0, lambda x: x * 2.0, lambda x: -x]
+    assert_close(tg.switch(index, branches, X), branches[chosen](X))
+    assert_close(tg.jit(lambda i, x: tg.switch(i, branches, x))(np.array(index), X), branches[chosen](X))
+
+
+def test_cond_with_an_integer_pred_is_true_when_nonzero():
+    for pred, want in ((-1, True), (0, False), (7, True)):
+        got = tg.cond(pred, lambda x: x + 1.0, lambda x: x - 1.0, X)
+        assert_close(got, X + 1.0 if want else X - 1.0)
+        got = tg.jit(lambda p, x: tg.cond(p, lambda x: x + 1.0, lambda x: x - 1.0, x))(np.array(pred), X)
+        assert_close(got, X + 1.0 if want else X - 1.0)
+
+
+def test_the_result_is_the_callers_own_array():
+    out = tg.cond(True, lambda x: x, lambda x: x * 2.0, X)
+    assert out is not X and not np.shares_memory(out, X)
+
+
+# ---- errors ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pred", [1.0, np.array([True, False]), np.array(0.5), "yes"])
+def test_a_pred_that_is_not_a_scalar_bool_or_integer(pred):
+    with pytest.raises(TypeError, match="cond: pred must be a scalar"):
+        tg.cond(pred, tnp.sin, tnp.cos, X)
+
+
+@pytest.mark.parametrize("index", [True, 1.0, np.array([0, 1])])
+def test_a_switch_index_that_is_not_a_scalar_integer(index):
+    with pytest.raises(TypeError, match="switch: index must be a scalar"):
+        tg.switch(index, [tnp.sin, tnp.cos], X)
+
+
+def test_bad_branches():
+    with pytest.raises(ValueError, match="branches is empty"):
+        tg.switch(0, [], X)
+    with pytest.raises(TypeError, match=r"branches\[1\] must be a function"):
+        tg.switch(0, [tnp.sin, 3], X)
+    with pytest.raises(TypeError, match="branches must be a list or tuple"):
+        tg.switch(0, tnp.sin, X)
+    with pytest.raises(TypeError, match="false_fun must be a function"):
+        tg.cond(True, tnp.sin, None, X)
+    with pytest.raises(TypeError, match="true_fun must be a function"):
+        tg.cond(True, "sin", tnp.sin, X)
+
+
+def test_branch_outputs_that_differ_name_the_leaf_and_both_types():
+    with pytest.raises(TypeError, match=r"output leaf \['y'\] is f64\[3\] in false_fun but f32\[3\] in true_fun"):
+        tg.cond(True, lambda x: {"y": x.astype(np.float32)}, lambda x: {"y": x}, X)
+    with pytest.raises(TypeError, match=r"output leaf \[1\] is f64\[3\] in branches\[0\] but f64\[\] in branches\[1\]"):
+        tg.switch(0, [lambda x: (x, x), lambda x: (x, tnp.sum(x))], X)
+    with pytest.raises(TypeError, match="different pytree structures"):
+        tg.cond(False, lambda x: (x, x), lambda x: [x, x], X)
+    # raised while staging, before anything runs, and under a transform too
+    with pytest.raises(TypeError, match="different pytree structures"):
+        tg.jit(lambda p, x: tg.cond(p, lambda x: x, lambda x: (x,), x))(np.array(True), X)
+
+
+def test_other_errors_and_state_after_them():
+    p = tg.Parameter(np.zeros(3), name="p")
+    with pytest.raises(ValueError, match="true_fun assigns Parameter 'p'"):
+        tg.cond(True, lambda x: p.assign(x).value, lambda x: x, X)
+    with pytest.raises(TypeError, match="operand leaf 0 is a str"):
+        tg.cond(True, lambda x: 1.0, lambda x: 2.0, "x")
+    # a failing branch leaves no transform behind: the next calls work, eagerly and under grad
+    with pytest.raises(ZeroDivisionError):
+        tg.grad(lambda x: tnp.sum(tg.cond(True, lambda x: x * (1 / 0), lambda x: x, x)))(X)
+    assert_close(tg.grad(lambda x: tnp.sum(tg.cond(True, tnp.sin, tnp.cos, x)))(X), np.cos(X))
+    assert_close(p.value, np.zeros(3))
