@@ -280,3 +280,38 @@ def test_other_errors_and_state_after_them():
         tg.grad(lambda x: tnp.sum(tg.cond(True, lambda x: x * (1 / 0), lambda x: x, x)))(X)
     assert_close(tg.grad(lambda x: tnp.sum(tg.cond(True, tnp.sin, tnp.cos, x)))(X), np.cos(X))
     assert_close(p.value, np.zeros(3))
+
+
+# ---- jit's passes and executor -------------------------------------------------------------------
+def test_passes_keep_switch_equations_correct():
+    from tapegrad._jit.passes import optimize
+
+    c = np.array([0.5, 1.5, -2.0])
+
+    def f(p, x):
+        first = tg.cond(p, lambda x: (tnp.sin(x), x * 2.0), lambda x: (tnp.cos(x), x + 1.0), x)
+        again = tg.cond(p, lambda x: (tnp.sin(x), x * 2.0), lambda x: (tnp.cos(x), x + 1.0), x)
+        folded = tg.switch(1, [lambda c: c - 1.0, lambda c: c * 3.0], c)  # constant operands only
+        return first[0] + again[1] + folded[0] * 0.0 + folded  # first[1] is dead
+
+    program = tg.make_program(f)(np.array(True), X)
+    optimized = optimize(program)
+    optimized.typecheck()
+    assert sum(eqn.prim.name == "switch" for eqn in optimized.eqns) == 2  # the folded one is a constant now
+    jitted = tg.jit(f)
+    for pred in (True, False, True, False, True):  # the later calls run each branch's compiled program
+        assert_close(jitted(np.array(pred), X), f(pred, X))
+    branches = [eqn for eqn in program.eqns if eqn.prim.name == "switch"][0].params["branches"]
+    assert all(isinstance(b.program, type(program)) for b in branches)
+
+
+def test_a_branchs_compiled_program_is_optimised():
+    def true_fun(x):
+        tnp.exp(x)  # dead: dropped from the compiled branch
+        return tnp.sin(x)
+    (eqn,) = tg.make_program(lambda x: tg.cond(True, true_fun, tnp.cos, x))(X).eqns
+    true_branch = eqn.params["branches"][1]
+    assert [e.prim.name for e in true_branch.program.eqns] == ["exp", "sin"]
+    for _ in range(3):  # evaluated the first time, then compiled
+        assert_close(true_branch(X)[0], np.sin(X))
+    assert true_branch._run.source.count(" = f") == 1
