@@ -2,6 +2,9 @@
 with the branch chosen at run time under ``jit`` and per example under ``vmap``."""
 from __future__ import annotations
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 
@@ -315,3 +318,18 @@ def test_a_branchs_compiled_program_is_optimised():
     for _ in range(3):  # evaluated the first time, then compiled
         assert_close(true_branch(X)[0], np.sin(X))
     assert true_branch._run.source.count(" = f") == 1
+
+
+# ---- the page ------------------------------------------------------------------------------------
+def test_the_docs_examples_run_and_the_printed_program_is_current(capsys):
+    doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "control_flow.md"
+    text = doc.read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) == 3, "the page lost its code blocks"
+    namespace = {"__name__": "control_flow_example"}
+    for k, block in enumerate(blocks):
+        exec(compile(block, f"{doc.name}, block {k}", "exec"), namespace)
+    listing = re.search(r"^```\n(\{ lambda.*?)^```", text, flags=re.S | re.M).group(1)
+    assert capsys.readouterr().out == listing
+    assert_close(namespace["slope"], np.cos(namespace["x"]) * namespace["x"] + np.sin(namespace["x"]))
+    assert_close(namespace["layer"], np.tanh(namespace["x"]))
