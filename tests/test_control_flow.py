@@ -213,6 +213,29 @@ def test_jvp_and_integer_results():
     assert int(f(big)[1]) == int(np.argmax(big))
 
 
+def test_nested_conds_under_vmap_of_grad_jit_and_hessian():
+    def h(p, q, x):
+        return tnp.sum(tg.cond(p, lambda x: tg.cond(q, tnp.sin, tnp.cos, x), lambda x: x ** 2, x))
+    ps, qs, xs = np.array([True, True, False]), np.array([True, False, True]), np.stack([X, X + 1.0, X - 1.0])
+    want = np.stack([np.cos(X), -np.sin(X + 1.0), 2.0 * (X - 1.0)])
+    assert_close(tg.vmap(tg.grad(h, 2))(ps, qs, xs), want)
+    assert_close(tg.jit(tg.vmap(tg.grad(h, 2)))(ps, qs, xs), want)
+    assert_close(tg.hessian(lambda x: h(np.array(True), np.array(True), x))(X), np.diag(-np.sin(X)))
+
+
+def test_no_operands_scalar_operands_and_integer_operands():
+    assert_close(tg.cond(False, lambda: 1.0, lambda: 2.0), np.asarray(2.0))
+    assert_close(tg.vmap(lambda p: tg.cond(p, lambda: 1.0, lambda: 2.0))(np.array([True, False])), np.array([1.0, 2.0]))
+    # a Python scalar operand stays weakly typed: float32 operands keep float32 results
+    f = tg.jit(lambda p, a, x: tg.cond(p, lambda a, x: a * x, lambda a, x: x - a, a, x))
+    x32 = X.astype(np.float32)
+    assert f(np.array(True), 2.0, x32).dtype == np.float32
+    assert_close(f(np.array(False), 2.0, X), X - 2.0)
+    # an integer operand gets no gradient and does not stop the others'
+    g = tg.grad(lambda x, i: tnp.sum(tg.cond(True, lambda x, i: x[i] * 2.0, lambda x, i: x[i], x, i)))
+    assert_close(g(X, np.array([0, 2])), np.array([2.0, 0.0, 2.0]))
+
+
 # ---- index handling ----------------------------------------------------------------------------
 @pytest.mark.parametrize("index,chosen", [(-5, 0), (-1, 0), (0, 0), (1, 1), (2, 2), (3, 2), (100, 2)])
 def test_switch_clamps_the_index_eagerly_and_under_jit(index, chosen):
