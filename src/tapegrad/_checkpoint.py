@@ -15,7 +15,7 @@ from tapegrad._core import bind_joint, is_inexact
 from tapegrad._custom import _FlatCall
 from tapegrad._jvp import jvp_flat
 from tapegrad._params import recording_writes, substitute, traced_parameters
-from tapegrad._tape import vjp_flat
+from tapegrad._tape import pull_back_on
 
 
 class _CheckpointCall(_FlatCall):
@@ -55,15 +55,8 @@ class _CheckpointCall(_FlatCall):
 
     def _pull_back(self, primals, out_cts):
         variables = [i for i, x in enumerate(primals) if is_inexact(x)]
-
-        def on_variables(*vs):
-            leaves = list(primals)
-            for i, v in zip(variables, vs):
-                leaves[i] = v
-            return self.fun(*leaves)
-        _, pullback = vjp_flat(on_variables, [primals[i] for i in variables])
         in_cts = [None] * len(primals)
-        for i, ct in zip(variables, pullback(out_cts, free=True)):
+        for i, ct in zip(variables, pull_back_on(self.fun, primals, variables, out_cts)):
             in_cts[i] = ct
         return in_cts
 

@@ -25,7 +25,8 @@ import optree
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
 from tapegrad._batching import defbatch
-from tapegrad._core import Boxed, Tracer, bind
+from tapegrad._core import Boxed, bind
+from tapegrad._jit.api import traceable
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program, Var, pretty, type_string
@@ -35,7 +36,7 @@ from tapegrad._owned import owned
 from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import astype, moveaxis, reshape
-from tapegrad._tape import vjp_flat
+from tapegrad._tape import pull_back_on
 from tapegrad._vmap import vmap_flat
 from tapegrad.numpy import clip, equal, not_equal, where
 
@@ -148,18 +149,10 @@ def _switch_vjp(argnums, cts, ans, primals, *, branches):
 
     def make(branch):
         def vjp_branch(*xs):
-            values = list(xs[:len(args)])
-
-            def of_differentiable(*d):
-                inputs = list(values)
-                for i, x in zip(diff, d):
-                    inputs[i] = x
-                return branch.evaluate(*inputs)
-            outs, pullback = vjp_flat(of_differentiable, [values[i] for i in diff])
-            out_cts = [None] * len(outs)
+            values, out_cts = list(xs[:len(args)]), [None] * len(branch.out_avals)
             for k, ct in zip(reached, xs[len(args):]):
                 out_cts[k] = ct
-            grads = pullback(out_cts, free=True)
+            grads = pull_back_on(branch.evaluate, values, diff, out_cts)
             return [zeros_like(values[i]) if g is None else _like(g, values[i]) for i, g in zip(diff, grads)]
         return _stage_closed(vjp_branch, list(args) + [cts[k] for k in reached])
     vjp_branches = tuple(b.derived(("vjp", reached), lambda b=b: make(b)) for b in branches)
@@ -303,10 +296,9 @@ def _apply(index, branches, operands, where: str, names=None):
 
 
 def _operand_leaf(x, where: str, k: int):
-    if isinstance(x, Boxed):
-        x = x.unbox()
-    if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
-        return x
+    leaf = traceable(x)
+    if leaf is not None:
+        return leaf
     raise TypeError(f"{where}: operand leaf {k} is a {type(x).__name__}, which is not an array; pass arrays or "
                     f"Python scalars as operands and close over other values{_tree.unregistered_container_hint(x)}")
 

@@ -267,6 +267,19 @@ def vjp_flat(fun, primals):
     return out_primals, pullback
 
 
+def pull_back_on(fun, primals, variables, out_cts) -> list:
+    """The cotangents of ``primals[i]`` for each ``i`` in ``variables`` (None where none reaches it),
+    given ``out_cts`` on ``fun``'s outputs: ``fun`` runs once more under a fresh tape with the other
+    operands held fixed (``checkpoint``'s recomputation, ``switch``'s backward branches)."""
+    def on_variables(*vs):
+        leaves = list(primals)
+        for i, v in zip(variables, vs):
+            leaves[i] = v
+        return fun(*leaves)
+    _, pullback = vjp_flat(on_variables, [primals[i] for i in variables])
+    return pullback(out_cts, free=True)
+
+
 def sweep_order(out_refs):
     """The nodes a forward sweep visits, in creation order: those that reach an output, less the leaves
     and the single integer results (which carry no tangent). Computed once per linearization."""

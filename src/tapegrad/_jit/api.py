@@ -48,13 +48,21 @@ def _check_hashable(value, where: str):
                          "list, say), or make it a traced array argument") from None
 
 
-def _leaf(x, where: str):
-    """A traced argument leaf: an array (a Parameter passed as an argument reads as its value) or a
-    Python scalar (weakly typed)."""
+def traceable(x):
+    """``x`` as a traced leaf: an array (a Parameter reads as its value) or a Python scalar (weakly
+    typed); None when it is neither."""
     if isinstance(x, Boxed):
         x = x.unbox()
     if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
         return x
+    return None
+
+
+def _leaf(x, where: str):
+    """A traced argument leaf (:func:`traceable`), or a TypeError naming it."""
+    leaf = traceable(x)
+    if leaf is not None:
+        return leaf
     raise TypeError(f"jit: {where} holds a {type(x).__name__}, which cannot be traced; mark that argument "
                     f"static (static_argnums=...) or pass arrays{_tree.unregistered_container_hint(x)}")
 
