@@ -201,6 +201,22 @@ def test_a_branch_closing_over_an_outer_grads_value():
     assert_close(tg.jit(tg.grad(outer))(a), np.asarray(np.sum(np.cos(a * X) * X)))
 
 
+def test_branches_closing_over_a_jit_argument_and_a_batched_value():
+    y = np.array([1.0, 2.0, 3.0])
+
+    def f(p, x, y):
+        return tg.cond(p, lambda x: x + y * 2.0, lambda x: x * y, x)
+    for pred in (True, False):
+        want = X + 2.0 * y if pred else X * y
+        assert_close(tg.jit(f)(np.array(pred), X, y), want)
+        slope = tg.grad(lambda y, p=pred: tnp.sum(tg.jit(f)(np.array(p), X, y)))(y)
+        assert_close(slope, 2.0 * np.ones(3) if pred else X)
+    ys, preds = np.stack([y, -y]), np.array([True, False])
+    want = np.stack([X + 2.0 * y, -X * y])
+    assert_close(tg.vmap(f, in_axes=(0, None, 0))(preds, X, ys), want)
+    assert_close(tg.vmap(f, in_axes=(None, None, 0))(np.array(False), X, ys), X * ys)
+
+
 def test_jvp_and_integer_results():
     def f(x):
         return tg.cond(tnp.sum(x) > 0, lambda x: (x * 2.0, tnp.argmax(x)), lambda x: (tnp.sin(x), tnp.argmin(x)), x)
