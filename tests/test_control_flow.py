@@ -79,6 +79,15 @@ def test_cond_gradient_equals_python_if_gradient(pred):
     _assert_trees_close(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("pred", [True, False])
+def test_cond_derivatives_in_float32_and_complex(pred, dtype):
+    x = (X + (0.5j * X[::-1] if np.dtype(dtype).kind == "c" else 0.0)).astype(dtype)
+    fn = lambda x: tg.cond(pred, lambda x: tnp.sin(x) * x, lambda x: tnp.exp(tnp.conj(x)), x)  # noqa: E731
+    check_grads(fn, (x,), order=2)
+    assert tg.vjp(fn, x)[1](np.ones_like(x))[0].dtype == dtype
+
+
 def test_switch_derivatives_with_a_pred_computed_from_the_input():
     branches = [lambda x: tnp.sin(x) * x, lambda x: tnp.exp(-x), lambda x: x ** 3]
     fn = lambda x: tg.switch(tnp.sum(x > 0), branches, x)  # noqa: E731 — 0 to 3 positives: index clamped to 2
