@@ -188,9 +188,12 @@ def _switch_batch(vals, dims, *, branches):
     return outs, [0] * n_out
 
 
+def _switch_vjp_one(argnum, cts, ans, *primals, branches):
+    return _switch_vjp([argnum], cts, ans, primals, branches=branches)[0]
+
+
 defjvp_joint(switch_p, _switch_jvp)
-defvjp_argnum(switch_p, lambda argnum, cts, ans, *primals, branches: _switch_vjp(
-    [argnum], cts, ans, primals, branches=branches)[0], _switch_vjp)
+defvjp_argnum(switch_p, _switch_vjp_one, _switch_vjp)  # the backward pass calls _switch_vjp once per node
 defbatch(switch_p, _switch_batch)
 
 
@@ -214,10 +217,11 @@ def switch(index, branches, *operands):
         The chosen branch's output.
 
     Raises:
-        TypeError: ``index`` is not a scalar integer, ``branches`` is not a non-empty sequence of
+        TypeError: ``index`` is not a scalar integer, ``branches`` is not a list or tuple of
             callables, an operand leaf is not an array, or the branches' outputs differ in pytree
             structure, shape or dtype (the message names the leaf and both types).
-        ValueError: a branch assigns a Parameter (not supported inside a branch).
+        ValueError: ``branches`` is empty, or a branch assigns a Parameter (return the new value and
+            assign it outside instead).
     """
     _check_index(index, "switch", "index", integer_only=True)
     branches = _check_branches(branches)
@@ -239,6 +243,7 @@ def cond(pred, true_fun, false_fun, *operands):
 
     Raises:
         TypeError: as :func:`switch` does, naming ``pred``, ``true_fun`` or ``false_fun``.
+        ValueError: a branch assigns a Parameter.
     """
     _check_index(pred, "cond", "pred", integer_only=False)
     for name, fun in (("true_fun", true_fun), ("false_fun", false_fun)):
