@@ -20,71 +20,32 @@ This module sits above ``tapegrad.numpy``: the batched-index rule selects with `
 from __future__ import annotations
 
 import numpy as np
-import optree
 
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
 from tapegrad._batching import defbatch
+from tapegrad._control_flow._closed import (
+    _SCALARS,
+    ClosedProgram,
+    _aval_of,
+    _implicit_inputs,
+    _is_differentiable,
+    _like,
+    _operand_leaf,
+    _stage_closed,
+    _tree_paths,
+    _with_inputs,
+)
 from tapegrad._core import Boxed, bind
-from tapegrad._jit.api import traceable
-from tapegrad._jit.codegen import compile_program, evaluate
-from tapegrad._jit.passes import optimize
-from tapegrad._jit.program import Program, Var, pretty, type_string
+from tapegrad._jit.program import type_string
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
-from tapegrad._owned import owned
 from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import astype, moveaxis, reshape
 from tapegrad._tape import pull_back_on
 from tapegrad._vmap import vmap_flat
 from tapegrad.numpy import clip, equal, not_equal, where
-
-_SCALARS = (bool, int, float, complex)
-
-
-class ClosedProgram:
-    """A staged branch: its :class:`Program` (constants included) and, built at its second concrete
-    call, the compiled executor of the optimised program (a first call runs the program through
-    ``evaluate``: an eager ``cond`` stages its branches anew at each call, and compiling would cost
-    more than it saves). Hashed and compared by identity, so that it can be a primitive's parameter;
-    printed as the program's listing."""
-
-    __slots__ = ("program", "out_avals", "_run", "_calls", "_derived", "__weakref__")
-
-    def __init__(self, program: Program):
-        self.program = program
-        self.out_avals = [_aval_of(x) for x in program.outputs]
-        self._run = None
-        self._calls = 0
-        self._derived = {}  # (kind, key) -> ClosedProgram: the jvp, vjp and batched branches made from this one
-
-    def __call__(self, *args):
-        """The outputs for concrete ``args``, each an array the caller owns."""
-        if self._run is None:
-            self._calls += 1
-            if self._calls == 1:
-                return owned(evaluate(self.program, args), caller=list(args) + self.program.consts)
-            self._run = compile_program(optimize(self.program))
-        return owned(self._run(*args), caller=list(args) + self.program.consts)
-
-    def evaluate(self, *args):
-        """The outputs through ``bind``, for a transform that must see the branch's primitives."""
-        return evaluate(self.program, args)
-
-    def derived(self, key, make) -> ClosedProgram:
-        """The program ``make()`` builds from this one, made once per ``key``."""
-        closed = self._derived.get(key)
-        if closed is None:
-            closed = self._derived[key] = make()
-        return closed
-
-    def __repr__(self):
-        return pretty(self.program)
-
-
-def _aval_of(x):
-    return x.aval if isinstance(x, Var) else abstractify(x.value)[0]
 
 
 # ---- the primitive ---------------------------------------------------------------------------------
@@ -98,20 +59,6 @@ def _switch_impl(index, *args, branches):
 
 switch_p = primitive("switch", _switch_impl, lambda index, *avals, branches: list(branches[0].out_avals),
                      multiple_results=True)
-
-
-def _stage_closed(fun, args) -> ClosedProgram:
-    """``fun`` (a list of operands to a list of outputs) staged on the abstract values of ``args``.
-    Derived branches capture nothing: their inputs are all explicit."""
-    avals, backends = zip(*[abstractify(x) for x in args]) if args else ((), ())
-    program, _ = stage(fun, avals, backends)
-    return ClosedProgram(program)
-
-
-def _is_differentiable(var) -> bool:
-    """Whether a branch input carries a derivative: a float or complex array (a weakly typed Python
-    scalar is a literal of the call, never a differentiated value)."""
-    return isinstance(var.aval.dtype, np.dtype) and var.aval.dtype.kind in "fc"
 
 
 def _switch_jvp(tangents, ans, index, *args, branches):
@@ -159,11 +106,6 @@ def _switch_vjp(argnums, cts, ans, primals, *, branches):
     in_cts = bind(switch_p, index, *args, *[cts[k] for k in reached], branches=vjp_branches)
     by_operand = dict(zip((1 + i for i in diff), in_cts))
     return [by_operand.get(argnum) for argnum in argnums]
-
-
-def _like(ct, x):
-    """A cotangent with its input's dtype (the switch's branches must agree on every output type)."""
-    return ct if ct.dtype == x.dtype else astype(ct, x.dtype)
 
 
 def _switch_batch(vals, dims, *, branches):
@@ -300,14 +242,6 @@ def _apply(index, branches, operands, where: str, names=None):
     return _tree.tree_unflatten(out_tree, outs)
 
 
-def _operand_leaf(x, where: str, k: int):
-    leaf = traceable(x)
-    if leaf is not None:
-        return leaf
-    raise TypeError(f"{where}: operand leaf {k} is a {type(x).__name__}, which is not an array; pass arrays or "
-                    f"Python scalars as operands and close over other values{_tree.unregistered_container_hint(x)}")
-
-
 def _stage_branch(fun, in_tree, leaves, where: str, name: str):
     """``(program, builder, out_tree)`` of one branch staged on the operands' abstract values."""
     out_trees = []
@@ -341,37 +275,4 @@ def _check_outputs(staged, names, where: str):
                                 "every branch must return the same shapes and dtypes (cast with .astype)")
     return first_tree
 
-
-def _tree_paths(treedef) -> list:
-    """A readable path of each leaf of ``treedef`` (``[0]['w']``); the leaf's index when it has none."""
-    dummy = optree.tree_unflatten(treedef, list(range(treedef.num_leaves)))
-    paths = optree.tree_paths(dummy, namespace=_tree.NAMESPACE)
-    return ["".join(f"[{p!r}]" for p in path) or f"#{k}" for k, path in enumerate(paths)]
-
-
-def _implicit_inputs(staged) -> list:
-    """The union, in order of first appearance, of every branch's implicit inputs: captured values of
-    outer transforms and Parameters read."""
-    seen, union = set(), []
-    for _, builder, _ in staged:
-        for x in list(builder.captured) + list(builder.params):
-            if id(x) not in seen:
-                seen.add(id(x))
-                union.append(x)
-    return union
-
-
-def _with_inputs(program: Program, n_args: int, implicit, builder) -> Program:
-    """``program`` taking the operands, then every branch's implicit inputs (``implicit``): the ones
-    it does not read are new, unused variables, so that every branch has one signature."""
-    own = {id(x): v for x, v in zip(builder.captured, builder.captured_vars)}
-    own.update((id(p), v) for p, v in builder.params.items())
-    extra = []
-    for x in implicit:
-        var = own.get(id(x))
-        if var is None:
-            var = Var(*abstractify(x._data if isinstance(x, Parameter) else x))
-        extra.append(var)
-    return Program(program.invars[:n_args] + extra, program.constvars, program.consts, program.eqns,
-                   program.outputs)
 
