@@ -83,12 +83,12 @@ def _like(ct, x):
     return ct if ct.dtype == x.dtype else astype(ct, x.dtype)
 
 
-def _operand_leaf(x, where: str, k: int):
+def _operand_leaf(x, where: str, k: int, what: str = "operand"):
     leaf = traceable(x)
     if leaf is not None:
         return leaf
-    raise TypeError(f"{where}: operand leaf {k} is a {type(x).__name__}, which is not an array; pass arrays or "
-                    f"Python scalars as operands and close over other values{_tree.unregistered_container_hint(x)}")
+    raise TypeError(f"{where}: {what} leaf {k} is a {type(x).__name__}, which is not an array; pass arrays or "
+                    f"Python scalars as {what}s and close over other values{_tree.unregistered_container_hint(x)}")
 
 
 def _tree_paths(treedef) -> list:

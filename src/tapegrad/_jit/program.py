@@ -140,8 +140,8 @@ def pretty(program: Program, indent: str = "") -> str:
           in (e) }
 
     An equation of a primitive with several results declares each output: ``f:f64[3] g:f64[3,3] = eigh e``.
-    A parameter that holds programs (``switch``'s ``branches``: objects with a ``program``) lists each
-    one below the equation, indented, with names of its own.
+    A parameter that holds programs (``switch``'s ``branches``, ``scan``'s ``body``: objects with a
+    ``program``) lists each one below the equation, indented, with names of its own.
     """
     names, fresh = {}, _names()
 
@@ -168,7 +168,9 @@ def pretty(program: Program, indent: str = "") -> str:
 
 
 def _programs_in(value):
-    """The programs a parameter holds (a tuple of objects with a ``program``), or None."""
+    """The programs a parameter holds (an object with a ``program``, or a tuple of them), or None."""
+    if isinstance(getattr(value, "program", None), Program):
+        return [value.program]
     if isinstance(value, tuple) and value and all(isinstance(getattr(v, "program", None), Program) for v in value):
         return [v.program for v in value]
     return None

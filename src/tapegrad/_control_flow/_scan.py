@@ -1,0 +1,400 @@
+"""``scan``, ``fori_loop`` and ``map`` (JAX's names and semantics): a loop over a staged body, as one
+multi-result primitive ``scan`` whose static parameter is the body's program (:class:`ClosedProgram`).
+
+The body is staged once per call of ``scan``, on the abstract values of the carry and of one slice of
+``xs``; the impl runs its compiled program once per step, never the Python function. Values the body
+closes over that belong to an outer transform (a tracer, a Parameter read) become explicit operands,
+after the carries and ``xs`` ("consts").
+
+The primitive's results are the final carries, the stacked ``ys``, then (hidden from the user) the
+stacked carries that entered each step: what reverse mode stores. Its rules are scans again: forward
+mode scans the body's jvp, carrying the tangents along; reverse mode, at backward time, runs a scan in
+the opposite direction over the stored carries whose body recomputes the step and pulls the cotangent
+back (so every intermediate of a step is recomputed, and only the carries are stored), which makes it
+differentiable again; ``vmap`` scans the batched body with every carry batched.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._backend import namespace_of, zeros_like
+from tapegrad._batching import defbatch
+from tapegrad._control_flow._closed import (
+    _SCALARS,
+    ClosedProgram,
+    _aval_of,
+    _is_differentiable,
+    _like,
+    _operand_leaf,
+    _tree_paths,
+)
+from tapegrad._core import ShapedArray, bind
+from tapegrad._jit.program import type_string
+from tapegrad._jit.staging import abstractify, stage
+from tapegrad._jvp import jvp_flat
+from tapegrad._params import Parameter
+from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
+from tapegrad._structural import broadcast_to, moveaxis
+from tapegrad._tape import pull_back_on
+from tapegrad._vmap import vmap_flat
+
+
+# ---- the primitive: operands (*carries, *xs, *consts), body (*carries, *x slices, *consts) -> (*carries, *ys)
+def _split(seq, n_carry: int, n_xs: int):
+    return list(seq[:n_carry]), list(seq[n_carry:n_carry + n_xs]), list(seq[n_carry + n_xs:])
+
+
+def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
+    """A Python loop over the body's compiled program; the ``unroll`` hint changes nothing here."""
+    carry, xs, consts = _split(args, n_carry, n_xs)
+    ys, saved = [], []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        saved.append(carry)
+        outs = body(*carry, *[x[i] for x in xs], *consts)
+        carry, y = outs[:n_carry], outs[n_carry:]
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+        saved.reverse()
+    xp = namespace_of(*args) if args else np
+    return list(carry) + _stacked(xp, ys, body.out_avals[n_carry:]) + _stacked(xp, saved, body.out_avals[:n_carry])
+
+
+def _stacked(xp, rows, avals) -> list:
+    """Column ``k`` of ``rows`` stacked on a new leading axis (an empty one when there are no rows)."""
+    if not rows:
+        return [xp.zeros((0,) + tuple(aval.shape), aval.dtype) for aval in avals]
+    return [xp.stack([row[k] for row in rows]) for k in range(len(avals))]
+
+
+def _scan_abstract(*avals, body, length, reverse, n_carry, n_xs, unroll):
+    carries = body.out_avals[:n_carry]
+    stacked = [ShapedArray((length,) + tuple(a.shape), a.dtype) for a in body.out_avals[n_carry:] + carries]
+    return list(carries) + stacked
+
+
+scan_p = primitive("scan", _scan_impl, _scan_abstract, multiple_results=True)
+
+
+def _slice_aval(x):
+    aval, backend = abstractify(x)
+    return ShapedArray(tuple(aval.shape[1:]), aval.dtype), backend
+
+
+def _stage_body(fun, carries, xs, consts) -> ClosedProgram:
+    """``fun`` staged on the carries', one slice of each ``xs``' and the consts' abstract values (a
+    derived body: it captures nothing)."""
+    pairs = [abstractify(c) for c in carries] + [_slice_aval(x) for x in xs] + [abstractify(c) for c in consts]
+    avals, backends = zip(*pairs) if pairs else ((), ())
+    program, _ = stage(fun, avals, backends)
+    return ClosedProgram(program)
+
+
+def _scan(carries, xs, consts, body, params):
+    return bind(scan_p, *carries, *xs, *consts, body=body, **dict(params, n_carry=len(carries), n_xs=len(xs)))
+
+
+def _inexact(aval) -> bool:
+    return isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "fc"
+
+
+def _scan_jvp(tangents, ans, *args, body, **params):
+    """A scan of the body's jvp: the float carries' tangents are carried along (zeros where none comes
+    in, since the body may make them nonzero), the live tangents of ``xs`` and consts are operands."""
+    n_carry, n_xs = params["n_carry"], params["n_xs"]
+    carries, xs, consts = _split(args, n_carry, n_xs)
+    t_carry, t_xs, t_consts = _split(tangents, n_carry, n_xs)
+    invars = body.program.invars
+    diff_c = [k for k in range(n_carry) if _is_differentiable(invars[k])]
+    live_x = tuple(j for j, t in enumerate(t_xs) if t is not None)
+    live_k = tuple(c for c, t in enumerate(t_consts) if t is not None)
+    if not (live_x or live_k or any(t_carry[k] is not None for k in diff_c)):
+        return None
+    n_ys = len(body.out_avals) - n_carry
+    float_ys = [k for k in range(n_ys) if _inexact(body.out_avals[n_carry + k])]
+
+    def jvp_body(*ins):
+        c, tc, x, tx, k, tk = _cut(ins, n_carry, len(diff_c), n_xs, len(live_x), len(consts), len(live_k))
+        tangent_in = [None] * len(invars)
+        for i, t in zip(diff_c, tc):
+            tangent_in[i] = t
+        for j, t in zip(live_x, tx):
+            tangent_in[n_carry + j] = t
+        for i, t in zip(live_k, tk):
+            tangent_in[n_carry + n_xs + i] = t
+        outs, out_t = jvp_flat(body.evaluate, c + x + k, tangent_in)
+        dense = [zeros_like(o) if t is None else _like(t, o) for o, t in zip(outs, out_t)]
+        return (outs[:n_carry] + [dense[i] for i in diff_c] + outs[n_carry:]
+                + [dense[n_carry + i] for i in float_ys])
+    t_init = [zeros_like(carries[k]) if t_carry[k] is None else t_carry[k] for k in diff_c]
+    new_carries = carries + t_init
+    new_xs = xs + [t_xs[j] for j in live_x]
+    new_consts = consts + [t_consts[i] for i in live_k]
+    jbody = body.derived(("jvp", live_x, live_k), lambda: _stage_body(jvp_body, new_carries, new_xs, new_consts))
+    outs = _scan(new_carries, new_xs, new_consts, jbody, params)
+    n_c, n_y = len(new_carries), n_ys + len(float_ys)
+    result = [None] * (n_carry + n_ys + n_carry)
+    for j, k in enumerate(diff_c):
+        result[k] = outs[n_carry + j]
+        result[n_carry + n_ys + k] = outs[n_c + n_y + n_carry + j]
+    for j, k in enumerate(float_ys):
+        result[n_carry + k] = outs[n_c + n_ys + j]
+    return result
+
+
+def _cut(seq, *sizes) -> list:
+    """``seq`` cut into consecutive lists of ``sizes``."""
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(list(seq[start:start + size]))
+        start += size
+    return parts
+
+
+def _scan_vjp(argnums, cts, ans, primals, *, body, **params):
+    """A scan in the opposite direction over the stored carries: each step recomputes the body at its
+    carry under a tape and pulls the cotangent back (``pull_back_on``); the carry is the cotangent of
+    the carry and the running sum of the consts' cotangents, the ``ys`` the cotangents of ``xs``."""
+    n_carry, n_xs = params["n_carry"], params["n_xs"]
+    carries, xs, consts = _split(primals, n_carry, n_xs)
+    n_ys = len(body.out_avals) - n_carry
+    ct_carry, ct_ys, ct_saved = _cut(cts, n_carry, n_ys, n_carry)
+    saved = ans[n_carry + n_ys:]
+    invars = body.program.invars
+    diff_c = [k for k in range(n_carry) if _is_differentiable(invars[k])]
+    diff_x = [j for j in range(n_xs) if _is_differentiable(invars[n_carry + j])]
+    diff_k = [i for i in range(len(consts)) if _is_differentiable(invars[n_carry + n_xs + i])]
+    reached_y = tuple(k for k in range(n_ys) if ct_ys[k] is not None)
+    reached_s = tuple(k for k in diff_c if ct_saved[k] is not None)
+    variables = diff_c + [n_carry + j for j in diff_x] + [n_carry + n_xs + i for i in diff_k]
+
+    def vjp_body(*ins):
+        ct_c, acc, s, x, cy, cs, k = _cut(ins, len(diff_c), len(diff_k), n_carry, n_xs, len(reached_y),
+                                           len(reached_s), len(consts))
+        values = s + x + k
+        out_cts = [None] * len(body.out_avals)
+        for i, ct in zip(diff_c, ct_c):
+            out_cts[i] = ct
+        for i, ct in zip(reached_y, cy):
+            out_cts[n_carry + i] = ct
+        grads = pull_back_on(body.evaluate, values, variables, out_cts)
+        grads = [zeros_like(values[i]) if g is None else _like(g, values[i]) for i, g in zip(variables, grads)]
+        g_c, g_x, g_k = _cut(grads, len(diff_c), len(diff_x), len(diff_k))
+        for i, ct in zip(reached_s, cs):  # the cotangent of the stored carry that entered this step
+            g_c[diff_c.index(i)] = g_c[diff_c.index(i)] + ct
+        return g_c + [a + g for a, g in zip(acc, g_k)] + g_x
+    r_carries = ([zeros_like(ans[k]) if ct_carry[k] is None else _like(ct_carry[k], ans[k]) for k in diff_c]
+                 + [zeros_like(consts[i]) for i in diff_k])
+    r_xs = list(saved) + xs + [ct_ys[k] for k in reached_y] + [ct_saved[k] for k in reached_s]
+    vbody = body.derived(("vjp", reached_y, reached_s), lambda: _stage_body(vjp_body, r_carries, r_xs, consts))
+    outs = _scan(r_carries, r_xs, consts, vbody, dict(params, reverse=not params["reverse"]))
+    by_operand = dict(zip(diff_c, outs))
+    by_operand.update((n_carry + n_xs + i, g) for i, g in zip(diff_k, outs[len(diff_c):]))
+    by_operand.update((n_carry + j, g) for j, g in zip(diff_x, outs[len(r_carries):]))
+    return [by_operand.get(argnum) for argnum in argnums]
+
+
+def _scan_vjp_one(argnum, cts, ans, *primals, body, **params):
+    return _scan_vjp([argnum], cts, ans, primals, body=body, **params)[0]
+
+
+def _scan_batch(vals, dims, *, body, **params):
+    """A scan of the batched body: every carry batched at axis 0 (a carry the body makes batched must
+    be batched from the start), ``xs`` batched at axis 1 (behind the scanned axis), consts as they
+    come; the ``ys`` and stored carries come out batched at axis 1."""
+    n_carry, n_xs = params["n_carry"], params["n_xs"]
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    carries, xs, consts = _split(vals, n_carry, n_xs)
+    c_dims, x_dims, k_dims = _split(dims, n_carry, n_xs)
+    carries = [broadcast_to(c, (size,) + tuple(c.shape)) if d is None else moveaxis(c, d, 0)
+               for c, d in zip(carries, c_dims)]
+    xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, x_dims)]
+    in_dims = [0] * n_carry + [None if d is None else 0 for d in x_dims] + list(k_dims)
+    n_out = len(body.out_avals)
+
+    def make():
+        return _stage_body(lambda *ins: vmap_flat(body.evaluate, list(ins), in_dims, [0] * n_out, size),
+                           carries, xs, consts)
+    batched = body.derived(("batch", tuple(in_dims), size), make)
+    outs = _scan(carries, xs, consts, batched, params)
+    return outs, [0] * n_carry + [1] * (n_out - n_carry) + [1] * n_carry
+
+
+defjvp_joint(scan_p, _scan_jvp)
+defvjp_argnum(scan_p, _scan_vjp_one, _scan_vjp)
+defbatch(scan_p, _scan_batch)
+
+
+# ---- the public functions --------------------------------------------------------------------------
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """Loop ``f`` over the leading axis of ``xs``, threading a carry (JAX's ``lax.scan``)::
+
+        def scan(f, init, xs, length=None):
+            carry, ys = init, []
+            for x in xs:
+                carry, y = f(carry, x)
+                ys.append(y)
+            return carry, stack(ys)
+
+    ``f`` is staged once, on the carry's and one slice's shapes and dtypes: eagerly the loop runs its
+    compiled program, and under ``jit`` the program holds one ``scan`` operation, never unrolled.
+    Reverse mode stores the carry that entered each step (not every intermediate) and recomputes each
+    step during the backward pass; ``vmap`` batches every carry.
+
+    Args:
+        f: ``f(carry, x) -> (carry, y)``, with the returned carry of the same pytree structure, shapes
+            and dtypes as ``init``; ``y`` any pytree of arrays (None for no ``ys``).
+        init: the initial carry, a pytree of arrays and Python scalars (a Python scalar takes the dtype
+            of the body's result for it, as ``jit``'s weak types do).
+        xs: a pytree of arrays scanned along their leading axis, or None (then ``length`` is required).
+        length: the number of steps; optional when ``xs`` has leaves, and then equal to their leading
+            axes.
+        reverse: scan from the last slice to the first (``ys`` still in the order of ``xs``).
+        unroll: a positive int; a hint accepted for JAX compatibility, which changes nothing here.
+
+    Returns:
+        ``(carry, ys)``: the final carry and the ``y`` of every step stacked on a new leading axis.
+
+    Raises:
+        TypeError: ``f`` is not callable, a leaf is not an array, ``f`` does not return a pair, or its
+            carry differs from ``init`` in structure, shape or dtype (naming the leaf and both types).
+        ValueError: ``length`` disagrees with the leading axes of ``xs``, is missing or negative,
+            ``unroll`` is not a positive int, or ``f`` assigns a Parameter.
+    """
+    if not callable(f):
+        raise TypeError(f"scan: f must be a function f(carry, x) -> (carry, y), got {type(f).__name__}")
+    if type(unroll) is not int or unroll < 1:
+        raise ValueError(f"scan: unroll must be a positive int, got {unroll!r}")
+    init_leaves, carry_tree = _tree.tree_flatten(init)
+    xs_leaves, xs_tree = _tree.tree_flatten(xs)
+    init_leaves = [_operand_leaf(x, "scan", k, "init") for k, x in enumerate(init_leaves)]
+    xs_leaves = [_operand_leaf(x, "scan", k, "xs") for k, x in enumerate(xs_leaves)]
+    length = _check_length(length, xs_leaves)
+    program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
+    if any(type(c) in _SCALARS for c in init_leaves):  # weak types: take the body's dtype, and stage again
+        init_leaves = [_strong(c, out) for c, out in zip(init_leaves, program.outputs)]
+        program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
+    _check_carry(program, carry_tree, len(init_leaves))
+    consts = [x.value if isinstance(x, Parameter) else x for x in list(builder.captured) + list(builder.params)]
+    outs = bind(scan_p, *init_leaves, *xs_leaves, *consts, body=ClosedProgram(program), length=length,
+                reverse=bool(reverse), n_carry=len(init_leaves), n_xs=len(xs_leaves), unroll=unroll)
+    n_carry, n_ys = len(init_leaves), y_tree.num_leaves
+    return (_tree.tree_unflatten(carry_tree, outs[:n_carry]),
+            _tree.tree_unflatten(y_tree, outs[n_carry:n_carry + n_ys]))
+
+
+def _check_length(length, xs_leaves) -> int:
+    for k, x in enumerate(xs_leaves):
+        if len(getattr(x, "shape", ())) == 0:
+            raise ValueError(f"scan: xs leaf {k} is a scalar; every leaf of xs needs a leading axis to scan over")
+    leading = {int(x.shape[0]) for x in xs_leaves}
+    if length is not None:
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
+            raise ValueError(f"scan: length must be a non-negative int, got {length!r}")
+        length = int(length)
+        if leading and leading != {length}:
+            raise ValueError(f"scan: length={length} but the leading axes of xs are {sorted(leading)}; they "
+                             "must all equal length (or leave length out)")
+        return length
+    if not leading:
+        raise ValueError("scan: xs is None (or has no leaves), so length must be given")
+    if len(leading) > 1:
+        raise ValueError(f"scan: the leaves of xs have different leading axes {sorted(leading)}; they must all "
+                         "have the same length")
+    return leading.pop()
+
+
+def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
+    """``(program, builder, y_tree)`` of ``f`` staged on the carry's and one slice's abstract values."""
+    n_carry, y_trees = len(init_leaves), []
+
+    def flat_body(*ins):
+        carry = _tree.tree_unflatten(carry_tree, list(ins[:n_carry]))
+        out = f(carry, _tree.tree_unflatten(xs_tree, list(ins[n_carry:])))
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError(f"scan: f must return a pair (carry, y), got {type(out).__name__}")
+        carry_leaves, tree = _tree.tree_flatten(out[0])
+        if tree != carry_tree:
+            raise TypeError(f"scan: f returns a carry of pytree structure {tree} but init has {carry_tree}; the "
+                            "carry must keep its structure, shapes and dtypes")
+        y_leaves, y_tree = _tree.tree_flatten(out[1])
+        y_trees.append(y_tree)
+        return [np.asarray(o) if type(o) in _SCALARS else o for o in carry_leaves + y_leaves]
+    pairs = [abstractify(c) for c in init_leaves] + [_slice_aval(x) for x in xs_leaves]
+    avals, backends = zip(*pairs) if pairs else ((), ())
+    program, builder = stage(flat_body, avals, backends)
+    if builder.writes:
+        raise ValueError(f"scan: f assigns Parameter {next(iter(builder.writes)).name!r}; the body must be a "
+                         "pure function of its carry: carry the new value and assign it after the scan")
+    return program, builder, y_trees[0]
+
+
+def _strong(leaf, out):
+    """A Python scalar of the carry as an array: of the body's dtype for it where the scalar promotes to
+    that dtype (jit's weak-type rule), else of NumPy's default dtype for it."""
+    if type(leaf) not in _SCALARS:
+        return leaf
+    dtype = out.aval.dtype if hasattr(out, "aval") else None
+    if isinstance(dtype, np.dtype) and np.result_type(leaf, dtype) == dtype:
+        return np.asarray(leaf, dtype)
+    return np.asarray(leaf)
+
+
+def _check_carry(program, carry_tree, n_carry: int) -> None:
+    for k, (inp, out) in enumerate(zip(program.invars[:n_carry], program.outputs[:n_carry])):
+        t_in, t_out = type_string(inp.aval), type_string(_aval_of(out))
+        if t_in != t_out:
+            raise TypeError(f"scan: carry leaf {_tree_paths(carry_tree)[k]} is {t_in} in init but f returns "
+                            f"{t_out}; the carry must keep its shape and dtype (cast with .astype)")
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1``, threading ``val`` (JAX's
+    ``lax.fori_loop``): a :func:`scan` over ``arange(lower, upper)``, so differentiable in both modes.
+
+    Args:
+        lower, upper: Python ints (concrete bounds; ``upper <= lower`` returns ``init_val``).
+        body_fun: ``body_fun(i, val) -> val``, with ``i`` a 0-d integer array and the same structure,
+            shapes and dtypes in and out.
+        init_val: a pytree of arrays and Python scalars.
+
+    Returns:
+        The final value.
+
+    Raises:
+        TypeError: a bound is not a concrete integer (a traced bound needs ``while_loop``, not
+            available yet), or as :func:`scan` does.
+    """
+    for name, bound in (("lower", lower), ("upper", upper)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+            raise TypeError(f"fori_loop: {name} must be a concrete int (a Python int), got {type(bound).__name__}; "
+                            "the trip count must be known when the loop is staged: pass concrete bounds, or "
+                            "loop with scan over a fixed length")
+    if not callable(body_fun):
+        raise TypeError("fori_loop: body_fun must be a function body_fun(i, val) -> val, got "
+                        f"{type(body_fun).__name__}")
+    if upper <= lower:
+        return init_val
+    carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, np.arange(int(lower), int(upper)))
+    return carry
+
+
+def map(f, xs):  # noqa: A001 (JAX's name)
+    """``f`` applied to each slice of ``xs`` along its leading axis, the results stacked (JAX's
+    ``lax.map``): a :func:`scan` with no carry.
+
+    Args:
+        f: a function of one slice (a pytree like ``xs`` without its leading axis).
+        xs: a pytree of arrays with a common leading axis.
+
+    Returns:
+        The pytree of ``f``'s outputs, each stacked on a new leading axis.
+
+    Raises:
+        TypeError, ValueError: as :func:`scan` does.
+    """
+    if not callable(f):
+        raise TypeError(f"map: f must be a function of one slice of xs, got {type(f).__name__}")
+    _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
+    return ys
