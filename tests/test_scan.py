@@ -280,3 +280,28 @@ def test_map_matches_a_list_comprehension():
     assert_close(got[0], np.stack([w[0] for w in want]))
     assert_close(got[1], np.array([w[1] for w in want]))
     check_grads(lambda xs: tg.map(lambda x: tnp.exp(x) * x[0], xs), (XS,), order=2)
+
+
+def test_hessian_jit_vmap_grad_and_custom_vjp_inside_the_body():
+    xs = np.linspace(0.0, 1.0, 6)
+
+    def f(c):
+        return tnp.sum(tg.scan(lambda c, x: (tnp.sin(c) * x + c, c * c), c, xs)[1])
+
+    def unrolled(c):
+        total = 0.0
+        for x in xs:
+            total, c = total + c * c, tnp.sin(c) * x + c
+        return tnp.sum(total)
+    c0 = np.array([0.3, 0.2])
+    assert_close(tg.hessian(f)(c0), tg.hessian(unrolled)(c0))
+    assert_close(tg.jit(tg.vmap(tg.grad(f)))(c0), tg.vmap(tg.grad(unrolled))(c0))
+    assert_close(tg.grad(lambda c: tnp.sum(tg.vmap(f)(c)))(c0), tg.grad(lambda c: tnp.sum(tg.vmap(unrolled)(c)))(c0))
+
+    @tg.custom_vjp
+    def square(x):
+        return x * x
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+    got = tg.grad(lambda c: tg.scan(lambda c, x: (square(c) * x, None), c, xs + 1.0)[0])(np.array(0.9))
+    want = tg.grad(lambda c: tg.scan(lambda c, x: (c * c * x, None), c, xs + 1.0)[0])(np.array(0.9))
+    assert_close(got, want)
