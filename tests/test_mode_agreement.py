@@ -62,6 +62,10 @@ class Case:
         return tuple(_draw(rng, d, s, dtype) for d, s in zip(self.domains, self.shapes))
 
 
+def _product(carry, ys):
+    return ys * carry
+
+
 def _unary(name, fn, domain="real", dtypes=REAL, shape=(2, 3), **kw):
     return Case(name, fn, (shape,), (domain,), dtypes, **kw)
 
@@ -150,6 +154,8 @@ CASES = [
     _unary("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=1, padding=1), shape=(1, 2, 4, 4)),
     # control flow (the index clamped to the last branch)
     _binary("switch", lambda x, y: tg.switch(5, [lambda a, b: a * b, lambda a, b: tnp.sin(a) * b], x, y)),
+    # a scan over the rows of x, carrying a vector (both results differentiated)
+    _binary("scan", lambda x, y: _product(*tg.scan(lambda c, r: (tnp.sin(c) * r + c, c * r), y, x))),
 ]
 
 
