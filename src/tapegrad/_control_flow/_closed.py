@@ -37,12 +37,17 @@ class ClosedProgram:
 
     def __call__(self, *args):
         """The outputs for concrete ``args``, each an array the caller owns."""
+        return owned(self.run(*args), caller=list(args) + self.program.consts)
+
+    def run(self, *args):
+        """The outputs for concrete ``args``, which may alias them or the constants (or be NumPy
+        scalars): for a loop that hands them to its next step and takes ownership once, at the end."""
         if self._run is None:
             self._calls += 1
             if self._calls == 1:
-                return owned(evaluate(self.program, args), caller=list(args) + self.program.consts)
+                return evaluate(self.program, args)
             self._run = compile_program(optimize(self.program))
-        return owned(self._run(*args), caller=list(args) + self.program.consts)
+        return self._run(*args)
 
     def evaluate(self, *args):
         """The outputs through ``bind``, for a transform that must see the branch's primitives."""

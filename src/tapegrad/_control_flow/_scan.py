@@ -33,6 +33,7 @@ from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.program import type_string
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
+from tapegrad._owned import owned
 from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import broadcast_to, moveaxis
@@ -51,21 +52,23 @@ def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
     ys, saved = [], []
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         saved.append(carry)
-        outs = body(*carry, *[x[i] for x in xs], *consts)
+        outs = body.run(*carry, *[x[i] for x in xs], *consts)
         carry, y = outs[:n_carry], outs[n_carry:]
         ys.append(y)
     if reverse:
         ys.reverse()
         saved.reverse()
     xp = namespace_of(*args) if args else np
-    return list(carry) + _stacked(xp, ys, body.out_avals[n_carry:]) + _stacked(xp, saved, body.out_avals[:n_carry])
+    carry = owned(carry, caller=args)  # the steps' results may alias their inputs: the caller owns these
+    return carry + _stacked(xp, ys, body.out_avals[n_carry:]) + _stacked(xp, saved, body.out_avals[:n_carry])
 
 
 def _stacked(xp, rows, avals) -> list:
-    """Column ``k`` of ``rows`` stacked on a new leading axis (an empty one when there are no rows)."""
+    """Column ``k`` of ``rows`` stacked on a new leading axis (an empty one when there are no rows),
+    each a new array of the column's dtype."""
     if not rows:
         return [xp.zeros((0,) + tuple(aval.shape), aval.dtype) for aval in avals]
-    return [xp.stack([row[k] for row in rows]) for k in range(len(avals))]
+    return [xp.stack([row[k] for row in rows]).astype(aval.dtype, copy=False) for k, aval in enumerate(avals)]
 
 
 def _scan_abstract(*avals, body, length, reverse, n_carry, n_xs, unroll):
