@@ -269,9 +269,21 @@ def test_fori_loop_matches_a_python_for_loop(bounds):
         check_grads(f, (H0,), order=2)
 
 
-def test_fori_loop_traced_bounds_are_refused():
-    with pytest.raises(TypeError, match="upper must be a concrete int.*scan"):
-        tg.jit(lambda n: tg.fori_loop(0, n, _euler, H0))(np.array(3))
+def test_fori_loop_with_a_traced_bound_is_a_while_loop():
+    f = tg.jit(lambda n, y: tg.fori_loop(0, n, _euler, y))
+
+    def unrolled(n, y):
+        for i in range(n):
+            y = _euler(i, y)
+        return y
+    for n in (0, 1, 4):
+        assert_close(f(np.array(n), H0), unrolled(n, H0))
+    assert_close(tg.jvp(lambda y: f(np.array(4), y), (H0,), (np.ones(3),))[1],
+                 tg.jvp(lambda y: unrolled(4, y), (H0,), (np.ones(3),))[1])
+    with pytest.raises(TypeError, match="reverse-mode.*fori_loop with concrete bounds, or scan"):
+        tg.grad(lambda y: tnp.sum(f(np.array(4), y)))(H0)
+    with pytest.raises(TypeError, match="upper must be a scalar integer"):
+        tg.fori_loop(0, 2.5, _euler, H0)
 
 
 def test_map_matches_a_list_comprehension():
@@ -305,3 +317,59 @@ def test_hessian_jit_vmap_grad_and_custom_vjp_inside_the_body():
     got = tg.grad(lambda c: tg.scan(lambda c, x: (square(c) * x, None), c, xs + 1.0)[0])(np.array(0.9))
     want = tg.grad(lambda c: tg.scan(lambda c, x: (c * c * x, None), c, xs + 1.0)[0])(np.array(0.9))
     assert_close(got, want)
+
+
+# ---- while_loop ----------------------------------------------------------------------------------
+def _halve_until_small(v):
+    return tg.while_loop(lambda c: c[1] > 0.1, lambda c: (c[0] + 1, c[1] * 0.5 + tnp.sin(c[1]) * 0.01), (0, v))
+
+
+def _python_halving(v):
+    n = 0
+    while v > 0.1:
+        n, v = n + 1, v * 0.5 + np.sin(v) * 0.01
+    return n, v
+
+
+def test_while_loop_matches_python_eagerly_under_jit_and_vmap():
+    vs = np.array([0.05, 0.7, 3.0, 40.0])
+    for v in vs:
+        for got in (_halve_until_small(np.array(v)), tg.jit(_halve_until_small)(np.array(v))):
+            want = _python_halving(v)
+            assert int(got[0]) == want[0]
+            assert_close(got[1], want[1])
+    program = tg.make_program(_halve_until_small)(np.array(1.0))
+    assert [eqn.prim.name for eqn in program.eqns] == ["while"]
+    for batched in (tg.vmap(_halve_until_small)(vs), tg.jit(tg.vmap(_halve_until_small))(vs)):
+        for b, v in enumerate(vs):  # each example stops at its own count
+            want = _python_halving(v)
+            assert int(batched[0][b]) == want[0]
+            assert_close(batched[1][b], want[1])
+
+
+def test_while_loop_forward_mode_and_closures():
+    def f(a):
+        return tg.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, tnp.sin(c[1]) * a), (0, a))[1]
+
+    def unrolled(a):
+        v = a
+        for _ in range(5):
+            v = tnp.sin(v) * a
+        return v
+    a = np.array([0.9, 1.3])
+    assert_close(tg.jvp(f, (a,), (np.ones(2),))[1], tg.jvp(unrolled, (a,), (np.ones(2),))[1])
+    assert_close(tg.jacfwd(f)(a), tg.jacfwd(unrolled)(a))
+    check_grads(f, (a,), order=2, modes=("fwd",))
+    assert_close(tg.vmap(tg.jacfwd(f))(a[:, None]), tg.vmap(tg.jacfwd(unrolled))(a[:, None]))
+
+
+def test_while_loop_errors():
+    with pytest.raises(TypeError, match="reverse-mode differentiation .* use fori_loop"):
+        tg.grad(lambda v: _halve_until_small(v)[1])(np.array(1.0))
+    with pytest.raises(TypeError, match="cond_fun must return a scalar bool"):
+        tg.while_loop(lambda v: v > 0, lambda v: v - 1.0, H0)
+    with pytest.raises(TypeError, match=r"carry leaf #0 is f64\[3\] in init_val but body_fun returns f32\[3\]"):
+        tg.while_loop(lambda v: v[0] > 0, lambda v: v.astype(np.float32), H0)
+    with pytest.raises(TypeError, match="body_fun must be a function"):
+        tg.while_loop(lambda v: True, None, H0)
+    assert_close(tg.while_loop(lambda v: v > 100.0, lambda v: v * 2.0, 1.0), 1.0)  # zero trips

@@ -8,7 +8,7 @@ from tapegrad import errors, extend, nn, numpy, optim, random, scipy, testing, t
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
-from tapegrad._control_flow import cond, fori_loop, map, scan, switch
+from tapegrad._control_flow import cond, fori_loop, map, scan, switch, while_loop
 from tapegrad._custom import custom_jvp, custom_vjp
 from tapegrad._jacobians import hessian, jacfwd, jacrev
 from tapegrad._jit import jit, make_program
@@ -21,5 +21,5 @@ __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "custom_jvp", "custom_vjp", "errors", "extend",
     "fori_loop", "get_grad", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "make_program",
     "map", "nn", "numpy", "optim", "random", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing",
-    "tree", "value_and_grad", "vmap", "vjp",
+    "tree", "value_and_grad", "vmap", "vjp", "while_loop",
 ]

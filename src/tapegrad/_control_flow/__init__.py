@@ -1,7 +1,8 @@
 """Control flow that ``jit`` stages as one operation and every transform differentiates or batches:
-``cond``/``switch`` (``_switch.py``) and ``scan``/``fori_loop``/``map`` (``_scan.py``), built on the
-staged sub-programs of ``_closed.py``."""
+``cond``/``switch`` (``_switch.py``), ``scan``/``fori_loop``/``map`` (``_scan.py``) and
+``while_loop`` (``_while.py``), built on the staged sub-programs of ``_closed.py``."""
 from tapegrad._control_flow._scan import fori_loop, map, scan
 from tapegrad._control_flow._switch import cond, switch
+from tapegrad._control_flow._while import while_loop
 
-__all__ = ["cond", "fori_loop", "map", "scan", "switch"]
+__all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]

@@ -7,10 +7,11 @@ import numpy as np
 import optree
 
 from tapegrad import _tree
+from tapegrad._core import ShapedArray
 from tapegrad._jit.api import traceable
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
-from tapegrad._jit.program import Program, Var, pretty
+from tapegrad._jit.program import Program, Var, pretty, type_string
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._params import Parameter
@@ -129,3 +130,38 @@ def _with_inputs(program: Program, n_args: int, implicit, builder) -> Program:
     return Program(program.invars[:n_args] + extra, program.constvars, program.consts, program.eqns,
                    program.outputs)
 
+
+def _slice_aval(x):
+    aval, backend = abstractify(x)
+    return ShapedArray(tuple(aval.shape[1:]), aval.dtype), backend
+
+
+def _staged(flat_fun, leaves, where: str, name: str, xs_leaves=()):
+    """``(program, builder)`` of ``flat_fun`` staged on the abstract values of ``leaves`` and of one
+    slice of each of ``xs_leaves``; a ValueError if it assigns a Parameter."""
+    pairs = [abstractify(c) for c in leaves] + [_slice_aval(x) for x in xs_leaves]
+    avals, backends = zip(*pairs) if pairs else ((), ())
+    program, builder = stage(flat_fun, avals, backends)
+    if builder.writes:
+        raise ValueError(f"{where}: {name} assigns Parameter {next(iter(builder.writes)).name!r}; a loop body must "
+                         "be a pure function of its carry: carry the new value and assign it after the loop")
+    return program, builder
+
+
+def _strong(leaf, out):
+    """A Python scalar of the carry as an array: of the body's dtype for it where the scalar promotes to
+    that dtype (jit's weak-type rule), else of NumPy's default dtype for it."""
+    if type(leaf) not in _SCALARS:
+        return leaf
+    dtype = out.aval.dtype if hasattr(out, "aval") else None
+    if isinstance(dtype, np.dtype) and np.result_type(leaf, dtype) == dtype:
+        return np.asarray(leaf, dtype)
+    return np.asarray(leaf)
+
+
+def _check_carry(program, carry_tree, n_carry: int, where="scan", fun="f", init="init") -> None:
+    for k, (inp, out) in enumerate(zip(program.invars[:n_carry], program.outputs[:n_carry])):
+        t_in, t_out = type_string(inp.aval), type_string(_aval_of(out))
+        if t_in != t_out:
+            raise TypeError(f"{where}: carry leaf {_tree_paths(carry_tree)[k]} is {t_in} in {init} but {fun} "
+                            f"returns {t_out}; the carry must keep its shape and dtype (cast with .astype)")

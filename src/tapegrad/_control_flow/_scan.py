@@ -23,14 +23,16 @@ from tapegrad._batching import defbatch
 from tapegrad._control_flow._closed import (
     _SCALARS,
     ClosedProgram,
-    _aval_of,
+    _check_carry,
     _is_differentiable,
     _like,
     _operand_leaf,
-    _tree_paths,
+    _slice_aval,
+    _staged,
+    _strong,
 )
+from tapegrad._control_flow._while import while_loop
 from tapegrad._core import ShapedArray, bind
-from tapegrad._jit.program import type_string
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
@@ -80,9 +82,6 @@ def _scan_abstract(*avals, body, length, reverse, n_carry, n_xs, unroll):
 scan_p = primitive("scan", _scan_impl, _scan_abstract, multiple_results=True)
 
 
-def _slice_aval(x):
-    aval, backend = abstractify(x)
-    return ShapedArray(tuple(aval.shape[1:]), aval.dtype), backend
 
 
 def _stage_body(fun, carries, xs, consts) -> ClosedProgram:
@@ -324,32 +323,14 @@ def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
         y_leaves, y_tree = _tree.tree_flatten(out[1])
         y_trees.append(y_tree)
         return [np.asarray(o) if type(o) in _SCALARS else o for o in carry_leaves + y_leaves]
-    pairs = [abstractify(c) for c in init_leaves] + [_slice_aval(x) for x in xs_leaves]
-    avals, backends = zip(*pairs) if pairs else ((), ())
-    program, builder = stage(flat_body, avals, backends)
-    if builder.writes:
-        raise ValueError(f"scan: f assigns Parameter {next(iter(builder.writes)).name!r}; the body must be a "
-                         "pure function of its carry: carry the new value and assign it after the scan")
+    program, builder = _staged(flat_body, init_leaves, "scan", "f", xs_leaves)
     return program, builder, y_trees[0]
 
 
-def _strong(leaf, out):
-    """A Python scalar of the carry as an array: of the body's dtype for it where the scalar promotes to
-    that dtype (jit's weak-type rule), else of NumPy's default dtype for it."""
-    if type(leaf) not in _SCALARS:
-        return leaf
-    dtype = out.aval.dtype if hasattr(out, "aval") else None
-    if isinstance(dtype, np.dtype) and np.result_type(leaf, dtype) == dtype:
-        return np.asarray(leaf, dtype)
-    return np.asarray(leaf)
 
 
-def _check_carry(program, carry_tree, n_carry: int) -> None:
-    for k, (inp, out) in enumerate(zip(program.invars[:n_carry], program.outputs[:n_carry])):
-        t_in, t_out = type_string(inp.aval), type_string(_aval_of(out))
-        if t_in != t_out:
-            raise TypeError(f"scan: carry leaf {_tree_paths(carry_tree)[k]} is {t_in} in init but f returns "
-                            f"{t_out}; the carry must keep its shape and dtype (cast with .astype)")
+
+
 
 
 def fori_loop(lower, upper, body_fun, init_val):
@@ -357,7 +338,9 @@ def fori_loop(lower, upper, body_fun, init_val):
     ``lax.fori_loop``): a :func:`scan` over ``arange(lower, upper)``, so differentiable in both modes.
 
     Args:
-        lower, upper: Python ints (concrete bounds; ``upper <= lower`` returns ``init_val``).
+        lower, upper: integers. Concrete ones (Python ints) make a ``scan`` of ``upper - lower`` steps
+            (``upper <= lower`` returns ``init_val``); a traced one (under ``jit``) a ``while_loop``,
+            which forward mode differentiates and reverse mode refuses, as in JAX.
         body_fun: ``body_fun(i, val) -> val``, with ``i`` a 0-d integer array and the same structure,
             shapes and dtypes in and out.
         init_val: a pytree of arrays and Python scalars.
@@ -366,21 +349,28 @@ def fori_loop(lower, upper, body_fun, init_val):
         The final value.
 
     Raises:
-        TypeError: a bound is not a concrete integer (a traced bound needs ``while_loop``, not
-            available yet), or as :func:`scan` does.
+        TypeError: a bound is not a scalar integer, or as :func:`scan` does.
     """
-    for name, bound in (("lower", lower), ("upper", upper)):
-        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
-            raise TypeError(f"fori_loop: {name} must be a concrete int (a Python int), got {type(bound).__name__}; "
-                            "the trip count must be known when the loop is staged: pass concrete bounds, or "
-                            "loop with scan over a fixed length")
     if not callable(body_fun):
         raise TypeError("fori_loop: body_fun must be a function body_fun(i, val) -> val, got "
                         f"{type(body_fun).__name__}")
+    concrete = [isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lower, upper)]
+    if not all(concrete):
+        for name, bound, ok in (("lower", lower, concrete[0]), ("upper", upper, concrete[1])):
+            if not ok and (tuple(getattr(bound, "shape", (1,))) != () or np.dtype(bound.dtype).kind not in "iu"):
+                raise TypeError(f"fori_loop: {name} must be a scalar integer, got {type(bound).__name__}")
+        return _fori_while(lower, upper, body_fun, init_val)
     if upper <= lower:
         return init_val
     carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, np.arange(int(lower), int(upper)))
     return carry
+
+
+def _fori_while(lower, upper, body_fun, init_val):
+    """A traced bound: a ``while_loop`` over ``(i, upper, val)`` (forward mode only, as in JAX)."""
+    _, _, val = while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
+                           (lower, upper, init_val))
+    return val
 
 
 def map(f, xs):  # noqa: A001 (JAX's name)

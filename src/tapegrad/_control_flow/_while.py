@@ -1,0 +1,183 @@
+"""``while_loop`` (JAX's ``lax.while_loop``): a loop whose trip count is decided at run time, as one
+multi-result primitive ``while`` holding the staged condition and body (:class:`ClosedProgram`).
+
+Operands are the carries, then the values the condition closes over, then those the body closes
+over. Forward mode is a ``while`` over the body's jvp (the condition reads the primal carries only).
+Reverse mode is refused, as in JAX: the trip count is not known before the loop runs, so there is no
+static reverse loop to build; ``fori_loop`` with concrete bounds and ``scan`` differentiate in both
+modes. ``vmap`` batches every carry and runs until every example's condition is false, keeping the
+finished examples' carries as they are (``where``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._backend import zeros_like
+from tapegrad._batching import defbatch
+from tapegrad._control_flow._closed import (
+    ClosedProgram,
+    _check_carry,
+    _is_differentiable,
+    _like,
+    _operand_leaf,
+    _staged,
+    _strong,
+)
+from tapegrad._core import bind
+from tapegrad._jit.staging import abstractify, stage
+from tapegrad._jvp import jvp_flat
+from tapegrad._owned import owned
+from tapegrad._params import Parameter
+from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
+from tapegrad._structural import broadcast_to, moveaxis, reshape
+from tapegrad._vmap import vmap_flat
+from tapegrad.numpy import any as any_
+from tapegrad.numpy import where
+
+
+def _while_impl(*args, cond, body, n_carry, n_cond):
+    carry, cond_consts, body_consts = list(args[:n_carry]), args[n_carry:n_carry + n_cond], args[n_carry + n_cond:]
+    while bool(cond.run(*carry, *cond_consts)[0]):
+        carry = list(body.run(*carry, *body_consts))
+    return owned(carry, caller=args)
+
+
+while_p = primitive("while", _while_impl, lambda *avals, cond, body, n_carry, n_cond: list(body.out_avals),
+                    multiple_results=True)
+
+
+def _stage_on(fun, args) -> ClosedProgram:
+    avals, backends = zip(*[abstractify(x) for x in args]) if args else ((), ())
+    program, _ = stage(fun, avals, backends)
+    return ClosedProgram(program)
+
+
+def _while(carries, cond_consts, body_consts, cond, body):
+    return bind(while_p, *carries, *cond_consts, *body_consts, cond=cond, body=body, n_carry=len(carries),
+                n_cond=len(cond_consts))
+
+
+def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond):
+    """A ``while`` over the body's jvp, the float carries' tangents carried along."""
+    carries, cond_consts, body_consts = args[:n_carry], args[n_carry:n_carry + n_cond], args[n_carry + n_cond:]
+    t_carry, t_body = tangents[:n_carry], tangents[n_carry + n_cond:]
+    diff_c = [k for k in range(n_carry) if _is_differentiable(body.program.invars[k])]
+    live_k = tuple(i for i, t in enumerate(t_body) if t is not None)
+    if not live_k and all(t_carry[k] is None for k in diff_c):
+        return None
+    n_tc, n_bc = len(diff_c), len(body_consts)
+
+    def jvp_body(*ins):
+        c, tc, k, tk = ins[:n_carry], ins[n_carry:n_carry + n_tc], ins[n_carry + n_tc:n_carry + n_tc + n_bc], \
+            ins[n_carry + n_tc + n_bc:]
+        tangent_in = [None] * (n_carry + n_bc)
+        for i, t in zip(diff_c, tc):
+            tangent_in[i] = t
+        for i, t in zip(live_k, tk):
+            tangent_in[n_carry + i] = t
+        outs, out_t = jvp_flat(body.evaluate, list(c) + list(k), tangent_in)
+        return outs + [zeros_like(outs[i]) if out_t[i] is None else _like(out_t[i], outs[i]) for i in diff_c]
+    new_carries = list(carries) + [zeros_like(carries[k]) if t_carry[k] is None else t_carry[k] for k in diff_c]
+    new_consts = list(body_consts) + [t_body[i] for i in live_k]
+    jcond = cond.derived(("jvp", n_tc), lambda: _stage_on(lambda *ins: cond.evaluate(*ins[:n_carry],
+                                                                                      *ins[n_carry + n_tc:]),
+                                                          new_carries + list(cond_consts)))
+    jbody = body.derived(("jvp", live_k), lambda: _stage_on(jvp_body, new_carries + new_consts))
+    outs = _while(new_carries, list(cond_consts), new_consts, jcond, jbody)
+    result = [None] * n_carry
+    for j, k in enumerate(diff_c):
+        result[k] = outs[n_carry + j]
+    return result
+
+
+def _while_vjp(argnum, cts, ans, *primals, **params):
+    raise TypeError("while_loop: reverse-mode differentiation (grad, vjp) is not supported, as in JAX: the "
+                    "trip count is only known at run time; use fori_loop with concrete bounds, or scan, which "
+                    "differentiate in both modes (forward mode, jvp, works through while_loop)")
+
+
+def _while_batch(vals, dims, *, cond, body, n_carry, n_cond):
+    """Every carry batched at axis 0; the loop runs while any example's condition holds, and a
+    finished example keeps its carry."""
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    carries = [broadcast_to(c, (size,) + tuple(c.shape)) if d is None else moveaxis(c, d, 0)
+               for c, d in zip(vals[:n_carry], dims[:n_carry])]
+    cond_consts, body_consts = list(vals[n_carry:n_carry + n_cond]), list(vals[n_carry + n_cond:])
+    cond_dims = [0] * n_carry + list(dims[n_carry:n_carry + n_cond])
+    body_dims = [0] * n_carry + list(dims[n_carry + n_cond:])
+
+    def preds(ins):
+        return vmap_flat(cond.evaluate, list(ins), cond_dims, [0], size)[0]
+
+    def batched_body(*ins):
+        c, k = ins[:n_carry], ins[n_carry + n_cond:]
+        pred = preds(list(c) + list(ins[n_carry:n_carry + n_cond]))
+        new = vmap_flat(body.evaluate, list(c) + list(k), body_dims, [0] * n_carry, size)
+        return [where(reshape(pred, (size,) + (1,) * (len(o.shape) - 1)), o, old) for o, old in zip(new, c)]
+    key = ("batch", tuple(cond_dims), tuple(body_dims), size)
+    bcond = cond.derived(key, lambda: _stage_on(lambda *ins: [any_(preds(ins))], carries + cond_consts))
+    bbody = body.derived(key, lambda: _stage_on(batched_body, carries + cond_consts + body_consts))
+    # the batched body reads the condition's consts too: pass them to it after its own
+    outs = _while(carries, cond_consts, cond_consts + body_consts, bcond, bbody)
+    return outs, [0] * n_carry
+
+
+defjvp_joint(while_p, _while_jvp)
+defvjp_argnum(while_p, _while_vjp)
+defbatch(while_p, _while_batch)
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``val = body_fun(val)`` while ``cond_fun(val)`` (JAX's ``lax.while_loop``), with a trip count
+    decided at run time: under ``jit`` one ``while`` operation, under ``vmap`` until every example is
+    done (finished examples keep their value).
+
+    Forward mode (``jvp``, ``jacfwd``) differentiates through it; reverse mode (``grad``, ``vjp``)
+    raises a ``TypeError``, as in JAX: use :func:`fori_loop` with concrete bounds or :func:`scan`.
+
+    Args:
+        cond_fun: ``cond_fun(val)`` -> a scalar bool (or integer).
+        body_fun: ``body_fun(val) -> val``, keeping the structure, shapes and dtypes.
+        init_val: a pytree of arrays and Python scalars.
+
+    Returns:
+        The final value.
+
+    Raises:
+        TypeError: a function is not callable, ``cond_fun`` does not return a scalar, or ``body_fun``
+            changes a leaf's structure, shape or dtype (naming the leaf and both types).
+        ValueError: a function assigns a Parameter.
+    """
+    for name, fun in (("cond_fun", cond_fun), ("body_fun", body_fun)):
+        if not callable(fun):
+            raise TypeError(f"while_loop: {name} must be a function of the loop value, got {type(fun).__name__}")
+    leaves, tree = _tree.tree_flatten(init_val)
+    leaves = [_operand_leaf(x, "while_loop", k, "init_val") for k, x in enumerate(leaves)]
+    body_program, body_builder = _staged_body(body_fun, tree, leaves)
+    leaves = [_strong(c, out) for c, out in zip(leaves, body_program.outputs)]
+    body_program, body_builder = _staged_body(body_fun, tree, leaves)
+    _check_carry(body_program, tree, len(leaves), "while_loop", "body_fun", "init_val")
+    cond_program, cond_builder = _staged(lambda *xs: [cond_fun(_tree.tree_unflatten(tree, list(xs)))], leaves,
+                                         "while_loop", "cond_fun")
+    pred = cond_program.outputs[0]
+    aval = pred.aval if hasattr(pred, "aval") else abstractify(pred.value)[0]
+    if tuple(aval.shape) != () or not (isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "biu"):
+        raise TypeError(f"while_loop: cond_fun must return a scalar bool, got {aval}; reduce it (tnp.all, tnp.any)")
+    outs = bind(while_p, *leaves, *_consts(cond_builder), *_consts(body_builder), cond=ClosedProgram(cond_program),
+                body=ClosedProgram(body_program), n_carry=len(leaves), n_cond=len(_consts(cond_builder)))
+    return _tree.tree_unflatten(tree, outs)
+
+
+def _consts(builder) -> list:
+    return [x.value if isinstance(x, Parameter) else x for x in list(builder.captured) + list(builder.params)]
+
+
+def _staged_body(body_fun, tree, leaves):
+    def flat_body(*xs):
+        out_leaves, out_tree = _tree.tree_flatten(body_fun(_tree.tree_unflatten(tree, list(xs))))
+        if out_tree != tree:
+            raise TypeError(f"while_loop: body_fun returns a value of pytree structure {out_tree} but init_val has "
+                            f"{tree}; the value must keep its structure, shapes and dtypes")
+        return [np.asarray(o) if type(o) in (bool, int, float, complex) else o for o in out_leaves]
+    return _staged(flat_body, leaves, "while_loop", "body_fun")
