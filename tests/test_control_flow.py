@@ -373,7 +373,7 @@ def test_the_docs_examples_run_and_the_printed_program_is_current(capsys):
     doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "control_flow.md"
     text = doc.read_text()
     blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
-    assert len(blocks) == 5, "the page lost its code blocks"
+    assert len(blocks) == 6, "the page lost its code blocks"
     namespace = {"__name__": "control_flow_example"}
     for k, block in enumerate(blocks):
         exec(compile(block, f"{doc.name}, block {k}", "exec"), namespace)
@@ -383,3 +383,4 @@ def test_the_docs_examples_run_and_the_printed_program_is_current(capsys):
     assert_close(namespace["layer"], np.tanh(namespace["x"]))
     assert_close(namespace["dk"], -(1 - 0.01 * 0.7) ** 99 * 1.5)  # d/dk of sum((1 - 0.01 k)^100 y0)
     assert namespace["sums"].shape == (5,) and namespace["doubled"].shape == (5, 3)
+    assert namespace["counts"].tolist() == [0, 2, 4]
