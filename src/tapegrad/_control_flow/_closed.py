@@ -131,6 +131,12 @@ def _with_inputs(program: Program, n_args: int, implicit, builder) -> Program:
                    program.outputs)
 
 
+def _implicit_operands(builder) -> list:
+    """The values a staged function read without receiving them, as the primitive's operands: the
+    captured values of outer transforms, then the Parameters read (their values)."""
+    return [x.value if isinstance(x, Parameter) else x for x in list(builder.captured) + list(builder.params)]
+
+
 def _slice_aval(x):
     aval, backend = abstractify(x)
     return ShapedArray(tuple(aval.shape[1:]), aval.dtype), backend

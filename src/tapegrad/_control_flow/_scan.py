@@ -24,6 +24,7 @@ from tapegrad._control_flow._closed import (
     _SCALARS,
     ClosedProgram,
     _check_carry,
+    _implicit_operands,
     _is_differentiable,
     _like,
     _operand_leaf,
@@ -36,7 +37,6 @@ from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import broadcast_to, moveaxis
 from tapegrad._tape import pull_back_on
@@ -278,7 +278,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         init_leaves = [_strong(c, out) for c, out in zip(init_leaves, program.outputs)]
         program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
     _check_carry(program, carry_tree, len(init_leaves))
-    consts = [x.value if isinstance(x, Parameter) else x for x in list(builder.captured) + list(builder.params)]
+    consts = _implicit_operands(builder)
     outs = bind(scan_p, *init_leaves, *xs_leaves, *consts, body=ClosedProgram(program), length=length,
                 reverse=bool(reverse), n_carry=len(init_leaves), n_xs=len(xs_leaves), unroll=unroll)
     n_carry, n_ys = len(init_leaves), y_tree.num_leaves

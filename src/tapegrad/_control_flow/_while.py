@@ -18,17 +18,18 @@ from tapegrad._batching import defbatch
 from tapegrad._control_flow._closed import (
     ClosedProgram,
     _check_carry,
+    _implicit_operands,
     _is_differentiable,
     _like,
     _operand_leaf,
+    _stage_closed,
     _staged,
     _strong,
 )
 from tapegrad._core import bind
-from tapegrad._jit.staging import abstractify, stage
+from tapegrad._jit.staging import abstractify
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import broadcast_to, moveaxis, reshape
 from tapegrad._vmap import vmap_flat
@@ -45,12 +46,6 @@ def _while_impl(*args, cond, body, n_carry, n_cond):
 
 while_p = primitive("while", _while_impl, lambda *avals, cond, body, n_carry, n_cond: list(body.out_avals),
                     multiple_results=True)
-
-
-def _stage_on(fun, args) -> ClosedProgram:
-    avals, backends = zip(*[abstractify(x) for x in args]) if args else ((), ())
-    program, _ = stage(fun, avals, backends)
-    return ClosedProgram(program)
 
 
 def _while(carries, cond_consts, body_consts, cond, body):
@@ -80,10 +75,10 @@ def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond):
         return outs + [zeros_like(outs[i]) if out_t[i] is None else _like(out_t[i], outs[i]) for i in diff_c]
     new_carries = list(carries) + [zeros_like(carries[k]) if t_carry[k] is None else t_carry[k] for k in diff_c]
     new_consts = list(body_consts) + [t_body[i] for i in live_k]
-    jcond = cond.derived(("jvp", n_tc), lambda: _stage_on(lambda *ins: cond.evaluate(*ins[:n_carry],
-                                                                                      *ins[n_carry + n_tc:]),
-                                                          new_carries + list(cond_consts)))
-    jbody = body.derived(("jvp", live_k), lambda: _stage_on(jvp_body, new_carries + new_consts))
+    def primal_cond(*ins):  # the condition of the primal carries (the tangents follow them)
+        return cond.evaluate(*ins[:n_carry], *ins[n_carry + n_tc:])
+    jcond = cond.derived(("jvp", n_tc), lambda: _stage_closed(primal_cond, new_carries + list(cond_consts)))
+    jbody = body.derived(("jvp", live_k), lambda: _stage_closed(jvp_body, new_carries + new_consts))
     outs = _while(new_carries, list(cond_consts), new_consts, jcond, jbody)
     result = [None] * n_carry
     for j, k in enumerate(diff_c):
@@ -116,8 +111,8 @@ def _while_batch(vals, dims, *, cond, body, n_carry, n_cond):
         new = vmap_flat(body.evaluate, list(c) + list(k), body_dims, [0] * n_carry, size)
         return [where(reshape(pred, (size,) + (1,) * (len(o.shape) - 1)), o, old) for o, old in zip(new, c)]
     key = ("batch", tuple(cond_dims), tuple(body_dims), size)
-    bcond = cond.derived(key, lambda: _stage_on(lambda *ins: [any_(preds(ins))], carries + cond_consts))
-    bbody = body.derived(key, lambda: _stage_on(batched_body, carries + cond_consts + body_consts))
+    bcond = cond.derived(key, lambda: _stage_closed(lambda *ins: [any_(preds(ins))], carries + cond_consts))
+    bbody = body.derived(key, lambda: _stage_closed(batched_body, carries + cond_consts + body_consts))
     # the batched body reads the condition's consts too: pass them to it after its own
     outs = _while(carries, cond_consts, cond_consts + body_consts, bcond, bbody)
     return outs, [0] * n_carry
@@ -164,13 +159,10 @@ def while_loop(cond_fun, body_fun, init_val):
     aval = pred.aval if hasattr(pred, "aval") else abstractify(pred.value)[0]
     if tuple(aval.shape) != () or not (isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "biu"):
         raise TypeError(f"while_loop: cond_fun must return a scalar bool, got {aval}; reduce it (tnp.all, tnp.any)")
-    outs = bind(while_p, *leaves, *_consts(cond_builder), *_consts(body_builder), cond=ClosedProgram(cond_program),
-                body=ClosedProgram(body_program), n_carry=len(leaves), n_cond=len(_consts(cond_builder)))
+    cond_consts = _implicit_operands(cond_builder)
+    outs = bind(while_p, *leaves, *cond_consts, *_implicit_operands(body_builder), cond=ClosedProgram(cond_program),
+                body=ClosedProgram(body_program), n_carry=len(leaves), n_cond=len(cond_consts))
     return _tree.tree_unflatten(tree, outs)
-
-
-def _consts(builder) -> list:
-    return [x.value if isinstance(x, Parameter) else x for x in list(builder.captured) + list(builder.params)]
 
 
 def _staged_body(body_fun, tree, leaves):
