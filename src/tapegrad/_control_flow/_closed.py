@@ -1,4 +1,4 @@
-"""What ``switch`` and ``scan`` share: :class:`ClosedProgram` (a staged sub-program held as a
+"""What ``switch``, ``scan`` and ``while`` share: :class:`ClosedProgram` (a staged sub-program held as a
 primitive's static parameter), staging a derived program on concrete or traced operands, and the
 checks and bookkeeping of operands, implicit inputs and output types."""
 from __future__ import annotations
