@@ -373,3 +373,14 @@ def test_while_loop_errors():
     with pytest.raises(TypeError, match="body_fun must be a function"):
         tg.while_loop(lambda v: True, None, H0)
     assert_close(tg.while_loop(lambda v: v > 100.0, lambda v: v * 2.0, 1.0), 1.0)  # zero trips
+
+
+def test_a_failing_body_leaves_no_transform_behind():
+    def bad(c, x):
+        raise ZeroDivisionError("in the body")
+    with pytest.raises(ZeroDivisionError):
+        tg.grad(lambda h: tnp.sum(tg.scan(bad, h, XS)[0]))(H0)
+    with pytest.raises(ValueError, match="unroll must be a positive int"):
+        tg.scan(_rnn_step, _init(), XS, unroll=True)
+    assert_close(tg.grad(lambda h: tnp.sum(tg.scan(lambda c, x: (c * x, None), h, XS)[0]))(H0), XS.prod(0))
+    assert_close(tg.jit(lambda h: tg.scan(lambda c, x: (c * x, None), h, XS)[0])(H0), H0 * XS.prod(0))
