@@ -171,3 +171,12 @@ def _check_carry(program, carry_tree, n_carry: int, where="scan", fun="f", init=
         if t_in != t_out:
             raise TypeError(f"{where}: carry leaf {_tree_paths(carry_tree)[k]} is {t_in} in {init} but {fun} "
                             f"returns {t_out}; the carry must keep its shape and dtype (cast with .astype)")
+
+
+def _cut(seq, *sizes) -> list:
+    """``seq`` cut into consecutive lists of ``sizes``."""
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(list(seq[start:start + size]))
+        start += size
+    return parts

@@ -24,6 +24,7 @@ from tapegrad._control_flow._closed import (
     _SCALARS,
     ClosedProgram,
     _check_carry,
+    _cut,
     _implicit_operands,
     _is_differentiable,
     _like,
@@ -145,13 +146,6 @@ def _scan_jvp(tangents, ans, *args, body, **params):
     return result
 
 
-def _cut(seq, *sizes) -> list:
-    """``seq`` cut into consecutive lists of ``sizes``."""
-    parts, start = [], 0
-    for size in sizes:
-        parts.append(list(seq[start:start + size]))
-        start += size
-    return parts
 
 
 def _scan_vjp(argnums, cts, ans, primals, *, body, **params):

@@ -18,6 +18,7 @@ from tapegrad._batching import defbatch
 from tapegrad._control_flow._closed import (
     ClosedProgram,
     _check_carry,
+    _cut,
     _implicit_operands,
     _is_differentiable,
     _like,
@@ -64,17 +65,17 @@ def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond):
     n_tc, n_bc = len(diff_c), len(body_consts)
 
     def jvp_body(*ins):
-        c, tc, k, tk = ins[:n_carry], ins[n_carry:n_carry + n_tc], ins[n_carry + n_tc:n_carry + n_tc + n_bc], \
-            ins[n_carry + n_tc + n_bc:]
+        c, tc, k, tk = _cut(ins, n_carry, n_tc, n_bc, len(live_k))
         tangent_in = [None] * (n_carry + n_bc)
         for i, t in zip(diff_c, tc):
             tangent_in[i] = t
         for i, t in zip(live_k, tk):
             tangent_in[n_carry + i] = t
-        outs, out_t = jvp_flat(body.evaluate, list(c) + list(k), tangent_in)
+        outs, out_t = jvp_flat(body.evaluate, c + k, tangent_in)
         return outs + [zeros_like(outs[i]) if out_t[i] is None else _like(out_t[i], outs[i]) for i in diff_c]
     new_carries = list(carries) + [zeros_like(carries[k]) if t_carry[k] is None else t_carry[k] for k in diff_c]
     new_consts = list(body_consts) + [t_body[i] for i in live_k]
+
     def primal_cond(*ins):  # the condition of the primal carries (the tangents follow them)
         return cond.evaluate(*ins[:n_carry], *ins[n_carry + n_tc:])
     jcond = cond.derived(("jvp", n_tc), lambda: _stage_closed(primal_cond, new_carries + list(cond_consts)))
@@ -113,7 +114,7 @@ def _while_batch(vals, dims, *, cond, body, n_carry, n_cond):
     key = ("batch", tuple(cond_dims), tuple(body_dims), size)
     bcond = cond.derived(key, lambda: _stage_closed(lambda *ins: [any_(preds(ins))], carries + cond_consts))
     bbody = body.derived(key, lambda: _stage_closed(batched_body, carries + cond_consts + body_consts))
-    # the batched body reads the condition's consts too: pass them to it after its own
+    # the batched body evaluates the condition too (to keep finished examples): its consts come first
     outs = _while(carries, cond_consts, cond_consts + body_consts, bcond, bbody)
     return outs, [0] * n_carry
 
