@@ -16,6 +16,7 @@ from tapegrad import _tree
 from tapegrad._backend import zeros_like
 from tapegrad._batching import defbatch
 from tapegrad._control_flow._closed import (
+    _SCALARS,
     ClosedProgram,
     _check_carry,
     _cut,
@@ -151,8 +152,9 @@ def while_loop(cond_fun, body_fun, init_val):
     leaves, tree = _tree.tree_flatten(init_val)
     leaves = [_operand_leaf(x, "while_loop", k, "init_val") for k, x in enumerate(leaves)]
     body_program, body_builder = _staged_body(body_fun, tree, leaves)
-    leaves = [_strong(c, out) for c, out in zip(leaves, body_program.outputs)]
-    body_program, body_builder = _staged_body(body_fun, tree, leaves)
+    if any(type(c) in _SCALARS for c in leaves):  # weak types: take the body's dtype, and stage again
+        leaves = [_strong(c, out) for c, out in zip(leaves, body_program.outputs)]
+        body_program, body_builder = _staged_body(body_fun, tree, leaves)
     _check_carry(body_program, tree, len(leaves), "while_loop", "body_fun", "init_val")
     cond_program, cond_builder = _staged(lambda *xs: [cond_fun(_tree.tree_unflatten(tree, list(xs)))], leaves,
                                          "while_loop", "cond_fun")
@@ -172,5 +174,5 @@ def _staged_body(body_fun, tree, leaves):
         if out_tree != tree:
             raise TypeError(f"while_loop: body_fun returns a value of pytree structure {out_tree} but init_val has "
                             f"{tree}; the value must keep its structure, shapes and dtypes")
-        return [np.asarray(o) if type(o) in (bool, int, float, complex) else o for o in out_leaves]
+        return [np.asarray(o) if type(o) in _SCALARS else o for o in out_leaves]
     return _staged(flat_body, leaves, "while_loop", "body_fun")
