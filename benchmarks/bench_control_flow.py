@@ -7,7 +7,7 @@ Two problems (issue 14):
   ``(k, c)``: ``x += dt v``, ``v += dt (-k x - c v)``, float64 scalars. Two losses: the squared error of
   the final state against a fixed target (``fori_loop``), and the squared error of ``x`` against a fixed
   target trajectory observed every 10 steps (``scan``, whose ``ys`` are the positions). Contestants:
-  ``jit(grad)`` of each (steady call, and a fresh jit object's first call beyond a steady one), the
+  ``jit(grad)`` of each (steady call, and the best of 3 fresh jit objects' first call beyond a steady one), the
   same loss as an unrolled Python loop under ``jit(grad)`` (first call only: it stages every step; 200
   steps with ``--quick``), eager ``grad`` of the ``fori_loop`` loss and of the Python loop, and the
   hand-written NumPy forward-and-backward loops, the floor.
@@ -29,11 +29,9 @@ Run alone: ``python benchmarks/bench_control_flow.py [--quick] [--threads N]``.
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
-import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import apply_thread_flag, format_table, interleaved, one_torch_thread, standalone_main, try_import  # noqa: E402
@@ -42,6 +40,8 @@ if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
 
 import numpy as np  # noqa: E402
+from bench_checkpoint import peak_mib  # noqa: E402  (after apply_thread_flag: these import NumPy)
+from bench_mlp import first_call_ms  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
@@ -51,7 +51,6 @@ UNROLLED_QUICK = 200
 HIDDEN, BATCH, INPUT, RNN_STEPS, MEM_STEPS = 128, 32, 64, 100, 1000
 FIRST_CALL_TARGET_MS, NUMPY_RATIO_TARGET, TORCH_RATIO_TARGET = 50.0, 2.0, 1.0
 FIRST_CALLS = 3
-MIB = 2.0 ** 20
 FORI, SCAN, RNN = "tapegrad jit(grad) fori_loop", "tapegrad jit(grad) scan", "tapegrad jit(value_and_grad) scan"
 EAGER_FORI, EAGER_PY = "tapegrad eager grad fori_loop", "tapegrad eager grad python loop"
 ODE_NUMPY, RNN_NUMPY, TORCH = "numpy fwd+bwd loop (hand)", "numpy rnn fwd+bwd (hand)", "torch eager nn.RNN fwd+bwd"
@@ -115,17 +114,6 @@ def numpy_grad(k, c, x0, v0, target=None, observed=None):
         gc -= gv * DT * vs[n]
         gx, gv = gx - gv * DT * k, gx * DT + gv * (1 - DT * c)
     return np.array(gk), np.array(gc)
-
-
-def first_call_ms(make, args, steady_s, calls=FIRST_CALLS):
-    """Best milliseconds of a fresh jit object's first call beyond a steady call."""
-    costs = []
-    for _ in range(calls):
-        fn = make()
-        t0 = time.perf_counter()
-        fn(*args)
-        costs.append((time.perf_counter() - t0 - steady_s) * 1e3)
-    return min(costs)
 
 
 # ---- RNN -----------------------------------------------------------------------------------------
@@ -209,21 +197,6 @@ def make_jax(jax):
     return lambda params, xs, h0: jax.block_until_ready(fn(params, xs, h0))
 
 
-def peak_mib(fn) -> float:
-    """MiB allocated at the peak of one call of ``fn`` (its result kept), by tracemalloc."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del result
-    return (peak - base) / MIB
-
-
 def rel_err(got, ref) -> float:
     """Worst per-leaf max |got - ref| / max |ref|."""
     return max(float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64))) /
@@ -266,9 +239,9 @@ def run_ode(quick):
         rows.append(_row(name, "floor", best[name], 1.0, "itself", errs[name], dtype="float64"))
     args_f, args_o = (k, c, x0, v0, target), (k, c, x0, v0, observed)
     rows.append(_row("tapegrad jit first call fori_loop", "first_call",
-                     first_call_ms(make_fori, args_f, best[FORI] / 1e3), note=f"{STEPS} steps"))
+                     first_call_ms(make_fori, args_f, best[FORI] / 1e3, FIRST_CALLS)[0], note=f"{STEPS} steps"))
     rows.append(_row("tapegrad jit first call scan", "first_call",
-                     first_call_ms(make_scan, args_o, best[SCAN] / 1e3), note=f"{STEPS} steps"))
+                     first_call_ms(make_scan, args_o, best[SCAN] / 1e3, FIRST_CALLS)[0], note=f"{STEPS} steps"))
     unrolled = UNROLLED_QUICK if quick else STEPS
     unrolled_loss = make_loss_python(unrolled)
     fn = tg.jit(tg.grad(unrolled_loss, (0, 1)))
