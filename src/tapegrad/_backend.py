@@ -78,21 +78,26 @@ def _module_of(a):
     return namespace() if namespace is not None else None
 
 
-def zeros_like(a, shape=None):
-    """Zeros with the dtype and backend of ``a`` (an array, a tracer or a Python scalar), and its
-    shape unless ``shape`` is given: a constant, never traced. What the interpreters use for a zero
-    cotangent or tangent made real."""
+def like(a, shape=None, dtype=None):
+    """``(xp, shape, dtype)`` of a new array like ``a`` (an array, a tracer or a Python scalar): its
+    backend, and its shape and dtype unless given."""
     if not hasattr(a, "shape"):
         a = numpy.asarray(a)
-    return namespace_of(a).zeros(a.shape if shape is None else shape, a.dtype)
+    return namespace_of(a), a.shape if shape is None else shape, a.dtype if dtype is None else dtype
 
 
-def ones_like(a):
-    """Ones with the shape, dtype and backend of ``a``: a constant, never traced (the cotangent
-    ``grad`` seeds every output with)."""
-    if not hasattr(a, "shape"):
-        a = numpy.asarray(a)
-    return namespace_of(a).ones(a.shape, a.dtype)
+def zeros_like(a, shape=None, dtype=None):
+    """Zeros like ``a`` (:func:`like`): a constant, never traced. What the interpreters use for a
+    zero cotangent or tangent made real."""
+    xp, shape, dtype = like(a, shape, dtype)
+    return xp.zeros(shape, dtype)
+
+
+def ones_like(a, shape=None, dtype=None):
+    """Ones like ``a`` (:func:`like`): a constant, never traced (the cotangent ``grad`` seeds every
+    output with)."""
+    xp, shape, dtype = like(a, shape, dtype)
+    return xp.ones(shape, dtype)
 
 
 def scipy_module(xp, name: str):

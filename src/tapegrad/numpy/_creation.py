@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad import _backend
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._structural import astype, stack
@@ -84,24 +85,22 @@ def arange(*args, **kwargs):
     return default_namespace().arange(*args, **kwargs)
 
 
+def _unboxed(a):
+    return a.unbox() if isinstance(a, Boxed) else a
+
+
 def _like_args(a, dtype, shape):
-    if isinstance(a, Boxed):
-        a = a.unbox()
-    if not hasattr(a, "shape"):
-        a = np.asarray(a)
-    return namespace_of(a), a.shape if shape is None else shape, a.dtype if dtype is None else dtype
+    return _backend.like(_unboxed(a), shape, dtype)
 
 
 def zeros_like(a, dtype=None, shape=None):
     """Zeros with ``a``'s shape, dtype and backend; a constant, never traced (also for a tracer ``a``)."""
-    xp, shape, dtype = _like_args(a, dtype, shape)
-    return xp.zeros(shape, dtype)
+    return _backend.zeros_like(_unboxed(a), shape, dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
     """Ones with ``a``'s shape, dtype and backend; a constant, never traced."""
-    xp, shape, dtype = _like_args(a, dtype, shape)
-    return xp.ones(shape, dtype)
+    return _backend.ones_like(_unboxed(a), shape, dtype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
