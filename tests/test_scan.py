@@ -384,3 +384,26 @@ def test_a_failing_body_leaves_no_transform_behind():
         tg.scan(_rnn_step, _init(), XS, unroll=True)
     assert_close(tg.grad(lambda h: tnp.sum(tg.scan(lambda c, x: (c * x, None), h, XS)[0]))(H0), XS.prod(0))
     assert_close(tg.jit(lambda h: tg.scan(lambda c, x: (c * x, None), h, XS)[0])(H0), H0 * XS.prod(0))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [2, 3, 5, 7])
+def test_unroll_runs_blocks_of_steps_with_the_same_results(unroll, reverse):
+    # 4 steps: blocks of 2; of 3 and a remainder of 1; of 5 or 7 (longer than the loop): one by one
+    xs = RNG.uniform(-1.0, 1.0, (4, 3))
+    carry, ys = tg.scan(_rnn_step, _init(), xs, reverse=reverse, unroll=unroll)
+    want_carry, want_ys = _loop(_rnn_step, _init(), xs, reverse)
+    assert_close(carry["h"], want_carry["h"])
+    for got, want in zip(ys, want_ys):
+        assert_close(got, want)
+
+    def f(h0):
+        carry, (hs, sums) = tg.scan(_rnn_step, _init(h0), xs, reverse=reverse, unroll=unroll)
+        return carry["n"] + tnp.sum(hs * hs) + tnp.sum(sums)
+
+    def unrolled(h0):
+        carry, (hs, sums) = _loop(_rnn_step, _init(h0), xs, reverse)
+        return carry["n"] + tnp.sum(hs * hs) + tnp.sum(sums)
+    assert_close(tg.grad(f)(H0), tg.grad(unrolled)(H0))
+    assert_close(tg.jit(tg.grad(f))(H0), tg.grad(unrolled)(H0))
+    check_grads(f, (H0,), order=2)

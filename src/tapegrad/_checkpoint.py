@@ -22,6 +22,8 @@ class _CheckpointCall(_FlatCall):
     """``fn`` as a joint call over the leaves of its arguments and the Parameters a transform has
     substituted (so ``grad(..., weights=...)`` sees through a checkpointed layer)."""
 
+    remat = True
+
     def __init__(self, fn, args, kwargs):
         name = f"checkpoint({getattr(fn, '__name__', 'fn')})"
         super().__init__(name, lambda *a: fn(*a, **kwargs), args, ())

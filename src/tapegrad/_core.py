@@ -44,7 +44,10 @@ class Primitive:
     - ``batch_rule(vals, dims, **params) -> (out, out_dim)``: the rule under ``vmap``;
     - ``out_impl(*arrays, out)``: optional, the NumPy computation writing into ``out`` (a NumPy ufunc
       needs none: it is its own); ``jit``'s buffer reuse gives it the buffer of a dead intermediate;
-    - ``fusion``: optional, how ``jit``'s elementwise fusion spells it (``tapegrad.extend.def_fusion``).
+    - ``fusion``: optional, how ``jit``'s elementwise fusion spells it (``tapegrad.extend.def_fusion``);
+    - ``vjp_fwd(*primals, **params) -> (ans, residuals)``: optional, for a primitive with several results:
+      how reverse mode applies it when it records it, keeping what its vjp rule needs (``scan`` keeps each
+      step's intermediates); the rule then gets them as the keyword ``residuals``.
 
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
@@ -64,7 +67,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
-                 "fusion", "multiple_results")
+                 "fusion", "multiple_results", "vjp_fwd")
 
     def __init__(self, name: str, multiple_results: bool = False):
         self.name = name
@@ -77,6 +80,7 @@ class Primitive:
         self.out_impl: Callable | None = None
         self.fusion = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
         self.nondiff = False
+        self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
 
     def bind(self, *args, **params):
         return bind(self, *args, **params)

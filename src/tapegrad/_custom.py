@@ -25,7 +25,11 @@ from tapegrad._tape import vjp_flat
 
 class _FlatCall:
     """A function of pytree arguments seen as a function of the flat leaves of its differentiable
-    arguments (those not in ``nondiff_argnums``), the interface ``bind_joint`` expects."""
+    arguments (those not in ``nondiff_argnums``), the interface ``bind_joint`` expects. ``remat``
+    says whether reverse mode should recompute the call rather than store its intermediates: staged
+    inside a loop body, it tells ``scan`` to store only the carries."""
+
+    remat = False
 
     def __init__(self, name, fun, args, nondiff_argnums):
         self.name, self.user_fun, self.args = name, fun, args

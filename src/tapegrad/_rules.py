@@ -74,6 +74,24 @@ def defjvp_argnum(prim: Primitive, rule) -> None:
     prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(_ArgnumRules(rule))
 
 
+def defvjp_fwd(prim: Primitive, fwd) -> None:
+    """How reverse mode applies ``prim`` (a primitive with several results) when it records it:
+    ``fwd(*primals, **params) -> (ans, residuals)`` returns the results and what the vjp rule will need
+    (any pytree), computed with ``bind`` so that outer transforms see them; the rule then gets
+    ``residuals=`` among its keyword arguments (and so does the jvp rule of a recorded application,
+    which may ignore it). ``custom_vjp``'s ``fwd``, for a primitive: ``scan`` keeps each step's
+    intermediates this way, instead of recomputing the step in the backward pass.
+
+    Raises:
+        ValueError: ``prim`` has a single result (its tape path has no such hook: it is every
+            operation's hot path).
+    """
+    if not prim.multiple_results:
+        raise ValueError(f"defvjp_fwd: {prim!r} has a single result; declare it with multiple_results=True "
+                         "to give it a forward that keeps residuals")
+    prim.vjp_fwd = fwd
+
+
 def defjvp_joint(prim: Primitive, rule) -> None:
     """A jvp rule that sees every tangent at once: ``rule(tangents, ans, *primals, **params)``, with
     None in ``tangents`` for a zero tangent. For primitives whose output tangent is not a sum of

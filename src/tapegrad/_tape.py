@@ -86,6 +86,9 @@ class VJPTrace(Trace):
 
     def _process_multiple(self, prim, args, params):
         primals, parents = self._operands(args)
+        if prim.vjp_fwd is not None:  # the primitive keeps residuals for its rule (a scan's intermediates)
+            ans, residuals = prim.vjp_fwd(*primals, **params)
+            return self._results(Node(prim, primals, dict(params, residuals=residuals), ans, parents), ans)
         ans = bind(prim, *primals, **params)
         if prim.nondiff:
             return ans

@@ -167,6 +167,7 @@ class _BatchedCall:
     def __init__(self, call, in_dims, size: int):
         self.call, self.in_dims, self.size = call, list(in_dims), size
         self.name = call.name
+        self.remat = call.remat
         self._res_tree = None
 
     def fun(self, *args):

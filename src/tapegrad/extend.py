@@ -23,6 +23,8 @@ and hashable; rules are written in tapegrad operations, so derivatives different
   :func:`unary_abstract_eval`, :func:`aval_of`);
 - vjp, one rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that operand``
   (:func:`defvjp`; :func:`defvjp_argnum` for any number of operands); None means a zero cotangent;
+  a primitive with several results may also say how reverse mode applies it, keeping residuals for
+  its rule (:func:`defvjp_fwd`);
 - jvp, ``rule(t, ans, *primals, **params) -> output tangent due to that operand's tangent t``, summed
   over operands (:func:`defjvp`, :func:`defjvp_argnum`), or one joint rule
   ``rule(tangents, ans, *primals, **params)`` (:func:`defjvp_joint`); :func:`deflinear` for a
@@ -76,6 +78,7 @@ from tapegrad._rules import (
     deflinear,
     defvjp,
     defvjp_argnum,
+    defvjp_fwd,
     primitive,
     register,
     unary_abstract_eval,
@@ -98,7 +101,7 @@ __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapedArray", "all_at_front", "at_front", "aval_of", "batch_axis_map",
     "batch_size", "bind", "bind_batched", "broadcast_batch", "def_fusion", "def_nondiff", "def_out_impl", "defbatch",
     "defbatch_elementwise", "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp",
-    "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "example_shape", "keep_reduced",
-    "lead_batch", "ndim_of", "primitive", "primitives", "register", "shape_of", "to_front", "unary_abstract_eval",
-    "unbroadcast",
+    "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape",
+    "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives", "register", "shape_of", "to_front",
+    "unary_abstract_eval", "unbroadcast",
 ]

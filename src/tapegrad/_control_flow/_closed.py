@@ -27,11 +27,12 @@ class ClosedProgram:
     more than it saves). Hashed and compared by identity, so that it can be a primitive's parameter;
     printed as the program's listing."""
 
-    __slots__ = ("program", "out_avals", "_run", "_calls", "_derived", "__weakref__")
+    __slots__ = ("program", "out_avals", "remat", "_run", "_calls", "_derived", "__weakref__")
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, remat: bool = False):
         self.program = program
         self.out_avals = [_aval_of(x) for x in program.outputs]
+        self.remat = remat  # a checkpoint was staged in it: reverse mode recomputes it instead of storing
         self._run = None
         self._calls = 0
         self._derived = {}  # (kind, key) -> ClosedProgram: the jvp, vjp and batched branches made from this one
@@ -55,10 +56,13 @@ class ClosedProgram:
         return evaluate(self.program, args)
 
     def derived(self, key, make) -> ClosedProgram:
-        """The program ``make()`` builds from this one, made once per ``key``."""
+        """What ``make()`` builds from this one (a derived program, which inherits ``remat``), made
+        once per ``key``."""
         closed = self._derived.get(key)
         if closed is None:
             closed = self._derived[key] = make()
+            if isinstance(closed, ClosedProgram):
+                closed.remat = self.remat
         return closed
 
     def __repr__(self):

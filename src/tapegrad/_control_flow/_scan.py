@@ -6,12 +6,13 @@ The body is staged once per call of ``scan``, on the abstract values of the carr
 closes over that belong to an outer transform (a tracer, a Parameter read) become explicit operands,
 after the carries and ``xs`` ("consts").
 
-The primitive's results are the final carries, the stacked ``ys``, then (hidden from the user) the
-stacked carries that entered each step: what reverse mode stores. Its rules are scans again: forward
-mode scans the body's jvp, carrying the tangents along; reverse mode, at backward time, runs a scan in
-the opposite direction over the stored carries whose body recomputes the step and pulls the cotangent
-back (so every intermediate of a step is recomputed, and only the carries are stored), which makes it
-differentiable again; ``vmap`` scans the batched body with every carry batched.
+The primitive's results are the final carries, then the stacked ``ys``. Its rules are scans again:
+forward mode scans the body's jvp, carrying the tangents along. Reverse mode splits the body
+(``_partial.py``): when the tape records a scan it runs a forward body that also returns each step's
+residuals (the intermediates the step's derivative needs, stacked like ``ys``), and the vjp rule, at
+backward time, scans in the opposite direction a body that pulls the cotangent back from those
+residuals alone, which is itself differentiable again. A body that staged a ``checkpoint`` stores only
+the carries and recomputes each step. ``vmap`` scans the batched body with every carry batched.
 """
 from __future__ import annotations
 
@@ -33,14 +34,14 @@ from tapegrad._control_flow._closed import (
     _staged,
     _strong,
 )
+from tapegrad._control_flow._partial import split_body
 from tapegrad._control_flow._while import while_loop
 from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
+from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._structural import broadcast_to, moveaxis
-from tapegrad._tape import pull_back_on
 from tapegrad._vmap import vmap_flat
 
 
@@ -50,20 +51,49 @@ def _split(seq, n_carry: int, n_xs: int):
 
 
 def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
-    """A Python loop over the body's compiled program; the ``unroll`` hint changes nothing here."""
+    """A Python loop over the body's compiled program: ``unroll`` steps per iteration (one program
+    that applies the body that many times, optimised as a whole), then the remaining steps one by
+    one."""
     carry, xs, consts = _split(args, n_carry, n_xs)
-    ys, saved = [], []
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        saved.append(carry)
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    ys = []
+    if unroll > 1 and length >= unroll:
+        block = body.derived(("unroll", unroll), lambda: _unrolled(body, unroll, n_carry, n_xs))
+        n_blocks = length // unroll
+        for b in range(n_blocks):
+            at = steps[b * unroll:(b + 1) * unroll]
+            outs = block.run(*carry, *[x[i] for i in at for x in xs], *consts)
+            carry = outs[:n_carry]
+            n_ys = (len(outs) - n_carry) // unroll
+            ys.extend(outs[n_carry + s * n_ys:n_carry + (s + 1) * n_ys] for s in range(unroll))
+        steps = steps[n_blocks * unroll:]
+    for i in steps:
         outs = body.run(*carry, *[x[i] for x in xs], *consts)
-        carry, y = outs[:n_carry], outs[n_carry:]
-        ys.append(y)
+        carry = outs[:n_carry]
+        ys.append(outs[n_carry:])
     if reverse:
         ys.reverse()
-        saved.reverse()
     xp = namespace_of(*args) if args else np
     carry = owned(carry, caller=args)  # the steps' results may alias their inputs: the caller owns these
-    return carry + _stacked(xp, ys, body.out_avals[n_carry:]) + _stacked(xp, saved, body.out_avals[:n_carry])
+    return carry + _stacked(xp, ys, body.out_avals[n_carry:])
+
+
+def _unrolled(body: ClosedProgram, k: int, n_carry: int, n_x: int) -> ClosedProgram:
+    """The body applied ``k`` times in a row: ``(*carries, *x slices of step 1, ..., of step k, *consts)
+    -> (*carries, *ys of step 1, ..., of step k)``."""
+    invars = body.program.invars
+    carry_v, x_v, const_v = invars[:n_carry], invars[n_carry:n_carry + n_x], invars[n_carry + n_x:]
+    ins = list(carry_v) + list(x_v) * k + list(const_v)
+
+    def unrolled(*args):
+        carry, consts, ys = list(args[:n_carry]), list(args[n_carry + k * n_x:]), []
+        for s in range(k):
+            outs = body.evaluate(*carry, *args[n_carry + s * n_x:n_carry + (s + 1) * n_x], *consts)
+            carry = outs[:n_carry]
+            ys += outs[n_carry:]
+        return carry + ys
+    program, _ = stage(unrolled, [v.aval for v in ins], [v.backend for v in ins])
+    return ClosedProgram(program)
 
 
 def _stacked(xp, rows, avals) -> list:
@@ -76,8 +106,7 @@ def _stacked(xp, rows, avals) -> list:
 
 def _scan_abstract(*avals, body, length, reverse, n_carry, n_xs, unroll):
     carries = body.out_avals[:n_carry]
-    stacked = [ShapedArray((length,) + tuple(a.shape), a.dtype) for a in body.out_avals[n_carry:] + carries]
-    return list(carries) + stacked
+    return list(carries) + [ShapedArray((length,) + tuple(a.shape), a.dtype) for a in body.out_avals[n_carry:]]
 
 
 scan_p = primitive("scan", _scan_impl, _scan_abstract, multiple_results=True)
@@ -102,7 +131,7 @@ def _inexact(aval) -> bool:
     return isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "fc"
 
 
-def _scan_jvp(tangents, ans, *args, body, **params):
+def _scan_jvp(tangents, ans, *args, body, residuals=None, **params):
     """A scan of the body's jvp: the float carries' tangents are carried along (zeros where none comes
     in, since the body may make them nonzero), the live tangents of ``xs`` and consts are operands."""
     n_carry, n_xs = params["n_carry"], params["n_xs"]
@@ -136,11 +165,10 @@ def _scan_jvp(tangents, ans, *args, body, **params):
     new_consts = consts + [t_consts[i] for i in live_k]
     jbody = body.derived(("jvp", live_x, live_k), lambda: _stage_body(jvp_body, new_carries, new_xs, new_consts))
     outs = _scan(new_carries, new_xs, new_consts, jbody, params)
-    n_c, n_y = len(new_carries), n_ys + len(float_ys)
-    result = [None] * (n_carry + n_ys + n_carry)
+    n_c = len(new_carries)
+    result = [None] * (n_carry + n_ys)
     for j, k in enumerate(diff_c):
         result[k] = outs[n_carry + j]
-        result[n_carry + n_ys + k] = outs[n_c + n_y + n_carry + j]
     for j, k in enumerate(float_ys):
         result[n_carry + k] = outs[n_c + n_ys + j]
     return result
@@ -148,47 +176,40 @@ def _scan_jvp(tangents, ans, *args, body, **params):
 
 
 
-def _scan_vjp(argnums, cts, ans, primals, *, body, **params):
-    """A scan in the opposite direction over the stored carries: each step recomputes the body at its
-    carry under a tape and pulls the cotangent back (``pull_back_on``); the carry is the cotangent of
-    the carry and the running sum of the consts' cotangents, the ``ys`` the cotangents of ``xs``."""
+def _scan_fwd(*args, body, **params):
+    """Reverse mode's forward scan: the split body's, which also returns each step's residuals."""
+    split = split_body(body, params["n_carry"], params["n_xs"])
+    outs = bind(scan_p, *args, body=split.fwd, **params)
+    n_out = len(body.out_avals)
+    return outs[:n_out], outs[n_out:]
+
+
+def _scan_vjp(argnums, cts, ans, primals, *, body, residuals, **params):
+    """A scan in the opposite direction over the stored residuals (``_partial.py``): the carry is the
+    cotangent of the carry and the running sum of the consts' cotangents, the ``ys`` the cotangents of
+    ``xs``; only the cotangents of ``argnums`` are computed."""
     n_carry, n_xs = params["n_carry"], params["n_xs"]
     carries, xs, consts = _split(primals, n_carry, n_xs)
-    n_ys = len(body.out_avals) - n_carry
-    ct_carry, ct_ys, ct_saved = _cut(cts, n_carry, n_ys, n_carry)
-    saved = ans[n_carry + n_ys:]
-    invars = body.program.invars
-    diff_c = [k for k in range(n_carry) if _is_differentiable(invars[k])]
-    diff_x = [j for j in range(n_xs) if _is_differentiable(invars[n_carry + j])]
-    diff_k = [i for i in range(len(consts)) if _is_differentiable(invars[n_carry + n_xs + i])]
-    reached_y = tuple(k for k in range(n_ys) if ct_ys[k] is not None)
-    reached_s = tuple(k for k in diff_c if ct_saved[k] is not None)
-    variables = diff_c + [n_carry + j for j in diff_x] + [n_carry + n_xs + i for i in diff_k]
-
-    def vjp_body(*ins):
-        ct_c, acc, s, x, cy, cs, k = _cut(ins, len(diff_c), len(diff_k), n_carry, n_xs, len(reached_y),
-                                           len(reached_s), len(consts))
-        values = s + x + k
-        out_cts = [None] * len(body.out_avals)
-        for i, ct in zip(diff_c, ct_c):
-            out_cts[i] = ct
-        for i, ct in zip(reached_y, cy):
-            out_cts[n_carry + i] = ct
-        grads = pull_back_on(body.evaluate, values, variables, out_cts)
-        grads = [zeros_like(values[i]) if g is None else _like(g, values[i]) for i, g in zip(variables, grads)]
-        g_c, g_x, g_k = _cut(grads, len(diff_c), len(diff_x), len(diff_k))
-        for i, ct in zip(reached_s, cs):  # the cotangent of the stored carry that entered this step
-            g_c[diff_c.index(i)] = g_c[diff_c.index(i)] + ct
-        return g_c + [a + g for a, g in zip(acc, g_k)] + g_x
-    r_carries = ([zeros_like(ans[k]) if ct_carry[k] is None else _like(ct_carry[k], ans[k]) for k in diff_c]
-                 + [zeros_like(consts[i]) for i in diff_k])
-    r_xs = list(saved) + xs + [ct_ys[k] for k in reached_y] + [ct_saved[k] for k in reached_s]
-    vbody = body.derived(("vjp", reached_y, reached_s), lambda: _stage_body(vjp_body, r_carries, r_xs, consts))
-    outs = _scan(r_carries, r_xs, consts, vbody, dict(params, reverse=not params["reverse"]))
-    by_operand = dict(zip(diff_c, outs))
-    by_operand.update((n_carry + n_xs + i, g) for i, g in zip(diff_k, outs[len(diff_c):]))
-    by_operand.update((n_carry + j, g) for j, g in zip(diff_x, outs[len(r_carries):]))
+    split = split_body(body, n_carry, n_xs)
+    ct_carry, ct_ys = cts[:n_carry], cts[n_carry:]
+    wanted = set(argnums)
+    need_x = tuple(j for j in split.diff_x if n_carry + j in wanted)
+    need_k = tuple(i for i in split.diff_k if n_carry + n_xs + i in wanted)
+    r_carries = [_dense(ct_carry[k], ans[k]) for k in split.diff_c] + [zeros_like(consts[i]) for i in need_k]
+    r_xs = (list(residuals) + [xs[j] for j in split.x_used]
+            + [_dense(ct_ys[k], ans[n_carry + k]) for k in split.float_ys])
+    bwd = body.derived(("vjp", need_x, need_k),
+                       lambda: _stage_body(split.backward_body(need_x, need_k), r_carries, r_xs, consts))
+    outs = _scan(r_carries, r_xs, consts, bwd, dict(params, reverse=not params["reverse"]))
+    by_operand = dict(zip(split.diff_c, outs))
+    by_operand.update((n_carry + n_xs + i, g) for i, g in zip(need_k, outs[len(split.diff_c):]))
+    by_operand.update((n_carry + j, g) for j, g in zip(need_x, outs[len(r_carries):]))
     return [by_operand.get(argnum) for argnum in argnums]
+
+
+def _dense(ct, x):
+    """A cotangent as the backward scan takes it: zeros for none, else of its result's dtype."""
+    return zeros_like(x) if ct is None else _like(ct, x)
 
 
 def _scan_vjp_one(argnum, cts, ans, *primals, body, **params):
@@ -198,7 +219,7 @@ def _scan_vjp_one(argnum, cts, ans, *primals, body, **params):
 def _scan_batch(vals, dims, *, body, **params):
     """A scan of the batched body: every carry batched at axis 0 (a carry the body makes batched must
     be batched from the start), ``xs`` batched at axis 1 (behind the scanned axis), consts as they
-    come; the ``ys`` and stored carries come out batched at axis 1."""
+    come; the ``ys`` come out batched at axis 1."""
     n_carry, n_xs = params["n_carry"], params["n_xs"]
     size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
     carries, xs, consts = _split(vals, n_carry, n_xs)
@@ -214,12 +235,13 @@ def _scan_batch(vals, dims, *, body, **params):
                            carries, xs, consts)
     batched = body.derived(("batch", tuple(in_dims), size), make)
     outs = _scan(carries, xs, consts, batched, params)
-    return outs, [0] * n_carry + [1] * (n_out - n_carry) + [1] * n_carry
+    return outs, [0] * n_carry + [1] * (n_out - n_carry)
 
 
 defjvp_joint(scan_p, _scan_jvp)
 defvjp_argnum(scan_p, _scan_vjp_one, _scan_vjp)
 defbatch(scan_p, _scan_batch)
+defvjp_fwd(scan_p, _scan_fwd)
 
 
 # ---- the public functions --------------------------------------------------------------------------
@@ -247,7 +269,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         length: the number of steps; optional when ``xs`` has leaves, and then equal to their leading
             axes.
         reverse: scan from the last slice to the first (``ys`` still in the order of ``xs``).
-        unroll: a positive int; a hint accepted for JAX compatibility, which changes nothing here.
+        unroll: a positive int: the number of steps each iteration of the Python loop runs, as one
+            program applying the body that many times (optimised as a whole: fewer calls for small
+            bodies, a longer first call); the results do not depend on it, up to float rounding.
 
     Returns:
         ``(carry, ys)``: the final carry and the ``y`` of every step stacked on a new leading axis.
@@ -273,7 +297,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
     _check_carry(program, carry_tree, len(init_leaves))
     consts = _implicit_operands(builder)
-    outs = bind(scan_p, *init_leaves, *xs_leaves, *consts, body=ClosedProgram(program), length=length,
+    outs = bind(scan_p, *init_leaves, *xs_leaves, *consts, body=ClosedProgram(program, builder.remat), length=length,
                 reverse=bool(reverse), n_carry=len(init_leaves), n_xs=len(xs_leaves), unroll=unroll)
     n_carry, n_ys = len(init_leaves), y_tree.num_leaves
     return (_tree.tree_unflatten(carry_tree, outs[:n_carry]),

@@ -51,7 +51,7 @@ class StagingTracer(Tracer):
 
 class Builder:
     """What the staging trace accumulates: equations, constants, implicit inputs, Parameter writes,
-    and the flags read (a module's ``training``)."""
+    the flags read (a module's ``training``), and whether a ``checkpoint`` was staged (``remat``)."""
 
     def __init__(self):
         self.eqns = []
@@ -60,6 +60,7 @@ class Builder:
         self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
         self.flags_read = {}  # (id(owner), attribute) -> (owner, Flag, value): flags read
+        self.remat = False  # a joint call asking to be recomputed in reverse mode was staged (checkpoint)
         self.trace = None
         self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
 
@@ -134,6 +135,8 @@ class StagingTrace(Trace):
     def process_joint(self, call, args):
         # the joint call's own function, staged: its custom rules apply to transforms inside the
         # jitted function, not to ones outside it (which see the program's primitives)
+        if call.remat:
+            self.main.global_data.remat = True
         return call.fun(*args)
 
 
