@@ -407,3 +407,20 @@ def test_unroll_runs_blocks_of_steps_with_the_same_results(unroll, reverse):
     assert_close(tg.grad(f)(H0), tg.grad(unrolled)(H0))
     assert_close(tg.jit(tg.grad(f))(H0), tg.grad(unrolled)(H0))
     check_grads(f, (H0,), order=2)
+
+
+def test_jit_drops_the_ys_nothing_reads_from_the_body():
+    from tapegrad._jit.passes import optimize
+
+    def f(h0, xs):
+        carry, (hs, sums) = tg.scan(_rnn_step, _init(h0), xs)
+        return carry["h"], sums  # hs (h * 2.0) is never read
+    (scan_eqn,) = [e for e in optimize(tg.make_program(f)(H0, XS)).eqns if e.prim.name == "scan"]
+    assert len(scan_eqn.outs) == 3  # two carries and sums
+    body = scan_eqn.params["body"].program
+    assert not any(e.prim.name == "multiply" and any(getattr(x, "value", None) == 2.0 for x in e.inputs)
+                   for e in body.eqns)
+    got_h, got_sums = tg.jit(f)(H0, XS)
+    want_carry, (_, want_sums) = _loop(_rnn_step, _init(), XS)
+    assert_close(got_h, want_carry["h"])
+    assert_close(got_sums, want_sums)

@@ -37,6 +37,8 @@ from tapegrad._control_flow._closed import (
 from tapegrad._control_flow._partial import split_body
 from tapegrad._control_flow._while import while_loop
 from tapegrad._core import ShapedArray, bind
+from tapegrad._jit.passes import dce, def_dce
+from tapegrad._jit.program import Eqn, Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
@@ -238,10 +240,24 @@ def _scan_batch(vals, dims, *, body, **params):
     return outs, [0] * n_carry + [1] * (n_out - n_carry)
 
 
+def _scan_dce(eqn, used):
+    """The scan without the ``ys`` nothing reads: its body no longer computes them (jit's DCE)."""
+    n_carry, body = eqn.params["n_carry"], eqn.params["body"]
+    keep = tuple(k for k in range(n_carry, len(used)) if used[k])
+    program = body.program
+
+    def make():
+        outputs = program.outputs[:n_carry] + [program.outputs[k] for k in keep]
+        return ClosedProgram(dce(Program(program.invars, program.constvars, program.consts, program.eqns, outputs)))
+    pruned = body.derived(("dce", keep), make)
+    return Eqn(eqn.prim, eqn.inputs, dict(eqn.params, body=pruned), eqn.outs[:n_carry] + [eqn.outs[k] for k in keep])
+
+
 defjvp_joint(scan_p, _scan_jvp)
 defvjp_argnum(scan_p, _scan_vjp_one, _scan_vjp)
 defbatch(scan_p, _scan_batch)
 defvjp_fwd(scan_p, _scan_fwd)
+def_dce(scan_p, _scan_dce)
 
 
 # ---- the public functions --------------------------------------------------------------------------

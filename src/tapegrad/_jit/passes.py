@@ -40,14 +40,30 @@ def optimize(program: Program) -> Program:
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------
+DCE_RULES = {}  # primitive -> rule(eqn, used) -> an equation computing fewer results, or None
+
+
+def def_dce(prim, rule) -> None:
+    """Let :func:`dce` shrink an equation of ``prim`` (several results) some of whose results nothing
+    reads: ``rule(eqn, used)``, ``used`` one bool per result, returns an equivalent equation whose
+    outputs are a subset of ``eqn.outs`` including every used one (``scan`` drops the unread ``ys``
+    from its body), or None to keep ``eqn``."""
+    DCE_RULES[prim] = rule
+
+
 def dce(program: Program) -> Program:
     """Drop the equations whose outputs no program output needs, directly or through other equations
-    (an equation with several outputs stays when any one is needed), and the constants nothing reads
-    any more. The inputs stay as they are: the call signature of the program does not change."""
+    (an equation with several outputs stays when any one is needed, shrunk by its primitive's rule
+    where it has one: :func:`def_dce`), and the constants nothing reads any more. The inputs stay as
+    they are: the call signature of the program does not change."""
     live = {id(x) for x in program.outputs if isinstance(x, Var)}
     kept = []
     for eqn in reversed(program.eqns):
         if _any_in(eqn.outs, live):
+            rule = DCE_RULES.get(eqn.prim)
+            if rule is not None:
+                used = [id(out) in live for out in eqn.outs]
+                eqn = (None if all(used) else rule(eqn, used)) or eqn
             kept.append(eqn)
             live.update(id(x) for x in eqn.inputs if isinstance(x, Var))
     kept.reverse()
