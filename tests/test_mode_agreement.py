@@ -74,6 +74,14 @@ def _binary(name, fn, domains=("real", "real"), dtypes=REAL, shapes=((2, 3), (3,
     return Case(name, fn, shapes, domains, dtypes, **kw)
 
 
+@tg.custom_vjp
+def _cube(x):
+    return x * x * x
+
+
+_cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (3.0 * x * x * g,))
+
+
 def _max_pool(x):
     return F.max_pool2d(x, 2, stride=1)
 
@@ -156,6 +164,8 @@ CASES = [
     _binary("switch", lambda x, y: tg.switch(5, [lambda a, b: a * b, lambda a, b: tnp.sin(a) * b], x, y)),
     # a scan over the rows of x, carrying a vector (both results differentiated)
     _binary("scan", lambda x, y: _product(*tg.scan(lambda c, r: (tnp.sin(c) * r + c, c * r), y, x))),
+    # a custom_vjp function in a loop body stays whole in the staged body (its rule is exact here)
+    _binary("custom_call", lambda x, y: _product(*tg.scan(lambda c, r: (_cube(c) * r, c * r), y, x))),
 ]
 
 

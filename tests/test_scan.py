@@ -310,13 +310,23 @@ def test_hessian_jit_vmap_grad_and_custom_vjp_inside_the_body():
     assert_close(tg.jit(tg.vmap(tg.grad(f)))(c0), tg.vmap(tg.grad(unrolled))(c0))
     assert_close(tg.grad(lambda c: tnp.sum(tg.vmap(f)(c)))(c0), tg.grad(lambda c: tnp.sum(tg.vmap(unrolled)(c)))(c0))
 
+    # a rule that is not the derivative of the function (gradient clipping): the loop must use it, as
+    # the Python loop does, and not differentiate the function's forward computation
     @tg.custom_vjp
     def square(x):
         return x * x
-    square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
-    got = tg.grad(lambda c: tg.scan(lambda c, x: (square(c) * x, None), c, xs + 1.0)[0])(np.array(0.9))
-    want = tg.grad(lambda c: tg.scan(lambda c, x: (c * c * x, None), c, xs + 1.0)[0])(np.array(0.9))
-    assert_close(got, want)
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (tnp.clip(2.0 * x * g, -0.5, 0.5),))
+
+    def looped(c):
+        return tg.scan(lambda c, x: (square(c) * x, None), c, xs + 1.0)[0]
+
+    def python(c):
+        for x in xs + 1.0:
+            c = square(c) * x
+        return c
+    for route in (tg.grad, lambda f: tg.jit(tg.grad(f)), lambda f: tg.grad(tg.jit(f))):
+        assert_close(route(looped)(np.array(0.9)), tg.grad(python)(np.array(0.9)))
+    assert_close(tg.vmap(tg.grad(looped))(np.array([0.9, 0.4])), tg.vmap(tg.grad(python))(np.array([0.9, 0.4])))
 
 
 # ---- while_loop ----------------------------------------------------------------------------------

@@ -31,6 +31,9 @@ class _FlatCall:
 
     remat = False
 
+    def __repr__(self):  # how a staged program prints it (``custom_call[call=f]``)
+        return self.name
+
     def __init__(self, name, fun, args, nondiff_argnums):
         self.name, self.user_fun, self.args = name, fun, args
         self.nondiff_argnums = nondiff_argnums

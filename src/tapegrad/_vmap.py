@@ -170,6 +170,9 @@ class _BatchedCall:
         self.remat = call.remat
         self._res_tree = None
 
+    def __repr__(self):
+        return f"vmap({self.call!r})"
+
     def fun(self, *args):
         return vmap_flat(self.call.fun, args, self.in_dims, _at_front, self.size)
 

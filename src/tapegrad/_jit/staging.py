@@ -12,6 +12,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Trace, Tracer, new_main
+from tapegrad._jit.custom_call import custom_call_p, stages_whole
 from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
 from tapegrad._params import staging_parameters
 from tapegrad.errors import ConcretizationError
@@ -133,10 +134,13 @@ class StagingTrace(Trace):
         return [StagingTracer(self, out) for out in outs]
 
     def process_joint(self, call, args):
-        # the joint call's own function, staged: its custom rules apply to transforms inside the
-        # jitted function, not to ones outside it (which see the program's primitives)
+        # a custom_vjp/custom_jvp function of its arguments alone stays whole, so that transforms of
+        # the program use its rule; a checkpoint (whose values are its function's) and a function that
+        # reads anything else are inlined: their rules apply only to transforms inside the program
         if call.remat:
             self.main.global_data.remat = True
+        elif stages_whole(call, args):
+            return self.process_primitive(custom_call_p, args, {"call": call})
         return call.fun(*args)
 
 
