@@ -64,7 +64,7 @@ class Scalar:
     __sub__, __rsub__ = (lambda x, y: _arith("-", x, y)), (lambda x, y: _arith("-", y, x))
     __mul__, __rmul__ = (lambda x, y: _arith("*", x, y)), (lambda x, y: _arith("*", y, x))
     __truediv__, __rtruediv__ = (lambda x, y: _arith("/", x, y)), (lambda x, y: _arith("/", y, x))
-    __pow__, __rpow__ = (lambda x, y: _call("_pow", x, y)), (lambda x, y: _call("_pow", y, x))
+    __pow__, __rpow__ = (lambda x, y: _power(x, y)), (lambda x, y: _power(y, x))
     __eq__, __ne__ = (lambda x, y: _compare("==", x, y)), (lambda x, y: _compare("!=", x, y))
     __lt__, __le__ = (lambda x, y: _compare("<", x, y)), (lambda x, y: _compare("<=", x, y))
     __gt__, __ge__ = (lambda x, y: _compare(">", x, y)), (lambda x, y: _compare(">=", x, y))
@@ -155,10 +155,22 @@ def _extremum(op: str):
     return extremum
 
 
+def _function(fn: str):
+    return lambda *args: _call(fn, *args)
+
+
+def _power(x, y):
+    """``math.pow`` (which raises where Python's ``**`` would return a complex number); ``x * x`` for
+    the literal exponent 2, which NumPy's loop computes exactly so (and ``grad`` writes often)."""
+    if _lift(y).text == "(2.0)":
+        return _arith("*", x, x)
+    return _call("_pow", x, y)
+
+
 # NumPy's name -> its scalar spelling: the functions a fusion template (``def_fusion``) may call
 _MATH = {"sqrt": "_sqrt", "sin": "_sin", "cos": "_cos", "tan": "_tan", "arcsin": "_asin", "arccos": "_acos",
          "arctan": "_atan", "sinh": "_sinh", "cosh": "_cosh", "tanh": "_tanh", "exp": "_exp", "expm1": "_expm1",
-         "log": "_log", "log1p": "_log1p", "log10": "_log10", "arctan2": "_atan2", "power": "_pow",
+         "log": "_log", "log1p": "_log1p", "log10": "_log10", "arctan2": "_atan2",
          "absolute": "abs"}
 SCALAR_FUNCTIONS = {
     "add": lambda x, y: _arith("+", x, y), "subtract": lambda x, y: _arith("-", x, y),
@@ -171,7 +183,8 @@ SCALAR_FUNCTIONS = {
     "logical_and": lambda x, y: _logical("and", x, y), "logical_or": lambda x, y: _logical("or", x, y),
     "logical_not": lambda x: Scalar(f"(not {_truth(x)})", BOOL),
     "where": _where, "maximum": _extremum(">"), "minimum": _extremum("<"),
-    **{name: (lambda fn: lambda *args: _call(fn, *args))(fn) for name, fn in _MATH.items()},
+    **{name: _function(fn) for name, fn in _MATH.items()},
+    "power": _power,
 }
 
 # the globals of a generated loop: the math functions its text calls, and non-finite literals
