@@ -9,19 +9,18 @@ import warnings
 
 import numpy as np
 import pytest
-from _device import xp as device_xp
-from _tol import assert_close
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad._core import ShapedArray
+from _device import xp as device_xp
+from _tol import assert_close
+from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.codegen import compile_program
 from tapegrad._jit.passes import optimize
-from tapegrad._jit.scalar import SCALAR_FUNCTIONS, Scalar, compile_scalar_loop
+from tapegrad._jit.scalar import _GLOBALS, SCALAR_FUNCTIONS, Scalar, compile_scalar_loop
 from tapegrad._jit.staging import stage
 from tapegrad.extend import def_fusion, primitive
 
-F64, B = np.float64, np.bool_
 RNG = np.random.default_rng(14)
 
 
@@ -163,7 +162,6 @@ def _spelled(name, *values):
     """The scalar spelling of NumPy's ``name`` evaluated on Python floats; None where Python raises."""
     names = "xyz"[:len(values)]
     text = SCALAR_FUNCTIONS[name](*[Scalar(n, "f") for n in names]).text
-    from tapegrad._jit.scalar import _GLOBALS
     try:
         return eval(text, dict(_GLOBALS), dict(zip(names, values)))  # noqa: S307 — our own spelling
     except (ArithmeticError, ValueError):
@@ -289,7 +287,7 @@ INELIGIBLE = {
     "integer read": (lambda a, i: (a * i,), [1.0], [np.arange(3)]),
     "no template (floor)": (lambda a, b: (tnp.floor(a) + b,), [1.0], [uniform(0, 1, 3)]),
     "bool arithmetic": (lambda a, b: (a + (b > 0.5),), [np.bool_(True)], [uniform(0, 1, 3)]),
-    "template that branches": (lambda a, b: (tg._core.bind(_fusion_if_p, a) + b,), [1.0], [uniform(0, 1, 3)]),
+    "template that branches": (lambda a, b: (bind(_fusion_if_p, a) + b,), [1.0], [uniform(0, 1, 3)]),
     "several results": (lambda a, b: (tnp.linalg.eigh(a * np.eye(2) + b)[0][0] + a, b), [1.0],
                         [uniform(0, 1, 3)]),
 }
