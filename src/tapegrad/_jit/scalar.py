@@ -19,7 +19,9 @@ Faithfulness. ``+ - * /``, negation, ``square``, ``reciprocal``, comparisons, ``
 the logical operations give bit-identical results to NumPy float64 (IEEE 754 rounds them correctly,
 in C as in Python). The transcendental functions (``exp``, ``log``, ``sin``, ``tanh``, ``power``, ...)
 call the C library's through ``math``, while NumPy may use its own SIMD loops: results may differ
-from NumPy's in the last bit.
+from NumPy's in the last bit (measured on 20,000 random arguments with NumPy 2.4: at most 1 ulp for
+``exp``, ``log``, ``log1p``, ``power`` and ``arctan2``, 2 ulps for ``tanh``; ``sin`` and ``cos``
+agreed). ``power`` by the literal 2 is ``x * x``, which is what NumPy's loop computes.
 
 Where NumPy would return inf or NaN with a floating-point warning (``x / 0``, ``log(0)``,
 ``exp(1000)``, ``sqrt(-1)``, ``power`` of a negative base), Python raises (ZeroDivisionError,
