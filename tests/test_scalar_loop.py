@@ -277,6 +277,8 @@ def test_overflow_under_errstate_raise_is_not_silent():
 # ---- what is not eligible -----------------------------------------------------------------------------
 _fusion_if_p = primitive("test_scalar_if", lambda x: np.abs(x))
 def_fusion(_fusion_if_p, lambda f, x: x if x > 0 else -x)  # a template that branches on its operand
+_fmod_p = primitive("test_scalar_fmod", np.fmod)
+def_fusion(_fmod_p, "fmod")  # a NumPy name with no scalar spelling
 
 
 INELIGIBLE = {
@@ -288,6 +290,7 @@ INELIGIBLE = {
     "no template (floor)": (lambda a, b: (tnp.floor(a) + b,), [1.0], [uniform(0, 1, 3)]),
     "bool arithmetic": (lambda a, b: (a + (b > 0.5),), [np.bool_(True)], [uniform(0, 1, 3)]),
     "template that branches": (lambda a, b: (bind(_fusion_if_p, a) + b,), [1.0], [uniform(0, 1, 3)]),
+    "a function with no scalar spelling": (lambda a, b: (bind(_fmod_p, a, b),), [1.0], [uniform(0, 1, 3)]),
     "several results": (lambda a, b: (tnp.linalg.eigh(a * np.eye(2) + b)[0][0] + a, b), [1.0],
                         [uniform(0, 1, 3)]),
 }

@@ -36,6 +36,7 @@ with an overflowed unselected ``y`` does not) gives the same numbers without Num
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 
@@ -198,17 +199,8 @@ _GLOBALS = {"_sqrt": math.sqrt, "_sin": math.sin, "_cos": math.cos, "_tan": math
             "_float64": np.float64, "_bool": np.bool_}
 
 
-class _Namespace:
-    """The ``f`` of a fusion template here: NumPy's names, building Python float source."""
-
-    def __getattr__(self, name):
-        try:
-            return SCALAR_FUNCTIONS[name]
-        except KeyError:
-            raise Ineligible(f"no scalar form of {name!r}") from None
-
-
-_SCALAR_NAMESPACE = _Namespace()
+# the ``f`` of a fusion template here: a name it lacks raises AttributeError, and the program is ineligible
+_SCALAR_NAMESPACE = types.SimpleNamespace(**SCALAR_FUNCTIONS)
 
 
 # ---- one equation, one program ------------------------------------------------------------------------
@@ -375,7 +367,7 @@ def compile_scalar_loop(program: Program, n_carry: int, n_xs: int):
     """
     try:
         text = source(program, n_carry, n_xs)
-    except (Ineligible, TypeError):  # TypeError: a template met an operation Scalar does not define
+    except (Ineligible, TypeError, AttributeError):  # a template used what Scalar or f does not define
         return None
     namespace = dict(_GLOBALS)
     exec(compile(text, "<tapegrad scalar loop>", "exec"), namespace)  # noqa: S102 — our own generated source
