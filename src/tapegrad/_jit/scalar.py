@@ -265,7 +265,7 @@ class _Names:
             return literal(x.value, kind)
         scalar = self.scalars[id(x)]
         if scalar.kind not in (FLOAT, BOOL):
-            raise Ineligible(f"{x!r} is read, and integer arithmetic has no scalar form")
+            raise Ineligible(f"{x!r} is read: only float64 and bool values have a scalar form")
         return scalar
 
 
