@@ -46,7 +46,6 @@ from tapegrad._structural import astype_p, broadcast_to_p, reshape_p, stop_gradi
 
 FLOAT, BOOL = "f", "b"  # the kinds of scalar a generated loop holds: Python float, Python bool
 _KINDS = {np.dtype(np.float64): FLOAT, np.dtype(np.bool_): BOOL}
-_DTYPES = {FLOAT: np.float64, BOOL: np.bool_}
 
 
 class Ineligible(Exception):
@@ -96,7 +95,10 @@ def literal(value, kind: str) -> Scalar:
         return Scalar(repr(bool(value)), BOOL)
     if kind != FLOAT or not isinstance(value, (bool, int, float)):
         raise Ineligible(f"literal {value!r} has no {kind!r} scalar form")
-    value = float(value)  # as NumPy converts a weak Python int to float64: rounded to nearest
+    try:
+        value = float(value)  # as NumPy converts a weak Python int to float64: rounded to nearest
+    except OverflowError:  # NumPy refuses such an int too
+        raise Ineligible(f"literal {value!r} does not fit a float64") from None
     if math.isfinite(value):
         return Scalar(f"({value!r})", FLOAT)
     return Scalar("_NAN" if math.isnan(value) else ("_INF" if value > 0 else "(-_INF)"), FLOAT)
