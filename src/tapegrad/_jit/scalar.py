@@ -46,6 +46,8 @@ from tapegrad._structural import astype_p, broadcast_to_p, reshape_p, stop_gradi
 
 FLOAT, BOOL = "f", "b"  # the kinds of scalar a generated loop holds: Python float, Python bool
 _KINDS = {np.dtype(np.float64): FLOAT, np.dtype(np.bool_): BOOL}
+_FROM_ARRAY = {FLOAT: "float", BOOL: "bool"}  # a 0-d array to the loop's Python scalar
+_TO_ARRAY = {FLOAT: "_float64", BOOL: "_bool"}  # the dtype of the arrays a loop returns
 
 
 class Ineligible(Exception):
@@ -293,27 +295,29 @@ def source(program: Program, n_carry: int, n_xs: int) -> str:
             "        return None"]
     for k, v in enumerate(carry_in):
         names.define(v, f"a{k}")
-        if names.kinds[id(v)] in (FLOAT, BOOL):
-            head.append(f"    a{k} = {'float' if names.kinds[id(v)] == FLOAT else 'bool'}(carries[{k}])")
+        if names.kinds[id(v)] in _FROM_ARRAY:
+            head.append(f"    a{k} = {_FROM_ARRAY[names.kinds[id(v)]]}(carries[{k}])")
     step = []
     for j, v in enumerate(xs_in):
         names.define(v, f"x{j}")
-        if id(v) in used and names.kinds[id(v)] in (FLOAT, BOOL):
+        if id(v) in used and names.kinds[id(v)] in _FROM_ARRAY:
             head.append(f"    X{j} = xs[{j}].tolist()")
             step.append(f"x{j} = X{j}[_i]")
     for j, v in enumerate(consts_in):
         names.define(v, f"k{j}")
-        if id(v) in used and names.kinds[id(v)] in (FLOAT, BOOL):
-            head.append(f"    k{j} = {'float' if names.kinds[id(v)] == FLOAT else 'bool'}(consts[{j}])")
+        if id(v) in used and names.kinds[id(v)] in _FROM_ARRAY:
+            head.append(f"    k{j} = {_FROM_ARRAY[names.kinds[id(v)]]}(consts[{j}])")
     for v, c in zip(program.constvars, program.consts):
         names.define(v, "")
-        if names.kinds[id(v)] in (FLOAT, BOOL):
+        if names.kinds[id(v)] in _FROM_ARRAY:  # a constant of the program: written into the source
             names.scalars[id(v)] = literal(c.item(), names.kinds[id(v)])
     for k, eqn in enumerate(program.eqns):
         expr = equation(eqn, names.read)
         names.define(eqn.out, f"v{k}")
         step.append(f"v{k} = {expr.text}")
     carries_out = [names.read(x) for x in program.outputs[:n_carry]]
+    if [c.kind for c in carries_out] != [names.kinds[id(v)] for v in carry_in]:
+        raise Ineligible("a carry changes kind between steps")
     ys_out = [names.read(x) for x in program.outputs[n_carry:]]
     for j in range(len(ys_out)):
         head.append(f"    y{j} = []")
@@ -337,12 +341,12 @@ def _tail(carries_out, ys_out) -> list:
     """Reverse the ys of a reverse loop, give up on any non-finite result (NumPy would have warned),
     and return fresh arrays."""
     lines = [f"    if reverse: y{j}.reverse()" for j in range(len(ys_out))]
-    lines += [f"    Y{j} = _array(y{j}, {'_float64' if y.kind == FLOAT else '_bool'})" for j, y in enumerate(ys_out)]
+    lines += [f"    Y{j} = _array(y{j}, {_TO_ARRAY[y.kind]})" for j, y in enumerate(ys_out)]
     finite = [f"_isfinite(a{k})" for k, c in enumerate(carries_out) if c.kind == FLOAT]
     finite += [f"_np_isfinite(Y{j}).all()" for j, y in enumerate(ys_out) if y.kind == FLOAT]
     if finite:
         lines += [f"    if not ({' and '.join(finite)}):", "        return None"]
-    carries = [f"_array(a{k}, {'_float64' if c.kind == FLOAT else '_bool'})" for k, c in enumerate(carries_out)]
+    carries = [f"_array(a{k}, {_TO_ARRAY[c.kind]})" for k, c in enumerate(carries_out)]
     lines.append(f"    return [{', '.join(carries)}], [{', '.join(f'Y{j}' for j in range(len(ys_out)))}]")
     return lines
 
