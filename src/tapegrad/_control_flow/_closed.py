@@ -12,6 +12,7 @@ from tapegrad._jit.api import traceable
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program, Var, pretty, type_string
+from tapegrad._jit.scalar import compile_scalar_loop
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._params import Parameter
@@ -27,7 +28,7 @@ class ClosedProgram:
     more than it saves). Hashed and compared by identity, so that it can be a primitive's parameter;
     printed as the program's listing."""
 
-    __slots__ = ("program", "out_avals", "remat", "_run", "_calls", "_derived", "__weakref__")
+    __slots__ = ("program", "out_avals", "remat", "_run", "_calls", "_derived", "_scalar", "__weakref__")
 
     def __init__(self, program: Program, remat: bool = False):
         self.program = program
@@ -36,6 +37,7 @@ class ClosedProgram:
         self._run = None
         self._calls = 0
         self._derived = {}  # (kind, key) -> ClosedProgram: the jvp, vjp and batched branches made from this one
+        self._scalar = False  # the Python-float loop over this body: not built yet (None: not eligible)
 
     def __call__(self, *args):
         """The outputs for concrete ``args``, each an array the caller owns."""
@@ -50,6 +52,13 @@ class ClosedProgram:
                 return evaluate(self.program, args)
             self._run = compile_program(optimize(self.program))
         return self._run(*args)
+
+    def scalar_loop(self, n_carry: int, n_xs: int):
+        """This body as one loop of Python-float code (``tapegrad._jit.scalar``), built once; None when
+        the body is not made of elementwise operations on 0-d float64 and bool values."""
+        if self._scalar is False:
+            self._scalar = compile_scalar_loop(optimize(self.program), n_carry, n_xs)
+        return self._scalar
 
     def evaluate(self, *args):
         """The outputs through ``bind``, for a transform that must see the branch's primitives."""

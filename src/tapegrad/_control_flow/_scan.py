@@ -52,11 +52,22 @@ def _split(seq, n_carry: int, n_xs: int):
     return list(seq[:n_carry]), list(seq[n_carry:n_carry + n_xs]), list(seq[n_carry + n_xs:])
 
 
+# A loop of fewer steps runs the body's program step by step: building the Python-float loop costs
+# about as much as compiling the program (0.2-0.4 ms), which a short loop would not win back.
+SCALAR_MIN_STEPS = 32
+
+
 def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
     """A Python loop over the body's compiled program: ``unroll`` steps per iteration (one program
     that applies the body that many times, optimised as a whole), then the remaining steps one by
-    one."""
+    one. A long loop whose body works on 0-d float64 values runs as one loop of Python-float code
+    (``tapegrad._jit.scalar``) instead."""
     carry, xs, consts = _split(args, n_carry, n_xs)
+    if length >= SCALAR_MIN_STEPS:  # a body on scalars runs as Python floats, unless that gives up
+        loop = body.scalar_loop(n_carry, n_xs)
+        result = loop(carry, xs, consts, length, reverse) if loop is not None else None
+        if result is not None:
+            return list(result[0]) + list(result[1])
     steps = range(length - 1, -1, -1) if reverse else range(length)
     ys = []
     if unroll > 1 and length >= unroll:
