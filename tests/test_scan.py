@@ -434,3 +434,28 @@ def test_jit_drops_the_ys_nothing_reads_from_the_body():
     want_carry, (_, want_sums) = _loop(_rnn_step, _init(), XS)
     assert_close(got_h, want_carry["h"])
     assert_close(got_sums, want_sums)
+
+
+def test_a_long_loop_on_scalars_runs_as_python_floats_with_numpys_values(monkeypatch):
+    from tapegrad._control_flow import _closed
+    built = []
+    real = _closed.compile_scalar_loop
+    monkeypatch.setattr(_closed, "compile_scalar_loop", lambda *a: built.append(real(*a)) or built[-1])
+
+    def euler(k, y0):  # 200 steps of y' = -k y on float64 scalars
+        return tg.fori_loop(0, 200, lambda i, y: y + 0.01 * (-k * y), y0)
+
+    def python(k, y0):
+        y = y0
+        for _ in range(200):
+            y = y + 0.01 * (-k * y)
+        return y
+    k, y0 = np.array(0.7), np.array(1.5)
+    assert euler(k, y0) == python(k, y0)  # + and * round as NumPy's do: bit for bit
+    for route in (tg.grad, lambda f: tg.jit(tg.grad(f))):
+        assert_close(route(euler)(k, y0), tg.grad(python)(k, y0))
+    assert any(loop is not None for loop in built)  # the loops above ran as Python floats
+    # where NumPy would warn, the Python-float loop gives up and the ordinary loop gives NumPy's inf
+    with pytest.warns(RuntimeWarning):
+        blown = tg.fori_loop(0, 100, lambda i, y: y * 1e10, np.array(1.0))
+    assert blown == np.inf
