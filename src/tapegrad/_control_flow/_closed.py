@@ -56,8 +56,9 @@ class ClosedProgram:
     def scalar_loop(self, n_carry: int, n_xs: int):
         """This body as one loop of Python-float code (``tapegrad._jit.scalar``), built once; None when
         the body is not made of elementwise operations on 0-d float64 and bool values."""
-        if self._scalar is False:
-            self._scalar = compile_scalar_loop(optimize(self.program), n_carry, n_xs)
+        if self._scalar is False:  # a carry that is not 0-d rules it out before the cost of optimising
+            scalar = all(v.aval.shape == () for v in self.program.invars[:n_carry])
+            self._scalar = compile_scalar_loop(optimize(self.program), n_carry, n_xs) if scalar else None
         return self._scalar
 
     def evaluate(self, *args):
