@@ -456,6 +456,6 @@ def test_a_long_loop_on_scalars_runs_as_python_floats_with_numpys_values(monkeyp
         assert_close(route(euler)(k, y0), tg.grad(python)(k, y0))
     assert any(loop is not None for loop in built)  # the loops above ran as Python floats
     # where NumPy would warn, the Python-float loop gives up and the ordinary loop gives NumPy's inf
-    with pytest.warns(RuntimeWarning):
+    with np.errstate(all="warn"), pytest.warns(RuntimeWarning):
         blown = tg.fori_loop(0, 100, lambda i, y: y * 1e10, np.array(1.0))
     assert blown == np.inf
