@@ -245,6 +245,38 @@ __all__ += [
 ]
 # ---- end block: array functions ----
 
+# ---- block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+from tapegrad.numpy._from import from_dlpack, fromfunction, frompyfunc  # noqa: E402
+from tapegrad.numpy._predicates import isneginf, isposinf  # noqa: E402
+from tapegrad.numpy._queries import (  # noqa: E402
+    broadcast_shapes,
+    can_cast,
+    einsum_path,
+    isdtype,
+    isscalar,
+    issubdtype,
+    iterable,
+    promote_types,
+)
+from tapegrad.numpy._reorder import (  # noqa: E402
+    copy,
+    lexsort,
+    mask_indices,
+    place,
+    ravel_multi_index,
+    resize,
+    sort_complex,
+    trim_zeros,
+    unravel_index,
+)
+
+__all__ += [
+    "broadcast_shapes", "can_cast", "copy", "einsum_path", "from_dlpack", "frompyfunc", "fromfunction",
+    "isdtype", "isneginf", "isposinf", "isscalar", "issubdtype", "iterable", "lexsort", "mask_indices", "place",
+    "promote_types", "ravel_multi_index", "resize", "sort_complex", "trim_zeros", "unravel_index",
+]
+# ---- end block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402
 
