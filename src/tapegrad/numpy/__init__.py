@@ -104,7 +104,12 @@ from tapegrad.numpy._elementwise import (
 )
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
-from tapegrad.numpy._operators import floor_divide, register_alternatives, register_numpy_functions
+from tapegrad.numpy._operators import (
+    floor_divide,
+    register_alternatives,
+    register_numpy_functions,
+    register_ufuncs,
+)
 from tapegrad.numpy._ranges import geomspace, linspace, logspace
 from tapegrad.numpy._reductions import (
     all,
@@ -276,6 +281,62 @@ __all__ += [
     "promote_types", "ravel_multi_index", "resize", "sort_complex", "trim_zeros", "unravel_index",
 ]
 # ---- end block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+
+# ---- block: numerical functions (polynomials, calculus, convolution, covariance, floating point, windows) ----
+from tapegrad.numpy._bessel import i0  # noqa: E402
+from tapegrad.numpy._calculus import ediff1d, gradient, interp, trapezoid, unwrap  # noqa: E402
+from tapegrad.numpy._comparison import (  # noqa: E402
+    allclose,
+    array_equal,
+    array_equiv,
+    isclose,
+    iscomplex,
+    iscomplexobj,
+    isreal,
+    isrealobj,
+    real_if_close,
+)
+from tapegrad.numpy._convolve import convolve, correlate  # noqa: E402
+from tapegrad.numpy._covariance import corrcoef, cov  # noqa: E402
+from tapegrad.numpy._floating import (  # noqa: E402
+    divmod,
+    fix,
+    frexp,
+    gcd,
+    heaviside,
+    lcm,
+    ldexp,
+    modf,
+    nextafter,
+    positive,
+    rint,
+    spacing,
+)
+from tapegrad.numpy._polynomial import (  # noqa: E402
+    poly,
+    polyadd,
+    polyder,
+    polydiv,
+    polyfit,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    roots,
+    vander,
+)
+from tapegrad.numpy._windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: E402
+
+__all__ += [
+    "allclose", "array_equal", "array_equiv", "bartlett", "blackman", "convolve", "corrcoef", "correlate",
+    "cov", "divmod", "ediff1d", "fix", "frexp", "gcd", "gradient", "hamming", "hanning", "heaviside", "i0",
+    "interp", "iscomplex", "iscomplexobj", "isclose", "isreal", "isrealobj", "kaiser", "lcm", "ldexp", "modf",
+    "nextafter", "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval",
+    "positive", "real_if_close", "rint", "roots", "spacing", "trapezoid", "unwrap", "vander",
+]
+register_ufuncs({name: globals()[name] for name in (
+    "divmod", "frexp", "gcd", "heaviside", "lcm", "ldexp", "modf", "nextafter", "positive", "rint", "spacing")})
+# ---- end block: numerical functions ----
 
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402

@@ -15,7 +15,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
-from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._creation import as_operand, asarray
 
 # Terms of the series I_n(x) = sum_k (x/2)^(2k+n) / (k! (k+n)!) peak near k = |x|/2 and are below
 # the dtype's epsilon about 6 sqrt(|x|/2) terms later; so many terms cover every |x| whose I_n is
@@ -58,7 +58,8 @@ defbatch_elementwise(bessel_i_p)
 
 def bessel_i(x, n: int):
     """``I_n(x)``, the modified Bessel function of the first kind of integer order ``n >= 0``."""
-    return bind(bessel_i_p, as_operand(x), n=n)
+    x = as_operand(x)
+    return bind(bessel_i_p, x if hasattr(x, "dtype") else asarray(x), n=n)
 
 
 def i0(x):
@@ -72,6 +73,7 @@ def i0(x):
         TypeError: complex ``x``.
     """
     x = as_operand(x)
-    if np.dtype(getattr(x, "dtype", np.result_type(x))).kind == "c":
+    x = x if hasattr(x, "dtype") else asarray(x)
+    if np.dtype(x.dtype).kind == "c":
         raise TypeError("i0: complex input is not supported (as in NumPy); pass the real or the absolute value")
     return bessel_i(x, 0)

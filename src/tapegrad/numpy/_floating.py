@@ -22,7 +22,8 @@ import numpy as np
 
 from tapegrad.extend import def_nondiff, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._elementwise import _binary, _unary, equal, floor_divide_p
+from tapegrad.numpy._elementwise import _binary, _unary, equal
+from tapegrad.numpy._operators import floor_divide
 from tapegrad.numpy._ufuncs import remainder, trunc
 
 # ---- scaling by powers of two --------------------------------------------------------------------
@@ -69,7 +70,7 @@ def divmod(x1, x2):
     constant (derivative 0); the remainder has ``mod``'s derivatives (1 in ``x1``,
     ``-floor(x1 / x2)`` in ``x2``)."""
     x1, x2 = as_operand(x1), as_operand(x2)
-    return floor_divide_p.bind(x1, x2), remainder(x1, x2)
+    return floor_divide(x1, x2), remainder(x1, x2)
 
 
 # ---- steps and neighbours ------------------------------------------------------------------------

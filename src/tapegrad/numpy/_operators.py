@@ -258,6 +258,15 @@ _UFUNCS = {
     "copysign": uf.copysign,
 }
 
+
+
+def register_ufuncs(namespace: dict) -> None:
+    """Serve each NumPy ufunc whose name ``namespace`` defines (``"ldexp"``) with our function of that
+    name, when it is called on a traced value (``__array_ufunc__``): for the ufuncs of modules that
+    ``tapegrad.numpy`` imports after this one."""
+    _UFUNCS.update(namespace)
+
+
 _UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
 
 _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
