@@ -157,6 +157,13 @@ CASES = [
     Case("polyfit_weighted", lambda x, y, w: tnp.polyfit(x, y, 1, w=w), lambda x, y, w: np.polyfit(x, y, 1, w=w),
          _args(_increasing(6), _u(-2, 2, 6, 2), _u(0.5, 2, 6)), (F64,), (0, 1, 2)),
     Case("vander", lambda x: tnp.vander(x, 4), lambda x: np.vander(x, 4), _args(_u(-2, 2, 3)), REAL),
+    # running reductions (array API)
+    Case("cumulative_sum", lambda x: tnp.cumulative_sum(x, axis=0, include_initial=True),
+         lambda x: np.cumulative_sum(x, axis=0, include_initial=True), _args(_u(-2, 2, 4, 3)), REAL),
+    Case("cumulative_prod", lambda x: tnp.cumulative_prod(x, axis=1, include_initial=True),
+         lambda x: np.cumulative_prod(x, axis=1, include_initial=True), _args(_u(-2, 2, 4, 3)), REAL),
+    Case("cumulative_sum_1d", tnp.cumulative_sum, np.cumulative_sum, _args(_u(-2, 2, 5)), REAL),
+    Case("cumulative_prod_int", tnp.cumulative_prod, np.cumulative_prod, _args(_ints(-3, 3, 5)), (np.int64,), ()),
     # windows
     Case("kaiser", lambda beta: tnp.kaiser(7, beta), lambda beta: np.kaiser(7, beta),
          lambda dt, rng: (np.float64(rng.uniform(1, 6)),), (F64,)),
@@ -377,5 +384,7 @@ def test_errors_name_the_argument():
         tnp.cov(np.ones((2, 2, 2)))
     with pytest.raises(TypeError, match="M must be an integer"):
         tnp.hamming(4.5)
+    with pytest.raises(ValueError, match="axis"):
+        tnp.cumulative_sum(np.ones((2, 2)))
     with pytest.raises(TypeError, match="to_begin"):
         tnp.ediff1d(np.arange(3), to_begin=[0.5])

@@ -298,6 +298,7 @@ from tapegrad.numpy._comparison import (  # noqa: E402
 )
 from tapegrad.numpy._convolve import convolve, correlate  # noqa: E402
 from tapegrad.numpy._covariance import corrcoef, cov  # noqa: E402
+from tapegrad.numpy._cumulative import cumulative_prod, cumulative_sum  # noqa: E402
 from tapegrad.numpy._floating import (  # noqa: E402
     divmod,
     fix,
@@ -329,11 +330,13 @@ from tapegrad.numpy._windows import bartlett, blackman, hamming, hanning, kaiser
 
 __all__ += [
     "allclose", "array_equal", "array_equiv", "bartlett", "blackman", "convolve", "corrcoef", "correlate",
-    "cov", "divmod", "ediff1d", "fix", "frexp", "gcd", "gradient", "hamming", "hanning", "heaviside", "i0",
-    "interp", "iscomplex", "iscomplexobj", "isclose", "isreal", "isrealobj", "kaiser", "lcm", "ldexp", "modf",
-    "nextafter", "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval",
-    "positive", "real_if_close", "rint", "roots", "spacing", "trapezoid", "unwrap", "vander",
+    "cov", "cumulative_prod", "cumulative_sum", "divmod", "ediff1d", "euler_gamma", "fix", "frexp", "gcd",
+    "gradient", "hamming", "hanning", "heaviside", "i0", "interp", "isclose", "iscomplex", "iscomplexobj",
+    "isreal", "isrealobj", "kaiser", "lcm", "ldexp", "modf", "nextafter", "poly", "polyadd", "polyder",
+    "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval", "positive", "real_if_close", "rint",
+    "roots", "spacing", "trapezoid", "unwrap", "vander",
 ]
+euler_gamma = _np.euler_gamma
 register_ufuncs({name: globals()[name] for name in (
     "divmod", "frexp", "gcd", "heaviside", "lcm", "ldexp", "modf", "nextafter", "positive", "rint", "spacing")})
 # ---- end block: numerical functions ----
