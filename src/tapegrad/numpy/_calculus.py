@@ -57,8 +57,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         dtype (integers give float64). Differentiable in ``f`` and in the spacings.
 
     Raises:
-        ValueError: ``edge_order`` not 1 or 2; an axis shorter than ``edge_order + 1``; the wrong
-            number of spacings; coordinates of the wrong length.
+        ValueError: ``edge_order`` not 1 or 2; an axis shorter than ``edge_order + 1``; coordinates
+            of the wrong length.
+        TypeError: the wrong number of spacings (NumPy's error).
     """
     f = _inexact(f)
     axes = normalize_axis(tuple(range(_shape.ndim(f))) if axis is None else axis, _shape.ndim(f))

@@ -266,6 +266,9 @@ def roots(p, *, strip_zeros=True):
     Raises:
         ValueError: ``p`` not 1-D.
         ConcretizationError: ``strip_zeros=True`` under ``jit``/``vmap``.
+
+    The eigenvalues come from ``xp.linalg.eigvals``, which NumPy has and CuPy does not: on CuPy
+    arrays the call fails with CuPy's AttributeError.
     """
     p = _inexact(_coefficients(p))
     if strip_zeros:
