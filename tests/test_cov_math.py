@@ -86,6 +86,7 @@ X_INSIDE = np.array([-0.5, 0.3, 1.2, 2.2, 3.6, 4.5])  # off the knots (each side
 CASES = [
     # floating point
     Case("ldexp", lambda x, e: tnp.ldexp(x, e), np.ldexp, _args(_u(-2, 2, 3, 2), _ints(-3, 4, 2)), REAL),
+    Case("ldexp_python_int", lambda x: tnp.ldexp(x, 3), lambda x: np.ldexp(x, 3), _args(_u(-2, 2, 3)), REAL),
     Case("frexp", tnp.frexp, np.frexp, _args(_u(-9, 9, 4)), REAL),
     Case("modf", tnp.modf, np.modf, _args(_offint(3, 2)), REAL),
     Case("divmod", tnp.divmod, np.divmod, _fixed([5.3, -5.3, 4.1], [2.0, 2.0, -1.5]), REAL, (0, 1)),
@@ -276,6 +277,11 @@ def test_roots_are_complex_and_differentiable_where_distinct():
     assert_close(tnp.roots(np.array([0.0, 0.0, 1.0, -3.0, 2.0, 0.0])), np.roots([1.0, -3.0, 2.0, 0.0]) + 0j)
     assert tnp.roots(np.zeros(3)).shape == (0,)
     check_grads(lambda p: tnp.roots(p), (np.array([1.0, -3.0, 2.0, 0.0]),), order=2)
+    # a batch of polynomials is one primitive call (its batch rule), derivatives included
+    ps = np.array([[1.0, -6.0, 11.0, -6.0], [2.0, 1.0, -3.0, 0.5], [1.0, 0.0, 1.0, 1.0]])
+    per_row = [tg.grad(lambda p: tnp.abs(tnp.roots(p, strip_zeros=False)).sum())(p) for p in ps]
+    batched = tg.vmap(tg.grad(lambda p: tnp.abs(tnp.roots(p, strip_zeros=False)).sum()), in_axes=1)(ps.T)
+    assert_close(batched, np.stack(per_row))
 
 
 def test_shapes_that_depend_on_values_need_the_static_spelling_under_jit():

@@ -20,16 +20,45 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._core import bind
 from tapegrad.extend import def_nondiff, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand
-from tapegrad.numpy._elementwise import _binary, _unary, equal
+from tapegrad.numpy._elementwise import _binary, _unary, equal, summed_to_operand
 from tapegrad.numpy._operators import floor_divide
 from tapegrad.numpy._ufuncs import remainder, trunc
 
+
 # ---- scaling by powers of two --------------------------------------------------------------------
-ldexp_p, ldexp = _binary("ldexp", lambda g, ans, x, e: ldexp(g, e))
-ldexp.__doc__ = """``x * 2**e`` elementwise (``e`` an integer array), as ``numpy.ldexp``; differentiable in ``x``
-(``d/dx = 2**e``), float dtype of ``x``."""
+def _ldexp_impl(x, e):
+    """NumPy's ``ldexp`` through a function, not the ufunc object: jit's executor hands a Python
+    scalar operand of a binary ufunc over as a 0-d array of the float operand's dtype (NumPy 2's weak
+    scalars), which ``ldexp``'s integer exponent refuses; :func:`ldexp` passes the exponent as an
+    integer array instead."""
+    return np.ldexp(x, e)
+
+
+def _ldexp_dx(g, ans, x, e):
+    return ldexp(g, e)
+
+
+ldexp_p = primitive("ldexp", _ldexp_impl)
+defvjp(ldexp_p, summed_to_operand(_ldexp_dx, 0), None)
+defjvp(ldexp_p, _ldexp_dx, None)
+defbatch_elementwise(ldexp_p)
+
+
+def ldexp(x1, x2):
+    """``x1 * 2**x2`` elementwise with broadcasting (``x2`` integers), as ``numpy.ldexp``: ``x1``'s
+    float dtype. Differentiable in ``x1`` (``d/dx1 = 2**x2``); the exponent is an integer.
+
+    Raises:
+        TypeError: a float exponent (NumPy's rule).
+    """
+    x1, x2 = as_operand(x1), as_operand(x2)
+    if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
+        x2 = np.asarray(x2)  # an integer array, never a weak float literal under jit
+    return bind(ldexp_p, x1, x2)
+
 
 frexp_exponent_p = primitive("frexp_exponent", lambda x: np.frexp(x)[1])
 def_nondiff(frexp_exponent_p)

@@ -17,7 +17,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.errors import ConcretizationError
-from tapegrad.extend import defjvp, defvjp, primitive
+from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._comparison import allclose
@@ -213,10 +213,9 @@ def _characteristic(a):
     return _shape.stack(coefficients)
 
 
-def _roots_impl(p):
-    """NumPy's ``roots`` of ``p`` (leading coefficient nonzero), always complex: the eigenvalues of
-    the companion matrix, then a zero root per trailing zero coefficient."""
-    xp = namespace_of(p)
+def _roots_1d(p, xp):
+    """NumPy's ``roots`` of one polynomial whose leading coefficient is nonzero, always complex: the
+    eigenvalues of the companion matrix, then a zero root per trailing zero coefficient."""
     complex_dtype = np.result_type(p.dtype, np.complex64)
     n = p.shape[0]
     nonzero = xp.nonzero(p)[0]
@@ -231,20 +230,47 @@ def _roots_impl(p):
     return xp.concatenate([found.astype(complex_dtype), xp.zeros(n - 1 - last, complex_dtype)])
 
 
+def _roots_impl(p):
+    """The roots of each polynomial of the stack ``p`` (coefficients along the last axis): NumPy's
+    algorithm row by row (the trailing zeros differ from row to row)."""
+    xp = namespace_of(p)
+    rows = p.reshape(-1, p.shape[-1])
+    out = xp.stack([_roots_1d(row, xp) for row in rows]) if rows.shape[0] else None
+    shape = _roots_abstract_eval(p).shape
+    return out.reshape(shape) if out is not None else xp.zeros(shape, np.result_type(p.dtype, np.complex64))
+
+
 def _roots_abstract_eval(p):
-    return ShapedArray((p.shape[0] - 1,), np.result_type(p.dtype, np.complex64))
+    return ShapedArray(tuple(p.shape[:-1]) + (p.shape[-1] - 1,), np.result_type(p.dtype, np.complex64))
+
+
+def _horner_last(p, x):
+    """``polyval`` of each polynomial of the stack ``p`` (last axis) at the matching points ``x``
+    (``p.shape[:-1] + (k,)``)."""
+    y = zeros_like(x)
+    for i in range(_shape.shape(p)[-1]):
+        y = y * x + p[..., i:i + 1]
+    return y
+
+
+def _derivative_last(p):
+    """``polyder`` along the last axis."""
+    return p[..., :-1] * np.arange(_shape.shape(p)[-1] - 1, 0, -1)
 
 
 def _roots_vjp(ct, ans, p):
     """``ct_p[k] = -sum_i ct_i r_i**(N-1-k) / p'(r_i)``; its real part for real ``p`` (the transpose
     of the R-linear map of the jvp)."""
-    ct_p = -matmul(ct / polyval(polyder(p), ans), vander(ans, _shape.shape(p)[0]))
+    weights = ct / _horner_last(_derivative_last(p), ans)
+    powers = ew.power(_shape.expand_dims(ans, -1), np.arange(_shape.shape(p)[-1] - 1, -1, -1))
+    ct_p = -matmul(_shape.expand_dims(weights, -2), powers)[..., 0, :]
     return ct_p if _complex.is_complex(p) else _complex.real(ct_p)
 
 
 roots_p = primitive("polynomial_roots", _roots_impl, _roots_abstract_eval)
 defvjp(roots_p, _roots_vjp)
-defjvp(roots_p, lambda t, ans, p: -polyval(t, ans) / polyval(polyder(p), ans))
+defjvp(roots_p, lambda t, ans, p: -_horner_last(t, ans) / _horner_last(_derivative_last(p), ans))
+defbatch_front(roots_p)
 
 
 def roots(p, *, strip_zeros=True):
