@@ -259,7 +259,6 @@ _UFUNCS = {
 }
 
 
-
 def register_ufuncs(namespace: dict) -> None:
     """Serve each NumPy ufunc whose name ``namespace`` defines (``"ldexp"``) with our function of that
     name, when it is called on a traced value (``__array_ufunc__``): for the ufuncs of modules that

@@ -54,11 +54,14 @@ def polyval(p, x):
     """``p[0] * x**(N-1) + ... + p[N-1]`` by Horner's scheme, as ``numpy.polyval``; ``x``'s shape, the
     promoted dtype. Differentiable in ``p`` and ``x``."""
     p = _coefficients(p)
-    x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
+    return _horner([p[i] for i in range(_shape.shape(p)[0])], _operand(x))
+
+
+def _horner(coefficients, x):
+    """``((c0 x + c1) x + c2) ...``: NumPy's evaluation order, which fixes the rounding."""
     y = zeros_like(x)
-    for i in range(_shape.shape(p)[0]):
-        y = y * x + p[i]
+    for c in coefficients:
+        y = y * x + c
     return y
 
 
@@ -142,9 +145,13 @@ def polyder(p, m=1):
         raise ValueError("Order of derivative must be positive (see polyint)")
     p = _coefficients(p)
     for _ in range(m):
-        n = _shape.shape(p)[0] - 1
-        p = p[:-1] * np.arange(n, 0, -1)
+        p = _derivative_last(p)
     return p
+
+
+def _derivative_last(p):
+    """``polyder`` of each polynomial along the last axis of ``p``."""
+    return p[..., :-1] * np.arange(_shape.shape(p)[-1] - 1, 0, -1)
 
 
 def polyint(p, m=1, k=None):
@@ -247,15 +254,7 @@ def _roots_abstract_eval(p):
 def _horner_last(p, x):
     """``polyval`` of each polynomial of the stack ``p`` (last axis) at the matching points ``x``
     (``p.shape[:-1] + (k,)``)."""
-    y = zeros_like(x)
-    for i in range(_shape.shape(p)[-1]):
-        y = y * x + p[..., i:i + 1]
-    return y
-
-
-def _derivative_last(p):
-    """``polyder`` along the last axis."""
-    return p[..., :-1] * np.arange(_shape.shape(p)[-1] - 1, 0, -1)
+    return _horner([p[..., i:i + 1] for i in range(_shape.shape(p)[-1])], x)
 
 
 def _roots_vjp(ct, ans, p):
