@@ -141,6 +141,8 @@ CASES = [
     _unary("eigh", lambda a: tla.eigh(a)[0], "spd", REAL, (3, 3)),
     _unary("eigh-vectors", lambda a: tnp.abs(tla.eigh(a)[1]), "spd", REAL, (3, 3), ulps=4096),
     _unary("svd", lambda a: tla.svd(a, compute_uv=False), "real", REAL, (3, 2)),
+    _unary("eig", tla.eigvals, "well", ALL, (3, 3), ulps=4096),
+    _unary("eig-vectors", lambda a: tnp.abs(tla.eig(a)[1]), "well", ALL, (3, 3), ulps=4096),
     _unary("qr", lambda a: tla.qr(a)[1], "well", REAL, (3, 3)),
     _unary("solve_triangular", lambda a: tsl.solve_triangular(a, np.ones(3, a.dtype)), "upper", REAL, (3, 3)),
     _unary("expm", tsl.expm, "small", REAL, (3, 3)),

@@ -148,3 +148,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     full = bool(full_matrices) and compute_uv
     u, s, vh = bind(svd_p, a, full_matrices=full)
     return SVDResult(u, s, vh) if compute_uv else s
+
+
+def svdvals(x, /):
+    """The singular values (``(..., k)``, descending) of each matrix, as ``numpy.linalg.svdvals``:
+    ``svd(x, compute_uv=False)``, with its derivative (finite everywhere, see the module notes)."""
+    return svd(x, compute_uv=False)
