@@ -1,6 +1,7 @@
 """tapegrad.numpy.linalg's names beyond the decompositions: eig, eigvals, cond, matrix_rank,
 tensorinv, tensorsolve, svdvals, matrix_norm, vector_norm and the array API's spellings
-(matrix_transpose, outer, vecdot, cross, diagonal, trace, matmul, tensordot).
+(matrix_transpose, outer, vecdot, cross, diagonal, trace, matmul, tensordot); and complex input to
+the decompositions (svd, eigh, eigvalsh, qr, cholesky, slogdet, pinv, lstsq, norm 'nuc'/2/-2).
 
 Each spec is one expression over a module (``numpy.linalg`` or ``tapegrad.numpy.linalg``), so the
 reference and the traced function are the same; values against NumPy, derivatives by check_grads to
@@ -43,12 +44,38 @@ def _well_separated(shape, rng, complex_):
     return out
 
 
+def _unitary(n, rng, complex_):
+    z = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if complex_ else 0)
+    q, r = np.linalg.qr(z)
+    return q * (np.diagonal(r) / np.abs(np.diagonal(r)))
+
+
+def _from_factors(kind, shape, rng, complex_):
+    """``herm``: Hermitian, eigenvalues at least 0.6 apart; ``hpd``: Hermitian positive definite;
+    ``wc``: singular values spread over [1, 2.5] (well conditioned, distinct)."""
+    *batch, m, n = shape
+    out = np.empty(shape, np.complex128 if complex_ else np.float64)
+    for idx in np.ndindex(*batch):
+        if kind == "wc":
+            k = min(m, n)
+            s = rng.permutation(np.linspace(1.0, 2.5, k))
+            out[idx] = _unitary(m, rng, complex_)[:, :k] @ np.diag(s) @ _unitary(n, rng, complex_)[:k]
+        else:
+            q = _unitary(n, rng, complex_)
+            w = np.linspace(0.5, 2.0, n) + 0.6 * np.arange(n) - (0 if kind == "hpd" else 1.0)
+            out[idx] = q @ np.diag(rng.permutation(w)) @ np.conj(q.T)
+    return out
+
+
 def _draw(kind, shape, dtype, rng):
     """``gen`` any values; ``eig`` distinct eigenvalues (see above); ``sq`` invertible, well
-    conditioned (``random + max(m, n) I``); ``low`` rank 2."""
+    conditioned (``random + max(m, n) I``); ``low`` rank 2; ``herm``, ``hpd``, ``wc`` see
+    :func:`_from_factors`."""
     complex_ = np.dtype(dtype).kind == "c"
     if kind == "eig":
         return _well_separated(shape, rng, complex_).astype(dtype)
+    if kind in ("herm", "hpd", "wc"):
+        return _from_factors(kind, shape, rng, complex_).astype(dtype)
     x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
     if kind == "sq":
         x = x + max(shape[-2:]) * np.eye(*shape[-2:])
@@ -68,8 +95,36 @@ def _eig_function(L, a):
     return np.swapaxes(L.solve(np.swapaxes(v, -1, -2), np.swapaxes(v * np.exp(w)[..., None, :], -1, -2)), -1, -2)
 
 
+def _eigh(L, a, **kw):
+    w, v = L.eigh(a, **kw)
+    return w, np.abs(v) ** 2, (v * np.sin(w)[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
+
+
+def _svd(L, a):
+    u, s, vh = L.svd(a, full_matrices=False)
+    return np.abs(u) ** 2, s, np.abs(vh) ** 2, (u * s[..., None, :]) @ vh, u[..., :, :1] * vh[..., :1, :]
+
+
 SQ = (((3, 3),), ((2, 3, 3),), ((1, 1),))
+RECT = (((4, 3),), ((3, 4),), ((2, 4, 3),), ((3, 3),))
+COMPLEX = DTYPES[2:]
 SPECS = [  # (spec, dtypes)
+    (ModuleSpec("c_eigh", _eigh, ("herm",), SQ + (((4, 4),),)), COMPLEX),
+    (ModuleSpec("c_eigh_upper", lambda L, a: _eigh(L, a, UPLO="U") if L is np.linalg else
+                _eigh(L, a, UPLO="U", symmetrize_input=False), ("gen",), (((3, 3),),)), COMPLEX),
+    (ModuleSpec("c_eigvalsh", lambda L, a: L.eigvalsh(a), ("herm",), SQ), COMPLEX),
+    (ModuleSpec("c_cholesky", lambda L, a: L.cholesky(a), ("hpd",), SQ), COMPLEX),
+    (ModuleSpec("c_cholesky_upper", lambda L, a: L.cholesky(a, upper=True), ("hpd",), (((3, 3),),)), COMPLEX),
+    (ModuleSpec("c_slogdet", lambda L, a: tuple(L.slogdet(a)), ("sq",), SQ), COMPLEX),
+    (ModuleSpec("c_svd", _svd, ("wc",), RECT), COMPLEX),
+    (ModuleSpec("c_svd_values", lambda L, a: L.svd(a, compute_uv=False), ("wc",), RECT), COMPLEX),
+    (ModuleSpec("c_qr", lambda L, a: tuple(L.qr(a)), ("wc",), (((3, 3),), ((4, 3),), ((2, 5, 3),))), COMPLEX),
+    (ModuleSpec("c_qr_complete", lambda L, a: tuple(L.qr(a, "complete")), ("wc",), (((3, 3),),)), COMPLEX),
+    (ModuleSpec("c_pinv", lambda L, a: L.pinv(a), ("wc",), RECT), COMPLEX),
+    (ModuleSpec("c_lstsq", lambda L, a, b: L.lstsq(a, b)[:2] + L.lstsq(a, b)[3:], ("wc", "gen"),
+                (((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 4), (3,)))), COMPLEX),
+    (ModuleSpec("c_norm", lambda L, a: (L.norm(a, "nuc"), L.norm(a, 2), L.norm(a, -2)), ("wc",),
+                (((4, 3),), ((3, 4),), ((3, 3),))), COMPLEX),
     (ModuleSpec("eig", _eig, ("eig",), SQ + (((4, 4),),)), DTYPES),
     (ModuleSpec("eig_function", _eig_function, ("eig",), (((3, 3),), ((2, 3, 3),))), DTYPES),
     (ModuleSpec("eigvals", lambda L, a: L.eigvals(a), ("eig",), SQ), DTYPES),
@@ -140,12 +195,21 @@ def test_values_and_derivatives(spec, shapes, dtype):
     check_grads(lambda *xs: spec.fn(tnp.linalg, *xs), args, order=2, name=spec.name)
 
 
-@pytest.mark.parametrize("spec", [s for s, _ in SPECS], ids=repr)
-def test_vmap_and_jit(spec):
-    args = _args(spec, spec.shapes[0], np.float64)
+NEEDS_CONCRETE_VALUES = {"c_lstsq"}  # lstsq's rank is a Python int read from the singular values
+
+
+@pytest.mark.parametrize("spec,dtypes", SPECS, ids=[s.name for s, _ in SPECS])
+def test_vmap_and_jit(spec, dtypes):
+    dtype = dtypes[0]
+    args = _args(spec, spec.shapes[0], dtype)
     fn = lambda *xs: spec.fn(tnp.linalg, *xs)  # noqa: E731
-    draw = lambda rng: tuple(_draw(k, s, np.float64, rng) for k, s in zip(spec.kinds, spec.shapes[0]))  # noqa: E731
-    check_vmap(fn, args, in_axes=(0,) + (None,) * (len(args) - 1), draw=draw)
+    draw = lambda rng: tuple(_draw(k, s, dtype, rng) for k, s in zip(spec.kinds, spec.shapes[0]))  # noqa: E731
+    in_axes = (0,) + (None,) * (len(args) - 1)
+    if spec.name in NEEDS_CONCRETE_VALUES:
+        with pytest.raises(tg.errors.ConcretizationError):
+            tg.jit(fn)(*args)
+        return
+    check_vmap(fn, args, in_axes=in_axes, draw=draw)
     for o, r in zip(tg.tree.tree_leaves(tg.jit(fn)(*args)), tg.tree.tree_leaves(fn(*args))):
         assert_close(o, r)
 
@@ -261,3 +325,23 @@ ERRORS = [
 def test_errors_name_the_problem(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ---- complex input: JAX's convention, checked on a closed form ----------------------------------
+def test_complex_gradient_of_a_real_function_is_jaxs():
+    """JAX's grad of a real f of complex z is df/dx - i df/dy (the vjp of 1): for log|det A| that is
+    A^-T, and a step along its conjugate increases f at the rate |g|^2."""
+    a = _draw("sq", (3, 3), np.complex128, np.random.default_rng(7))
+    g = tg.grad(lambda a: tnp.linalg.slogdet(a)[1])(a)
+    assert g.dtype == np.complex128
+    assert_close(g, np.linalg.inv(a).T, rtol=1e-12)
+    eps = 1e-6
+    rate = (np.linalg.slogdet(a + eps * np.conj(g))[1] - np.linalg.slogdet(a - eps * np.conj(g))[1]) / (2 * eps)
+    assert_close(rate, np.sum(np.abs(g) ** 2), rtol=1e-7)
+
+
+def test_complex_cholesky_and_eigh_gradients_are_hermitian():
+    a = _draw("hpd", (3, 3), np.complex128, np.random.default_rng(8))
+    for fn in (lambda a: tnp.abs(tnp.linalg.cholesky(a)).sum(), lambda a: tnp.linalg.eigvalsh(a)[-1]):
+        g = tg.grad(fn)(a)
+        assert_close(g, np.conj(g.T), rtol=1e-12)

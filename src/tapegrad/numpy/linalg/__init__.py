@@ -7,9 +7,10 @@ with several results; they return NumPy 2's named tuples
 (``EigResult``, ``EighResult``, ``SVDResult``, ``QRResult``, ``SlogdetResult``); ``eig`` and ``eigvals``
 always return complex arrays (as JAX). The array API's spellings (``matrix_transpose``, ``vecdot``,
 ``matrix_norm``, ...) are here as NumPy 2 has them. Functions of symmetric matrices
-(``cholesky``, ``eigh``, ``eigvalsh``) read ``(a + a^T) / 2``, as JAX does. Decompositions take real
-input; ``solve``, ``inv``, ``det``, ``matrix_power`` and ``multi_dot`` also complex input
-(holomorphic, JAX's conventions).
+(``cholesky``, ``eigh``, ``eigvalsh``) read ``(a + a^H) / 2``, as JAX does. Every function takes
+complex input too, with JAX's conventions for its derivatives: the jvp is the R-linear map, the vjp
+its transpose under ``Re(sum(a * b))`` (so holomorphic functions such as ``solve``, ``inv`` and
+``det`` multiply by the transposed, not conjugated, derivative).
 """
 from numpy.linalg import LinAlgError
 

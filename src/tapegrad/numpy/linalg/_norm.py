@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy.linalg._common import float_operand
+from tapegrad.numpy import _shape
+from tapegrad.numpy.linalg._common import abs2, float_operand
 from tapegrad.numpy.linalg._svd import svd
 
 
@@ -63,16 +63,9 @@ def _safe_root(s, p):
     return ew.where(is_zero, 0.0, root)
 
 
-def _abs2(x):
-    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (``x * x`` would be complex)."""
-    if np.dtype(x.dtype).kind == "c":
-        return _complex.real(x * _complex.conj(x))
-    return x * x
-
-
 def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
-        return _safe_root(red.sum(_abs2(x), axis=axis, keepdims=keepdims), 2)
+        return _safe_root(red.sum(abs2(x), axis=axis, keepdims=keepdims), 2)
     if ord == math.inf:
         return red.amax(ew.abs(x), axis=axis, keepdims=keepdims)
     if ord == -math.inf:
@@ -91,7 +84,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     if row == col:
         raise ValueError("norm: duplicate axes given")
     if ord is None or ord == "fro":
-        return _safe_root(red.sum(_abs2(x), axis=axes, keepdims=keepdims), 2)
+        return _safe_root(red.sum(abs2(x), axis=axes, keepdims=keepdims), 2)
     if ord in (1, -1, math.inf, -math.inf):
         sum_axis, pick_axis = (row, col) if ord in (1, -1) else (col, row)
         sums = red.sum(ew.abs(x), axis=sum_axis, keepdims=True)
