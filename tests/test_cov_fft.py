@@ -12,17 +12,9 @@ from _tol import assert_close
 from _vmapcheck import check_vmap
 from tapegrad.numpy import fft as tfft
 from tapegrad.testing import check_grads
+from test_fft import _draw
 
-COMPLEX = {np.float64: np.complex128, np.float32: np.complex64}
 DTYPES = [np.float64, np.float32]
-
-
-def _draw(shape, dtype, kind, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1.0, 1.0, shape)
-    if kind == "complex":
-        return (x + 1j * rng.uniform(-1.0, 1.0, shape)).astype(COMPLEX[dtype])
-    return x.astype(dtype)
 
 
 # (spec, input kind, n for a length-5 axis: None, shorter, longer)

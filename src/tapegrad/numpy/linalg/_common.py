@@ -107,6 +107,19 @@ def diagonal(x):
     return red.sum(x * eye_like(x), axis=-1)
 
 
+def gaps_reciprocal(w):
+    """``F[..., i, j] = 1 / (w_j - w_i)``: 0 on the diagonal and between equal values (the gap factor
+    of the ``eig``, ``eigh`` and, with squared singular values, ``svd`` rules)."""
+    return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
+
+
+def imaginary_diagonal(x):
+    """``i Im(diag(x))`` as a diagonal matrix (zero for real ``x``): the phase terms of the complex
+    ``svd`` and ``qr`` rules."""
+    d = diagonal(x)
+    return diag_embed(d - real_part(d))
+
+
 def trace(x):
     """``(..., n, n) -> (...)``: the trace of each matrix."""
     return red.sum(diagonal(x), axis=-1)

@@ -28,7 +28,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.extend import defjvp, defvjp, primitive
-from tapegrad.numpy import _complex, _shape
+from tapegrad.numpy import _complex
 from tapegrad.numpy._elementwise import astype
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
@@ -36,8 +36,8 @@ from tapegrad.numpy.linalg._common import (
     defbatch_matrices,
     diag_embed,
     diagonal,
+    gaps_reciprocal,
     matrix_operand,
-    safe_reciprocal,
 )
 from tapegrad.numpy.linalg._solve import solve
 
@@ -65,12 +65,7 @@ def _eig_aval(a):
     return [ShapedArray(tuple(a.shape[:-1]), dtype), ShapedArray(tuple(a.shape), dtype)]
 
 
-def _gaps_reciprocal(w):
-    """``F[..., i, j] = 1 / (w_j - w_i)``, 0 on the diagonal and between equal eigenvalues."""
-    return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
-
-
-def _diagonal_part(x):
+def _diagonal_matrix(x):
     """``diag(diag(x))``: ``x`` with its off-diagonal entries zeroed."""
     return diag_embed(diagonal(x))
 
@@ -78,16 +73,16 @@ def _diagonal_part(x):
 def _eig_jvp(t, ans, a):
     w, v = ans
     x = matmul(solve(v, astype(t, v.dtype)), v)
-    dv = matmul(v, _gaps_reciprocal(w) * x)
-    dv = dv - matmul(v, _diagonal_part(matmul(T(_complex.conj(v)), dv)))
+    dv = matmul(v, gaps_reciprocal(w) * x)
+    dv = dv - matmul(v, _diagonal_matrix(matmul(T(_complex.conj(v)), dv)))
     return [diagonal(x), dv]
 
 
 def _eig_vjp(cts, ans, a):
     (w, v), (ct_w, ct_v) = ans, cts
     vt_ct_v = matmul(T(v), ct_v)
-    norm_part = matmul(matmul(T(v), _complex.conj(v)), _diagonal_part(vt_ct_v))
-    inner = diag_embed(ct_w) + _gaps_reciprocal(w) * (vt_ct_v - norm_part)
+    norm_part = matmul(matmul(T(v), _complex.conj(v)), _diagonal_matrix(vt_ct_v))
+    inner = diag_embed(ct_w) + gaps_reciprocal(w) * (vt_ct_v - norm_part)
     ct_a = solve(T(v), matmul(inner, T(v)))  # V^-T inner V^T
     return ct_a if a.dtype.kind == "c" else _complex.real(ct_a)
 

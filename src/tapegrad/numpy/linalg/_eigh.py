@@ -28,7 +28,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
-from tapegrad.numpy import _complex, _shape
+from tapegrad.numpy import _complex
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
     H,
@@ -37,9 +37,9 @@ from tapegrad.numpy.linalg._common import (
     defbatch_matrices,
     diag_embed,
     diagonal,
+    gaps_reciprocal,
     matrix_operand,
     real_part,
-    safe_reciprocal,
     shaped,
     symmetrize,
     tril,
@@ -52,11 +52,6 @@ class EighResult(NamedTuple):
 
     eigenvalues: Any
     eigenvectors: Any
-
-
-def _gaps_reciprocal(w):
-    """``F[..., i, j] = 1 / (w_j - w_i)``, 0 on the diagonal and between equal eigenvalues."""
-    return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
 
 
 def _eigh_impl(a):
@@ -73,12 +68,12 @@ def _eigh_jvp(t, ans, a):
     w, v = ans
     x = matmul(H(v), matmul(t, v))
     dw = diagonal(x)
-    return [_complex.real(dw) if _complex.is_complex(dw) else dw, matmul(v, _gaps_reciprocal(w) * x)]
+    return [_complex.real(dw) if _complex.is_complex(dw) else dw, matmul(v, gaps_reciprocal(w) * x)]
 
 
 def _eigh_vjp(cts, ans, a):
     (w, v), (ct_w, ct_v) = ans, cts
-    inner = diag_embed(ct_w) + _gaps_reciprocal(w) * matmul(T(v), ct_v)
+    inner = diag_embed(ct_w) + gaps_reciprocal(w) * matmul(T(v), ct_v)
     return matmul(conj(v), matmul(inner, T(v)))
 
 

@@ -27,10 +27,8 @@ from tapegrad.numpy.linalg._common import (
     T,
     conj,
     defbatch_matrices,
-    diag_embed,
-    diagonal,
+    imaginary_diagonal,
     matrix_operand,
-    real_part,
     shaped,
     tril,
 )
@@ -67,12 +65,6 @@ def _factors(ans, a, mode):
     return ans
 
 
-def _imaginary_diagonal(x):
-    """``i Im(diag(x))`` as a diagonal matrix (zero, and not computed, for real ``x``)."""
-    d = diagonal(x)
-    return diag_embed(d - real_part(d))
-
-
 def _qr_jvp(t, ans, a, *, mode):
     q, r = _factors(ans, a, mode)
     y = T(solve(T(r), T(t)))  # dA R^-1
@@ -80,7 +72,7 @@ def _qr_jvp(t, ans, a, *, mode):
     lower = tril(z, -1)
     omega = lower - H(lower)
     if a.dtype.kind == "c":
-        omega = omega + _imaginary_diagonal(z)
+        omega = omega + imaginary_diagonal(z)
     return [matmul(q, omega - z) + y, matmul(z - omega, r)]
 
 
@@ -90,7 +82,7 @@ def _qr_vjp(cts, ans, a, *, mode):
     m_ = matmul(T(q), ct_q) - matmul(ct_r, T(r))
     ct_z = tril(m_, -1) - tril(H(m_), -1) - m_
     if a.dtype.kind == "c":
-        ct_z = ct_z + _imaginary_diagonal(m_)
+        ct_z = ct_z + imaginary_diagonal(m_)
     ct_y = ct_q + matmul(conj(q), ct_z)
     return T(solve(r, T(ct_y)))  # ct_y R^-T
 

@@ -41,8 +41,9 @@ from tapegrad.numpy.linalg._common import (
     defbatch_matrices,
     diag_embed,
     diagonal,
+    gaps_reciprocal,
+    imaginary_diagonal,
     matrix_operand,
-    real_part,
     safe_reciprocal,
     shaped,
 )
@@ -80,30 +81,18 @@ def _reduced_factors(ans, a, full_matrices):
     return ans
 
 
-def _gaps_reciprocal(s):
-    """``F[..., i, j] = 1 / (s_j^2 - s_i^2)``, 0 on the diagonal and between equal values."""
-    s2 = s * s
-    return safe_reciprocal(_shape.expand_dims(s2, -2) - _shape.expand_dims(s2, -1))
-
-
-def _imaginary_diagonal(x):
-    """``i Im(diag(x))`` as a diagonal matrix: ``(x - conj(x)) / 2`` on the diagonal."""
-    d = diagonal(x)
-    return diag_embed(d - real_part(d))
-
-
 def _svd_jvp(t, ans, a, *, full_matrices):
     u, s, vh = _reduced_factors(ans, a, full_matrices)
     m, n, k = a.shape[-2], a.shape[-1], s.shape[-1]
     v = H(vh)
-    f = _gaps_reciprocal(s)
+    f = gaps_reciprocal(s * s)  # 1 / (s_j^2 - s_i^2)
     row_s, col_s = _shape.expand_dims(s, -2), _shape.expand_dims(s, -1)  # s_j along rows, s_i down columns
     s_inv = _shape.expand_dims(safe_reciprocal(s), -2)
     x = matmul(H(u), matmul(t, v))
     du = matmul(u, f * (x * row_s + col_s * H(x)))
     dv = matmul(v, f * (col_s * x + H(x) * row_s))
     if _complex.is_complex(x):
-        du = du + matmul(u, _imaginary_diagonal(x) * s_inv)
+        du = du + matmul(u, imaginary_diagonal(x) * s_inv)
     if m > k:
         tv = matmul(t, v)
         du = du + (tv - matmul(u, matmul(H(u), tv))) * s_inv
@@ -118,7 +107,7 @@ def _svd_vjp(cts, ans, a, *, full_matrices):
     u, s, vh = _reduced_factors(ans, a, full_matrices)
     ct_u, ct_s, ct_vh = cts
     m, n, k = a.shape[-2], a.shape[-1], s.shape[-1]
-    f = _gaps_reciprocal(s)
+    f = gaps_reciprocal(s * s)  # 1 / (s_j^2 - s_i^2)
     ut_ct_u = matmul(T(u), ct_u)
     g = f * ut_ct_u
     h = f * matmul(conj(vh), H(ct_vh))  # F * (V^T V_bar), V_bar = Vh_bar^H
@@ -126,7 +115,7 @@ def _svd_vjp(cts, ans, a, *, full_matrices):
     s_inv = safe_reciprocal(s)
     ct_x = diag_embed(ct_s) + (g + H(g)) * row_s + col_s * (h + H(h))
     if _complex.is_complex(ct_x):
-        ct_x = ct_x + _imaginary_diagonal(ut_ct_u) * _shape.expand_dims(s_inv, -2)
+        ct_x = ct_x + imaginary_diagonal(ut_ct_u) * _shape.expand_dims(s_inv, -2)
     ct_a = matmul(conj(u), matmul(ct_x, conj(vh)))
     if m > k:
         projected = (ct_u - matmul(conj(u), matmul(T(u), ct_u))) * _shape.expand_dims(s_inv, -2)
