@@ -32,7 +32,9 @@ from tapegrad.numpy import _complex
 from tapegrad.numpy._elementwise import astype
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
+    H,
     T,
+    conj,
     defbatch_matrices,
     diag_embed,
     diagonal,
@@ -74,14 +76,14 @@ def _eig_jvp(t, ans, a):
     w, v = ans
     x = matmul(solve(v, astype(t, v.dtype)), v)
     dv = matmul(v, gaps_reciprocal(w) * x)
-    dv = dv - matmul(v, _diagonal_matrix(matmul(T(_complex.conj(v)), dv)))
+    dv = dv - matmul(v, _diagonal_matrix(matmul(H(v), dv)))
     return [diagonal(x), dv]
 
 
 def _eig_vjp(cts, ans, a):
     (w, v), (ct_w, ct_v) = ans, cts
     vt_ct_v = matmul(T(v), ct_v)
-    norm_part = matmul(matmul(T(v), _complex.conj(v)), _diagonal_matrix(vt_ct_v))
+    norm_part = matmul(matmul(T(v), conj(v)), _diagonal_matrix(vt_ct_v))
     inner = diag_embed(ct_w) + gaps_reciprocal(w) * (vt_ct_v - norm_part)
     ct_a = solve(T(v), matmul(inner, T(v)))  # V^-T inner V^T
     return ct_a if a.dtype.kind == "c" else _complex.real(ct_a)
