@@ -23,6 +23,7 @@ were taken once from JAX, so the page needs no JAX; the rule that made them is s
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import inspect
 import json
@@ -114,6 +115,16 @@ EXAMPLES = {
     "concatenate": lambda: ([_V.copy(), _W.copy()],),
     "stack": lambda: ([_V.copy(), _W.copy()],),
     "multi_dot": lambda: ([_M.copy(), _N.copy(), _M.copy()],),
+    "frexp": lambda: (_N.copy(),),  # _M holds 0.25, a power of 2, where the mantissa jumps
+    "resize": lambda: (_M.copy(), (2, 5)),
+    "place": lambda: (_M.copy(), _M > 0.5, _V.copy()),
+    "polyfit": lambda: (_V.copy(), _W.copy(), 1),
+    "ravel_multi_index": lambda: ((_K, _K[::-1]), (3, 3)),
+    "unravel_index": lambda: (_K, (3, 3)),
+    "mask_indices": lambda: (3, np.triu),
+    "fromfunction": lambda: (lambda i, j: i * 0.5 + j, (2, 3)),
+    "einsum_path": lambda: ("ij,jk->ik", _M.copy(), _N.copy()),
+    "isdtype": lambda: (np.float32, "real floating"),
 }
 
 
@@ -213,8 +224,14 @@ def _check(fn):
 NA = ("–", "")
 
 
+# keyword arguments a function needs on every call (JAX's spelling of a NumPy function that writes in place)
+KEYWORDS = {"place": {"inplace": False}}
+
+
 def probe(name, fn):
     """``{mode: (mark, note)}`` for value, vjp, jvp, vmap and jit."""
+    if name in KEYWORDS:
+        fn = functools.partial(fn, **KEYWORDS[name])
     args, out, why = find_example(name, fn)
     if args is None:
         return {"value": ("–" if why == NOT_ARRAYS else "✗", why), "vjp": NA, "jvp": NA, "vmap": NA, "jit": NA}

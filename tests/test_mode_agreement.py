@@ -177,6 +177,7 @@ CASES = [
     _unary("i0", tnp.i0), _unary("modf", lambda x: tnp.modf(x)[0]), _unary("positive", tnp.positive),
     _binary("heaviside", lambda x, y: tnp.heaviside(x, y) * y),
     _unary("ldexp", lambda x: tnp.ldexp(x, np.array([1, -2, 3]))),
+    _binary("nextafter", lambda x, y: tnp.nextafter(x, y) * x),
 ]
 
 

@@ -106,8 +106,10 @@ def divmod(x1, x2):
 heaviside_p, heaviside = _binary("heaviside", None, lambda g, ans, x1, x2: g * equal(x1, 0))
 heaviside.__doc__ = """The step function: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``, as
 ``numpy.heaviside``. Derivative 0 in ``x1``; in ``x2``, 1 where ``x1 == 0`` and 0 elsewhere."""
-nextafter_p, nextafter = _binary("nextafter", nondiff=True)
-nextafter.__doc__ = """The next float after ``x1`` towards ``x2``, as ``numpy.nextafter``; non-differentiable."""
+nextafter_p, nextafter = _binary("nextafter", lambda g, ans, x1, x2: g)
+nextafter.__doc__ = """The next float after ``x1`` towards ``x2``, as ``numpy.nextafter``. It is ``x1`` moved by
+one unit in the last place, so its derivative is 1 in ``x1`` and 0 in ``x2`` (JAX defines none; 0 in
+``x1`` would be a wrong derivative, not a convention)."""
 spacing_p, spacing = _unary("spacing")
 spacing.__doc__ = """The distance from ``x`` to the next float away from 0, as ``numpy.spacing``;
 non-differentiable."""
