@@ -1,16 +1,27 @@
 """Decompositions and functions given as values only, as in JAX: ``schur``, ``rsf2csf``,
-``hessenberg`` and ``funm``. Their primitives have no derivative rules, so differentiating through
-them raises ``NotImplementedError`` naming the primitive (the Schur vectors of a non-normal matrix
-have no simple derivative); they batch under ``vmap`` and stage under ``jit``.
+``hessenberg`` and ``funm``. Their derivative rules raise ``NotImplementedError`` naming the function
+(the Schur vectors of a non-normal matrix have no simple derivative, and SciPy's Schur-Parlett
+recurrence fails on the block matrix the Frechet derivative needs): a derivative is never silently
+zero. They batch under ``vmap`` and stage under ``jit``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tapegrad._core import ShapedArray, bind
-from tapegrad.extend import primitive
+from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import defbatch_matrices, matrix_operand, shaped
 from tapegrad.scipy.linalg._common import over_stack, scipy_linalg
+
+
+def _values_only(prim, *, operands=1):
+    """Derivative rules for ``prim`` that raise: the function has values only."""
+    def rule(*args, **params):
+        raise NotImplementedError(f"{prim.name} has no derivative (values only, as in JAX); wrap its "
+                                  "input in tg.stop_gradient if no derivative is needed through it")
+    defvjp(prim, *[rule] * operands)
+    defjvp(prim, *[rule] * operands)
+    defbatch_matrices(prim)
 
 
 def _complex_of(dtype):
@@ -25,7 +36,7 @@ def _schur_aval(a, *, output):
 schur_p = primitive("scipy.linalg.schur",
                     lambda a, *, output: over_stack(lambda x: scipy_linalg(x).schur(x, output=output), a),
                     _schur_aval, multiple_results=True)
-defbatch_matrices(schur_p)
+_values_only(schur_p)
 
 
 def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
@@ -53,7 +64,7 @@ def _rsf2csf_impl(t, z):
 rsf2csf_p = primitive("scipy.linalg.rsf2csf", _rsf2csf_impl,
                       lambda t, z: [ShapedArray(tuple(t.shape), _complex_of(np.result_type(t.dtype, z.dtype)))] * 2,
                       multiple_results=True)
-defbatch_matrices(rsf2csf_p)
+_values_only(rsf2csf_p, operands=2)
 
 
 def rsf2csf(T, Z, check_finite=True):
@@ -68,7 +79,7 @@ def _hessenberg_impl(a):
 
 hessenberg_p = primitive("scipy.linalg.hessenberg", _hessenberg_impl, lambda a: [shaped(a.shape, a)] * 2,
                          multiple_results=True)
-defbatch_matrices(hessenberg_p)
+_values_only(hessenberg_p)
 
 
 def hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
@@ -86,7 +97,7 @@ def _funm_impl(a, *, func):
 
 
 funm_p = primitive("scipy.linalg.funm", _funm_impl, lambda a, *, func: shaped(a.shape, a))
-defbatch_matrices(funm_p)
+_values_only(funm_p)
 
 
 def funm(A, func, disp=True):

@@ -31,7 +31,7 @@ def _vector(x):
 def _check_concrete(condition, message):
     """Raise ``ValueError(message)`` where ``condition`` (a concrete array) holds anywhere; traced
     values are not checked (their values are unknown at trace time)."""
-    if isinstance(condition, np.ndarray) and condition.any():
+    if isinstance(condition, (np.ndarray, np.generic)) and condition.any():
         raise ValueError(message)
 
 
