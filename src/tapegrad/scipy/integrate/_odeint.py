@@ -117,7 +117,7 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
             next_y, next_f, error, k = _runge_kutta_step(func, y, f, t, dt)
             ratio = _error_ratio(error, rtol, atol, y, next_y)
             new_coefficients = _interp_fit(y, next_y, k, dt)
-            next_dt = tnp.clip(_optimal_step(dt, ratio), 0.0, hmax)
+            next_dt = tnp.astype(tnp.clip(_optimal_step(dt, ratio), 0.0, hmax), tnp.result_type(dt))
             accept = ratio <= 1.0
             new = (next_y, next_f, t + dt, t, new_coefficients)
             old = (y, f, t, last_t, coefficients)
@@ -130,7 +130,7 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
         return (y, f, t, dt, last_t, coefficients), _polyval(coefficients, s)
 
     f0 = func(y0, ts[0])
-    dt = tnp.clip(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), 0.0, hmax)
+    dt = tnp.astype(tnp.clip(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), 0.0, hmax), ts.dtype)
     coefficients = tnp.stack([y0] * 5)
     _, ys = scan(advance, (y0, f0, ts[0], dt, ts[0], coefficients), ts[1:])
     return tnp.concatenate([y0[None], ys])
@@ -161,7 +161,16 @@ def _solve(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
     def flat_func(y, t):
         return _ravel(func(unravel(y), t, *args))[0]
-    ys = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
+    try:
+        ys = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
+    except TypeError as error:
+        # reverse mode reaches the while_loop only when a traced value is not among the arguments the
+        # custom rule accounts for: it came in by a closure
+        if "while_loop: reverse-mode" not in str(error):
+            raise
+        raise TypeError("odeint: func uses a value traced by the running transform that is not one of its "
+                        "differentiable arguments (a closure over a traced value): pass that value to odeint "
+                        "in *args, after t, and take it as an argument of func") from error
     return unravel(ys, lead=tnp.shape(ts))
 
 

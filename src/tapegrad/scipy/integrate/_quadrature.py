@@ -64,6 +64,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 def _ratio(num, den):
     """``num / den``, 0 where ``den`` is 0 (SciPy's ``true_divide(..., where=den != 0)``), with finite
     derivatives there ("double where")."""
+    if not tnp.ndim(num) and not tnp.ndim(den) and isinstance(den, (int, float)):  # a spacing dx
+        return num / den if den else 0.0
     zero = den == 0
     return tnp.where(zero, 0.0, num / tnp.where(zero, 1.0, den))
 
