@@ -155,6 +155,27 @@ def test_vmap_and_jit(spec):
     _compare(tg.jit(fn)(*args), fn(*args), np.float64)
 
 
+# ---- complex input (holomorphic: JAX's conventions) -------------------------------------------------
+COMPLEX_SPECS = [s for s, _ in DIFF_SPECS if s.name in (
+    "solve", "solve_pos_upper", "inv", "det", "lu", "lu_solve", "expm_frechet", "solve_sylvester", "sqrtm_spd",
+    "toeplitz", "toeplitz_c", "circulant", "hankel", "companion", "leslie", "convolution_matrix_full", "block_diag")]
+
+
+def _complex_args(spec):
+    rng = np.random.default_rng(zlib.crc32(spec.name.encode()) + 1)
+    return tuple(_draw(kind, shape, rng) + 0.3j * rng.standard_normal(shape) for kind, shape in
+                 zip(spec.kinds, spec.shapes))
+
+
+@pytest.mark.parametrize("spec", COMPLEX_SPECS, ids=lambda s: s.name)
+def test_complex_input(spec):
+    args = _complex_args(spec)
+    if spec.name == "solve_pos_upper":  # Hermitian positive definite
+        args = (args[0] @ args[0].conj().T + 3 * np.eye(3),) + args[1:]
+    _compare(spec.fn(tsl, *args), spec.fn(scipy.linalg, *args), np.complex128, spec.name)
+    check_grads(lambda *xs: spec.fn(tsl, *xs), args, order=2, name=spec.name)
+
+
 # ---- values only: the Schur family, funm, the constant matrices ------------------------------------
 VALUE_SPECS = [
     ModuleSpec("schur_real", lambda L, a: L.schur(a), ("gen",), SQ),

@@ -14,9 +14,11 @@ _ASSUME = ("gen", "general", "sym", "symmetric", "her", "hermitian", "pos", "pos
            "diagonal", "tridiagonal", "banded", "upper triangular", "lower triangular")
 
 
-def _mirror(a, lower):
-    """The symmetric matrix SciPy reads from one triangle of ``a``."""
-    return tril(a) + T(tril(a, -1)) if lower else triu(a) + T(triu(a, 1))
+def _mirror(a, lower, hermitian=False):
+    """The symmetric (or Hermitian) matrix SciPy reads from one triangle of ``a``."""
+    strict = tril(a, -1) if lower else triu(a, 1)
+    strict_t = T(tnp.conj(strict)) if hermitian and a.dtype.kind == "c" else T(strict)
+    return (tril(a) if lower else triu(a)) + strict_t
 
 
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None,
@@ -27,7 +29,8 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         a: ``(..., n, n)``.
         b: ``(n,)`` or ``(..., n, k)``.
         lower: with ``assume_a`` ``'sym'``, ``'her'`` or ``'pos'``, read the lower triangle of ``a``
-            (default the upper), mirrored, as SciPy does; the other triangle gets zero derivative.
+            (default the upper), mirrored (conjugated for ``'her'`` and ``'pos'``), as SciPy does;
+            the other triangle gets zero derivative.
         assume_a: ``None``/``'gen'`` a general matrix; ``'sym'``, ``'her'``, ``'pos'`` read one
             triangle; the structured kinds (``'diagonal'``, ``'banded'``, ...) are solved as general
             matrices (same values for matrices of that structure).
@@ -44,8 +47,10 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if assume_a is not None and assume_a not in _ASSUME:
         raise ValueError(f"solve: assume_a must be one of {_ASSUME}, got {assume_a!r}")
     a = matrix_operand(a, "solve")
-    if assume_a in ("sym", "symmetric", "her", "hermitian", "pos", "positive definite"):
+    if assume_a in ("sym", "symmetric"):
         a = _mirror(a, lower)
+    elif assume_a in ("her", "hermitian", "pos", "positive definite"):
+        a = _mirror(a, lower, hermitian=True)
     if transposed:
         a = T(a)
     return tnp.linalg.solve(a, float_operand(b))
@@ -110,7 +115,9 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     a = matrix_operand(a, "eigh")
     if b is None:
         w, v = tnp.linalg.eigh(a, UPLO=uplo, symmetrize_input=False)
-    else:
+    else:  # real only: the reduction below uses transposes
+        if "c" in (a.dtype.kind, tnp.result_type(b).kind):
+            raise NotImplementedError("eigh: the generalized problem (b given) takes real matrices only")
         factor = tnp.linalg.cholesky(_mirror(matrix_operand(b, "eigh"), lower))
         half = solve_triangular(factor, _mirror(a, lower), lower=True)          # L^-1 a
         c = T(solve_triangular(factor, T(half), lower=True))                   # L^-1 a L^-T

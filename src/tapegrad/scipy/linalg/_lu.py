@@ -15,7 +15,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.extend import def_nondiff, defbatch_front, defjvp, defvjp, primitive
+from tapegrad.extend import ShapedArray, def_nondiff, defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
@@ -49,6 +49,11 @@ def _perm_of(piv, m):
     return perm.reshape(batch + (m,))
 
 
+def _real(dtype):
+    """The real dtype of ``dtype``'s precision: ``P``'s (SciPy's ``P`` is real for complex input)."""
+    return np.finfo(dtype).dtype
+
+
 def _lu_impl(a):
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -58,16 +63,15 @@ def _lu_impl(a):
     lower = xp.tril(packed[..., :, :k], -1) + xp.eye(m, k, dtype=a.dtype)
     upper = xp.triu(packed[..., :k, :])
     perm = _perm_of(piv, m)
-    p = (perm[..., None, :] == xp.arange(m)[:, None]).astype(a.dtype)  # P[perm[i], i] = 1
+    p = (perm[..., None, :] == xp.arange(m)[:, None]).astype(_real(a.dtype))  # P[perm[i], i] = 1
     return p, lower, upper, piv, perm
 
 
 def _lu_aval(a):
     batch, (m, n) = tuple(a.shape[:-2]), tuple(a.shape[-2:])
     k = min(m, n)
-    ints = shaped(batch + (k,), a)
-    return [shaped(batch + (m, m), a), shaped(batch + (m, k), a), shaped(batch + (k, n), a),
-            type(ints)(batch + (k,), np.dtype(np.int32)), type(ints)(batch + (m,), np.dtype(np.int64))]
+    return [ShapedArray(batch + (m, m), _real(a.dtype)), shaped(batch + (m, k), a), shaped(batch + (k, n), a),
+            ShapedArray(batch + (k,), np.dtype(np.int32)), ShapedArray(batch + (m,), np.dtype(np.int64))]
 
 
 def _square(a):
@@ -108,7 +112,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         overwrite_a, check_finite: accepted for SciPy compatibility, ignored.
 
     Returns:
-        ``(P, L, U)`` (``(m, m)``, unit lower ``(m, k)``, upper ``(k, n)``, ``k = min(m, n)``), or
+        ``(P, L, U)`` (``(m, m)`` real, unit lower ``(m, k)``, upper ``(k, n)``, ``k = min(m, n)``), or
         ``(P @ L, U)`` with ``permute_l``. Differentiable in ``a`` (square matrices) to any order;
         ``P`` and ``perm`` are piecewise constant (zero derivative).
 
@@ -195,6 +199,6 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 
 
 perm_p = primitive("scipy.linalg.lu_perm", lambda piv, *, m: _perm_of(piv, m),
-                   lambda piv, *, m: type(piv)(tuple(piv.shape[:-1]) + (m,), np.dtype(np.int64)))
+                   lambda piv, *, m: ShapedArray(tuple(piv.shape[:-1]) + (m,), np.dtype(np.int64)))
 def_nondiff(perm_p)
 defbatch_front(perm_p)
