@@ -121,6 +121,18 @@ def test_bad_input_raises_value_error(call):
         call()
 
 
-def test_fftconvolve_axes_is_refused():
-    with pytest.raises(NotImplementedError, match="axes"):
-        tss.fftconvolve(np.ones((2, 3)), np.ones((2, 2)), axes=1)
+@pytest.mark.parametrize("shapes,axes", [(((3, 5), (3, 2)), 1), (((3, 5), (1, 2)), (-1,)), (((1, 6), (4, 3)), 1),
+                                         (((2, 5, 4), (2, 3, 1)), (1,)), (((2, 5, 4), (1, 3, 2)), (1, 2))], ids=str)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_fftconvolve_over_some_axes(shapes, axes, mode):
+    args = _args(("axes", shapes, axes), shapes, np.complex128)
+    fn = lambda a, b: tss.fftconvolve(a, b, mode, axes=axes)  # noqa: E731
+    out, ref = fn(*args), scipy.signal.fftconvolve(*args, mode, axes=axes)
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    assert_close(out, ref, rtol=1e-11)
+    check_grads(fn, args, order=1, name="fftconvolve-axes")
+
+
+def test_fftconvolve_axes_sizes_must_match_or_be_one():
+    with pytest.raises(ValueError, match="axis 0"):
+        tss.fftconvolve(np.ones((2, 3)), np.ones((3, 2)), axes=1)

@@ -16,6 +16,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import bind
+from tapegrad._vmap_api import vmap
 from tapegrad.extend import ShapedArray, defbatch, defjvp, defvjp, primitive, shape_of
 from tapegrad.numpy.linalg._common import float_operand
 
@@ -86,22 +87,31 @@ def _check_mode(mode, name):
         raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
-def _window(full, n1, n2, mode, name, late=False):
+def _window(full, n1, n2, mode, name, late=False, axes=None):
     """The ``mode`` part of a full convolution of inputs of shapes ``n1`` and ``n2``: SciPy's
-    centred slice (``same``: ``n1``'s shape; ``valid``: the overlap, ``|n1 - n2| + 1``). Where the
-    centring is off by a half (an even ``n2`` in ``same``), ``late`` takes the later start, as
-    ``correlate2d`` does (and ``convolve``, ``correlate``, ``convolve2d`` do not)."""
+    centred slice (``same``: ``n1``'s shape; ``valid``: the overlap, ``|n1 - n2| + 1``) on each of
+    ``axes`` (default all; the others are kept whole, except that ``same`` cuts them to ``n1`` too,
+    centred, as SciPy's ``fftconvolve`` does where ``in2`` is the larger there). Where the centring
+    is off by a half (an even ``n2`` in ``same``), ``late`` takes the later start, as ``correlate2d``
+    does (and ``convolve``, ``correlate``, ``convolve2d`` do not)."""
+    axes = range(len(n1)) if axes is None else axes
     if mode == "full":
         return full
+    p1, p2 = [n1[ax] for ax in axes], [n2[ax] for ax in axes]
     if mode == "valid":
-        if not (all(a >= b for a, b in zip(n1, n2)) or all(b >= a for a, b in zip(n1, n2))):
+        if not (all(a >= b for a, b in zip(p1, p2)) or all(b >= a for a, b in zip(p1, p2))):
             raise ValueError(f"{name}: for 'valid' mode, one must be at least as large as the other in every "
-                             f"dimension, got shapes {n1} and {n2}")
-        out = tuple(abs(a - b) + 1 for a, b in zip(n1, n2))
-    else:
-        out = tuple(n1)
-    starts = [(a + b - 1 - o + late) // 2 for a, b, o in zip(n1, n2, out)]
-    return full[tuple(slice(s, s + o) for s, o in zip(starts, out))]
+                             f"dimension, got shapes {tuple(n1)} and {tuple(n2)}")
+    index = [slice(None)] * len(n1)
+    if mode == "same":
+        for ax in set(range(len(n1))) - set(axes):
+            size = shape_of(full)[ax]
+            index[ax] = slice((size - n1[ax]) // 2, (size - n1[ax]) // 2 + n1[ax])
+    for ax, a, b in zip(axes, p1, p2):
+        out = abs(a - b) + 1 if mode == "valid" else a
+        start = (a + b - 1 - out + late) // 2
+        index[ax] = slice(start, start + out)
+    return full[tuple(index)]
 
 
 def _flip_conj(x):
@@ -151,13 +161,40 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     """The convolution computed with FFTs, as ``scipy.signal.fftconvolve``: :func:`convolve` with
     ``method='fft'``, integers promoted to float64 (as SciPy's result).
 
+    Args:
+        in1, in2, mode: as :func:`convolve`; ``mode`` applies to ``axes`` (``'same'`` also cuts the
+            other axes to ``in1``'s sizes, as SciPy does).
+        axes: the axes to convolve over (default all); on the others the inputs' sizes must be equal
+            or 1, and they broadcast (each slice convolved with its partner).
+
     Raises:
-        NotImplementedError: ``axes`` other than None (convolution over every axis).
+        ValueError: as :func:`convolve`, or sizes on the other axes that neither match nor are 1.
     """
-    if axes is not None:
-        raise NotImplementedError("fftconvolve: axes= is not supported; convolution runs over every axis")
     _check_mode(mode, "fftconvolve")
-    return convolve(float_operand(in1), float_operand(in2), mode, method="fft")
+    in1, in2 = _operands(float_operand(in1), float_operand(in2), "fftconvolve")
+    if axes is None:
+        return convolve(in1, in2, mode, method="fft")
+    ndim = tnp.ndim(in1)
+    axes = sorted({ax % ndim for ax in ((axes,) if isinstance(axes, int) else axes)})
+    for ax in set(range(ndim)) - set(axes):
+        a, b = tnp.shape(in1)[ax], tnp.shape(in2)[ax]
+        if a != b and 1 not in (a, b):
+            raise ValueError(f"fftconvolve: in1 and in2 must match or be 1 on the axes not convolved; axis {ax} "
+                             f"has {a} and {b}")
+    return _convolve_axes(in1, in2, mode, tuple(axes))
+
+
+def _convolve_axes(in1, in2, mode, axes):
+    """The convolution over ``axes`` only. On another axis where one input has size 1, the full
+    convolution along it is the broadcast product already; where both have its size, the slices pair
+    up: ``vmap`` over that axis."""
+    paired = [ax for ax in range(tnp.ndim(in1)) if ax not in axes and min(tnp.shape(in1)[ax], tnp.shape(in2)[ax]) > 1]
+    if paired:
+        ax = paired[0]
+        inner = tuple(a - (a > ax) for a in axes)
+        return vmap(lambda a, b: _convolve_axes(a, b, mode, inner), in_axes=(ax, ax), out_axes=ax)(in1, in2)
+    full = _full(in1, in2, "fft")
+    return _window(full, tnp.shape(in1), tnp.shape(in2), mode, "fftconvolve", axes=axes)
 
 
 # ---- 2-D, with boundaries ------------------------------------------------------------------------
