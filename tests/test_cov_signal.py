@@ -136,3 +136,13 @@ def test_fftconvolve_over_some_axes(shapes, axes, mode):
 def test_fftconvolve_axes_sizes_must_match_or_be_one():
     with pytest.raises(ValueError, match="axis 0"):
         tss.fftconvolve(np.ones((2, 3)), np.ones((3, 2)), axes=1)
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.int64, np.float32), (np.complex64, np.float64)],
+                         ids=str)
+def test_abstract_eval_states_shape_and_dtype(dtypes):
+    from tapegrad._core import ShapedArray
+    a, b = np.ones((4, 3), dtypes[0]), np.ones((2, 5), dtypes[1])
+    out = tss.full_p.impl(a, b, method="auto")
+    assert tss.full_p.abstract_eval(ShapedArray(a.shape, a.dtype), ShapedArray(b.shape, b.dtype),
+                                    method="auto") == ShapedArray(out.shape, out.dtype)
