@@ -114,7 +114,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     Returns:
         ``(P, L, U)`` (``(m, m)`` real, unit lower ``(m, k)``, upper ``(k, n)``, ``k = min(m, n)``), or
         ``(P @ L, U)`` with ``permute_l``. Differentiable in ``a`` (square matrices) to any order;
-        ``P`` and ``perm`` are piecewise constant (zero derivative).
+        ``P`` and the row indices are piecewise constant (zero derivative).
 
     Raises:
         NotImplementedError: differentiating with ``m != n``.
