@@ -304,23 +304,3 @@ def test_batched_special_matrices():
     assert_close(tsl.block_diag(np.ones((2, 1, 2)), np.eye(2)),
                  np.stack([scipy.linalg.block_diag(np.ones((1, 2)), np.eye(2))] * 2), rtol=1e-12)
 
-
-def test_abstract_eval_states_shapes_and_dtypes():
-    """jit stages with the stated shapes and dtypes; they must be what the impl returns (float32 and
-    complex, stacked and not square)."""
-    from tapegrad._core import ShapedArray
-    from tapegrad.scipy.linalg import _lu, _schur, _sylvester
-    rng = np.random.default_rng(14)
-    sq32 = _draw("spd", (2, 3, 3), rng).astype(np.float32)
-    c = (_draw("sq", (3, 3), rng) + 0.5j).astype(np.complex64)
-    cases = [(_lu.lu_p, (sq32,), {}), (_lu.lu_p, (rng.standard_normal((3, 5)),), {}), (_lu.lu_p, (c,), {}),
-             (_lu.perm_p, (np.array([2, 2, 2], np.int32),), dict(m=3)),
-             (_sylvester.sylvester_p, (sq32, sq32[0], sq32), {}), (_sylvester.sqrtm_p, (sq32,), {}),
-             (_sylvester.sqrtm_p, (c,), {}), (_schur.schur_p, (sq32,), dict(output="complex")),
-             (_schur.hessenberg_p, (c,), {}), (_schur.funm_p, (sq32,), dict(func=np.cos))]
-    for prim, args, params in cases:
-        outs = prim.impl(*args, **params)
-        avals = prim.abstract_eval(*[ShapedArray(a.shape, a.dtype) for a in args], **params)
-        if not prim.multiple_results:
-            outs, avals = [outs], [avals]
-        assert avals == [ShapedArray(out.shape, out.dtype) for out in outs], prim.name
