@@ -245,6 +245,66 @@ __all__ += [
 ]
 # ---- end block: array functions ----
 
+# ---- block: shape, indexing, sets, searching and the array-API spellings ----
+from tapegrad.numpy._array_api import (  # noqa: E402
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_count,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_right_shift,
+    concat,
+    cumulative_prod,
+    cumulative_sum,
+    left_shift,
+    matrix_transpose,
+    matvec,
+    permute_dims,
+    pow,
+    right_shift,
+    unstack,
+    vecdot,
+    vecmat,
+)
+from tapegrad.numpy._index_tricks import (  # noqa: E402
+    c_,
+    diag_indices,
+    diag_indices_from,
+    index_exp,
+    indices,
+    ix_,
+    mask_indices,
+    meshgrid,
+    mgrid,
+    ogrid,
+    r_,
+    ravel_multi_index,
+    rollaxis,
+    s_,
+    tri,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+    unravel_index,
+)
+
+__all__ += [
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_count", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "c_", "concat", "cumulative_prod",
+    "cumulative_sum", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_", "left_shift",
+    "mask_indices", "matrix_transpose", "matvec", "meshgrid", "mgrid", "ogrid", "permute_dims", "pow", "r_",
+    "ravel_multi_index", "right_shift", "rollaxis", "s_", "tri", "tril_indices", "tril_indices_from",
+    "triu_indices", "triu_indices_from", "unravel_index", "unstack", "vecdot", "vecmat",
+]
+# ---- end block: shape, indexing, sets, searching and the array-API spellings ----
+
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402
 

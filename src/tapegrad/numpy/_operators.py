@@ -246,9 +246,12 @@ _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by ta
 
 def register_numpy_functions(namespace: dict, module=np) -> None:
     """Map every function of NumPy's ``module`` (``numpy``, ``numpy.linalg``, ``numpy.fft``) whose
-    name ``namespace`` defines to our version of it, for ``__array_function__``."""
+    name ``namespace`` defines to our version of it, for ``__array_function__`` (and, for a ufunc
+    not yet mapped, ``np.vecdot`` say, for ``__array_ufunc__``)."""
     for name, fn in namespace.items():
         np_fn = getattr(module, name, None)
+        if callable(fn) and isinstance(np_fn, np.ufunc):
+            _UFUNCS.setdefault(np_fn.__name__, fn)
         if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
             _FUNCTIONS[np_fn] = fn
 
