@@ -246,6 +246,10 @@ __all__ += [
 # ---- end block: array functions ----
 
 # ---- block: shape, indexing, sets, searching and the array-API spellings ----
+from tapegrad.numpy._apply import (  # noqa: E402
+    apply_along_axis,
+    apply_over_axes,
+)
 from tapegrad.numpy._array_api import (  # noqa: E402
     acos,
     acosh,
@@ -294,14 +298,31 @@ from tapegrad.numpy._index_tricks import (  # noqa: E402
     triu_indices_from,
     unravel_index,
 )
+from tapegrad.numpy._insertion import (  # noqa: E402
+    append,
+    block,
+    delete,
+    fill_diagonal,
+    insert,
+    place,
+    put,
+    put_along_axis,
+    resize,
+)
+from tapegrad.numpy._selection import (  # noqa: E402
+    choose,
+    piecewise,
+)
 
 __all__ += [
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_count", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "c_", "concat", "cumulative_prod",
-    "cumulative_sum", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_", "left_shift",
-    "mask_indices", "matrix_transpose", "matvec", "meshgrid", "mgrid", "ogrid", "permute_dims", "pow", "r_",
-    "ravel_multi_index", "right_shift", "rollaxis", "s_", "tri", "tril_indices", "tril_indices_from",
-    "triu_indices", "triu_indices_from", "unravel_index", "unstack", "vecdot", "vecmat",
+    "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "asin", "asinh", "atan", "atan2",
+    "atanh", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_right_shift",
+    "block", "c_", "choose", "concat", "cumulative_prod", "cumulative_sum", "delete", "diag_indices",
+    "diag_indices_from", "fill_diagonal", "index_exp", "indices", "insert", "ix_", "left_shift",
+    "mask_indices", "matrix_transpose", "matvec", "meshgrid", "mgrid", "ogrid", "permute_dims", "piecewise",
+    "place", "pow", "put", "put_along_axis", "r_", "ravel_multi_index", "resize", "right_shift", "rollaxis",
+    "s_", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+    "unstack", "vecdot", "vecmat",
 ]
 # ---- end block: shape, indexing, sets, searching and the array-API spellings ----
 
