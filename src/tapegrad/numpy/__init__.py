@@ -309,19 +309,30 @@ from tapegrad.numpy._insertion import (  # noqa: E402
     put_along_axis,
     resize,
 )
+from tapegrad.numpy._searching import (  # noqa: E402
+    argwhere,
+    compress,
+    count_nonzero,
+    digitize,
+    extract,
+    flatnonzero,
+    nonzero,
+    searchsorted,
+)
 from tapegrad.numpy._selection import (  # noqa: E402
     choose,
     piecewise,
 )
 
 __all__ += [
-    "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "asin", "asinh", "atan", "atan2",
-    "atanh", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_right_shift",
-    "block", "c_", "choose", "concat", "cumulative_prod", "cumulative_sum", "delete", "diag_indices",
-    "diag_indices_from", "fill_diagonal", "index_exp", "indices", "insert", "ix_", "left_shift",
-    "mask_indices", "matrix_transpose", "matvec", "meshgrid", "mgrid", "ogrid", "permute_dims", "piecewise",
-    "place", "pow", "put", "put_along_axis", "r_", "ravel_multi_index", "resize", "right_shift", "rollaxis",
-    "s_", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+    "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "argwhere", "asin", "asinh", "atan",
+    "atan2", "atanh", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
+    "bitwise_right_shift", "block", "c_", "choose", "compress", "concat", "count_nonzero", "cumulative_prod",
+    "cumulative_sum", "delete", "diag_indices", "diag_indices_from", "digitize", "extract", "fill_diagonal",
+    "flatnonzero", "index_exp", "indices", "insert", "ix_", "left_shift", "mask_indices", "matrix_transpose",
+    "matvec", "meshgrid", "mgrid", "nonzero", "ogrid", "permute_dims", "piecewise", "place", "pow", "put",
+    "put_along_axis", "r_", "ravel_multi_index", "resize", "right_shift", "rollaxis", "s_", "searchsorted",
+    "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
     "unstack", "vecdot", "vecmat",
 ]
 # ---- end block: shape, indexing, sets, searching and the array-API spellings ----
