@@ -276,6 +276,13 @@ from tapegrad.numpy._array_api import (  # noqa: E402
     vecdot,
     vecmat,
 )
+from tapegrad.numpy._histograms import (  # noqa: E402
+    bincount,
+    histogram,
+    histogram2d,
+    histogram_bin_edges,
+    histogramdd,
+)
 from tapegrad.numpy._index_tricks import (  # noqa: E402
     c_,
     diag_indices,
@@ -323,16 +330,30 @@ from tapegrad.numpy._selection import (  # noqa: E402
     choose,
     piecewise,
 )
+from tapegrad.numpy._setops import (  # noqa: E402
+    intersect1d,
+    isin,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 
 __all__ += [
     "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "argwhere", "asin", "asinh", "atan",
-    "atan2", "atanh", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
+    "atan2", "atanh", "bincount", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
     "bitwise_right_shift", "block", "c_", "choose", "compress", "concat", "count_nonzero", "cumulative_prod",
     "cumulative_sum", "delete", "diag_indices", "diag_indices_from", "digitize", "extract", "fill_diagonal",
-    "flatnonzero", "index_exp", "indices", "insert", "ix_", "left_shift", "mask_indices", "matrix_transpose",
-    "matvec", "meshgrid", "mgrid", "nonzero", "ogrid", "permute_dims", "piecewise", "place", "pow", "put",
+    "flatnonzero", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd", "index_exp", "indices",
+    "insert", "intersect1d", "isin", "ix_", "left_shift", "mask_indices", "matrix_transpose", "matvec",
+    "meshgrid", "mgrid", "nonzero", "ogrid", "permute_dims", "piecewise", "place", "pow", "put",
     "put_along_axis", "r_", "ravel_multi_index", "resize", "right_shift", "rollaxis", "s_", "searchsorted",
-    "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+    "setdiff1d", "setxor1d", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
+    "union1d", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "unravel_index",
     "unstack", "vecdot", "vecmat",
 ]
 # ---- end block: shape, indexing, sets, searching and the array-API spellings ----
