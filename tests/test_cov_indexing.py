@@ -116,19 +116,37 @@ def test_values_and_derivatives(spec, shapes, dtype):
     check_op(spec, _args(shapes, dtype), dtype)
 
 
-@pytest.mark.parametrize("spec,shapes,dtypes", DIFF, ids=[s.name for s, _, _ in DIFF])
-def test_vmap(spec, shapes, dtypes):
-    if spec.name in ("unique", "union1d", "setdiff1d", "setxor1d"):
-        pytest.skip("the number of values depends on the data: test_size_under_vmap covers these")
+# the number of values of these depends on the data: test_size_under_jit/vmap cover them with size=
+FIXED_LENGTH = [(spec, shapes) for spec, shapes, _ in DIFF
+                if spec.name not in ("unique", "union1d", "setdiff1d", "setxor1d")]
+
+
+@pytest.mark.parametrize("spec,shapes", FIXED_LENGTH, ids=[s.name for s, _ in FIXED_LENGTH])
+def test_vmap(spec, shapes):
     check_vmap(spec.op, _args(shapes, np.float64), 0)
 
 
-@pytest.mark.parametrize("spec,shapes,dtypes", DIFF, ids=[s.name for s, _, _ in DIFF])
-def test_jit(spec, shapes, dtypes):
-    if spec.name in ("unique", "union1d", "setdiff1d", "setxor1d"):
-        pytest.skip("the number of values depends on the data: test_size_under_jit covers these")
+@pytest.mark.parametrize("spec,shapes", FIXED_LENGTH, ids=[s.name for s, _ in FIXED_LENGTH])
+def test_jit(spec, shapes):
     args = _args(shapes, np.float64)
     assert_close(tg.jit(spec.op)(*args), spec.ref(*args))
+
+
+@pytest.mark.parametrize("name", ["unique", "union1d", "setdiff1d", "setxor1d"])
+def test_sized_set_values_are_differentiable_under_vmap_and_jit(name):
+    """Per example, the gradient of the padded values: each slot's weight goes to the first
+    occurrence of its value in x, the padding's (the smallest value, JAX's default) included."""
+    fn = {"unique": lambda x: tnp.unique(x, size=4), "union1d": lambda x: tnp.union1d(x, [9.0], size=4),
+          "setdiff1d": lambda x: tnp.setdiff1d(x, [9.0], size=4),
+          "setxor1d": lambda x: tnp.setxor1d(x, [9.0], size=4)}[name]
+    xs = np.array([[2.0, 0.5, 2.0], [1.0, 3.0, -1.0]])
+    loss = lambda x: (fn(x) * np.array([1.0, 2.0, 3.0, 4.0])).sum()  # noqa: E731
+    expected = np.stack([tg.grad(loss)(x) for x in xs])
+    assert_close(tg.vmap(tg.grad(loss))(xs), expected)
+    assert_close(tg.jit(tg.vmap(tg.grad(loss)))(xs), expected)
+    # values (0.5, 2, pad, pad) or (0.5, 2, 9, pad); the padding repeats the smallest value, 0.5
+    padded_twice = name in ("unique", "setdiff1d")
+    assert_close(expected[0], np.array([2.0, 1.0 + 3.0 + 4.0 if padded_twice else 1.0 + 4.0, 0.0]))
 
 
 # ---- non-differentiable: exact values against NumPy ----------------------------------------------
