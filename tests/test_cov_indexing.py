@@ -38,7 +38,6 @@ def _inplace(fn):
 
 PUT_IDX = np.array([0, -1, 4, 4])
 ALONG = np.array([[2], [0], [1]])
-MASK = np.array([[True, False], [False, True], [True, True]])
 CHOICE = np.array([[0, 1, 2], [2, 0, 1]])
 COND = np.array([[1, 0], [0, 1], [1, 1]])
 BINS_AT = np.array([-1.5, -0.3, 0.2, 0.9, 1.7, 3.5])
@@ -61,15 +60,12 @@ DIFF = [
      [(3,)], FLOATS),
     (OpSpec("block", lambda a, b, c: tnp.block([[a, b], [c]]), lambda a, b, c: np.block([[a, b], [c]])),
      [(2, 2), (2, 1), (1, 3)], ALL),
-    (OpSpec("resize", lambda a: tnp.resize(a, (2, 4)), lambda a: np.resize(a, (2, 4))), [(3,)], FLOATS),
     (OpSpec("put", lambda a, v: tnp.put(a, PUT_IDX, v, inplace=False), _inplace(lambda a, v: np.put(a, PUT_IDX, v))),
      [(3, 2), (3,)], ALL),
     (OpSpec("put_along_axis", lambda a, v: tnp.put_along_axis(a, ALONG, v, 1, inplace=False),
             _inplace(lambda a, v: np.put_along_axis(a, ALONG, v, 1))), [(3, 4), (3, 1)], FLOATS),
     (OpSpec("fill_diagonal", lambda a, v: tnp.fill_diagonal(a, v, wrap=True, inplace=False),
             _inplace(lambda a, v: np.fill_diagonal(a, v, wrap=True))), [(5, 3), (2,)], ALL),
-    (OpSpec("place", lambda a, v: tnp.place(a, MASK, v, inplace=False), _inplace(lambda a, v: np.place(a, MASK, v))),
-     [(3, 2), (3,)], FLOATS),
     (OpSpec("choose", lambda c0, c1, c2: tnp.choose(CHOICE, [c0, c1, c2]),
             lambda c0, c1, c2: np.choose(CHOICE, [c0, c1, c2])), [(2, 3), (3,), (2, 3)], ALL),
     (OpSpec("piecewise", lambda x: tnp.piecewise(x, [x < 0, x >= 0.5], [lambda x: x ** 2, tnp.sin, 1.5]),
@@ -197,15 +193,9 @@ EXACT = [
     ("triu_indices_from", lambda m: m.triu_indices_from(A, k=1)),
     ("diag_indices", lambda m: m.diag_indices(3, 3)),
     ("diag_indices_from", lambda m: m.diag_indices_from(np.ones((2, 2)))),
-    ("mask_indices", lambda m: m.mask_indices(3, m.triu, 1)),
     ("indices", lambda m: m.indices((2, 3))),
     ("indices_sparse", lambda m: m.indices((2, 3), sparse=True)),
     ("ix_bool", lambda m: m.ix_([True, False, True], [1, 0])),
-    ("ravel_multi_index", lambda m: m.ravel_multi_index(([1, 2], [3, 0]), (3, 4))),
-    ("ravel_multi_index_wrap_F", lambda m: m.ravel_multi_index(([4, -1], [3, 0]), (3, 4), mode="wrap", order="F")),
-    ("ravel_multi_index_clip", lambda m: m.ravel_multi_index(([4, -1], [9, 0]), (3, 4), mode="clip")),
-    ("unravel_index", lambda m: m.unravel_index([5, 11, 0], (3, 4))),
-    ("unravel_index_F", lambda m: m.unravel_index([5, 11, 0], (3, 4), order="F")),
     ("mgrid", lambda m: m.mgrid[0:2, 0:3]),
     ("s_", lambda m: np.arange(10)[m.s_[2:7:2]]),
     ("r_directive", lambda m: m.r_["0,2,0", [1, 2], [3, 4]]),
@@ -323,7 +313,6 @@ def test_searchsorted_under_vmap_with_mapped_and_shared_sorted_arrays():
 @pytest.mark.parametrize("name,fn", [
     ("digitize", lambda x: tnp.digitize(x, SORTED)), ("isin", lambda x: tnp.isin(x, [0.0, 2.5])),
     ("count_nonzero", lambda x: tnp.count_nonzero(x > 0)), ("histogram", lambda x: tnp.histogram(x, 3, (-2, 5))[0]),
-    ("unravel_index", lambda x: tnp.unravel_index(tnp.astype(tnp.abs(x), np.int64), (2, 5))),
 ])
 def test_search_and_count_under_vmap_and_jit(name, fn):
     draw = lambda rng: (rng.choice(np.array([-2.0, 0.0, 1.0, 2.5, 4.0, 9.0]), size=X.shape),)  # noqa: E731
@@ -384,8 +373,6 @@ def test_numpy_inplace_writers_on_traced_values_fail_loudly():
     (lambda: tnp.nonzero(np.array(1.0)), ValueError, "0d"),
     (lambda: tnp.choose(np.array([0, 3]), [np.ones(2), np.zeros(2)]), ValueError, "invalid entry"),
     (lambda: tnp.put(np.ones(3), [5], [1.0], inplace=False), IndexError, "out of range"),
-    (lambda: tnp.ravel_multi_index(([3],), (3,)), ValueError, "invalid entry"),
-    (lambda: tnp.unravel_index([12], (3, 4)), ValueError, "invalid entry"),
     (lambda: tnp.digitize(X, [1.0, 0.0, 2.0]), ValueError, "monotonically"),
     (lambda: tnp.histogram(X, bins=[2.0, 1.0]), ValueError, "monotonically"),
     (lambda: tnp.histogram(np.array([1.0, np.nan])), ValueError, "not finite"),

@@ -245,6 +245,38 @@ __all__ += [
 ]
 # ---- end block: array functions ----
 
+# ---- block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+from tapegrad.numpy._from import from_dlpack, fromfunction, frompyfunc  # noqa: E402
+from tapegrad.numpy._predicates import isneginf, isposinf  # noqa: E402
+from tapegrad.numpy._queries import (  # noqa: E402
+    broadcast_shapes,
+    can_cast,
+    einsum_path,
+    isdtype,
+    isscalar,
+    issubdtype,
+    iterable,
+    promote_types,
+)
+from tapegrad.numpy._reorder import (  # noqa: E402
+    copy,
+    lexsort,
+    mask_indices,
+    place,
+    ravel_multi_index,
+    resize,
+    sort_complex,
+    trim_zeros,
+    unravel_index,
+)
+
+__all__ += [
+    "broadcast_shapes", "can_cast", "copy", "einsum_path", "from_dlpack", "frompyfunc", "fromfunction",
+    "isdtype", "isneginf", "isposinf", "isscalar", "issubdtype", "iterable", "lexsort", "mask_indices", "place",
+    "promote_types", "ravel_multi_index", "resize", "sort_complex", "trim_zeros", "unravel_index",
+]
+# ---- end block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+
 # ---- block: shape, indexing, sets, searching and the array-API spellings ----
 from tapegrad.numpy._apply import (  # noqa: E402
     apply_along_axis,
@@ -290,12 +322,10 @@ from tapegrad.numpy._index_tricks import (  # noqa: E402
     index_exp,
     indices,
     ix_,
-    mask_indices,
     meshgrid,
     mgrid,
     ogrid,
     r_,
-    ravel_multi_index,
     rollaxis,
     s_,
     tri,
@@ -303,7 +333,6 @@ from tapegrad.numpy._index_tricks import (  # noqa: E402
     tril_indices_from,
     triu_indices,
     triu_indices_from,
-    unravel_index,
 )
 from tapegrad.numpy._insertion import (  # noqa: E402
     append,
@@ -311,10 +340,8 @@ from tapegrad.numpy._insertion import (  # noqa: E402
     delete,
     fill_diagonal,
     insert,
-    place,
     put,
     put_along_axis,
-    resize,
 )
 from tapegrad.numpy._searching import (  # noqa: E402
     argwhere,
@@ -349,12 +376,11 @@ __all__ += [
     "bitwise_right_shift", "block", "c_", "choose", "compress", "concat", "count_nonzero", "cumulative_prod",
     "cumulative_sum", "delete", "diag_indices", "diag_indices_from", "digitize", "extract", "fill_diagonal",
     "flatnonzero", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd", "index_exp", "indices",
-    "insert", "intersect1d", "isin", "ix_", "left_shift", "mask_indices", "matrix_transpose", "matvec",
-    "meshgrid", "mgrid", "nonzero", "ogrid", "permute_dims", "piecewise", "place", "pow", "put",
-    "put_along_axis", "r_", "ravel_multi_index", "resize", "right_shift", "rollaxis", "s_", "searchsorted",
-    "setdiff1d", "setxor1d", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
-    "union1d", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "unravel_index",
-    "unstack", "vecdot", "vecmat",
+    "insert", "intersect1d", "isin", "ix_", "left_shift", "matrix_transpose", "matvec", "meshgrid", "mgrid",
+    "nonzero", "ogrid", "permute_dims", "piecewise", "pow", "put", "put_along_axis", "r_", "right_shift",
+    "rollaxis", "s_", "searchsorted", "setdiff1d", "setxor1d", "tri", "tril_indices", "tril_indices_from",
+    "triu_indices", "triu_indices_from", "union1d", "unique", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "unstack", "vecdot", "vecmat",
 ]
 # ---- end block: shape, indexing, sets, searching and the array-API spellings ----
 

@@ -17,20 +17,12 @@ import operator
 
 import numpy as np
 
-from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions, _shape
 from tapegrad.numpy._creation import zeros
 from tapegrad.numpy._indexing import IndexUpdateRef
 from tapegrad.numpy._ranges import linspace
-from tapegrad.numpy._searching import _host, concrete, operand, searchsorted
-
-
-def _concrete_or_none(x, name):
-    try:
-        return np.asarray(_host(concrete(x, name)))
-    except ConcretizationError:
-        return None
+from tapegrad.numpy._searching import concrete, host_value, operand, searchsorted
 
 
 def _sum_into(n: int, index, weights, dtype):
@@ -62,7 +54,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     if length is None:
-        value = np.asarray(_host(concrete(x, "bincount", "length")))
+        value = concrete(x, "bincount", "length")
         if value.size and value.min() < 0:
             raise ValueError("'list' argument must have no negative elements")
         length = max(int(value.max()) + 1 if value.size else 0, minlength)
@@ -98,7 +90,7 @@ def _range_of(a, range, name):
         first, last = 0.0, 1.0
     else:
         first, last = _reductions.min(a), _reductions.max(a)
-        value = _concrete_or_none(_shape.stack([first, last]), name)
+        value = host_value(_shape.stack([first, last]))
         if value is not None and not np.isfinite(value).all():
             raise ValueError(f"autodetected range of [{value[0]}, {value[1]}] is not finite")
     equal = first == last
@@ -110,8 +102,8 @@ def _range_of(a, range, name):
 def _bin_edges(a, bins, range, weights, name):
     """The edges for ``a`` (1-D) and ``bins`` (an int, a string rule, or the edges themselves)."""
     if isinstance(bins, str):
-        data = np.asarray(_host(concrete(a, f"{name} with bins={bins!r}", "bins")))
-        w = None if weights is None else np.asarray(_host(concrete(weights, name, "bins")))
+        data = concrete(a, f"{name} with bins={bins!r}", "bins")
+        w = None if weights is None else concrete(weights, name, "bins")
         return operand(np.histogram_bin_edges(data, bins, range, w))
     if isinstance(bins, (int, np.integer)):
         n = operator.index(bins)
@@ -122,7 +114,7 @@ def _bin_edges(a, bins, range, weights, name):
     edges = operand(bins)
     if _shape.ndim(edges) != 1:
         raise ValueError("`bins` must be 1d, when an array")
-    value = _concrete_or_none(edges, name)
+    value = host_value(edges)
     if value is not None and np.any(value[:-1] > value[1:]):
         raise ValueError("`bins` must increase monotonically, when an array")
     return edges

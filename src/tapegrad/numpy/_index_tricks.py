@@ -1,13 +1,11 @@
 """Index construction: the index-trick objects ``r_``, ``c_`` (``s_``, ``index_exp``, ``mgrid``,
 ``ogrid`` are NumPy's own), grids (``meshgrid``, ``indices``, ``ix_``), triangle and diagonal
-index sets (``tri``, ``tril_indices``, ``triu_indices``, ``diag_indices``, ``mask_indices`` and the
-``*_from`` forms), ``rollaxis``, and the flat/multi index conversions (``ravel_multi_index``,
-``unravel_index``).
+index sets (``tri``, ``tril_indices``, ``triu_indices``, ``diag_indices`` and the ``*_from`` forms), and
+``rollaxis``.
 
 Index sets and grids of shapes are constants on the default backend. ``r_``/``c_``, ``meshgrid`` and
 ``ix_`` rearrange their operands with reshapes, broadcasts and concatenations, so they are
-differentiable in every operand; ``ravel_multi_index``/``unravel_index`` are integer arithmetic in
-tapegrad operations (traceable, non-differentiable).
+differentiable in every operand.
 """
 from __future__ import annotations
 
@@ -15,15 +13,13 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import default_namespace, namespace_of
-from tapegrad._core import Boxed, Tracer
-from tapegrad.errors import ConcretizationError
+from tapegrad._backend import default_namespace
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._ranges import linspace
 from tapegrad.numpy._reductions import normalize_axis
-from tapegrad.numpy._ufuncs import remainder
+from tapegrad.numpy._searching import host_value
 
 # Objects that only build slices and NumPy grids of Python numbers: NumPy's own serve.
 s_, index_exp, mgrid, ogrid = np.s_, np.index_exp, np.mgrid, np.ogrid
@@ -181,26 +177,14 @@ def ix_(*args):
         if _shape.ndim(seq) != 1:
             raise ValueError("Cross index must be 1 dimensional")
         if np.dtype(seq.dtype) == np.bool_:
-            seq = _concrete(seq, "ix_ of a boolean sequence").nonzero()[0]
+            seq = host_value(seq, "ix_: a boolean sequence must be concrete (its true count shapes the "
+                                  "result); under jit/vmap pass integer indices").nonzero()[0]
         elif _shape.size(seq) == 0:
             seq = ew.astype(seq, np.intp)
         elif np.dtype(seq.dtype).kind not in "iu":
             raise TypeError(f"ix_: argument {k} has dtype {seq.dtype}; index sequences must be integer or boolean")
         out.append(_shape.reshape(seq, (1,) * k + (-1,) + (1,) * (len(args) - k - 1)))
     return tuple(out)
-
-
-def _concrete(x, what: str):
-    """``x``'s concrete array (an eager tracer's value). Under jit or vmap the value is abstract."""
-    if isinstance(x, Boxed):
-        x = x.unbox()
-    if not isinstance(x, Tracer):
-        return x
-    try:
-        return x.concrete_value()
-    except ConcretizationError:
-        raise ConcretizationError(f"{what}: needs the value, which is abstract under jit/vmap; "
-                                  "pass integer indices instead") from None
 
 
 # ---- triangles and diagonals ---------------------------------------------------------------------
@@ -269,14 +253,6 @@ def diag_indices_from(arr):
     return diag_indices(shape[0], len(shape))
 
 
-def mask_indices(n, mask_func, k=0):
-    """The ``(rows, cols)`` where ``mask_func(ones((n, n)), k)`` is non-zero, as
-    ``numpy.mask_indices`` (``mask_func`` is ``tnp.triu``, ``tnp.tril`` or any such function)."""
-    xp = default_namespace()
-    mask = _concrete(mask_func(xp.ones((n, n), dtype=int), k), "mask_indices")
-    return tuple(xp.asarray(i) for i in namespace_of(mask).nonzero(mask))
-
-
 # ---- axes ----------------------------------------------------------------------------------------
 def rollaxis(a, axis, start=0):
     """``a`` with ``axis`` moved to stand before position ``start``, as ``numpy.rollaxis`` (prefer
@@ -302,89 +278,9 @@ def rollaxis(a, axis, start=0):
     return _shape.transpose(a, axes)
 
 
-# ---- flat and multi-indices ----------------------------------------------------------------------
-def _int_operand(x, name):
-    x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
-    if np.dtype(x.dtype).kind not in "iu":
-        raise TypeError(f"{name}: indices must be integers, got dtype {x.dtype}")
-    return ew.astype(x, np.intp) if np.dtype(x.dtype) != np.intp else x
-
-
-def _strides(dims, order):
-    if order not in ("C", "F"):
-        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
-    dims = list(dims)
-    seq = dims[::-1] if order == "C" else dims
-    strides, acc = [], 1
-    for d in seq:
-        strides.append(acc)
-        acc *= d
-    return strides[::-1] if order == "C" else strides
-
-
-def _check_range(x, bound, what):
-    """Refuse indices out of ``[0, bound)`` where they are concrete; traced ones go unchecked (as in
-    JAX: use mode='wrap' or 'clip' to define them)."""
-    try:
-        value = np.asarray(_concrete(x, what))
-    except ConcretizationError:
-        raise ConcretizationError(f"{what}: mode='raise' needs concrete indices to check them; under jit/vmap "
-                                  "pass mode='wrap' or mode='clip'") from None
-    if value.size and (value.min() < 0 or value.max() >= bound):
-        raise ValueError(f"{what}: invalid entry in coordinates array (out of [0, {bound}))")
-
-
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Flat indices into an array of shape ``dims`` from a tuple of coordinate arrays, as
-    ``numpy.ravel_multi_index``. ``mode`` ``'raise'`` (checks concrete coordinates), ``'wrap'`` or
-    ``'clip'``, one for all or one per dimension. An ``intp`` array; non-differentiable.
-
-    Raises:
-        ValueError: a coordinate out of range with ``mode='raise'``; ``len(multi_index) != len(dims)``.
-        ConcretizationError: ``mode='raise'`` with traced coordinates (jit, vmap).
-    """
-    dims = tuple(operator.index(d) for d in dims)
-    if len(multi_index) != len(dims):
-        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
-    flat = 0
-    for coord, dim, stride, m in zip(multi_index, dims, _strides(dims, order), modes):
-        coord = _int_operand(coord, "ravel_multi_index")
-        if m == "wrap":
-            coord = remainder(coord, dim)
-        elif m == "clip":
-            coord = ew.clip(coord, 0, dim - 1)
-        elif m == "raise":
-            _check_range(coord, dim, "ravel_multi_index")
-        else:
-            raise ValueError(f"clipmode must be one of 'raise', 'wrap' or 'clip', got {m!r}")
-        flat = flat + coord * stride
-    return flat
-
-
-def unravel_index(indices, shape, order="C"):
-    """The coordinate arrays of flat ``indices`` into an array of ``shape``, as
-    ``numpy.unravel_index``: a tuple of ``intp`` arrays shaped like ``indices``; non-differentiable.
-
-    Concrete indices out of ``[0, prod(shape))`` raise, as in NumPy; traced ones (under jit or vmap)
-    cannot be checked, so they are clipped into range, as ``jax.numpy.unravel_index`` does.
-
-    Raises:
-        ValueError: a concrete index out of range.
-    """
-    shape = tuple(operator.index(d) for d in shape)
-    indices = _int_operand(indices, "unravel_index")
-    size = int(np.prod(shape))
-    try:
-        _check_range(indices, size, "unravel_index")
-    except ConcretizationError:
-        indices = ew.clip(indices, 0, max(size - 1, 0))
-    return tuple(remainder(indices // stride, dim) for dim, stride in zip(shape, _strides(shape, order)))
 
 
 __all__ = [
-    "c_", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_", "mask_indices", "meshgrid", "mgrid",
-    "ogrid", "r_", "ravel_multi_index", "rollaxis", "s_", "tri", "tril_indices", "tril_indices_from",
-    "triu_indices", "triu_indices_from", "unravel_index",
+    "c_", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_", "meshgrid", "mgrid", "ogrid", "r_",
+    "rollaxis", "s_", "tri", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
 ]

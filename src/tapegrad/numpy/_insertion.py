@@ -1,15 +1,15 @@
-"""Joining, inserting and writing: ``append``, ``insert``, ``delete``, ``block``, ``resize``, and the
-functional forms of NumPy's in-place writers ``put``, ``put_along_axis``, ``fill_diagonal``, ``place``.
+"""Joining, inserting and writing: ``append``, ``insert``, ``delete``, ``block``, and the functional
+forms of NumPy's in-place writers ``put``, ``put_along_axis``, ``fill_diagonal``.
 
 ``insert`` and ``delete`` let NumPy itself lay the result out, on integer tags instead of the data:
 ``np.insert(tags_of_arr, obj, tags_of_values)`` says, for each output element, which element of
 ``arr`` or of ``values`` it is, so NumPy's many rules for ``obj`` (ints, slices, sequences, negative
 and repeated positions) hold exactly, and the result is a gather that is differentiable in both.
 
-NumPy's ``put``/``put_along_axis``/``fill_diagonal``/``place`` write into their argument and return
-None; tapegrad arrays are never written into, so, as in JAX, they return the new array and require
-``inplace=False``: with the default ``inplace=True`` they raise, because code that expects its array
-to change would otherwise silently keep the old values.
+NumPy's ``put``/``put_along_axis``/``fill_diagonal`` (and ``place``, in ``_reorder``) write into
+their argument and return None; tapegrad arrays are never written into, so, as in JAX, they return
+the new array and require ``inplace=False``: with the default ``inplace=True`` they raise, because
+code that expects its array to change would otherwise silently keep the old values.
 """
 from __future__ import annotations
 
@@ -18,13 +18,12 @@ import operator
 import numpy as np
 
 from tapegrad._core import Boxed, Tracer
-from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, asarray
-from tapegrad.numpy._indexing import IndexUpdateRef, getitem, take
-from tapegrad.numpy._reductions import cumsum, normalize_axis
-from tapegrad.numpy._stacking import atleast_1d
+from tapegrad.numpy._indexing import IndexUpdateRef, take
+from tapegrad.numpy._reductions import normalize_axis
+from tapegrad.numpy._searching import host_value
 
 
 def _operand(x):
@@ -33,17 +32,11 @@ def _operand(x):
 
 
 def _static_index(obj, name: str):
-    """``obj`` (positions, a slice or a mask) as NumPy sees it: a traced one must be concrete."""
-    if isinstance(obj, Boxed):
-        obj = obj.unbox()
-    if isinstance(obj, Tracer):
-        try:
-            obj = obj.concrete_value()
-        except ConcretizationError:
-            raise ConcretizationError(f"{name}: the positions decide the result's shape, so they must be "
-                                      "concrete (not traced by jit or vmap): pass them as a static "
-                                      "argument") from None
-    return obj
+    """``obj`` (positions, a slice or a mask) as NumPy takes it: a traced one must be concrete."""
+    if not isinstance(obj, (Tracer, Boxed)):
+        return obj
+    return host_value(obj, f"{name}: the positions decide the result's shape, so they must be concrete (not "
+                           "traced by jit or vmap): pass them as a static argument")
 
 
 def _gather_by_tags(layout, sources):
@@ -103,24 +96,6 @@ def delete(arr, obj, axis=None):
     obj = _static_index(obj, "delete")
     layout = np.delete(_tags(tuple(_shape.shape(arr))), obj, axis=axis)
     return _gather_by_tags(layout, [arr])
-
-
-def resize(a, new_shape):
-    """An array of ``new_shape`` filled with ``a``'s elements, repeated in order as often as needed
-    (zeros for an empty ``a``), as ``numpy.resize``. Differentiable: each repeat receives its share.
-
-    Raises:
-        ValueError: a negative dimension.
-    """
-    a = _operand(a)
-    new_shape = (operator.index(new_shape),) if np.ndim(new_shape) == 0 else tuple(map(operator.index, new_shape))
-    if any(d < 0 for d in new_shape):
-        raise ValueError("all elements of `new_shape` must be non-negative")
-    n, size = int(np.prod(new_shape, dtype=np.int64)), _shape.size(a)
-    if size == 0 or n == 0:
-        return ew.astype(_shape.broadcast_to(_operand(0), new_shape), a.dtype) if n else _shape.reshape(
-            _shape.ravel(a)[:0], new_shape)
-    return _shape.reshape(take(_shape.ravel(a), np.arange(n) % size), new_shape)
 
 
 # ---- block ---------------------------------------------------------------------------------------
@@ -229,11 +204,8 @@ def put(a, ind, v, mode="raise", *, inplace=True):
 
 def _checked_positions(ind, size: int, name: str):
     """Flat positions in ``[-size, size)``, negatives counted from the end, checked where concrete."""
-    try:
-        value = np.asarray(_static_index(ind, name))
-    except ConcretizationError:
-        raise ConcretizationError(f"{name}: mode='raise' needs concrete positions to check them; under jit or "
-                                  "vmap pass mode='wrap' or mode='clip'") from None
+    value = host_value(ind, f"{name}: mode='raise' needs concrete positions to check them; under jit or vmap "
+                            "pass mode='wrap' or mode='clip'")
     if value.size and (value.min() < -size or value.max() >= size):
         raise IndexError(f"{name}: index out of range for an array of size {size}")
     return ind
@@ -288,31 +260,6 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     return _shape.reshape(flat, shape)
 
 
-def place(arr, mask, vals, *, inplace=True):
-    """A copy of ``arr`` where ``mask`` is true replaced by ``vals`` taken in turn (repeated if
-    shorter), as ``numpy.place`` done functionally (``inplace=False`` is required, as in JAX).
-    ``mask`` may be traced: the result's shape is ``arr``'s. Differentiable in ``arr`` and ``vals``.
-
-    Raises:
-        ValueError: ``inplace=True``; ``mask`` not of ``arr``'s size; empty ``vals`` for a mask with
-            true entries.
-    """
-    _refuse_inplace(inplace, "place")
-    arr, mask = _operand(arr), _operand(mask)
-    if _shape.size(mask) != _shape.size(arr):
-        raise ValueError("place: mask and data must be the same size")
-    vals = atleast_1d(_shape.ravel(_operand(vals)))
-    mask = _shape.ravel(mask) != 0
-    n = _shape.size(vals)
-    if n == 0:
-        if not isinstance(mask, Tracer) and bool(mask.any()):
-            raise ValueError("Cannot insert from an empty array!")
-        return arr
-    if np.dtype(vals.dtype) != np.dtype(arr.dtype):
-        vals = ew.astype(vals, arr.dtype)
-    turn = (cumsum(ew.astype(mask, np.intp)) - 1) % n  # the k-th true position reads vals[k % n]
-    flat = ew.where(mask, getitem(vals, turn), _shape.ravel(arr))
-    return _shape.reshape(flat, _shape.shape(arr))
 
 
-__all__ = ["append", "block", "delete", "fill_diagonal", "insert", "place", "put", "put_along_axis", "resize"]
+__all__ = ["append", "block", "delete", "fill_diagonal", "insert", "put", "put_along_axis"]

@@ -18,11 +18,11 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import Boxed, Tracer, bind
+from tapegrad._core import Boxed, bind
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import def_nondiff, defbatch, defbatch_front, primitive, to_front
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy import _reductions, _shape
+from tapegrad.numpy import _reductions, _shape, _statistics
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._reductions import normalize_axis
@@ -34,21 +34,26 @@ def operand(x):
     return x if hasattr(x, "dtype") and not isinstance(x, np.generic) else asarray(x)
 
 
+def host_value(x, message: str | None = None):
+    """``x``'s value as a NumPy array, where it is concrete (a plain array, or an eager tracer's
+    value): the one read to the host these functions make, of the positions or counts that decide a
+    result's shape. Where a transform holds ``x`` abstract (jit, vmap): None, or with ``message`` a
+    ``ConcretizationError`` saying it."""
+    value = _statistics.concrete(x.unbox() if isinstance(x, Boxed) else x)
+    if value is None:
+        if message is None:
+            return None
+        raise ConcretizationError(message)
+    return np.asarray(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else value)
+
+
 def concrete(x, name: str, size_name: str = "size"):
-    """``x``'s concrete array (an eager tracer's value too). Under ``jit``/``vmap`` the value is
-    abstract and a result shaped by it cannot be built: the error names ``size=``/``fill_value=``."""
-    if isinstance(x, Boxed):
-        x = x.unbox()
-    if not isinstance(x, Tracer):
-        return x
-    try:
-        return x.concrete_value()
-    except ConcretizationError:
-        hint = ("size= (the length of the result) and fill_value= (its padding)" if size_name == "size"
-                else f"{size_name}= (the length of the result)")
-        raise ConcretizationError(
-            f"{name}: the length of the result depends on the values of a traced argument, which jit and vmap "
-            f"do not know: pass {hint}, as in JAX") from None
+    """``x``'s value (see :func:`host_value`) for a result whose length it decides; abstract, it
+    raises the error that names ``size=``/``fill_value=`` (or ``size_name``)."""
+    hint = ("size= (the length of the result) and fill_value= (its padding)" if size_name == "size"
+            else f"{size_name}= (the length of the result)")
+    return host_value(x, f"{name}: the length of the result depends on the values of a traced argument, which "
+                         f"jit and vmap do not know: pass {hint}, as in JAX")
 
 
 # ---- the primitive -------------------------------------------------------------------------------
@@ -74,16 +79,11 @@ def true_positions(mask, size, name: str):
     """The positions of the true entries of the 1-D boolean ``mask``: all of them (``size`` None,
     ``mask`` concrete), or the first ``size``, padded with ``len(mask)``."""
     if size is None:
-        size = int(np.count_nonzero(np.asarray(_host(concrete(mask, name)))))
+        size = int(np.count_nonzero(concrete(mask, name)))
     size = operator.index(size)
     if size < 0:
         raise ValueError(f"{name}: size must be non-negative, got {size}")
     return bind(true_positions_p, mask, size=size)
-
-
-def _host(x):
-    """A count is a Python int: the one device-to-host read these functions make, of one number."""
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
 
 
 def _filled(values, valid, fill_value):
@@ -198,7 +198,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     n = _shape.shape(a)[axis]
     cond = cond != 0
     if _shape.size(cond) > n:
-        if size is None and bool(np.any(np.asarray(_host(concrete(cond[n:], "compress"))))):
+        if size is None and bool(np.any(concrete(cond[n:], "compress"))):
             raise ValueError(f"compress: condition has a true entry past the axis length {n}")
         cond = cond[:n]
     pos = true_positions(cond, size, "compress")
@@ -280,9 +280,8 @@ def digitize(x, bins, right=False):
     if n < 2:
         return increasing
     decreasing = n - searchsorted(_shape.flip(bins, 0), x, side=side)
-    try:
-        b = np.asarray(_host(concrete(bins, "digitize")))
-    except ConcretizationError:  # traced bins: their direction is read from the ends
+    b = host_value(bins)
+    if b is None:  # traced bins: their direction is read from the ends
         return ew.where(bins[0] > bins[-1], decreasing, increasing)
     if np.all(b[1:] >= b[:-1]):
         return increasing

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._core import Tracer
-from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, asarray, zeros_like
 from tapegrad.numpy._indexing import take_along_axis
+from tapegrad.numpy._searching import host_value
 
 
 def _operand(x):
@@ -28,11 +28,8 @@ def _choice_index(a, n: int, mode: str):
         return ew.clip(a, 0, n - 1)
     if mode != "raise":
         raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    try:
-        value = np.asarray(a.concrete_value() if isinstance(a, Tracer) else a)
-    except ConcretizationError:
-        raise ConcretizationError("choose: mode='raise' needs a concrete index array to check it; under jit "
-                                  "or vmap pass mode='wrap' or mode='clip'") from None
+    value = host_value(a, "choose: mode='raise' needs a concrete index array to check it; under jit or vmap "
+                          "pass mode='wrap' or mode='clip'")
     if value.size and (value.min() < 0 or value.max() >= n):
         raise ValueError(f"invalid entry in choice array: entries must lie in [0, {n})")
     return a

@@ -25,7 +25,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import cumsum
-from tapegrad.numpy._searching import _host, concrete, operand, searchsorted, true_positions
+from tapegrad.numpy._searching import concrete, operand, searchsorted, true_positions
 from tapegrad.numpy._sorting import argsort
 
 
@@ -68,7 +68,7 @@ class _Runs:
         """The first ``size`` (None: all; concrete ``keep`` only) marked positions, padded with
         ``n``, and one more after them (the next run's start, for the counts)."""
         if size is None:
-            size = int(np.count_nonzero(np.asarray(_host(concrete(keep, name)))))
+            size = int(np.count_nonzero(concrete(keep, name)))
         return true_positions(keep, operator.index(size) + 1, name)
 
 
@@ -131,7 +131,7 @@ def _inverse(runs):
 def _unique_along(ar, axis, return_index, return_inverse, return_counts, equal_nan):
     """``unique`` of the slices along ``axis``: NumPy finds them on the concrete values; the values
     are the gather of those slices (differentiable), the rest constants."""
-    value = np.asarray(_host(concrete(ar, "unique with axis=", "size")))
+    value = concrete(ar, "unique with axis=", "size")
     _, index, inverse, counts = np.unique(value, True, True, True, axis=axis, equal_nan=equal_nan)
     values = take(ar, index, axis=axis)
     extra = [r for r, asked in ((index, return_index), (inverse, return_inverse), (counts, return_counts)) if asked]
