@@ -11,13 +11,8 @@ import operator
 import numpy as np
 
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._reductions import normalize_axis
-
-
-def _operand(x):
-    x = as_operand(x)
-    return x if hasattr(x, "dtype") and not isinstance(x, np.generic) else asarray(x)
+from tapegrad.numpy._statistics import operand
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
@@ -30,14 +25,14 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
         ValueError: an iteration axis of length 0, or calls returning different shapes.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
-    arr = _operand(arr)
+    arr = operand(arr)
     nd = _shape.ndim(arr)
     axis = normalize_axis(operator.index(axis), nd)[0]
     moved = _shape.moveaxis(arr, axis, -1)
     outer = tuple(_shape.shape(moved))[:-1]
     if any(d == 0 for d in outer):
         raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
-    results = [_operand(func1d(moved[index], *args, **kwargs)) for index in np.ndindex(*outer)]
+    results = [operand(func1d(moved[index], *args, **kwargs)) for index in np.ndindex(*outer)]
     shapes = {tuple(_shape.shape(r)) for r in results}
     if len(shapes) != 1:
         raise ValueError(f"apply_along_axis: func1d returned arrays of different shapes {sorted(shapes)}")
@@ -55,12 +50,12 @@ def apply_over_axes(func, a, axes):
     Raises:
         ValueError: ``func`` returning an array that is neither ``a``'s rank nor one less.
     """
-    val = _operand(a)
+    val = operand(a)
     n = _shape.ndim(val)
     for axis in (axes,) if np.ndim(axes) == 0 else axes:
         axis = operator.index(axis)
         axis = axis + n if axis < 0 else axis
-        res = _operand(func(val, axis))
+        res = operand(func(val, axis))
         if _shape.ndim(res) != _shape.ndim(val):
             res = _shape.expand_dims(res, axis)
             if _shape.ndim(res) != _shape.ndim(val):

@@ -22,7 +22,8 @@ from tapegrad.numpy import _reductions, _shape
 from tapegrad.numpy._creation import zeros
 from tapegrad.numpy._indexing import IndexUpdateRef
 from tapegrad.numpy._ranges import linspace
-from tapegrad.numpy._searching import concrete, host_value, operand, searchsorted
+from tapegrad.numpy._searching import concrete, host_value, searchsorted
+from tapegrad.numpy._statistics import operand
 
 
 def _sum_into(n: int, index, weights, dtype):

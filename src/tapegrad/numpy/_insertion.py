@@ -20,15 +20,10 @@ import numpy as np
 from tapegrad._core import Boxed, Tracer
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import normalize_axis
 from tapegrad.numpy._searching import host_value
-
-
-def _operand(x):
-    x = as_operand(x)
-    return x if hasattr(x, "dtype") and not isinstance(x, np.generic) else asarray(x)
+from tapegrad.numpy._statistics import operand
 
 
 def _static_index(obj, name: str):
@@ -58,7 +53,7 @@ def append(arr, values, axis=None):
     Raises:
         ValueError: shapes that disagree off ``axis``.
     """
-    arr, values = _operand(arr), _operand(values)
+    arr, values = operand(arr), operand(values)
     if axis is None:
         return _shape.concatenate([_shape.ravel(arr), _shape.ravel(values)], axis=0)
     return _shape.concatenate([arr, values], axis=axis)
@@ -74,7 +69,7 @@ def insert(arr, obj, values, axis=None):
         IndexError: a position out of range. ValueError: ``values`` that cannot broadcast.
         ConcretizationError: ``obj`` traced under jit or vmap.
     """
-    arr, values = _operand(arr), _operand(values)
+    arr, values = operand(arr), operand(values)
     obj = _static_index(obj, "insert")
     arr_shape, val_shape = tuple(_shape.shape(arr)), tuple(_shape.shape(values))
     arr_tags = _tags(arr_shape)
@@ -92,7 +87,7 @@ def delete(arr, obj, axis=None):
     Raises:
         IndexError: a position out of range. ConcretizationError: ``obj`` traced under jit or vmap.
     """
-    arr = _operand(arr)
+    arr = operand(arr)
     obj = _static_index(obj, "delete")
     layout = np.delete(_tags(tuple(_shape.shape(arr))), obj, axis=axis)
     return _gather_by_tags(layout, [arr])
@@ -121,7 +116,7 @@ def _where(where) -> str:
 def _max_ndim(arrays) -> int:
     if isinstance(arrays, list):
         return max(_max_ndim(a) for a in arrays)
-    return _shape.ndim(_operand(arrays))
+    return _shape.ndim(operand(arrays))
 
 
 def block(arrays):
@@ -139,7 +134,7 @@ def block(arrays):
 
     def assemble(item, level):
         if not isinstance(item, list):
-            x = _operand(item)
+            x = operand(item)
             x = _shape.reshape(x, (1,) * (ndim - _shape.ndim(x)) + tuple(_shape.shape(x)))
             return x if np.dtype(x.dtype) == dtype else ew.astype(x, dtype)
         parts = [assemble(a, level + 1) for a in item]
@@ -150,7 +145,7 @@ def block(arrays):
 def _leaves(arrays):
     if isinstance(arrays, list):
         return [leaf for a in arrays for leaf in _leaves(a)]
-    return [arrays if type(arrays) in (int, float, complex, bool) else _operand(arrays)]
+    return [arrays if type(arrays) in (int, float, complex, bool) else operand(arrays)]
 
 
 # ---- the in-place writers, functionally ----------------------------------------------------------
@@ -164,7 +159,7 @@ def _refuse_inplace(inplace: bool, name: str):
 
 def _cycled(values, n: int, dtype):
     """``n`` values taken in turn from ``values`` flattened (NumPy's ``a.flat[i] = values``)."""
-    values = _shape.ravel(_operand(values))
+    values = _shape.ravel(operand(values))
     if np.dtype(values.dtype) != np.dtype(dtype):
         values = ew.astype(values, dtype)
     if _shape.size(values) == n:
@@ -187,8 +182,8 @@ def put(a, ind, v, mode="raise", *, inplace=True):
         IndexError: a position out of range with ``mode='raise'``.
     """
     _refuse_inplace(inplace, "put")
-    a = _operand(a)
-    ind = _shape.ravel(_operand(ind))
+    a = operand(a)
+    ind = _shape.ravel(operand(ind))
     size = _shape.size(a)
     if mode == "wrap":
         ind = ind % size
@@ -221,9 +216,9 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
         ValueError: ``inplace=True``; ``indices`` not of ``arr``'s rank.
     """
     _refuse_inplace(inplace, "put_along_axis")
-    arr, indices = _operand(arr), _operand(indices)
+    arr, indices = operand(arr), operand(indices)
     if axis is None:
-        flat = IndexUpdateRef(_shape.ravel(arr), _shape.ravel(indices)).set(_shape.ravel(_operand(values)))
+        flat = IndexUpdateRef(_shape.ravel(arr), _shape.ravel(indices)).set(_shape.ravel(operand(values)))
         return _shape.reshape(flat, _shape.shape(arr))
     shape = tuple(_shape.shape(arr))
     if _shape.ndim(indices) != len(shape):
@@ -244,7 +239,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         ValueError: ``inplace=True``; ``a`` of fewer than 2 dimensions, or of unequal ones (beyond 2-D).
     """
     _refuse_inplace(inplace, "fill_diagonal")
-    a = _operand(a)
+    a = operand(a)
     shape = tuple(_shape.shape(a))
     if len(shape) < 2:
         raise ValueError("array must be at least 2-d")

@@ -23,15 +23,9 @@ from tapegrad.errors import ConcretizationError
 from tapegrad.extend import def_nondiff, defbatch, defbatch_front, primitive, to_front
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions, _shape, _statistics
-from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._reductions import normalize_axis
-
-
-def operand(x):
-    """``x`` as an array (lists, tuples and Python scalars converted; arrays and tracers kept)."""
-    x = as_operand(x)
-    return x if hasattr(x, "dtype") and not isinstance(x, np.generic) else asarray(x)
+from tapegrad.numpy._statistics import operand
 
 
 def host_value(x, message: str | None = None):

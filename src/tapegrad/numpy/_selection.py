@@ -10,14 +10,10 @@ import numpy as np
 from tapegrad._core import Tracer
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray, zeros_like
+from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._searching import host_value
-
-
-def _operand(x):
-    x = as_operand(x)
-    return x if hasattr(x, "dtype") and not isinstance(x, np.generic) else asarray(x)
+from tapegrad.numpy._statistics import operand
 
 
 def _choice_index(a, n: int, mode: str):
@@ -48,10 +44,10 @@ def choose(a, choices, out=None, mode="raise"):
     """
     if out is not None:
         raise NotImplementedError("choose: out= is not supported (tapegrad never writes into arrays)")
-    a = _operand(a)
+    a = operand(a)
     if np.dtype(a.dtype).kind not in "iu":
         raise TypeError(f"choose: the index array a must be integer, got dtype {a.dtype}")
-    choices = [_operand(c) for c in choices]
+    choices = [operand(c) for c in choices]
     dtype = _shape.result_type(*choices)
     a = _choice_index(a, len(choices), mode)
     shape = np.broadcast_shapes(tuple(_shape.shape(a)), *(tuple(_shape.shape(c)) for c in choices))
@@ -86,8 +82,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
     Raises:
         ValueError: ``len(funclist)`` neither ``len(condlist)`` nor one more.
     """
-    x = _operand(x)
-    conds = [ew.astype(_operand(c), np.bool_) for c in _condition_list(x, condlist)]
+    x = operand(x)
+    conds = [ew.astype(operand(c), np.bool_) for c in _condition_list(x, condlist)]
     if len(funclist) == len(conds) + 1:
         otherwise = conds[0] if len(conds) == 1 else ew.logical_or(conds[0], conds[1])
         for c in conds[2:]:
@@ -99,7 +95,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     y = zeros_like(x)
     for cond, func in zip(conds, funclist):
         value = func(x, *args, **kw) if callable(func) else func
-        value = _operand(value)
+        value = operand(value)
         y = ew.where(cond, value if np.dtype(value.dtype) == np.dtype(x.dtype) else ew.astype(value, x.dtype), y)
     return y
 

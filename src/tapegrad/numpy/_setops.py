@@ -25,8 +25,9 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import cumsum
-from tapegrad.numpy._searching import concrete, operand, searchsorted, true_positions
+from tapegrad.numpy._searching import concrete, searchsorted, true_positions
 from tapegrad.numpy._sorting import argsort
+from tapegrad.numpy._statistics import operand
 
 
 class UniqueAllResult(NamedTuple):
