@@ -20,6 +20,7 @@ from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._ranges import linspace
 from tapegrad.numpy._reductions import normalize_axis
 from tapegrad.numpy._searching import host_value
+from tapegrad.numpy._statistics import operand
 
 # Objects that only build slices and NumPy grids of Python numbers: NumPy's own serve.
 s_, index_exp, mgrid, ogrid = np.s_, np.index_exp, np.mgrid, np.ogrid
@@ -28,8 +29,7 @@ s_, index_exp, mgrid, ogrid = np.s_, np.index_exp, np.mgrid, np.ogrid
 # ---- r_ and c_ -----------------------------------------------------------------------------------
 def _ndmin(x, ndmin: int, trans1d: int):
     """``np.array(x, ndmin=ndmin)`` with NumPy's ``trans1d`` placement of the original axes."""
-    x = as_operand(x)
-    x = x if hasattr(x, "shape") else asarray(x)
+    x = operand(x)
     nd = _shape.ndim(x)
     if nd >= ndmin:
         return x
@@ -172,8 +172,7 @@ def ix_(*args):
     """
     out = []
     for k, seq in enumerate(args):
-        seq = as_operand(seq)
-        seq = seq if hasattr(seq, "shape") else asarray(seq)
+        seq = operand(seq)
         if _shape.ndim(seq) != 1:
             raise ValueError("Cross index must be 1 dimensional")
         if np.dtype(seq.dtype) == np.bool_:
@@ -276,8 +275,6 @@ def rollaxis(a, axis, start=0):
     axes.remove(axis)
     axes.insert(start, axis)
     return _shape.transpose(a, axes)
-
-
 
 
 __all__ = [

@@ -210,7 +210,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """A copy of ``arr`` with ``values`` written at ``indices`` along ``axis`` (the transpose of
     ``take_along_axis``), as ``numpy.put_along_axis`` done functionally (``inplace=False`` is
     required, as in JAX). ``values`` broadcast against ``indices``; ``axis=None`` works on the
-    flattened ``arr``. Differentiable in ``arr`` and ``values``.
+    flattened ``arr``. ``mode`` is accepted for JAX's signature: NumPy's indexing rules apply (an
+    index out of range raises). Differentiable in ``arr`` and ``values``.
 
     Raises:
         ValueError: ``inplace=True``; ``indices`` not of ``arr``'s rank.
@@ -253,8 +254,6 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     flat = _shape.ravel(a)
     flat = IndexUpdateRef(flat, positions).set(_cycled(val, positions.size, a.dtype))
     return _shape.reshape(flat, shape)
-
-
 
 
 __all__ = ["append", "block", "delete", "fill_diagonal", "insert", "put", "put_along_axis"]

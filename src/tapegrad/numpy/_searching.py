@@ -80,10 +80,6 @@ def true_positions(mask, size, name: str):
     return bind(true_positions_p, mask, size=size)
 
 
-def _filled(values, valid, fill_value):
-    return values if fill_value is None else ew.where(valid, values, fill_value)
-
-
 # ---- nonzero and friends -------------------------------------------------------------------------
 def nonzero(a, *, size=None, fill_value=None):
     """The indices of the non-zero elements, one ``intp`` array per dimension, as ``numpy.nonzero``
@@ -164,7 +160,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
     pos = true_positions(cond, size, "extract")
     valid = pos < _shape.size(cond)
     values = take(flat, ew.where(valid, pos, 0)) if _shape.size(flat) else _shape.reshape(flat, (0,))
-    return _filled(values, valid, fill_value) if size is not None else values
+    return values if size is None else ew.where(valid, values, fill_value)
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
@@ -270,19 +266,16 @@ def digitize(x, bins, right=False):
         raise ValueError("object too deep for desired array")
     side = "left" if right else "right"
     n = _shape.size(bins)
-    increasing = searchsorted(bins, x, side=side)
-    if n < 2:
-        return increasing
-    decreasing = n - searchsorted(_shape.flip(bins, 0), x, side=side)
+    increasing = lambda: searchsorted(bins, x, side=side)  # noqa: E731
+    decreasing = lambda: n - searchsorted(_shape.flip(bins, 0), x, side=side)  # noqa: E731
     b = host_value(bins)
     if b is None:  # traced bins: their direction is read from the ends
-        return ew.where(bins[0] > bins[-1], decreasing, increasing)
+        return ew.where(bins[0] > bins[-1], decreasing(), increasing()) if n > 1 else increasing()
     if np.all(b[1:] >= b[:-1]):
-        return increasing
+        return increasing()
     if np.all(b[1:] <= b[:-1]):
-        return decreasing
+        return decreasing()
     raise ValueError("bins must be monotonically increasing or decreasing")
-
 
 __all__ = [
     "argwhere", "compress", "count_nonzero", "digitize", "extract", "flatnonzero", "nonzero", "searchsorted",

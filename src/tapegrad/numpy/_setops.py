@@ -25,7 +25,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import cumsum
-from tapegrad.numpy._searching import concrete, searchsorted, true_positions
+from tapegrad.numpy._searching import concrete, host_value, searchsorted, true_positions
 from tapegrad.numpy._sorting import argsort
 from tapegrad.numpy._statistics import operand
 
@@ -102,7 +102,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         fill_value: the padding; default the smallest value.
 
     Raises:
-        ConcretizationError: under jit/vmap without ``size``; ``axis`` given under jit/vmap.
+        ConcretizationError: under jit/vmap without ``size``, or with ``axis``.
         numpy.exceptions.AxisError: ``axis`` out of range.
     """
     ar = operand(ar)
@@ -132,7 +132,8 @@ def _inverse(runs):
 def _unique_along(ar, axis, return_index, return_inverse, return_counts, equal_nan):
     """``unique`` of the slices along ``axis``: NumPy finds them on the concrete values; the values
     are the gather of those slices (differentiable), the rest constants."""
-    value = concrete(ar, "unique with axis=", "size")
+    value = host_value(ar, "unique(axis=...): NumPy finds the distinct slices, so the values must be concrete; "
+                           "under jit/vmap use axis=None with size=")
     _, index, inverse, counts = np.unique(value, True, True, True, axis=axis, equal_nan=equal_nan)
     values = take(ar, index, axis=axis)
     extra = [r for r, asked in ((index, return_index), (inverse, return_inverse), (counts, return_counts)) if asked]
@@ -176,8 +177,8 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
         element_c = element if np.dtype(element.dtype) == dtype else ew.astype(element, dtype)
         test = test if np.dtype(test.dtype) == dtype else ew.astype(test, dtype)
         table = take(test, argsort(test))
-        where = ew.clip(searchsorted(table, element_c), 0, _shape.size(table) - 1)
-        found = take(table, where) == element_c
+        at = ew.clip(searchsorted(table, element_c), 0, _shape.size(table) - 1)
+        found = take(table, at) == element_c
     return ~found if invert else found
 
 
