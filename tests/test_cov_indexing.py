@@ -398,3 +398,30 @@ def test_choose_and_put_modes_under_jit(mode):
     x = np.arange(4.0)
     expected = _inplace(lambda x: np.put(x, [5, -7], [9.0, 8.0], mode=mode))(x)
     _assert_same(tg.jit(lambda x: tnp.put(x, np.array([5, -7]), [9.0, 8.0], mode=mode, inplace=False))(x), expected)
+
+
+# ---- plain np.* calls on traced values ------------------------------------------------------------
+DISPATCH = [  # (name, loss of x written with plain NumPy, its gradient at X3)
+    ("append", lambda x: np.append(x, x[:1]).sum(), [2.0, 1.0, 1.0]),
+    ("insert", lambda x: np.insert(x, 1, x[2]).sum(), [1.0, 1.0, 2.0]),
+    ("delete", lambda x: np.delete(x, 0).sum(), [0.0, 1.0, 1.0]),
+    ("block", lambda x: np.block([[x], [x]]).sum(), [2.0, 2.0, 2.0]),
+    ("unique", lambda x: np.unique(x).sum(), [1.0, 1.0, 1.0]),
+    ("extract", lambda x: np.extract(x > 0, x).sum(), [0.0, 1.0, 1.0]),
+    ("compress", lambda x: np.compress([True, False, True], x).sum(), [1.0, 0.0, 1.0]),
+    ("choose", lambda x: np.choose(np.array([1, 0]), [x[:2], 2 * x[:2]]).sum(), [2.0, 1.0, 0.0]),
+    ("piecewise", lambda x: np.piecewise(x, [x < 0], [lambda x: -x, lambda x: x]).sum(), [-1.0, 1.0, 1.0]),
+    ("apply_along_axis", lambda x: np.apply_along_axis(lambda v: v ** 2, 0, x).sum(), [-2.0, 1.0, 3.0]),
+    ("meshgrid", lambda x: np.meshgrid(x, x)[0].sum(), [3.0, 3.0, 3.0]),
+    ("setdiff1d", lambda x: np.setdiff1d(x, [0.5]).sum(), [1.0, 0.0, 1.0]),
+    ("histogram", lambda x: np.histogram(X, bins=2, range=(-3, 3), weights=np.concatenate([x, x, x[:1]]))[0][0],
+     [1.0, 1.0, 0.0]),  # the samples -2 and -1 fall in the first bin
+    ("nonzero", lambda x: x[np.nonzero(x > 0)].sum(), [0.0, 1.0, 1.0]),
+    ("searchsorted", lambda x: x[np.searchsorted(SORTED, -0.5)], [0.0, 1.0, 0.0]),
+]
+X3 = np.array([-1.0, 0.5, 1.5])
+
+
+@pytest.mark.parametrize("name,loss,expected", DISPATCH, ids=[n for n, _, _ in DISPATCH])
+def test_plain_numpy_calls_dispatch(name, loss, expected):
+    assert_close(tg.grad(loss)(X3), np.array(expected))
