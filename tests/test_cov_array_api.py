@@ -9,6 +9,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _device_check import check_route, grid
 from _specs import OpSpec, check_op
 from _tol import assert_close
 from _vmapcheck import check_vmap, check_vmap_mixes
@@ -159,3 +160,9 @@ def test_unstack_returns_a_tuple_of_slices():
     assert isinstance(out, tuple) and len(out) == 3
     for o, r in zip(out, np.unstack(x, axis=-1)):
         np.testing.assert_array_equal(o, r)
+
+
+@pytest.mark.parametrize("spec,shapes,route", grid(SPECS, ids=(lambda case: case[0].name,), unpack=True))
+def test_on_the_device_double(spec, shapes, route):
+    """Device in, device out, equal to the host run, through every route (CuPy's rules, no GPU)."""
+    check_route(route, spec.op, _args(spec, shapes, np.float64))

@@ -10,6 +10,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _device_check import check_route, grid
 from _specs import OpSpec, check_op
 from _tol import assert_close
 from _vmapcheck import check_vmap
@@ -425,3 +426,35 @@ X3 = np.array([-1.0, 0.5, 1.5])
 @pytest.mark.parametrize("name,loss,expected", DISPATCH, ids=[n for n, _, _ in DISPATCH])
 def test_plain_numpy_calls_dispatch(name, loss, expected):
     assert_close(tg.grad(loss)(X3), np.array(expected))
+
+
+# ---- on the strict device double (CuPy's rules): device in, device out, equal to the host run ------
+W6 = np.random.default_rng(5).uniform(size=6)
+DEVICE_CASES = [(s.name, s.op, _args(shapes, np.float64)) for s, shapes in FIXED_LENGTH
+                if not s.name.startswith(("histogram", "bincount"))] + [  # those close over host data
+    ("histogram", lambda x, w: tnp.histogram(x, bins=3, range=(-2, 2), weights=w)[0], (BINS_AT, W6)),
+    ("histogram_density", lambda x, w: tnp.histogram(x, bins=4, weights=w, density=True)[0], (BINS_AT, W6)),
+    ("histogram2d", lambda x, w: tnp.histogram2d(x, x[::-1], bins=2, weights=w)[0], (BINS_AT, W6)),
+    ("bincount", lambda w: tnp.bincount(tnp.astype(w * 3, np.int64), w), (W6,)),
+    ("unique_sized", lambda x: tnp.unique(x, size=4), (XS[0],)),
+    ("setxor1d_sized", lambda x, y: tnp.setxor1d(x, y, size=4), (XS[0], np.array([9.0, 1.0]))),
+    ("extract_sized", lambda x: tnp.extract(x > 0, x, size=3), (XS[0],)),
+    ("nonzero_sized", lambda x: tnp.nonzero(x, size=3)[0], (XS[0],)),
+    ("isin_list", lambda x: tnp.isin(x, [2.0, 3.0]), (XS[0],)),
+    ("digitize", lambda b, x: tnp.digitize(x, b), (SORTED, X)),
+    ("searchsorted", lambda s, x: tnp.searchsorted(s, x, side="right"), (SORTED, X)),
+    ("r_scalars_and_slices", lambda x: tnp.r_[x, 0.5, 1:3], (XS[0],)),
+    ("put_list", lambda x: tnp.put(x, [0, 2], 1.0, inplace=False), (XS[0],)),
+]
+
+
+@pytest.mark.parametrize("name,fn,args,route", grid(DEVICE_CASES, ids=(lambda case: case[0],), unpack=True))
+def test_on_the_device_double(name, fn, args, route):
+    check_route(route, fn, args)
+
+
+def test_set_through_repeated_host_indices_differentiates_on_the_device():
+    """x.at[host_index].set(v) on a device x: the mask of the surviving writes lives on x's device
+    (it was built on the index's host backend, and the vjp mixed host and device arrays)."""
+    for route in ("vjp", "jit-vjp"):
+        check_route(route, lambda x, v: x.at[np.array([0, 2, 2])].set(v), (np.arange(4.0), np.array([1.0, 2.0, 3.0])))

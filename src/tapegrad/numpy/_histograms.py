@@ -19,16 +19,16 @@ import numpy as np
 
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions, _shape
-from tapegrad.numpy._creation import zeros
+from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import IndexUpdateRef
 from tapegrad.numpy._ranges import linspace
-from tapegrad.numpy._searching import concrete, host_value, searchsorted
+from tapegrad.numpy._searching import concrete, constant_like, host_value, searchsorted
 from tapegrad.numpy._statistics import operand
 
 
 def _sum_into(n: int, index, weights, dtype):
-    """``zeros(n, dtype).at[index].add(weights)``: differentiable in ``weights``."""
-    return IndexUpdateRef(zeros((n,), dtype=dtype), index).add(weights)
+    """``zeros(n, dtype).at[index].add(weights)`` (on ``index``'s backend): differentiable in ``weights``."""
+    return IndexUpdateRef(zeros_like(index, dtype=dtype, shape=(n,)), index).add(weights)
 
 
 # ---- bincount ------------------------------------------------------------------------------------
@@ -105,14 +105,15 @@ def _bin_edges(a, bins, range, weights, name):
     if isinstance(bins, str):
         data = concrete(a, f"{name} with bins={bins!r}", "bins")
         w = None if weights is None else concrete(weights, name, "bins")
-        return operand(np.histogram_bin_edges(data, bins, range, w))
+        return constant_like(a, np.histogram_bin_edges(data, bins, range, w))
     if isinstance(bins, (int, np.integer)):
         n = operator.index(bins)
         if n < 1:
             raise ValueError("`bins` must be positive, when an integer")
         first, last = _range_of(a, range, name)
-        return linspace(first, last, n + 1, dtype=_edge_dtype(a, first, last))
-    edges = operand(bins)
+        edges = linspace(first, last, n + 1, dtype=_edge_dtype(a, first, last))
+        return constant_like(a, edges) if isinstance(edges, np.ndarray) else edges  # made from Python numbers
+    edges = bins if hasattr(bins, "shape") else constant_like(a, np.asarray(bins))
     if _shape.ndim(edges) != 1:
         raise ValueError("`bins` must be 1d, when an array")
     value = host_value(edges)

@@ -16,10 +16,9 @@ import numpy as np
 from tapegrad._backend import default_namespace
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray
-from tapegrad.numpy._ranges import linspace
+from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._reductions import normalize_axis
-from tapegrad.numpy._searching import host_value
+from tapegrad.numpy._searching import constant_like, host_value
 from tapegrad.numpy._statistics import operand
 
 # Objects that only build slices and NumPy grids of Python numbers: NumPy's own serve.
@@ -43,12 +42,12 @@ def _ndmin(x, ndmin: int, trans1d: int):
 
 def _slice_range(item: slice):
     """``start:stop:step`` as NumPy's ``arange``, or ``linspace`` with ``abs(step)`` points for a
-    complex step."""
+    complex step (host constants, moved to the arrays' backend later)."""
     start = 0 if item.start is None else item.start
     step = 1 if item.step is None else item.step
     if isinstance(step, (complex, np.complexfloating)):
-        return linspace(start, item.stop, num=int(abs(step)))
-    return default_namespace().arange(start, item.stop, step)
+        return np.linspace(start, item.stop, num=int(abs(step)))
+    return np.arange(start, item.stop, step)
 
 
 def _directive(item: str, k: int):
@@ -85,7 +84,7 @@ class AxisConcatenator:
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
         axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
-        objs, dtypes = [], []
+        objs, dtypes, made = [], [], []  # made: the ones built here from slices and scalars (host)
         for k, item in enumerate(key):
             if isinstance(item, str):
                 new_axis, new_ndmin, new_trans = _directive(item, k)
@@ -96,17 +95,23 @@ class AxisConcatenator:
             if isinstance(item, slice):
                 obj = _slice_range(item)
                 dtypes.append(obj.dtype)
-                objs.append(_shape.swapaxes(_ndmin(obj, ndmin, -1), -1, trans1d)
-                            if ndmin > 1 and trans1d != -1 else _ndmin(obj, ndmin, -1))
+                obj = _ndmin(obj, ndmin, -1)
+                objs.append(_shape.swapaxes(obj, -1, trans1d) if ndmin > 1 and trans1d != -1 else obj)
+                made.append(True)
             elif type(item) in (int, float, complex, bool) or isinstance(item, np.generic):
                 dtypes.append(item)
-                objs.append(_ndmin(asarray(np.asarray(item)), ndmin, -1))
+                objs.append(_ndmin(np.asarray(item), ndmin, -1))
+                made.append(True)
             else:
                 obj = _ndmin(item, ndmin, trans1d)
                 dtypes.append(obj.dtype)
                 objs.append(obj)
+                made.append(False)
         if not objs:
             return default_namespace().array([])
+        given = [o for o, m in zip(objs, made) if not m]
+        home = given[0] if given else default_namespace().zeros(())  # the arrays' backend, or the default
+        objs = [constant_like(home, o) if m else o for o, m in zip(objs, made)]
         dtype = np.result_type(*dtypes)
         objs = [o if np.dtype(o.dtype) == dtype else ew.astype(o, dtype) for o in objs]
         return _shape.concatenate(objs, axis=axis)

@@ -22,7 +22,7 @@ from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import normalize_axis
-from tapegrad.numpy._searching import host_value
+from tapegrad.numpy._searching import constant_like, host_value
 from tapegrad.numpy._statistics import operand
 
 
@@ -38,7 +38,7 @@ def _gather_by_tags(layout, sources):
     """The array whose element ``i`` is ``ravel(sources[s])[j]`` where ``layout`` (NumPy's result on
     tags) holds ``tag = offset_s + j + 1``: one gather from the sources joined end to end."""
     flat = _shape.concatenate([_shape.ravel(s) for s in sources], axis=0)
-    return _shape.reshape(take(flat, np.asarray(layout) - 1), layout.shape)
+    return _shape.reshape(take(flat, constant_like(flat, layout - 1)), layout.shape)
 
 
 def _tags(shape, start: int = 0):
@@ -130,7 +130,7 @@ def block(arrays):
     """
     depth = _depths(arrays)
     ndim = max(_max_ndim(arrays), depth)
-    dtype = _shape.result_type(*_leaves(arrays))
+    dtype = np.result_type(*(getattr(x, "dtype", x) for x in _leaves(arrays)))  # Python scalars weak
 
     def assemble(item, level):
         if not isinstance(item, list):
@@ -157,9 +157,11 @@ def _refuse_inplace(inplace: bool, name: str):
                          f"jax.numpy.{name} does")
 
 
-def _cycled(values, n: int, dtype):
-    """``n`` values taken in turn from ``values`` flattened (NumPy's ``a.flat[i] = values``)."""
-    values = _shape.ravel(operand(values))
+def _cycled(values, n: int, a):
+    """``n`` values taken in turn from ``values`` flattened (NumPy's ``a.flat[i] = values``), in
+    ``a``'s dtype and on its backend."""
+    dtype = a.dtype
+    values = _shape.ravel(values if hasattr(values, "shape") else constant_like(a, np.asarray(values)))
     if np.dtype(values.dtype) != np.dtype(dtype):
         values = ew.astype(values, dtype)
     if _shape.size(values) == n:
@@ -168,7 +170,7 @@ def _cycled(values, n: int, dtype):
         if n:
             raise ValueError("cannot write an empty sequence of values into a non-empty selection")
         return values
-    return take(values, np.arange(n) % _shape.size(values))
+    return take(values, constant_like(values, np.arange(n) % _shape.size(values)))
 
 
 def put(a, ind, v, mode="raise", *, inplace=True):
@@ -183,7 +185,7 @@ def put(a, ind, v, mode="raise", *, inplace=True):
     """
     _refuse_inplace(inplace, "put")
     a = operand(a)
-    ind = _shape.ravel(operand(ind))
+    ind = _shape.ravel(ind if hasattr(ind, "shape") else constant_like(a, np.asarray(ind)))
     size = _shape.size(a)
     if mode == "wrap":
         ind = ind % size
@@ -193,7 +195,7 @@ def put(a, ind, v, mode="raise", *, inplace=True):
         ind = _checked_positions(ind, size, "put")
     else:
         raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    flat = IndexUpdateRef(_shape.ravel(a), ind).set(_cycled(v, _shape.size(ind), a.dtype))
+    flat = IndexUpdateRef(_shape.ravel(a), ind).set(_cycled(v, _shape.size(ind), a))
     return _shape.reshape(flat, _shape.shape(a))
 
 
@@ -225,7 +227,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     if _shape.ndim(indices) != len(shape):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
     axis = normalize_axis(operator.index(axis), len(shape))[0]
-    index = tuple(indices if d == axis else np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shape))])
+    index = tuple(indices if d == axis else
+                  constant_like(arr, np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shape))]))
                   for d, n in enumerate(shape))
     return IndexUpdateRef(arr, index).set(values)
 
@@ -252,7 +255,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
     positions = np.arange(_shape.size(a))[:end:step]
     flat = _shape.ravel(a)
-    flat = IndexUpdateRef(flat, positions).set(_cycled(val, positions.size, a.dtype))
+    flat = IndexUpdateRef(flat, constant_like(a, positions)).set(_cycled(val, positions.size, a))
     return _shape.reshape(flat, shape)
 
 

@@ -41,6 +41,13 @@ def host_value(x, message: str | None = None):
     return np.asarray(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else value)
 
 
+def constant_like(like, x):
+    """The host constant ``x`` (positions, tags, edges the function made itself) on ``like``'s
+    backend: the explicit copy to the device that CuPy asks for, made once per call."""
+    xp = namespace_of(like)
+    return x if xp is np else xp.asarray(x)
+
+
 def concrete(x, name: str, size_name: str = "size"):
     """``x``'s value (see :func:`host_value`) for a result whose length it decides; abstract, it
     raises the error that names ``size=``/``fill_value=`` (or ``size_name``)."""

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._core import Tracer
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import take_along_axis
-from tapegrad.numpy._searching import host_value
+from tapegrad.numpy._searching import constant_like, host_value
 from tapegrad.numpy._statistics import operand
 
 
@@ -48,7 +47,7 @@ def choose(a, choices, out=None, mode="raise"):
     if np.dtype(a.dtype).kind not in "iu":
         raise TypeError(f"choose: the index array a must be integer, got dtype {a.dtype}")
     choices = [operand(c) for c in choices]
-    dtype = _shape.result_type(*choices)
+    dtype = np.result_type(*(c.dtype for c in choices))
     a = _choice_index(a, len(choices), mode)
     shape = np.broadcast_shapes(tuple(_shape.shape(a)), *(tuple(_shape.shape(c)) for c in choices))
     stacked = _shape.stack([_shape.broadcast_to(c if np.dtype(c.dtype) == dtype else ew.astype(c, dtype), shape)
@@ -64,7 +63,8 @@ def _condition_list(x, condlist) -> list:
                                                    _shape.ndim(condlist) == _shape.ndim(x)):
         return [condlist]
     first = condlist[0] if len(condlist) else None
-    if not isinstance(first, (list, np.ndarray, Tracer)) and _shape.ndim(x) != 0:
+    is_array = isinstance(first, list) or (hasattr(first, "shape") and not isinstance(first, np.generic))
+    if not is_array and _shape.ndim(x) != 0:
         return [condlist]
     return list(condlist)
 
@@ -95,7 +95,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     y = zeros_like(x)
     for cond, func in zip(conds, funclist):
         value = func(x, *args, **kw) if callable(func) else func
-        value = operand(value)
+        value = value if hasattr(value, "shape") else constant_like(x, np.asarray(value))
         y = ew.where(cond, value if np.dtype(value.dtype) == np.dtype(x.dtype) else ew.astype(value, x.dtype), y)
     return y
 

@@ -25,7 +25,7 @@ from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
 from tapegrad.numpy._indexing import IndexUpdateRef, take
 from tapegrad.numpy._reductions import cumsum
-from tapegrad.numpy._searching import concrete, host_value, searchsorted, true_positions
+from tapegrad.numpy._searching import concrete, constant_like, host_value, searchsorted, true_positions
 from tapegrad.numpy._sorting import argsort
 from tapegrad.numpy._statistics import operand
 
@@ -169,11 +169,13 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     Found by binary search in the sorted test elements (O((n + m) log m)); ``assume_unique`` and
     ``kind`` are accepted for NumPy's signature. Non-differentiable.
     """
-    element, test = operand(element), _shape.ravel(operand(test_elements))
+    element = operand(element)
+    test = test_elements if hasattr(test_elements, "shape") else constant_like(element, np.asarray(test_elements))
+    test = _shape.ravel(test)
     if _shape.size(test) == 0:
         found = zeros_like(element, dtype=np.bool_)
     else:
-        dtype = _shape.result_type(element, test)
+        dtype = np.result_type(element.dtype, test.dtype)
         element_c = element if np.dtype(element.dtype) == dtype else ew.astype(element, dtype)
         test = test if np.dtype(test.dtype) == dtype else ew.astype(test, dtype)
         table = take(test, argsort(test))
