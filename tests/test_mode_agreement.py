@@ -166,6 +166,11 @@ CASES = [
     _binary("scan", lambda x, y: _product(*tg.scan(lambda c, r: (tnp.sin(c) * r + c, c * r), y, x))),
     # a custom_vjp function in a loop body stays whole in the staged body (its rule is exact here)
     _binary("custom_call", lambda x, y: _product(*tg.scan(lambda c, r: (_cube(c) * r, c * r), y, x))),
+    # numerical functions (polynomial roots, i0, floating-point pieces)
+    _unary("roots", lambda p: tnp.roots(p, strip_zeros=False), shape=(4,), dtypes=ALL),
+    _unary("i0", tnp.i0), _unary("modf", lambda x: tnp.modf(x)[0]), _unary("positive", tnp.positive),
+    _binary("heaviside", lambda x, y: tnp.heaviside(x, y) * y),
+    _unary("ldexp", lambda x: tnp.ldexp(x, np.array([1, -2, 3]))),
 ]
 
 

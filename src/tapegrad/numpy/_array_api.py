@@ -1,7 +1,7 @@
 """The Python array API standard's spellings that NumPy 2 added beside its own: ``acos`` for
 ``arccos``, ``concat`` for ``concatenate``, ``permute_dims`` for ``transpose``, the vector and
-matrix products ``vecdot``/``matvec``/``vecmat``, ``unstack``, ``cumulative_sum``/``cumulative_prod``
-and the ``bitwise_*`` shifts and counts.
+matrix products ``vecdot``/``matvec``/``vecmat``, ``unstack``, and the ``bitwise_*`` shifts and
+counts (``cumulative_sum``/``cumulative_prod`` are in ``_cumulative``).
 
 Aliases are the same function objects as NumPy's older names (``tnp.acos is tnp.arccos``), so they
 share every rule. The new functions are composites of existing operations; only the bit shifts and
@@ -129,47 +129,8 @@ def _check_inner(name, x1, x2, matrix_first: bool):
         raise ValueError(f"{name}: the inner lengths of shapes {s1} and {s2} differ")
 
 
-# ---- running reductions --------------------------------------------------------------------------
-def _cumulative(fn, identity, x, axis, dtype, include_initial):
-    x = as_operand(x)
-    if axis is None:
-        if _shape.ndim(x) > 1:
-            raise ValueError(f"axis must be given for an array of more than one dimension (got shape "
-                             f"{_shape.shape(x)})")
-        x = _shape.reshape(x, (-1,)) if _shape.ndim(x) == 0 else x
-        axis = 0
-    out = fn(x, axis=axis, dtype=dtype)
-    if not include_initial:
-        return out
-    axis = normalize_axis(axis, _shape.ndim(out))[0]
-    widths = tuple((1, 0) if i == axis else (0, 0) for i in range(_shape.ndim(out)))
-    return _shape.pad(out, widths, constant_values=identity)
-
-
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Running sum along ``axis``, as ``numpy.cumulative_sum``: like ``cumsum``, but ``axis`` may be
-    omitted only for a 1-D (or 0-d) ``x``, and ``include_initial=True`` starts the result with a
-    zero (one more entry along ``axis``). Differentiable.
-
-    Raises:
-        ValueError: ``axis`` omitted for ``x`` of more than one dimension.
-    """
-    return _cumulative(_reductions.cumsum, 0, x, axis, dtype, include_initial)
-
-
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Running product along ``axis``, as ``numpy.cumulative_prod`` (``include_initial=True``
-    starts with a one); derivatives as ``cumprod``'s, exact where ``x`` has zeros.
-
-    Raises:
-        ValueError: ``axis`` omitted for ``x`` of more than one dimension.
-    """
-    return _cumulative(_reductions.cumprod, 1, x, axis, dtype, include_initial)
-
-
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_count", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "concat", "cumulative_prod",
-    "cumulative_sum", "left_shift", "matrix_transpose", "matvec", "permute_dims", "pow", "right_shift",
-    "unstack", "vecdot", "vecmat",
+    "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "concat", "left_shift", "matrix_transpose",
+    "matvec", "permute_dims", "pow", "right_shift", "unstack", "vecdot", "vecmat",
 ]

@@ -258,6 +258,14 @@ _UFUNCS = {
     "copysign": uf.copysign,
 }
 
+
+def register_ufuncs(namespace: dict) -> None:
+    """Serve each NumPy ufunc whose name ``namespace`` defines (``"ldexp"``) with our function of that
+    name, when it is called on a traced value (``__array_ufunc__``): for the ufuncs of modules that
+    ``tapegrad.numpy`` imports after this one."""
+    _UFUNCS.update(namespace)
+
+
 _UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
 
 _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
@@ -265,12 +273,9 @@ _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by ta
 
 def register_numpy_functions(namespace: dict, module=np) -> None:
     """Map every function of NumPy's ``module`` (``numpy``, ``numpy.linalg``, ``numpy.fft``) whose
-    name ``namespace`` defines to our version of it, for ``__array_function__`` (and, for a ufunc
-    not yet mapped, ``np.vecdot`` say, for ``__array_ufunc__``)."""
+    name ``namespace`` defines to our version of it, for ``__array_function__``."""
     for name, fn in namespace.items():
         np_fn = getattr(module, name, None)
-        if callable(fn) and isinstance(np_fn, np.ufunc):
-            _UFUNCS.setdefault(np_fn.__name__, fn)
         if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
             _FUNCTIONS[np_fn] = fn
 
