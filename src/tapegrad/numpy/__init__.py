@@ -341,6 +341,113 @@ register_ufuncs({name: globals()[name] for name in (
     "divmod", "frexp", "gcd", "heaviside", "lcm", "ldexp", "modf", "nextafter", "positive", "rint", "spacing")})
 # ---- end block: numerical functions ----
 
+# ---- block: shape, indexing, sets, searching and the array-API spellings ----
+from tapegrad.numpy._apply import (  # noqa: E402
+    apply_along_axis,
+    apply_over_axes,
+)
+from tapegrad.numpy._array_api import (  # noqa: E402
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_count,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_right_shift,
+    concat,
+    left_shift,
+    matrix_transpose,
+    matvec,
+    permute_dims,
+    pow,
+    right_shift,
+    unstack,
+    vecdot,
+    vecmat,
+)
+from tapegrad.numpy._histograms import (  # noqa: E402
+    bincount,
+    histogram,
+    histogram2d,
+    histogram_bin_edges,
+    histogramdd,
+)
+from tapegrad.numpy._index_tricks import (  # noqa: E402
+    c_,
+    diag_indices,
+    diag_indices_from,
+    index_exp,
+    indices,
+    ix_,
+    meshgrid,
+    mgrid,
+    ogrid,
+    r_,
+    rollaxis,
+    s_,
+    tri,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+)
+from tapegrad.numpy._insertion import (  # noqa: E402
+    append,
+    block,
+    delete,
+    fill_diagonal,
+    insert,
+    put,
+    put_along_axis,
+)
+from tapegrad.numpy._searching import (  # noqa: E402
+    argwhere,
+    compress,
+    count_nonzero,
+    digitize,
+    extract,
+    flatnonzero,
+    nonzero,
+    searchsorted,
+)
+from tapegrad.numpy._selection import (  # noqa: E402
+    choose,
+    piecewise,
+)
+from tapegrad.numpy._setops import (  # noqa: E402
+    intersect1d,
+    isin,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+
+__all__ += [
+    "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "argwhere", "asin", "asinh", "atan",
+    "atan2", "atanh", "bincount", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
+    "bitwise_right_shift", "block", "c_", "choose", "compress", "concat", "count_nonzero", "delete",
+    "diag_indices", "diag_indices_from", "digitize", "extract", "fill_diagonal", "flatnonzero", "histogram",
+    "histogram2d", "histogram_bin_edges", "histogramdd", "index_exp", "indices", "insert", "intersect1d",
+    "isin", "ix_", "left_shift", "matrix_transpose", "matvec", "meshgrid", "mgrid", "nonzero", "ogrid",
+    "permute_dims", "piecewise", "pow", "put", "put_along_axis", "r_", "right_shift", "rollaxis", "s_",
+    "searchsorted", "setdiff1d", "setxor1d", "tri", "tril_indices", "tril_indices_from", "triu_indices",
+    "triu_indices_from", "union1d", "unique", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "unstack", "vecdot", "vecmat",
+]
+register_ufuncs({name: globals()[name] for name in (
+    "bitwise_count", "left_shift", "matvec", "right_shift", "vecdot", "vecmat")})  # NumPy 2 ufuncs
+# ---- end block: shape, indexing, sets, searching and the array-API spellings ----
+
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402
 
