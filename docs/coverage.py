@@ -33,6 +33,7 @@ import types
 import warnings
 
 import numpy as np
+import scipy.linalg
 
 import tapegrad as tg
 import tapegrad.numpy  # noqa: F401  (registers the array operators)
@@ -125,6 +126,12 @@ EXAMPLES = {
     "fromfunction": lambda: (lambda i, j: i * 0.5 + j, (2, 3)),
     "einsum_path": lambda: ("ij,jk->ik", _M.copy(), _N.copy()),
     "isdtype": lambda: (np.float32, "real floating"),
+    "eigh_tridiagonal": lambda: (_V + 1.0, _W[:2].copy()),
+    "funm": lambda: (_M.copy(), np.exp),
+    "hadamard": lambda: (4,),
+    "leslie": lambda: (_V.copy(), _W[:2].copy()),
+    "lu_solve": lambda: (scipy.linalg.lu_factor(_M), _V.copy()),
+    "odeint": lambda: (lambda y, t, k: -k * y, _V.copy(), np.array([0.0, 0.5, 1.0]), np.array(0.7)),
 }
 
 
