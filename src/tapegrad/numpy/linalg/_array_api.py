@@ -4,27 +4,13 @@
 ``offset``, the last two axes for matrices), so derivatives, ``vmap`` and ``jit`` are theirs."""
 from __future__ import annotations
 
-import operator
-
-from tapegrad.numpy import _complex, _matrices, _shape
-from tapegrad.numpy import _reductions as red
+from tapegrad.numpy import _matrices, _shape
+from tapegrad.numpy._array_api import matrix_transpose, vecdot  # numpy.linalg's are numpy's
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._linalg import matmul, tensordot
 from tapegrad.numpy._linalg import outer as _outer
 
 __all__ = ["cross", "diagonal", "matmul", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
-
-
-def matrix_transpose(x, /):
-    """The transpose of each matrix (the last two axes swapped), as ``numpy.linalg.matrix_transpose``.
-
-    Raises:
-        ValueError: ``x`` has fewer than 2 dimensions.
-    """
-    x = as_operand(x)
-    if _shape.ndim(x) < 2:
-        raise ValueError(f"matrix_transpose: x must be at least 2-dimensional, got shape {_shape.shape(x)}")
-    return _shape.swapaxes(x, -1, -2)
 
 
 def outer(x1, x2, /):
@@ -38,24 +24,6 @@ def outer(x1, x2, /):
         raise ValueError(f"outer: both inputs must be 1-D, got shapes {_shape.shape(x1)} and {_shape.shape(x2)}; "
                          "use tapegrad.numpy.outer to flatten them")
     return _outer(x1, x2)
-
-
-def vecdot(x1, x2, /, *, axis=-1):
-    """``sum(conj(x1) * x2)`` along ``axis`` of each operand, the other axes broadcast, as
-    ``numpy.linalg.vecdot`` (the first argument conjugated).
-
-    Raises:
-        ValueError: the two vectors' lengths differ.
-    """
-    x1, x2 = as_operand(x1), as_operand(x2)
-    axis = operator.index(axis)
-    x1, x2 = _shape.moveaxis(x1, axis, -1), _shape.moveaxis(x2, axis, -1)
-    if _shape.shape(x1)[-1] != _shape.shape(x2)[-1]:
-        raise ValueError(f"vecdot: the vectors along axis {axis} have different lengths "
-                         f"({_shape.shape(x1)[-1]} and {_shape.shape(x2)[-1]})")
-    if _complex.is_complex(x1):
-        x1 = _complex.conj(x1)
-    return red.sum(x1 * x2, axis=-1)
 
 
 def cross(x1, x2, /, *, axis=-1):
