@@ -18,7 +18,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.scipy.special._impl import SQRT_PI, _module_for
+from tapegrad.scipy.special._impl import SQRT_PI, special_function
 from tapegrad.scipy.special._partials import elementwise
 
 
@@ -27,7 +27,7 @@ def _complex_impl(name, real_operands):
     def impl(*operands):
         xp = namespace_of(*operands)
         dtype = xp.result_type(*[operands[i] for i in real_operands], np.complex64)
-        return getattr(_module_for(xp, name), name)(*operands).astype(dtype, copy=False)
+        return special_function(xp, name)(*operands).astype(dtype, copy=False)
     impl.__name__ = f"{name}_impl"
     return impl
 
@@ -43,8 +43,8 @@ def _real_like(value, ans):
 def _sph_dtheta(n, m, theta, phi, ans):
     n_, m_ = _real_like(n, ans), _real_like(m, ans)
     # Y_n^(m+1) is 0 beyond m = n; clamping keeps the next order's coefficient real there (0, not nan)
-    ladder = tnp.sqrt(tnp.maximum((n_ - m_) * (n_ + m_ + 1.0), 0.0)) * tnp.exp(-1j * phi) * sph_harm_y(n, m + 1, theta, phi)
-    return m_ / tnp.tan(theta) * ans + ladder
+    raising = tnp.sqrt(tnp.maximum((n_ - m_) * (n_ + m_ + 1.0), 0.0)) * tnp.exp(-1j * phi)
+    return m_ / tnp.tan(theta) * ans + raising * sph_harm_y(n, m + 1, theta, phi)
 
 
 sph_harm_y_p = elementwise(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from tapegrad._backend import namespace_of
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
-from tapegrad.scipy.special._impl import _cast, _module_for, float_dtype, scipy_impl
+from tapegrad.scipy.special._impl import _cast, float_dtype, scipy_impl, special_function
 
 
 class no_derivative:  # noqa: N801 - a marker used like a function in the partials' lists
@@ -65,6 +65,6 @@ def scipy_part(name: str, index: int):
     that return a pair), in the operand's float dtype."""
     def impl(x):
         xp = namespace_of(x)
-        return _cast(getattr(_module_for(xp, name), name)(x)[index], float_dtype(xp, x))
+        return _cast(special_function(xp, name)(x)[index], float_dtype(xp, x))
     impl.__name__ = f"{name}_{index}_impl"
     return impl

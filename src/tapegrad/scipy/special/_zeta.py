@@ -10,7 +10,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
-from tapegrad.scipy.special._impl import _module_for
+from tapegrad.scipy.special._impl import special_function
 from tapegrad.scipy.special._partials import elementwise, no_derivative
 
 zeta_p = elementwise("zeta", [no_derivative("zeta", "x"), lambda x, q, ans: -x * zeta(x + 1, q)])
@@ -41,4 +41,4 @@ def bernoulli(n: int):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"bernoulli: n must be a non-negative Python integer (it sets the result's "
                          f"length), got {n!r}")
-    return tnp.asarray(_module_for(np, "bernoulli").bernoulli(int(n)))
+    return tnp.asarray(special_function(np, "bernoulli")(int(n)))
