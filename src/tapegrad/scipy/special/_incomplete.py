@@ -1,6 +1,6 @@
 """The regularized incomplete gamma and beta functions: ``gammainc gammaincc betainc``.
 
-Derivatives in the integration limit ``x`` are the integrands (DLMF 8.8.13, 8.17.1), written in log
+Derivatives in the integration limit ``x`` are the integrands (DLMF 8.8, 8.17), written in log
 space with ``xlogy``/``xlog1py`` so that ``x = 0`` (and ``x = 1``) with a unit exponent gives the right
 finite value rather than ``0 * log 0``:
 
