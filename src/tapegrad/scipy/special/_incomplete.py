@@ -7,19 +7,19 @@ finite value rather than ``0 * log 0``:
     d/dx gammainc(a, x) = x^(a-1) e^(-x) / gamma(a)  = exp(xlogy(a - 1, x) - x - gammaln(a))
     d/dx betainc(a, b, x) = x^(a-1) (1-x)^(b-1) / B(a, b)
 
-The derivatives in the shape parameter ``a`` of the incomplete gamma functions have no closed form;
-they are computed to any order by ``_gammainc_a`` (its series and continued fraction run in Taylor
-arithmetic in ``a``). Those of ``betainc`` in ``a`` and ``b`` are not implemented: differentiating
-through them raises ``NotImplementedError`` naming the argument.
+The derivatives in the shape parameters (``a``; ``a`` and ``b``) have no closed form. They are
+computed to any order by running the functions' own series and continued fractions in truncated
+Taylor arithmetic in those parameters (``_gammainc_a``, ``_betainc_ab``).
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad.scipy.special._betainc_ab import betainc_dab
 from tapegrad.scipy.special._gamma import betaln, gammaln
 from tapegrad.scipy.special._gammainc_a import gammainc_da
 from tapegrad.scipy.special._log import xlog1py, xlogy
-from tapegrad.scipy.special._partials import elementwise, no_derivative
+from tapegrad.scipy.special._partials import elementwise
 
 
 def _gamma_density(a, x, ans):
@@ -33,8 +33,8 @@ def _beta_density(a, b, x, ans):
 gammainc_p = elementwise("gammainc", [lambda a, x, ans: gammainc_da(a, x), _gamma_density])
 gammaincc_p = elementwise("gammaincc", [lambda a, x, ans: -gammainc_da(a, x),
                                         lambda a, x, ans: -_gamma_density(a, x, ans)])
-betainc_p = elementwise("betainc", [no_derivative("betainc", "a"), no_derivative("betainc", "b"),
-                                    _beta_density])
+betainc_p = elementwise("betainc", [lambda a, b, x, ans: betainc_dab(a, b, x, (1, 0)),
+                                    lambda a, b, x, ans: betainc_dab(a, b, x, (0, 1)), _beta_density])
 
 
 def gammainc(a, x):
@@ -62,9 +62,8 @@ def betainc(a, b, x):
     """The regularized incomplete beta function ``I_x(a, b)``, broadcast, as ``scipy.special.betainc``
     (``a, b > 0``, ``0 <= x <= 1``).
 
-    Derivative in ``x``: the beta density ``x^(a-1) (1-x)^(b-1) / B(a, b)``, to any order.
-
-    Raises:
-        NotImplementedError: when differentiating with respect to ``a`` or ``b`` (no closed form).
+    Derivatives, to any order: in ``x`` the beta density ``x^(a-1) (1-x)^(b-1) / B(a, b)``; in ``a``
+    and ``b`` computed by the continued fraction (Numerical Recipes' ``betacf``, with the symmetry
+    ``I_x(a, b) = 1 - I_(1-x)(b, a)``) in Taylor arithmetic (no closed form exists).
     """
     return bind(betainc_p, a, b, x)
