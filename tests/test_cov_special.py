@@ -277,6 +277,17 @@ def test_betainc_derivatives_in_a_and_b_match_quadrature(a, b, x):
     assert_close(ga_swapped, ga, rtol=1e-12)
 
 
+@pytest.mark.parametrize("fn,args", [
+    (tsp.gammainc, (np.array([0.7, 2.5, 10.0]), np.array([0.3, 6.0, 9.0]))),
+    (tsp.betainc, (np.array([0.7, 2.5, 10.0]), np.array([1.5, 3.0, 4.0]), np.array([0.3, 0.6, 0.9]))),
+], ids=["gammainc", "betainc"])
+def test_parameter_gradients_under_vmap_and_jit(fn, args):
+    grad = tg.grad(fn, grad_position=tuple(range(len(args))))
+    check_vmap_mixes(grad, args)
+    for got, want in zip(tg.jit(tg.vmap(grad))(*args), tg.vmap(grad)(*args)):
+        assert_close(got, want)
+
+
 # ---- removable singularities ---------------------------------------------------------------------
 def test_boxcox_lambda_derivatives_at_and_near_zero():
     x = np.array([0.3, 2.0, 7.0])
