@@ -17,6 +17,7 @@ import tapegrad.scipy.special as tsp
 from _specs import OpSpec
 from _tol import assert_close
 from _vmapcheck import check_vmap_mixes
+from tapegrad.errors import ConcretizationError
 from tapegrad.testing import check_grads
 
 DOMAINS = {
@@ -368,12 +369,21 @@ def test_bernoulli():
     (lambda: tsp.bernoulli(-1), "non-negative"),
     (lambda: tsp.bernoulli(2.5), "non-negative"),
     (lambda: tsp.bessel_jn(1.0, v=-1), "v must be"),
+    (lambda: tsp.bessel_jn(1.0, v=2.0), "v must be"),
     (lambda: tsp.factorial(3, exact=True), "exact=True"),
     (lambda: tsp.comb(5, 2, exact=True), "exact=True"),
 ])
 def test_bad_arguments_raise_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_lengths_under_jit_must_be_static():
+    with pytest.raises(ConcretizationError, match="static_argnums"):
+        tg.jit(tsp.bernoulli)(3)
+    assert_close(tg.jit(tsp.bernoulli, static_argnums=0)(3), ss.bernoulli(3))
+    with pytest.raises(ConcretizationError):
+        tg.jit(lambda z, v: tsp.bessel_jn(z, v=v))(1.0, 2)
 
 
 def test_sph_harm_y_diff_n_refused():

@@ -13,12 +13,10 @@ derivative.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
 from tapegrad.scipy.special._impl import unary
-from tapegrad.scipy.special._partials import elementwise, no_derivative
+from tapegrad.scipy.special._partials import elementwise, no_derivative, static_count
 
 
 def _real_order(name, d_z):
@@ -160,7 +158,6 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
 
     Raises:
         ValueError: ``v`` is negative or not an integer.
+        ConcretizationError: ``v`` is traced (under ``jit``, make it static).
     """
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-        raise ValueError(f"bessel_jn: v must be a non-negative Python integer (the highest order), got {v!r}")
-    return tnp.stack([jn(k, z) for k in range(int(v) + 1)])
+    return tnp.stack([jn(k, z) for k in range(static_count("bessel_jn", "v", v) + 1)])

@@ -10,7 +10,10 @@ of the functions of this package: differentiating through it raises, rather than
 """
 from __future__ import annotations
 
+import operator
+
 from tapegrad._backend import namespace_of
+from tapegrad.errors import ConcretizationError
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import _cast, float_dtype, scipy_impl, special_function
@@ -68,3 +71,25 @@ def scipy_part(name: str, index: int):
         return _cast(special_function(xp, name)(x)[index], float_dtype(xp, x))
     impl.__name__ = f"{name}_{index}_impl"
     return impl
+
+
+def static_count(fn: str, arg: str, value) -> int:
+    """``value`` as a non-negative Python integer: an argument that sets a result's length (``n`` of
+    ``bernoulli``, ``v`` of ``bessel_jn``).
+
+    Raises:
+        ConcretizationError: ``value`` is traced (under ``jit``: mark it static with ``static_argnums``).
+        ValueError: it is not a non-negative integer.
+    """
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        count = operator.index(value)
+    except ConcretizationError:
+        raise
+    except TypeError:
+        count = -1
+    if count < 0:
+        raise ValueError(f"{fn}: {arg} must be a non-negative Python integer (it sets the result's length), "
+                         f"got {value!r}")
+    return count

@@ -11,7 +11,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
 from tapegrad.scipy.special._impl import special_function
-from tapegrad.scipy.special._partials import elementwise, no_derivative
+from tapegrad.scipy.special._partials import elementwise, no_derivative, static_count
 
 zeta_p = elementwise("zeta", [no_derivative("zeta", "x"), lambda x, q, ans: -x * zeta(x + 1, q)])
 
@@ -37,8 +37,6 @@ def bernoulli(n: int):
 
     Raises:
         ValueError: ``n`` is negative or not an integer.
+        ConcretizationError: ``n`` is traced (under ``jit``, make it static).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"bernoulli: n must be a non-negative Python integer (it sets the result's "
-                         f"length), got {n!r}")
-    return tnp.asarray(special_function(np, "bernoulli")(int(n)))
+    return tnp.asarray(special_function(np, "bernoulli")(static_count("bernoulli", "n", n)))
