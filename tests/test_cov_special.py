@@ -30,6 +30,8 @@ DOMAINS = {
     "lmbda": (-1.5, 1.5),
     "angle": (0.3, 2.8),     # polar angles away from the poles
     "wide": (0.5, 12.0),     # gammainc's a-derivative through both its series and its continued fraction
+    "gt1": (1.2, 4.0),       # zeta's exponent, right of the pole
+    "crit": (0.2, 0.9),      # the Riemann zeta function left of its pole (SciPy's continuation)
 }
 DTYPES = [np.float64, np.float32]
 INT_ORDERS = np.array([0, 1, 3])
@@ -62,6 +64,8 @@ SPECS = [
     OpSpec("betainc", lambda x: tsp.betainc(1.5, 2.5, x), lambda x: ss.betainc(1.5, 2.5, x), ("unit",)),
     OpSpec("betainc-a-b-x", tsp.betainc, ss.betainc, ("pos", "wide", "unit")),
     OpSpec("zeta", lambda q: tsp.zeta(2.5, q), lambda q: ss.zeta(2.5, q), ("pos",)),
+    OpSpec("zeta-x-q", tsp.zeta, ss.zeta, ("gt1", "pos")),
+    OpSpec("zeta-riemann", tsp.zeta, ss.zeta, ("crit",)),
     OpSpec("expi", tsp.expi, ss.expi, ("pos",)),
     OpSpec("expi-neg", tsp.expi, ss.expi, ("negoff",)),
     OpSpec("exp1", tsp.exp1, ss.exp1, ("pos",)),
@@ -289,6 +293,24 @@ def test_parameter_gradients_under_vmap_and_jit(fn, args):
         assert_close(got, want)
 
 
+def test_zeta_derivatives_in_x():
+    # known constants: zeta'(2), zeta''(2), zeta'(3), zeta'(1/2)
+    d1 = tg.grad(tsp.zeta)
+    assert_close(d1(2.0), -0.93754825431584375370, rtol=1e-14)
+    assert_close(tg.grad(d1)(2.0), 1.98928023429890102342, rtol=1e-14)
+    assert_close(d1(3.0), -0.19812624288563685333, rtol=1e-14)
+    assert_close(d1(0.5), -3.92264613920915172283, rtol=1e-13)
+    # zeta(s, 1/2) = (2^s - 1) zeta(s), and zeta(s, q) = q^-s + zeta(s, q + 1), differentiated in s
+    s = np.array([1.3, 2.0, 5.5])
+    hurwitz = tg.grad(lambda s: tsp.zeta(s, 0.5).sum())(s)
+    riemann = tg.grad(lambda s: tsp.zeta(s).sum())(s)
+    assert_close(hurwitz, 2 ** s * np.log(2) * ss.zeta(s) + (2 ** s - 1) * riemann, rtol=1e-13)
+    q = np.array([0.2, 1.7, 9.0])
+    step = tg.grad(lambda s: (tsp.zeta(s, q) - tsp.zeta(s, q + 1)).sum())(s)
+    assert_close(step, -np.log(q) * q ** -s, rtol=1e-12)
+    assert np.isnan(d1(-0.5)) and np.isnan(d1(1.0))  # documented: x > 0 only, and the pole
+
+
 # ---- removable singularities ---------------------------------------------------------------------
 def test_boxcox_lambda_derivatives_at_and_near_zero():
     x = np.array([0.3, 2.0, 7.0])
@@ -327,7 +349,6 @@ def test_factorial_and_comb_outside_their_support_are_zero_with_zero_gradient():
 
 # ---- parameters without a derivative -------------------------------------------------------------
 NO_DERIVATIVE = [
-    ("zeta", "x", lambda x: tsp.zeta(x, 1.5)),
     ("hyp1f1", "a", lambda a: tsp.hyp1f1(a, 2.0, 0.4)),
     ("hyp1f1", "b", lambda b: tsp.hyp1f1(1.0, b, 0.4)),
     ("hyp2f1", "a", lambda a: tsp.hyp2f1(a, 1.0, 2.0, 0.4)),
