@@ -1,6 +1,6 @@
 """More of the gamma family: ``beta rgamma loggamma gammasgn poch factorial comb``.
 
-Derivatives (DLMF 5.2, 5.12, 5.2.5), each written with :func:`digamma` so they differentiate again:
+Derivatives (DLMF 5.2, 5.12), each written with :func:`digamma` so they differentiate again:
 
     beta:  d/da B(a, b) = B(a, b) (digamma(a) - digamma(a + b))      (symmetric in b)
     poch:  d/dz (z)_m = (z)_m (digamma(z + m) - digamma(z)),  d/dm (z)_m = (z)_m digamma(z + m)

@@ -39,8 +39,9 @@ def special_function(xp, name: str):
     module = _module_for(xp, name)
     fn = getattr(module, name, None)
     if fn is None:
+        fix = "upgrade SciPy" if xp is np else "compute it on NumPy arrays"
         raise NotImplementedError(f"tapegrad.scipy.special.{name} has no kernel for {xp.__name__} arrays: "
-                                  f"{module.__name__}.{name} does not exist; compute it on NumPy arrays")
+                                  f"{module.__name__}.{name} does not exist; {fix}")
     return fn
 
 
