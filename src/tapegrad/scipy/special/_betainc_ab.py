@@ -17,13 +17,12 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
-from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special import _jets as jets
 from tapegrad.scipy.special._gamma import betaln, gammaln, polygamma
 from tapegrad.scipy.special._gammainc_a import MAX_TERMS, factor_converged
 from tapegrad.scipy.special._impl import _module_for, float_dtype
 from tapegrad.scipy.special._log import xlog1py, xlogy
+from tapegrad.scipy.special._partials import elementwise
 
 
 def _log_beta(av, bv, lgamma):
@@ -99,16 +98,13 @@ def _raised(order, axis):
     return tuple(n + (i == axis) for i, n in enumerate(order))
 
 
-betainc_dab_p = primitive("betainc_dab", _betainc_dab_impl)
-defvjp(betainc_dab_p,
-       lambda ct, ans, a, b, x, *, order: unbroadcast(ct * betainc_dab(a, b, x, _raised(order, 0)), a),
-       lambda ct, ans, a, b, x, *, order: unbroadcast(ct * betainc_dab(a, b, x, _raised(order, 1)), b),
-       lambda ct, ans, a, b, x, *, order: unbroadcast(ct * _density_dab(a, b, x, order), x))
-defjvp(betainc_dab_p,
-       lambda t, ans, a, b, x, *, order: t * betainc_dab(a, b, x, _raised(order, 0)),
-       lambda t, ans, a, b, x, *, order: t * betainc_dab(a, b, x, _raised(order, 1)),
-       lambda t, ans, a, b, x, *, order: t * _density_dab(a, b, x, order))
-defbatch_elementwise(betainc_dab_p)
+betainc_dab_p = elementwise(
+    "betainc_dab",
+    [lambda a, b, x, ans, order: betainc_dab(a, b, x, _raised(order, 0)),
+     lambda a, b, x, ans, order: betainc_dab(a, b, x, _raised(order, 1)),
+     lambda a, b, x, ans, order: _density_dab(a, b, x, order)],
+    impl=_betainc_dab_impl,
+)
 
 
 def betainc_dab(a, b, x, order):

@@ -18,12 +18,11 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
-from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special import _jets as jets
 from tapegrad.scipy.special._gamma import gammaln, polygamma
 from tapegrad.scipy.special._impl import _module_for, float_dtype
 from tapegrad.scipy.special._log import xlogy
+from tapegrad.scipy.special._partials import elementwise
 
 EPS = 2.0 ** -52   # relative size of the last term kept (float64 epsilon)
 MAX_TERMS = 5000   # the series needs about x + 10 sqrt(x) terms; the fraction far fewer
@@ -100,14 +99,9 @@ def _density_da(a, x, order):
     return jets.derivative(jets.exp(log_density, tnp.exp), (order,))
 
 
-gammainc_da_p = primitive("gammainc_da", _gammainc_da_impl)
-defvjp(gammainc_da_p,
-       lambda ct, ans, a, x, *, order: unbroadcast(ct * gammainc_da(a, x, order + 1), a),
-       lambda ct, ans, a, x, *, order: unbroadcast(ct * _density_da(a, x, order), x))
-defjvp(gammainc_da_p,
-       lambda t, ans, a, x, *, order: t * gammainc_da(a, x, order + 1),
-       lambda t, ans, a, x, *, order: t * _density_da(a, x, order))
-defbatch_elementwise(gammainc_da_p)
+gammainc_da_p = elementwise("gammainc_da", [lambda a, x, ans, order: gammainc_da(a, x, order + 1),
+                                            lambda a, x, ans, order: _density_da(a, x, order)],
+                            impl=_gammainc_da_impl)
 
 
 def gammainc_da(a, x, order: int = 1):

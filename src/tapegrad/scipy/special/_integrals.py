@@ -14,7 +14,6 @@ import math
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.scipy.special._impl import unary
 from tapegrad.scipy.special._partials import elementwise, scipy_part
 
@@ -33,11 +32,7 @@ expn_p = elementwise("expn", [None, _expn_dx], dtype_from=(1,))
 
 def _primitive_of_part(name, index, derivative):
     """A unary primitive for result ``index`` of ``scipy.special.<name>``, with ``derivative(x)``."""
-    prim = primitive(f"{name}_{index}", scipy_part(name, index), unary_abstract_eval)
-    defvjp(prim, lambda ct, ans, x: ct * derivative(x))
-    defjvp(prim, lambda t, ans, x: t * derivative(x))
-    defbatch_elementwise(prim)
-    return prim
+    return elementwise(f"{name}_{index}", [lambda x, ans: derivative(x)], impl=scipy_part(name, index))
 
 
 _si_p = _primitive_of_part("sici", 0, lambda x: tnp.sinc(x / math.pi))  # sin(x)/x, 1 at 0

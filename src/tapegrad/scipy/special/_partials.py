@@ -37,13 +37,13 @@ def _vjp(d, argnum):
         return None
     if isinstance(d, no_derivative):
         return d
-    return lambda ct, ans, *ops: unbroadcast(ct * d(*ops, ans), ops[argnum])
+    return lambda ct, ans, *ops, **params: unbroadcast(ct * d(*ops, ans, **params), ops[argnum])
 
 
 def _jvp(d):
     if d is None or isinstance(d, no_derivative):
         return d
-    return lambda t, ans, *ops: t * d(*ops, ans)
+    return lambda t, ans, *ops, **params: t * d(*ops, ans, **params)
 
 
 def elementwise(name: str, partials, impl=None, dtype_from=None):
@@ -51,8 +51,10 @@ def elementwise(name: str, partials, impl=None, dtype_from=None):
 
     Args:
         name: the primitive's name; also the ``scipy.special`` function its default impl calls.
-        partials: one entry per operand: ``d(*operands, ans)``, the partial derivative (tapegrad
-            operations); None for an integer order (no derivative); or a :class:`no_derivative`.
+        partials: one entry per operand: ``d(*operands, ans, **params)``, the partial derivative
+            (tapegrad operations; ``params`` are the primitive's static parameters, such as the order of
+            a derivative primitive); None for an integer order (no derivative); or a
+            :class:`no_derivative`.
         impl: the impl, if not ``scipy.special.<name>``.
         dtype_from: the operands that decide the result dtype (default all), for the default impl.
     """

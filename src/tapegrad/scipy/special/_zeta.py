@@ -20,8 +20,6 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
-from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special import _jets as jets
 from tapegrad.scipy.special._impl import _cast, _module_for, float_dtype, special_function
 from tapegrad.scipy.special._partials import elementwise, static_count
@@ -67,14 +65,8 @@ def _leibniz_dq(s, q, order):
     return -(s * zeta_ds(s + 1, q, order) + order * lower)
 
 
-zeta_ds_p = primitive("zeta_ds", _zeta_ds_impl)
-defvjp(zeta_ds_p,
-       lambda ct, ans, s, q, *, order: unbroadcast(ct * zeta_ds(s, q, order + 1), s),
-       lambda ct, ans, s, q, *, order: unbroadcast(ct * _leibniz_dq(s, q, order), q))
-defjvp(zeta_ds_p,
-       lambda t, ans, s, q, *, order: t * zeta_ds(s, q, order + 1),
-       lambda t, ans, s, q, *, order: t * _leibniz_dq(s, q, order))
-defbatch_elementwise(zeta_ds_p)
+zeta_ds_p = elementwise("zeta_ds", [lambda s, q, ans, order: zeta_ds(s, q, order + 1),
+                                    lambda s, q, ans, order: _leibniz_dq(s, q, order)], impl=_zeta_ds_impl)
 
 
 def zeta_ds(s, q, order: int = 1):
@@ -90,10 +82,7 @@ def _riemann_impl(s):
     return _cast(special_function(xp, "zeta")(s), float_dtype(xp, s))
 
 
-riemann_zeta_p = primitive("riemann_zeta", _riemann_impl, unary_abstract_eval)
-defvjp(riemann_zeta_p, lambda ct, ans, s: ct * zeta_ds(s, 1.0))
-defjvp(riemann_zeta_p, lambda t, ans, s: t * zeta_ds(s, 1.0))
-defbatch_elementwise(riemann_zeta_p)
+riemann_zeta_p = elementwise("riemann_zeta", [lambda s, ans: zeta_ds(s, 1.0)], impl=_riemann_impl)
 
 
 def zeta(x, q=None):
