@@ -32,9 +32,10 @@ def _log_beta(av, bv, lgamma):
 
 def _continued_fraction(av, bv, x, sp):
     """``I_x(a, b)`` as a jet, for jets ``av``, ``bv`` (``betacf`` times its prefactor)."""
+    xp = namespace_of(x)
     lgamma = lambda u: jets.gammaln_of(u, sp.gammaln, sp.polygamma)  # noqa: E731
     shape = tuple(max(k[i] for k in av) + 1 for i in range(2))
-    one = jets.constant(np.ones_like(x), shape)
+    one = jets.constant(xp.ones_like(x), shape)
     qab, qap, qam = jets.add(av, bv), jets.shift(av, 1.0), jets.shift(av, -1.0)
     c = one
     d = jets.recip(jets.sub(one, jets.scale(jets.div(qab, qap), x)))
@@ -53,11 +54,11 @@ def _continued_fraction(av, bv, x, sp):
             h = jets.mul(h, delta)
         if factor_converged(delta):
             break
-    log_front = jets.sub(jets.add(jets.scale(av, np.log(x)), jets.scale(bv, np.log1p(-x))),
-                         jets.add(_log_beta(av, bv, lgamma), jets.log_of(av, np.log)))
+    log_front = jets.sub(jets.add(jets.scale(av, xp.log(x)), jets.scale(bv, xp.log1p(-x))),
+                         jets.add(_log_beta(av, bv, lgamma), jets.log_of(av, xp.log)))
     a, b = av[(0, 0)], bv[(0, 0)]
-    log_front[(0, 0)] = sp.xlogy(a, x) + sp.xlog1py(b, -x) - sp.betaln(a, b) - np.log(a)  # no cancellation
-    return jets.mul(jets.exp(log_front, np.exp), h)
+    log_front[(0, 0)] = sp.xlogy(a, x) + sp.xlog1py(b, -x) - sp.betaln(a, b) - xp.log(a)  # no cancellation
+    return jets.mul(jets.exp(log_front, xp.exp), h)
 
 
 def _betainc_dab_impl(a, b, x, *, order):

@@ -41,23 +41,25 @@ def factor_converged(factor):
 
 
 def _series(a, x, order, sp):
+    xp = namespace_of(a, x)
     av = jets.variable(a, 0, (order + 1,))
-    term = jets.constant(np.ones_like(a), (order + 1,))
+    term = jets.constant(xp.ones_like(a), (order + 1,))
     total = term
     for n in range(1, MAX_TERMS):
         term = jets.scale(jets.div(term, jets.shift(av, float(n))), x)
         total = jets.add(total, term)
         if converged(term, total):
             break
-    log_front = jets.sub(jets.shift(jets.scale(av, np.log(x)), -x),
+    log_front = jets.sub(jets.shift(jets.scale(av, xp.log(x)), -x),
                          jets.gammaln_of(jets.shift(av, 1.0), sp.gammaln, sp.polygamma))
-    return jets.mul(jets.exp(log_front, np.exp), total)
+    return jets.mul(jets.exp(log_front, xp.exp), total)
 
 
 def _continued_fraction(a, x, order, sp):
+    xp = namespace_of(a, x)
     av = jets.variable(a, 0, (order + 1,))
     b = jets.shift(jets.scale(av, -1.0), x + 1.0)
-    c = jets.constant(np.full_like(a, 1 / _TINY), (order + 1,))
+    c = jets.constant(xp.full_like(a, 1 / _TINY), (order + 1,))
     d = jets.recip(b)
     h = d
     for i in range(1, MAX_TERMS):
@@ -69,8 +71,8 @@ def _continued_fraction(a, x, order, sp):
         h = jets.mul(h, delta)
         if factor_converged(delta):
             break
-    log_front = jets.sub(jets.shift(jets.scale(av, np.log(x)), -x), jets.gammaln_of(av, sp.gammaln, sp.polygamma))
-    return jets.scale(jets.mul(jets.exp(log_front, np.exp), h), -1.0)  # P = 1 - Q: the derivatives negated
+    log_front = jets.sub(jets.shift(jets.scale(av, xp.log(x)), -x), jets.gammaln_of(av, sp.gammaln, sp.polygamma))
+    return jets.scale(jets.mul(jets.exp(log_front, xp.exp), h), -1.0)  # P = 1 - Q: the derivatives negated
 
 
 def _gammainc_da_impl(a, x, *, order):

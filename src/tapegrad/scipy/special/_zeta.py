@@ -29,13 +29,14 @@ _N, _M = 40, 12
 
 def _euler_maclaurin(s, q, order):
     """The jet in ``s`` of ``zeta(s, q)`` to ``order``, by the Euler-Maclaurin formula."""
+    xp = namespace_of(s, q)
     shape = (order + 1,)
     sv = jets.variable(s, 0, shape)
     total = jets.constant(0.0 * s, shape)
     for n in range(_N):
-        total = jets.add(total, jets.exp(jets.scale(sv, -np.log(n + q)), np.exp))
+        total = jets.add(total, jets.exp(jets.scale(sv, -xp.log(n + q)), xp.exp))
     top = _N + q
-    tail = jets.exp(jets.scale(sv, -np.log(top)), np.exp)  # (N + q)^-s
+    tail = jets.exp(jets.scale(sv, -xp.log(top)), xp.exp)  # (N + q)^-s
     total = jets.add(total, jets.scale(jets.div(tail, jets.shift(sv, -1.0)), top))
     total = jets.add(total, jets.scale(tail, 0.5))
     rising = sv  # (s)(s + 1)...(s + 2k - 2)
