@@ -185,6 +185,33 @@ CASES = [
     _binary("nextafter", lambda x, y: tnp.nextafter(x, y) * x),
 ]
 
+# ---- block: scipy.special coverage (jax.scipy.special and the Bessel family) ----
+CASES += [
+    _binary("beta", tsp.beta, ("pos", "pos")), _binary("poch", tsp.poch, ("pos", "pos")),
+    _binary("comb", lambda n, k: tsp.comb(n + 2.0, k), ("pos", "pos")),
+    _unary("rgamma", tsp.rgamma, "pos"), _unary("loggamma", tsp.loggamma, "pos"),
+    _binary("gammainc", tsp.gammainc, ("pos", "pos")), _binary("gammaincc", tsp.gammaincc, ("pos", "gt1")),
+    Case("betainc", tsp.betainc, ((2, 3), (3,), (3,)), ("pos", "pos", "prob")),
+    _binary("zeta", tsp.zeta, ("gt1", "pos")), _unary("riemann_zeta", tsp.zeta, "gt1"),
+    _unary("expi", tsp.expi, "pos"),
+    _unary("exp1", tsp.exp1, "pos"), _unary("expn", lambda x: tsp.expn(2, x), "pos"),
+    _unary("dawsn", tsp.dawsn), _unary("spence", tsp.spence, "pos"),
+    _unary("sici", lambda x: tsp.sici(x)[0] * tsp.sici(x)[1], "pos"),
+    _unary("fresnel", lambda x: tsp.fresnel(x)[0] * tsp.fresnel(x)[1]),
+    _binary("owens_t", tsp.owens_t), _unary("hyp1f1", lambda x: tsp.hyp1f1(0.7, 1.9, x)),
+    _unary("hyp2f1", lambda x: tsp.hyp2f1(0.7, 1.2, 2.1, x), "small"),
+    _binary("kl_div", tsp.kl_div, ("pos", "pos")), _binary("rel_entr", tsp.rel_entr, ("pos", "pos")),
+    _binary("boxcox", tsp.boxcox, ("pos", "real")), _binary("boxcox1p", tsp.boxcox1p, ("prob", "real")),
+    _unary("jv", lambda z: tsp.jv(1.5, z), "pos"), _unary("jn", lambda z: tsp.jn(2, z)),
+    _unary("yv", lambda z: tsp.yv(0.7, z), "pos"), _unary("yn", lambda z: tsp.yn(1, z), "pos"),
+    _unary("iv", lambda z: tsp.iv(2.5, z), "pos"), _unary("ive", lambda z: tsp.ive(1, z)),
+    _unary("kv", lambda z: tsp.kv(0.3, z), "pos"), _unary("kve", lambda z: tsp.kve(2, z), "pos"),
+    _unary("j0", tsp.j0), _unary("j1", tsp.j1), _unary("y0", tsp.y0, "pos"), _unary("y1", tsp.y1, "pos"),
+    _binary("sph_harm_y", lambda t, p: tsp.sph_harm_y(3, 1, t, p), ("pos", "real")),
+    _unary("wofz", tsp.wofz, dtypes=ALL),
+]
+# ---- end block: scipy.special coverage ----
+
 
 def _inner(a, b) -> float:
     return float(sum(np.real(np.vdot(np.asarray(x, np.complex128), np.asarray(y, np.complex128)))
