@@ -132,6 +132,15 @@ EXAMPLES = {
     "leslie": lambda: (_V.copy(), _W[:2].copy()),
     "lu_solve": lambda: (scipy.linalg.lu_factor(_M), _V.copy()),
     "odeint": lambda: (lambda y, t, k: -k * y, _V.copy(), np.array([0.0, 0.5, 1.0]), np.array(0.7)),
+    # orders and parameters with no derivative (or none implemented) are passed as Python numbers,
+    # which the page holds fixed: it differentiates the array argument
+    "jv": lambda: (1.5, _V + 1.0), "yv": lambda: (1.5, _V + 1.0), "iv": lambda: (1.5, _V + 1.0),
+    "ive": lambda: (1.5, _V + 1.0), "kv": lambda: (1.5, _V + 1.0), "kve": lambda: (1.5, _V + 1.0),
+    "jn": lambda: (1, _V + 1.0), "yn": lambda: (1, _V + 1.0), "expn": lambda: (2, _V + 1.0),
+    "hyp1f1": lambda: (1.5, 2.0, _V.copy()), "hyp2f1": lambda: (1.0, 1.5, 2.5, _V.copy()),
+    "bessel_jn": lambda: (_V + 1.0,), "sph_harm_y": lambda: (2, 1, _V.copy(), _W.copy()),
+    "fill_diagonal": lambda: (_M.copy(), 0.5), "put_along_axis": lambda: (_M.copy(), np.argsort(_M, axis=1)[:, :1], 0.5, 1),
+    "permute_dims": lambda: (_M.copy(), (1, 0)),
 }
 
 
@@ -232,7 +241,8 @@ NA = ("–", "")
 
 
 # keyword arguments a function needs on every call (JAX's spelling of a NumPy function that writes in place)
-KEYWORDS = {"place": {"inplace": False}}
+KEYWORDS = {"place": {"inplace": False}, "put": {"inplace": False}, "put_along_axis": {"inplace": False},
+            "fill_diagonal": {"inplace": False}, "bessel_jn": {"v": 3}}
 
 
 def probe(name, fn):

@@ -29,8 +29,12 @@ iv_p = _real_order("iv", lambda v, z, ans: 0.5 * (iv(v - 1, z) + iv(v + 1, z)))
 kv_p = _real_order("kv", lambda v, z, ans: -0.5 * (kv(v - 1, z) + kv(v + 1, z)))
 ive_p = _real_order("ive", lambda v, z, ans: 0.5 * (ive(v - 1, z) + ive(v + 1, z)) - tnp.sign(z) * ans)
 kve_p = _real_order("kve", lambda v, z, ans: ans - 0.5 * (kve(v - 1, z) + kve(v + 1, z)))
-jn_p = elementwise("jn", [None, lambda n, z, ans: 0.5 * (jn(n - 1, z) - jn(n + 1, z))], dtype_from=(1,))
-yn_p = elementwise("yn", [None, lambda n, z, ans: 0.5 * (yn(n - 1, z) - yn(n + 1, z))], dtype_from=(1,))
+# an integer order has no derivative; a float array of orders differentiated (SciPy computes jv/yv of
+# it) is refused, never a silent zero
+jn_p = elementwise("jn", [no_derivative("jn", "n"), lambda n, z, ans: 0.5 * (jn(n - 1, z) - jn(n + 1, z))],
+                   dtype_from=(1,))
+yn_p = elementwise("yn", [no_derivative("yn", "n"), lambda n, z, ans: 0.5 * (yn(n - 1, z) - yn(n + 1, z))],
+                   dtype_from=(1,))
 j0_p = unary("j0", lambda x, ans: -j1(x))
 j1_p = unary("j1", lambda x, ans: 0.5 * (j0(x) - jv(2, x)))
 y0_p = unary("y0", lambda x, ans: -y1(x))
