@@ -1,0 +1,49 @@
+"""``tapegrad.scipy.stats.t``: Student's t distribution with ``df`` degrees of freedom, as
+``scipy.stats.t``.
+
+``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes. ``cdf``,
+``sf`` and their logs take their values from ``scipy.special.stdtr``: differentiable in ``x``,
+``loc`` and ``scale`` (the derivative in ``x`` is the density); differentiating them in ``df``
+raises ``NotImplementedError``.
+"""
+from __future__ import annotations
+
+import tapegrad.numpy as tnp
+from tapegrad.extend import bind
+from tapegrad.scipy.special import gammaln
+from tapegrad.scipy.stats._scipy_cdf import stdtr_p
+from tapegrad.scipy.stats._support import LOG_PI, log, log_probability, standardize
+
+
+def logpdf(x, df, loc=0.0, scale=1.0):
+    """The log density ``gammaln((df+1)/2) - gammaln(df/2) - log(df pi)/2 - (df+1)/2 log1p(z**2/df)
+    - log(scale)``."""
+    z = standardize(x, loc, scale)
+    half = 0.5 * (df + 1.0)
+    return (gammaln(half) - gammaln(0.5 * df) - 0.5 * (log(df) + LOG_PI)
+            - half * tnp.log1p(z * z / df) - log(scale))
+
+
+def pdf(x, df, loc=0.0, scale=1.0):
+    """The density ``exp(logpdf(x, df, loc, scale))``."""
+    return tnp.exp(logpdf(x, df, loc, scale))
+
+
+def cdf(x, df, loc=0.0, scale=1.0):
+    """``stdtr(df, z)``."""
+    return bind(stdtr_p, df, standardize(x, loc, scale))
+
+
+def logcdf(x, df, loc=0.0, scale=1.0):
+    """``log(cdf(x, df, loc, scale))``."""
+    return log_probability(cdf(x, df, loc, scale))
+
+
+def sf(x, df, loc=0.0, scale=1.0):
+    """``stdtr(df, -z)`` (the distribution is symmetric; no cancellation in the right tail)."""
+    return bind(stdtr_p, df, -standardize(x, loc, scale))
+
+
+def logsf(x, df, loc=0.0, scale=1.0):
+    """``log(sf(x, df, loc, scale))``."""
+    return log_probability(sf(x, df, loc, scale))

@@ -1,0 +1,180 @@
+"""tapegrad.scipy.stats, the distributions beyond norm and multivariate_normal (issue 15): values
+against scipy.stats in float64 and float32, derivatives in every argument against finite differences
+to order 2 in both modes, one vmap and one jit check per function, and the traps: values outside the
+support (SciPy's -inf / 0 / 1, with finite derivatives), tails, and the derivatives that raise."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats
+
+import tapegrad as tg
+import tapegrad.scipy.stats as tss
+from _specs import OpSpec
+from _tol import assert_close
+from _vmapcheck import check_vmap
+from tapegrad.testing import check_grads
+
+# the domain of each argument, drawn uniformly; "z" is the standardized point, placed at
+# loc + scale * z when the spec ends with loc and scale
+DOMAINS = {
+    "real": (-2.0, 2.0),
+    "z_pos": (0.1, 3.0),        # expon, gamma, chi2
+    "z_unit": (0.1, 0.9),       # beta
+    "z_pareto": (1.1, 3.0),
+    "z_circle": (-3.0, 3.0),    # vonmises
+    "z_wrap": (0.2, 6.0),       # wrapcauchy
+    "z_trunc": (-0.4, 1.4),     # truncnorm, inside (a, b) below
+    "z_nonzero": (0.3, 2.0),    # gennorm: |z|**beta is smooth away from 0 (signs mixed below)
+    "prob": (0.1, 0.9),
+    "shape": (1.2, 3.0),
+    "small_shape": (0.5, 0.9),
+    "c": (0.1, 0.8),
+    "a_trunc": (-1.0, -0.5),
+    "b_trunc": (1.5, 2.0),
+    "loc": (-1.0, 1.0),
+    "scale": (0.5, 2.0),
+}
+LOC_SCALE = ("loc", "scale")
+
+
+def _specs(dist, fns, domains, q_fns=()):
+    """OpSpecs ``dist.fn`` for each of ``fns`` (first argument drawn from ``domains[0]``) and
+    ``q_fns`` (first argument a probability)."""
+    module, ref = getattr(tss, dist), getattr(scipy.stats, dist)
+    specs = [OpSpec(f"{dist}.{fn}", getattr(module, fn), getattr(ref, fn), domains) for fn in fns]
+    return specs + [OpSpec(f"{dist}.{fn}", getattr(module, fn), getattr(ref, fn), ("prob",) + domains[1:])
+                    for fn in q_fns]
+
+
+DENSITY = ("logpdf", "pdf")
+TAILS = ("cdf", "logcdf", "sf", "logsf")
+INVERSE = ("ppf", "isf")
+CONTINUOUS = (
+    _specs("expon", DENSITY + TAILS, ("z_pos",) + LOC_SCALE, INVERSE)
+    + _specs("cauchy", DENSITY + TAILS, ("real",) + LOC_SCALE, INVERSE)
+    + _specs("logistic", DENSITY + TAILS, ("real",) + LOC_SCALE, INVERSE)
+    + _specs("laplace", DENSITY + TAILS, ("real",) + LOC_SCALE, INVERSE)
+    + _specs("gumbel_r", DENSITY + TAILS, ("real",) + LOC_SCALE, INVERSE)
+    + _specs("gumbel_l", DENSITY + TAILS, ("real",) + LOC_SCALE, INVERSE)
+    + _specs("uniform", DENSITY + TAILS, ("z_unit",) + LOC_SCALE, INVERSE)
+    + _specs("pareto", DENSITY + TAILS, ("z_pareto", "shape") + LOC_SCALE, INVERSE)
+    + _specs("gamma", DENSITY, ("z_pos", "shape") + LOC_SCALE)
+    + _specs("chi2", DENSITY, ("z_pos", "shape") + LOC_SCALE)
+    + _specs("beta", DENSITY, ("z_unit", "shape", "shape") + LOC_SCALE)
+    + _specs("t", DENSITY, ("real", "shape") + LOC_SCALE)
+    + _specs("gennorm", DENSITY, ("z_nonzero", "shape") + LOC_SCALE)
+    + _specs("gennorm", DENSITY, ("z_nonzero", "small_shape") + LOC_SCALE)
+    + _specs("vonmises", DENSITY, ("z_circle", "shape") + LOC_SCALE)
+    + _specs("wrapcauchy", DENSITY, ("z_wrap", "c") + LOC_SCALE)
+    + _specs("truncnorm", DENSITY + TAILS, ("z_trunc", "a_trunc", "b_trunc") + LOC_SCALE)
+)
+# values from scipy.special (incomplete gamma and beta functions): differentiable in x, loc and scale,
+# not in the shape parameters (frozen below; test_scipy_valued_shape_derivatives_raise checks that)
+SCIPY_VALUED = (
+    _specs("gamma", TAILS, ("z_pos", "shape") + LOC_SCALE)
+    + _specs("chi2", TAILS, ("z_pos", "shape") + LOC_SCALE)
+    + _specs("beta", TAILS, ("z_unit", "shape", "shape") + LOC_SCALE)
+    + _specs("t", TAILS, ("real", "shape") + LOC_SCALE)
+    + _specs("gennorm", ("cdf", "sf"), ("z_nonzero", "shape") + LOC_SCALE)
+)
+# (x shape, shape of every other argument): broadcasting both ways
+SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((4,), ())]
+
+
+def _draw(spec, x_shape, p_shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    args = [rng.uniform(*DOMAINS[d], x_shape if i == 0 else p_shape) for i, d in enumerate(spec.domains)]
+    if spec.domains[0] == "z_nonzero":
+        args[0] = args[0] * np.where(rng.random(x_shape) < 0.5, -1.0, 1.0)
+    if spec.domains[-2:] == LOC_SCALE and spec.domains[0] != "prob":
+        args[0] = args[-2] + args[-1] * args[0]
+    return tuple(np.asarray(a, dtype) for a in args)
+
+
+def _value_tol(dtype):
+    return dict(rtol=2e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+
+
+def _check_values(spec, args, dtype):
+    out = spec.op(*args)
+    assert np.result_type(out) == dtype, (spec.name, np.result_type(out))
+    ref = spec.ref(*[a.astype(np.float64) for a in args])
+    assert np.shape(out) == np.shape(ref)
+    assert_close(out, ref, err_msg=spec.name, **_value_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("spec", CONTINUOUS + SCIPY_VALUED, ids=repr)
+def test_values(spec, shapes, dtype):
+    _check_values(spec, _draw(spec, *shapes, dtype), dtype)
+
+
+@pytest.mark.parametrize("shapes", SHAPES[:2], ids=str)
+@pytest.mark.parametrize("spec", CONTINUOUS, ids=repr)
+def test_derivatives_in_every_argument(spec, shapes):
+    args = _draw(spec, *shapes, np.float64)
+    check_grads(spec.op, args, order=2, modes=("fwd", "rev"), name=spec.name)
+
+
+def _x_loc_scale(spec, args):
+    """The function of ``x, loc, scale`` only, the shape parameters held at their values."""
+    shapes = args[1:-2]
+    return (lambda x, loc, scale: spec.op(x, *shapes, loc, scale)), (args[0], args[-2], args[-1])
+
+
+@pytest.mark.parametrize("shapes", SHAPES[:2], ids=str)
+@pytest.mark.parametrize("spec", SCIPY_VALUED, ids=repr)
+def test_scipy_valued_derivatives_in_x_loc_scale(spec, shapes):
+    fn, args = _x_loc_scale(spec, _draw(spec, *shapes, np.float64))
+    check_grads(fn, args, order=2, modes=("fwd", "rev"), name=spec.name)
+
+
+@pytest.mark.parametrize("spec", [s for s in SCIPY_VALUED if s.name.endswith(".cdf")], ids=repr)
+def test_scipy_valued_shape_derivatives_raise(spec):
+    args = _draw(spec, (3,), (3,), np.float64)
+    with pytest.raises(NotImplementedError, match="derivative of .* in operand .*grad_position"):
+        tg.grad(lambda *a: spec.op(*a).sum(), grad_position=1)(*args)
+    # the failed call left nothing behind: the derivative in x still works, and equals the density
+    g = tg.grad(lambda x: spec.op(x, *args[1:]).sum())(args[0])
+    density = getattr(scipy.stats, spec.name.split(".")[0]).pdf(*args)
+    assert_close(g, density, rtol=1e-10)
+
+
+@pytest.mark.parametrize("spec", CONTINUOUS + SCIPY_VALUED, ids=repr)
+def test_vmap_and_jit(spec):
+    args = _draw(spec, (3,), (3,), np.float64)
+    check_vmap(spec.op, args, in_axes=(0,) + (None,) * (len(args) - 2) + (0,), slack=10.0)
+    assert_close(tg.jit(spec.op)(*args), spec.op(*args), rtol=1e-13)
+
+
+# ---- outside the support: SciPy's values, and derivatives that are finite (the where trap) ---------
+# (distribution, its shape parameters, points on both sides of and at the support's ends)
+SUPPORTS = [
+    ("expon", (), [-1.0, 0.0, 0.5]),
+    ("uniform", (), [-0.5, 0.0, 1.0, 1.5]),
+    ("pareto", (2.5,), [0.5, 1.0, 1.5]),
+    ("gamma", (2.5,), [-1.0, 0.5]),
+    ("chi2", (3.0,), [-1.0, 0.5]),
+    ("beta", (2.5, 1.5), [-0.5, 0.5, 1.5]),
+    ("wrapcauchy", (0.4,), [-1.0, 1.0, 7.0]),
+    ("truncnorm", (-0.5, 1.0), [-1.0, -0.5, 0.2, 1.0, 2.0]),
+]
+SUPPORT_CASES = [(dist, shapes, x, fn) for dist, shapes, x in SUPPORTS
+                 for fn in DENSITY + TAILS if hasattr(getattr(tss, dist), fn)]
+
+
+@pytest.mark.parametrize("dist,shapes,x,fn", SUPPORT_CASES, ids=[f"{c[0]}.{c[3]}" for c in SUPPORT_CASES])
+def test_outside_the_support(dist, shapes, x, fn):
+    op = getattr(getattr(tss, dist), fn)
+    x, shapes = np.array(x), tuple(np.asarray(s) for s in shapes)
+    loc, scale = np.asarray(0.0), np.asarray(1.0)
+    with np.errstate(all="raise"):  # no log(0), 0 * inf or inf - inf on the way
+        out = op(x, *shapes, loc, scale)
+    assert_close(out, getattr(getattr(scipy.stats, dist), fn)(x, *shapes), rtol=1e-12)
+    frozen = dist in ("gamma", "chi2", "beta") and fn in TAILS  # no derivative in their shapes
+    positions = (0, len(shapes) + 1, len(shapes) + 2) if frozen else tuple(range(len(shapes) + 3))
+    grads = tg.grad(lambda *a: op(*a).sum(), grad_position=positions)(x, *shapes, loc, scale)
+    for g in grads:
+        assert not np.isnan(g).any(), (dist, fn, grads)
