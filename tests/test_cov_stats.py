@@ -178,3 +178,120 @@ def test_outside_the_support(dist, shapes, x, fn):
     grads = tg.grad(lambda *a: op(*a).sum(), grad_position=positions)(x, *shapes, loc, scale)
     for g in grads:
         assert not np.isnan(g).any(), (dist, fn, grads)
+
+
+# ---- discrete distributions: values at and off the support, derivatives in the parameters ----------
+# (distribution, parameters, functions); k runs over whole numbers in and out of the support, and a
+# non-integer; every function is differentiated in its continuous parameters only (k is discrete)
+DISCRETE = [
+    ("bernoulli", (0.3,), ("logpmf", "pmf") + TAILS + ("ppf",)),
+    ("binom", (7.0, 0.3), ("logpmf", "pmf") + TAILS),
+    ("betabinom", (7.0, 1.5, 2.5), ("logpmf", "pmf")),
+    ("geom", (0.3,), ("logpmf", "pmf") + TAILS + ("ppf",)),
+    ("nbinom", (3.5, 0.4), ("logpmf", "pmf") + TAILS),
+    ("poisson", (2.5,), ("logpmf", "pmf") + TAILS),
+]
+IN_SUPPORT = {"bernoulli": [0.0, 1.0, 1.0, 0.0, 1.0], "geom": [1.0, 2.0, 3.0, 5.0, 1.0]}
+DISCRETE_CASES = [(dist, params, fn) for dist, params, fns in DISCRETE for fn in fns]
+DISCRETE_IDS = [f"{d}.{fn}" for d, _, fn in DISCRETE_CASES]
+K = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 11.0])
+Q = np.array([0.0, 0.05, 0.2, 0.5, 0.65, 0.8, 0.95, 1.0])  # no q at a float tie with a cdf value
+# the parameters in which a function is differentiable (positions among the parameters)
+DIFFERENTIABLE = {"binom": (1,), "nbinom.cdf": (1,), "nbinom.sf": (1,), "nbinom.logcdf": (1,),
+                  "nbinom.logsf": (1,)}
+
+
+def _discrete(dist, fn):
+    return getattr(getattr(tss, dist), fn), getattr(getattr(scipy.stats, dist), fn)
+
+
+@pytest.mark.parametrize("loc", [0, 2])
+@pytest.mark.parametrize("dist,params,fn", DISCRETE_CASES, ids=DISCRETE_IDS)
+def test_discrete_values(dist, params, fn, loc):
+    op, ref = _discrete(dist, fn)
+    k = Q if fn == "ppf" else K + loc
+    with np.errstate(all="raise"):
+        out = op(k, *params, loc)
+    assert_close(out, ref(k, *params, loc), rtol=1e-12)
+    if fn != "ppf":  # float32 parameters keep a float32 result
+        out32 = op(k.astype(np.float32), *[np.float32(p) for p in params], loc)
+        assert np.result_type(out32) == np.float32
+        assert_close(out32, ref(k, *params, loc), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dist,params,fn", [c for c in DISCRETE_CASES if c[2] != "ppf"],
+                         ids=[i for i, c in zip(DISCRETE_IDS, DISCRETE_CASES) if c[2] != "ppf"])
+def test_discrete_derivatives_in_the_parameters(dist, params, fn):
+    op, _ = _discrete(dist, fn)
+    positions = DIFFERENTIABLE.get(f"{dist}.{fn}", DIFFERENTIABLE.get(dist, tuple(range(len(params)))))
+    k = np.array(IN_SUPPORT.get(dist, [0.0, 1.0, 2.0, 3.0, 5.0]))
+    if dist == "bernoulli" and fn == "logsf":
+        k = np.zeros(5)  # log sf(1) = log 0
+    rng = np.random.default_rng(4)
+
+    def fn_of(*free):
+        full = list(params)
+        for i, v in zip(positions, free):
+            full[i] = v
+        return op(k, *full)
+    free = tuple(np.asarray(params[i] * (1.0 + 0.05 * rng.uniform(-1, 1, 5))) for i in positions)
+    check_grads(fn_of, free, order=2, modes=("fwd", "rev"), name=f"{dist}.{fn}")
+    # vmap over the parameters and jit
+    check_vmap(fn_of, free, in_axes=0, slack=10.0)
+    assert_close(tg.jit(fn_of)(*free), fn_of(*free), rtol=1e-13)
+    # zero, not NaN, derivatives in k and in the parameters off the support
+    g = tg.grad(lambda k, *free: tnp_sum(op(k, *[free[positions.index(i)] if i in positions else p
+                                                     for i, p in enumerate(params)])),
+                grad_position=tuple(range(1 + len(positions))))(K, *[np.asarray(params[i]) for i in positions])
+    assert_close(g[0], np.zeros_like(K))
+    assert all(np.isfinite(v).all() for v in g[1:])
+
+
+def tnp_sum(x):
+    return x.sum()
+
+
+def test_the_derivatives_of_the_discrete_cdfs_are_the_closed_forms():
+    k, n, p, mu = np.array([0.0, 2.0, 4.0]), 7.0, 0.3, 2.5
+    # d/dp P(Binom(n, p) <= k) = -n P(Binom(n - 1, p) = k); d/dmu P(Poisson(mu) <= k) = -P(Poisson(mu) = k)
+    assert_close(tg.grad(lambda p: tss.binom.cdf(k, n, p).sum())(p),
+                 -n * scipy.stats.binom.pmf(k, n - 1, p).sum(), rtol=1e-12)
+    assert_close(tg.grad(lambda mu: tss.poisson.cdf(k, mu).sum())(mu), -scipy.stats.poisson.pmf(k, mu).sum(),
+                 rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="betainc"):
+        tg.grad(lambda n: tss.nbinom.cdf(k, n, p).sum())(3.5)
+
+
+def test_multinomial():
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 6.0, 0.0], [1.0, 1.0, 1.0], [2.5, 2.5, 1.0], [-1.0, 4.0, 3.0]])
+    p = np.array([0.2, 0.3, 0.5])
+    for fn in ("logpmf", "pmf"):
+        assert_close(getattr(tss.multinomial, fn)(x, 6.0, p), getattr(scipy.stats.multinomial, fn)(x, 6, p),
+                     rtol=1e-12)
+    check_grads(lambda p: tss.multinomial.logpmf(x[:2], 6.0, p), (p,), order=2, name="multinomial.logpmf")
+    g = tg.grad(lambda p: tss.multinomial.logpmf(x, 6.0, p).sum())(p)
+    assert np.isfinite(g).all()
+    p_batch = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])
+    check_vmap(lambda p: tss.multinomial.pmf(x[0], 6.0, p), (p_batch[0],), in_axes=0,
+               draw=lambda rng: (rng.dirichlet(np.ones(3)),))
+    assert_close(tg.jit(tss.multinomial.logpmf)(x, 6.0, p), tss.multinomial.logpmf(x, 6.0, p))
+
+
+def test_dirichlet():
+    alpha = np.array([1.5, 2.0, 3.0])
+    x = np.random.default_rng(0).dirichlet(alpha, 4).T  # (K, N)
+    for fn in ("logpdf", "pdf"):
+        ref = getattr(scipy.stats.dirichlet, fn)(x, alpha)
+        assert_close(getattr(tss.dirichlet, fn)(x, alpha), ref, rtol=1e-12)
+        assert_close(getattr(tss.dirichlet, fn)(x[:2], alpha), ref, rtol=1e-12)  # K - 1 components
+        assert_close(getattr(tss.dirichlet, fn)(x[:, 0], alpha), ref[0], rtol=1e-12)
+    # derivatives on the simplex: in the free K - 1 components, and in alpha
+    check_grads(tss.dirichlet.logpdf, (x[:2], alpha), order=2, name="dirichlet.logpdf")
+    check_vmap(tss.dirichlet.logpdf, (x[:2, 0], alpha), in_axes=(0, None), slack=10.0)
+    assert_close(tg.jit(tss.dirichlet.logpdf)(x, alpha), tss.dirichlet.logpdf(x, alpha))
+    # off the simplex: -inf (SciPy raises), with finite derivatives
+    off = np.array([[0.5, 1.2], [0.6, -0.1], [0.2, -0.1]])
+    assert np.all(tss.dirichlet.logpdf(off, alpha) == -np.inf)
+    assert np.isfinite(tg.grad(lambda a: tss.dirichlet.logpdf(off, a).sum())(alpha)).all()
+    with pytest.raises(ValueError, match="first axis"):
+        tss.dirichlet.logpdf(np.ones((5, 2)) / 5, alpha)

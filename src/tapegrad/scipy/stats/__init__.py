@@ -8,17 +8,25 @@ __all__ = ["multivariate_normal", "norm"]
 
 # ---- block: the distributions of jax.scipy.stats (issue 15) ----
 from tapegrad.scipy.stats import (  # noqa: E402
+    bernoulli,
     beta,
+    betabinom,
+    binom,
     cauchy,
     chi2,
+    dirichlet,
     expon,
     gamma,
     gennorm,
+    geom,
     gumbel_l,
     gumbel_r,
     laplace,
     logistic,
+    multinomial,
+    nbinom,
     pareto,
+    poisson,
     t,
     truncnorm,
     uniform,
@@ -27,6 +35,7 @@ from tapegrad.scipy.stats import (  # noqa: E402
 )
 
 __all__ += [
-    "beta", "cauchy", "chi2", "expon", "gamma", "gennorm", "gumbel_l", "gumbel_r", "laplace", "logistic",
-    "pareto", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy",
+    "bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
+    "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "nbinom", "pareto", "poisson", "t",
+    "truncnorm", "uniform", "vonmises", "wrapcauchy",
 ]

@@ -1,6 +1,7 @@
 """Distribution functions whose values come from SciPy: the regularized incomplete gamma and beta
-functions and the discrete distributions' sums (``gammainc``, ``betainc``, ``stdtr``, ``bdtr``,
-``pdtr``, ``nbdtr`` and their complements), as elementwise primitives.
+functions (``gammainc``, ``gammaincc``, ``betainc``) and Student's t distribution function
+(``stdtr``), as elementwise primitives. The discrete distributions' sums are these functions too
+(``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``, ``pdtr(k, mu) = gammaincc(k + 1, mu)``).
 
 Each operand has a partial derivative written in tapegrad operations (so it differentiates again),
 ``None`` for an integer operand (a count, whose derivative is zero where it is defined), or a string:
@@ -62,7 +63,6 @@ def scipy_cdf(name: str, partials):
 
 
 # ---- the functions: partial derivatives in closed form ------------------------------------------------
-# (k, n below are whole numbers: the callers floor k and keep it inside the support)
 _SHAPE = "the incomplete gamma and beta functions have no closed-form derivative in their shape parameters"
 
 
@@ -79,24 +79,8 @@ def _t_density(df, t):
                    - 0.5 * (df + 1.0) * tnp.log1p(t * t / df))
 
 
-def _bdtr_dp(k, n, p):
-    """``d/dp P(Binom(n, p) <= k) = -n P(Binom(n - 1, p) = k)``."""
-    return -_beta_density(k + 1.0, n - k, p)
-
-
-def _pdtr_dmu(k, mu):
-    """``d/dmu P(Poisson(mu) <= k) = -P(Poisson(mu) = k)``."""
-    return -tnp.exp(xlogy(k, mu) - mu - gammaln(k + 1.0))
-
-
 gammainc_p = scipy_cdf("gammainc", (_SHAPE, _gamma_density))
 gammaincc_p = scipy_cdf("gammaincc", (_SHAPE, lambda a, x: -_gamma_density(a, x)))
 betainc_p = scipy_cdf("betainc", (_SHAPE, _SHAPE, _beta_density))
 stdtr_p = scipy_cdf("stdtr", ("Student's t distribution function has no closed-form derivative in df",
                               _t_density))
-bdtr_p = scipy_cdf("bdtr", (None, None, _bdtr_dp))
-bdtrc_p = scipy_cdf("bdtrc", (None, None, lambda k, n, p: -_bdtr_dp(k, n, p)))
-pdtr_p = scipy_cdf("pdtr", (None, _pdtr_dmu))
-pdtrc_p = scipy_cdf("pdtrc", (None, lambda k, mu: -_pdtr_dmu(k, mu)))
-nbdtr_p = scipy_cdf("nbdtr", (None, _SHAPE, lambda k, n, p: _beta_density(n, k + 1.0, p)))
-nbdtrc_p = scipy_cdf("nbdtrc", (None, _SHAPE, lambda k, n, p: -_beta_density(n, k + 1.0, p)))

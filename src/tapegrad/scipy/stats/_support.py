@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import tapegrad.numpy as tnp
+from tapegrad.numpy._elementwise import stop_gradient
 
 NEG_INF = -math.inf
 LOG_2 = math.log(2.0)
@@ -58,3 +59,16 @@ def log_probability(p):
 def is_integer(k):
     """``k`` holds a whole number (the support test of the discrete distributions)."""
     return tnp.floor(k) == k
+
+
+def lattice(k, loc, low, high=None):
+    """``(k - loc, inside)``, ``k - loc`` replaced by ``low`` outside: ``inside`` says ``k - loc`` is a
+    whole number in ``[low, high]`` (no upper end for ``high=None``), the support of a discrete
+    distribution shifted by ``loc``. ``k - loc`` carries no derivative: a pmf is a function of whole
+    numbers, and the continuous extension of its formula (through ``gammaln``) is not a derivative
+    anyone asked for."""
+    k = stop_gradient(k - loc)
+    inside = is_integer(k) & (k >= low)
+    if high is not None:
+        inside = inside & (k <= high)
+    return guard(inside, k, low), inside

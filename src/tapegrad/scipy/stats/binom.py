@@ -1,0 +1,62 @@
+"""``tapegrad.scipy.stats.binom``: the binomial distribution, the number of successes in ``n``
+trials of probability ``p``, shifted by ``loc``, as ``scipy.stats.binom``.
+
+``logpmf`` and ``pmf`` are differentiable in ``p`` (and in ``n`` through ``gammaln``, a continuous
+extension) to any order in both modes. ``cdf`` and ``sf`` take their values from
+``scipy.special.betainc`` (``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``) and are differentiable
+in ``p`` (``d cdf / dp = -n pmf(k; n - 1, p)``). Every function has a zero derivative in ``k``
+(discrete), and ``cdf``/``sf`` in ``n`` too. Outside ``{0, ..., n}`` the log pmf is ``-inf`` and
+the pmf 0.
+"""
+from __future__ import annotations
+
+import tapegrad.numpy as tnp
+from tapegrad.extend import bind
+from tapegrad.numpy._elementwise import stop_gradient
+from tapegrad.scipy.special import gammaln, xlog1py, xlogy
+from tapegrad.scipy.stats._scipy_cdf import betainc_p
+from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability
+
+
+def logpmf(k, n, p, loc=0):
+    """``log C(n, k) + k log(p) + (n - k) log(1 - p)`` on the support, ``-inf`` elsewhere."""
+    k, inside = lattice(k, loc, 0, n)
+    log_choose = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+    return tnp.where(inside, log_choose + xlogy(k, p) + xlog1py(n - k, -p), NEG_INF)
+
+
+def pmf(k, n, p, loc=0):
+    """``exp(logpmf(k, n, p, loc))``."""
+    return tnp.exp(logpmf(k, n, p, loc))
+
+
+def _count(k, n, loc):
+    """``(floor(k - loc), n)`` without derivatives, the count kept in ``[0, n - 1]`` (where the sums
+    are not 0 or 1), where it is in that range, and the count itself."""
+    k, n = stop_gradient(tnp.floor(k - loc)), stop_gradient(n)
+    between = (k >= 0) & (k < n)
+    return guard(between, k, 0.0), n, between, k
+
+
+def cdf(k, n, p, loc=0):
+    """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``."""
+    count, n, between, k = _count(k, n, loc)
+    value = bind(betainc_p, n - count, count + 1.0, 1.0 - p)
+    return tnp.where(between, value, constant(k < 0, 0.0, 1.0, value))
+
+
+def sf(k, n, p, loc=0):
+    """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail)."""
+    count, n, between, k = _count(k, n, loc)
+    value = bind(betainc_p, count + 1.0, n - count, p)
+    return tnp.where(between, value, constant(k < 0, 1.0, 0.0, value))
+
+
+def logcdf(k, n, p, loc=0):
+    """``log(cdf(k, n, p, loc))``."""
+    return log_probability(cdf(k, n, p, loc))
+
+
+def logsf(k, n, p, loc=0):
+    """``log(sf(k, n, p, loc))``."""
+    return log_probability(sf(k, n, p, loc))

@@ -1,0 +1,62 @@
+"""``tapegrad.scipy.stats.nbinom``: the negative binomial distribution, the number of failures
+before the ``n``-th success in trials of probability ``p``, shifted by ``loc``, as
+``scipy.stats.nbinom``.
+
+``logpmf`` and ``pmf`` are differentiable in ``n`` and ``p`` to any order in both modes. ``cdf``
+and ``sf`` take their values from ``scipy.special.betainc`` (``nbdtr(k, n, p) = betainc(n, k + 1,
+p)``) and are differentiable in ``p``; differentiating them in ``n`` raises ``NotImplementedError``
+(an incomplete beta function's shape).
+The derivative in ``k`` is 0 (discrete). Outside the non-negative whole numbers the log pmf is
+``-inf`` and the pmf 0.
+"""
+from __future__ import annotations
+
+import tapegrad.numpy as tnp
+from tapegrad.extend import bind
+from tapegrad.numpy._elementwise import stop_gradient
+from tapegrad.scipy.special import gammaln, xlog1py, xlogy
+from tapegrad.scipy.stats._scipy_cdf import betainc_p
+from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability
+
+
+def logpmf(k, n, p, loc=0):
+    """``gammaln(n + k) - gammaln(k + 1) - gammaln(n) + n log(p) + k log(1 - p)`` on the support."""
+    k, inside = lattice(k, loc, 0)
+    log_choose = gammaln(n + k) - gammaln(k + 1.0) - gammaln(n)
+    return tnp.where(inside, log_choose + xlogy(n, p) + xlog1py(k, -p), NEG_INF)
+
+
+def pmf(k, n, p, loc=0):
+    """``exp(logpmf(k, n, p, loc))``."""
+    return tnp.exp(logpmf(k, n, p, loc))
+
+
+def _shape(k, loc):
+    """``floor(k - loc) + 1`` without derivative (1 below the support), and where it is in it."""
+    k = stop_gradient(tnp.floor(k - loc))
+    inside = k >= 0
+    return guard(inside, k, 0.0) + 1.0, inside
+
+
+def cdf(k, n, p, loc=0):
+    """``P(X <= k) = betainc(n, floor(k - loc) + 1, p)``, 0 below ``loc``."""
+    b, inside = _shape(k, loc)
+    value = bind(betainc_p, n, b, p)
+    return tnp.where(inside, value, tnp.zeros_like(value))
+
+
+def sf(k, n, p, loc=0):
+    """``P(X > k) = betainc(floor(k - loc) + 1, n, 1 - p)``, 1 below ``loc``."""
+    b, inside = _shape(k, loc)
+    value = bind(betainc_p, b, n, 1.0 - p)
+    return tnp.where(inside, value, tnp.ones_like(value))
+
+
+def logcdf(k, n, p, loc=0):
+    """``log(cdf(k, n, p, loc))``."""
+    return log_probability(cdf(k, n, p, loc))
+
+
+def logsf(k, n, p, loc=0):
+    """``log(sf(k, n, p, loc))``."""
+    return log_probability(sf(k, n, p, loc))
