@@ -295,3 +295,182 @@ def test_dirichlet():
     assert np.isfinite(tg.grad(lambda a: tss.dirichlet.logpdf(off, a).sum())(alpha)).all()
     with pytest.raises(ValueError, match="first axis"):
         tss.dirichlet.logpdf(np.ones((5, 2)) / 5, alpha)
+
+
+# ---- statistics: sem (differentiable), rankdata and mode (not) ---------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("axis,ddof,keepdims", [(0, 1, False), (1, 0, True), (None, 1, False), (-1, 2, False)])
+def test_sem(axis, ddof, keepdims, dtype):
+    a = np.asarray(np.random.default_rng(5).standard_normal((4, 5)), dtype)
+    out = tss.sem(a, axis=axis, ddof=ddof, keepdims=keepdims)
+    assert np.result_type(out) == dtype
+    assert_close(out, scipy.stats.sem(a.astype(np.float64), axis=axis, ddof=ddof, keepdims=keepdims),
+                 **_value_tol(dtype))
+    if dtype == np.float64:
+        fn = lambda a: tss.sem(a, axis=axis, ddof=ddof, keepdims=keepdims)  # noqa: E731
+        check_grads(fn, (a,), order=2, modes=("fwd", "rev"), name="sem")
+        check_vmap(fn, (a,), in_axes=0, slack=10.0)
+        assert_close(tg.jit(fn)(a), fn(a), rtol=1e-13)
+
+
+def test_sem_nan_policy():
+    a = np.array([[1.0, np.nan, 3.0, 4.0], [2.0, 2.5, 0.5, 1.0]])
+    assert_close(tss.sem(a, axis=1, nan_policy="omit"), scipy.stats.sem(a, axis=1, nan_policy="omit"))
+    assert_close(tss.sem(a, axis=1), scipy.stats.sem(a, axis=1))  # propagate: NaN in the first row
+    with pytest.raises(ValueError, match="nan_policy.*isnan"):
+        tss.sem(a, nan_policy="raise")
+
+
+TIES = np.array([[3.0, 1.0, 3.0, 2.0, 1.0], [0.5, 0.5, 0.5, 2.0, -1.0], [4.0, 3.0, 2.0, 1.0, 0.0]])
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("method", ["average", "min", "max", "dense", "ordinal"])
+def test_rankdata(method, axis):
+    out = tss.rankdata(TIES, method, axis=axis)
+    ref = scipy.stats.rankdata(TIES, method, axis=axis)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_array_equal(out, ref)
+    fn = lambda a: tss.rankdata(a, method, axis=axis)  # noqa: E731
+    np.testing.assert_array_equal(tg.jit(fn)(TIES), ref)
+    np.testing.assert_array_equal(tg.vmap(fn)(np.stack([TIES, TIES[::-1]])),
+                                  np.stack([ref, scipy.stats.rankdata(TIES[::-1], method, axis=axis)]))
+    # not differentiable: a zero derivative, in both modes
+    assert_close(tg.grad(lambda a: tss.rankdata(a, "average", axis=axis).sum())(TIES), np.zeros_like(TIES))
+    assert_close(tg.jvp(lambda a: tss.rankdata(a, "average", axis=axis), (TIES,), (np.ones_like(TIES),))[1], 0.0)
+
+
+def test_rankdata_nan_policy_and_errors():
+    a = np.array([3.0, np.nan, 3.0, 2.0])
+    for policy in ("propagate", "omit"):
+        np.testing.assert_array_equal(tss.rankdata(a, nan_policy=policy), scipy.stats.rankdata(a, nan_policy=policy))
+    with pytest.raises(ValueError, match="method must be one of"):
+        tss.rankdata(a, "mean")
+    with pytest.raises(ValueError, match="nan_policy must be one of"):
+        tss.rankdata(a, nan_policy="ignore")
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_mode(axis, keepdims):
+    out = tss.mode(TIES, axis=axis, keepdims=keepdims)
+    ref = scipy.stats.mode(TIES, axis=axis, keepdims=keepdims)
+    for o, r in zip(out, ref):
+        assert np.shape(o) == np.shape(r) and np.asarray(o).dtype == np.asarray(r).dtype
+        np.testing.assert_array_equal(o, r)
+    fn = lambda a: tss.mode(a, axis=axis, keepdims=keepdims)  # noqa: E731
+    for o, r in zip(tg.jit(fn)(TIES), ref):
+        np.testing.assert_array_equal(o, r)
+    batched = tg.vmap(fn)(np.stack([TIES, TIES[::-1]]))
+    for o, r, r2 in zip(batched, ref, scipy.stats.mode(TIES[::-1], axis=axis, keepdims=keepdims)):
+        np.testing.assert_array_equal(o, np.stack([r, r2]))
+    assert_close(tg.grad(lambda a: tss.mode(a, axis=axis).mode.sum())(TIES), np.zeros_like(TIES))
+    with pytest.raises(ValueError, match="nan_policy"):
+        tss.mode(TIES, nan_policy="skip")
+
+
+# ---- gaussian_kde --------------------------------------------------------------------------------
+KDE_DATA = np.random.default_rng(7).standard_normal((2, 12))
+KDE_WEIGHTS = np.random.default_rng(8).uniform(0.5, 1.5, 12)
+KDE_POINTS = np.random.default_rng(9).standard_normal((2, 4))
+
+
+@pytest.mark.parametrize("weights", [None, KDE_WEIGHTS], ids=["equal", "weighted"])
+@pytest.mark.parametrize("bw_method", [None, "silverman", 0.4, lambda kde: 0.3], ids=["scott", "silverman", "scalar",
+                                                                                      "callable"])
+def test_gaussian_kde_against_scipy(bw_method, weights):
+    ours, ref = tss.gaussian_kde(KDE_DATA, bw_method, weights), scipy.stats.gaussian_kde(KDE_DATA, bw_method, weights)
+    for name in ("factor", "neff", "covariance", "inv_cov"):
+        assert_close(getattr(ours, name), getattr(ref, name), rtol=1e-12)
+    for method in ("evaluate", "pdf", "logpdf", "__call__"):
+        assert_close(getattr(ours, method)(KDE_POINTS), getattr(ref, method)(KDE_POINTS), rtol=1e-12)
+    assert_close(ours.integrate_gaussian([0.1, 0.2], np.eye(2)), ref.integrate_gaussian([0.1, 0.2], np.eye(2)),
+                 rtol=1e-12)
+    other = scipy.stats.gaussian_kde(KDE_DATA[:, :5])
+    assert_close(ours.integrate_kde(tss.gaussian_kde(KDE_DATA[:, :5])), ref.integrate_kde(other), rtol=1e-12)
+
+
+def test_gaussian_kde_one_dimensional():
+    data = KDE_DATA[0]
+    ours, ref = tss.gaussian_kde(data), scipy.stats.gaussian_kde(data)
+    x = np.linspace(-2.0, 2.0, 5)
+    assert_close(ours(x), ref(x), rtol=1e-12)
+    assert_close(ours.logpdf(0.3), ref.logpdf(0.3), rtol=1e-12)
+    assert_close(ours.integrate_box_1d(-0.5, 1.0), ref.integrate_box_1d(-0.5, 1.0), rtol=1e-12)
+    draws = ours.resample(4000, seed=0)
+    assert draws.shape == (1, 4000)
+    assert abs(draws.mean() - data.mean()) < 4 * np.sqrt(ours.covariance[0, 0] + data.var()) / np.sqrt(4000)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        tss.gaussian_kde(KDE_DATA).integrate_box_1d(0.0, 1.0)
+    with pytest.raises(ValueError, match="points have dimension 3"):
+        tss.gaussian_kde(KDE_DATA)(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="weights must have shape"):
+        tss.gaussian_kde(KDE_DATA, weights=np.ones(3))
+
+
+def test_gaussian_kde_derivatives_vmap_jit():
+    def log_density(points, data, weights, bw):
+        return tss.gaussian_kde(data, bw, weights).logpdf(points)
+    args = (KDE_POINTS, KDE_DATA[:, :6], KDE_WEIGHTS[:6], np.asarray(0.5))
+    check_grads(log_density, args, order=2, modes=("fwd", "rev"), name="gaussian_kde.logpdf")
+    check_grads(lambda data: tss.gaussian_kde(data).integrate_gaussian(np.zeros(2), np.eye(2)), (KDE_DATA[:, :6],),
+                order=2, name="gaussian_kde.integrate_gaussian")
+    check_vmap(lambda p, d: tss.gaussian_kde(d)(p), (KDE_POINTS, KDE_DATA), in_axes=(None, 0), slack=10.0)
+    assert_close(tg.jit(log_density)(*args), log_density(*args), rtol=1e-13)
+    # the reparameterized draws are differentiable in the data set
+    g = tg.grad(lambda d: tss.gaussian_kde(d).resample(5, seed=1).sum())(KDE_DATA)
+    assert g.shape == KDE_DATA.shape and np.isfinite(g).all()
+
+
+# ---- multivariate_normal: allow_singular and entropy -----------------------------------------------
+def test_mvn_allow_singular():
+    rng = np.random.default_rng(10)
+    basis = rng.standard_normal((3, 2))
+    cov, mean = basis @ basis.T, rng.standard_normal(3)  # rank 2
+    x = mean + (basis @ rng.standard_normal((2, 4))).T  # on the support
+    ref = scipy.stats.multivariate_normal(mean, cov, allow_singular=True)
+    assert_close(tss.multivariate_normal.logpdf(x, mean, cov, allow_singular=True), ref.logpdf(x), rtol=1e-10)
+    assert_close(tss.multivariate_normal.pdf(x, mean, cov, allow_singular=True), ref.pdf(x), rtol=1e-10)
+    off = x + 0.1
+    assert np.all(tss.multivariate_normal.logpdf(off, mean, cov, allow_singular=True) == -np.inf)
+    assert np.all(ref.logpdf(off) == -np.inf)
+    # the derivative in x is -pinv(cov) (x - mean), and in mean its opposite
+    gx, gm = tg.grad(lambda x, m: tss.multivariate_normal.logpdf(x, m, cov, allow_singular=True).sum(),
+                     grad_position=(0, 1))(x, mean)
+    expected = -(x - mean) @ np.linalg.pinv(cov)
+    assert_close(gx, expected, rtol=1e-9)
+    assert_close(gm, -expected.sum(0), rtol=1e-9)
+    # a full-rank cov: the same values and derivatives (cov too) as the Cholesky route
+    full = cov + np.eye(3)
+    fn = lambda x, m, c: tss.multivariate_normal.logpdf(x, m, c, allow_singular=True)  # noqa: E731
+    assert_close(fn(x, mean, full), tss.multivariate_normal.logpdf(x, mean, full), rtol=1e-12)
+    check_grads(fn, (x, mean, full), order=2, modes=("fwd", "rev"), name="multivariate_normal.logpdf singular")
+    check_vmap(fn, (x, mean, cov), in_axes=(0, None, None))
+    assert_close(tg.jit(fn)(x, mean, cov), fn(x, mean, cov), rtol=1e-12)
+    with pytest.raises(np.linalg.LinAlgError):
+        tss.multivariate_normal.logpdf(x, mean, cov)  # without the flag, singular is an error
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        tss.multivariate_normal.logpdf(x, mean, -full, allow_singular=True)
+
+
+def test_mvn_entropy():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((3, 3))
+    cov, mean = a @ a.T + 0.5 * np.eye(3), rng.standard_normal(3)
+    assert_close(tss.multivariate_normal.entropy(mean, cov), scipy.stats.multivariate_normal(mean, cov).entropy())
+    assert_close(tss.multivariate_normal.entropy(mean, 2.0), scipy.stats.multivariate_normal(mean, 2.0).entropy())
+    assert_close(tss.multivariate_normal.entropy(None, 2.0), scipy.stats.multivariate_normal(None, 2.0).entropy())
+    # d/dcov (log det cov) / 2 = inv(cov) / 2
+    assert_close(tg.grad(lambda c: tss.multivariate_normal.entropy(mean, c))(cov), 0.5 * np.linalg.inv(cov),
+                 rtol=1e-12)
+    check_grads(lambda c: tss.multivariate_normal.entropy(mean, c), (cov,), order=2, name="multivariate_normal.entropy")
+    covs = np.stack([cov, cov + np.eye(3)])
+    check_vmap(lambda c: tss.multivariate_normal.entropy(mean, c), (covs[0],), in_axes=0,
+               draw=lambda rng: (covs[1],))
+    assert_close(tg.jit(lambda c: tss.multivariate_normal.entropy(mean, c))(cov),
+                 tss.multivariate_normal.entropy(mean, cov))
+
+
+def test_plain_scipy_rankdata_on_a_traced_value_names_ours():
+    with pytest.raises(TypeError, match="tapegrad.scipy.stats.rankdata"):
+        tg.grad(lambda x: scipy.stats.rankdata(x).sum())(np.array([1.0, 3.0, 2.0]))
