@@ -474,3 +474,13 @@ def test_mvn_entropy():
 def test_plain_scipy_rankdata_on_a_traced_value_names_ours():
     with pytest.raises(TypeError, match="tapegrad.scipy.stats.rankdata"):
         tg.grad(lambda x: scipy.stats.rankdata(x).sum())(np.array([1.0, 3.0, 2.0]))
+
+
+@pytest.mark.parametrize("spec", CONTINUOUS + SCIPY_VALUED, ids=repr)
+def test_python_number_parameters_keep_float32(spec):
+    """Shape parameters, loc and scale given as Python numbers are weak: float32 data stays float32."""
+    args = _draw(spec, (3,), (), np.float32)
+    params = [float(a) for a in args[1:]]
+    out = spec.op(args[0], *params)
+    assert np.result_type(out) == np.float32
+    assert_close(out, spec.ref(args[0].astype(np.float64), *params), **_value_tol(np.float32))

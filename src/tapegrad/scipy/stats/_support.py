@@ -9,6 +9,7 @@ the SciPy value (``-inf`` log density, 0 density, 0 or 1 probability) outside.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import tapegrad.numpy as tnp
@@ -18,6 +19,21 @@ NEG_INF = -math.inf
 LOG_2 = math.log(2.0)
 LOG_PI = math.log(math.pi)
 LOG_2PI = math.log(2.0 * math.pi)
+
+
+def promoted(fn):
+    """``fn`` with its Python-number arguments made arrays of the float dtype all its arguments give
+    together under NumPy 2's rules (a Python number is weak: float32 data with ``loc=0.5`` stays
+    float32, and so does every ``gammaln`` of a shape parameter). Arrays pass unchanged."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        values = [v for v in (*args, *kwargs.values()) if not isinstance(v, (list, tuple))]
+        dtype = tnp.result_type(*values, 1.0)
+
+        def cast(v):
+            return tnp.asarray(v, dtype=dtype) if isinstance(v, (bool, int, float)) else v
+        return fn(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
+    return wrapper
 
 
 def log(a):

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.scipy.special import xlog1py, xlogy
-from tapegrad.scipy.stats._support import NEG_INF, constant, lattice, log_probability
+from tapegrad.scipy.stats._support import NEG_INF, constant, lattice, log_probability, promoted
 
 
+@promoted
 def logpmf(k, p, loc=0):
     """``k log(p) + (1 - k) log(1 - p)`` at ``k - loc`` in ``{0, 1}``, ``-inf`` elsewhere."""
     k, inside = lattice(k, loc, 0, 1)
     return tnp.where(inside, xlogy(k, p) + xlog1py(1.0 - k, -p), NEG_INF)
 
 
+@promoted
 def pmf(k, p, loc=0):
     """``exp(logpmf(k, p, loc))``."""
     return tnp.exp(logpmf(k, p, loc))
 
 
+@promoted
 def cdf(k, p, loc=0):
     """``P(X <= k)``: 0 below ``loc``, ``1 - p`` up to ``loc + 1``, 1 from there."""
     k = k - loc
@@ -31,6 +34,7 @@ def cdf(k, p, loc=0):
     return tnp.where(k >= 1, tnp.ones_like(q), tnp.where(k >= 0, q, tnp.zeros_like(q)))
 
 
+@promoted
 def sf(k, p, loc=0):
     """``P(X > k)``: 1 below ``loc``, ``p`` up to ``loc + 1``, 0 from there."""
     k = k - loc
@@ -38,16 +42,19 @@ def sf(k, p, loc=0):
     return tnp.where(k >= 1, tnp.zeros_like(p), tnp.where(k >= 0, p, tnp.ones_like(p)))
 
 
+@promoted
 def logcdf(k, p, loc=0):
     """``log(cdf(k, p, loc))``."""
     return log_probability(cdf(k, p, loc))
 
 
+@promoted
 def logsf(k, p, loc=0):
     """``log(sf(k, p, loc))``."""
     return log_probability(sf(k, p, loc))
 
 
+@promoted
 def ppf(q, p, loc=0):
     """The smallest ``k`` with ``cdf(k) >= q``: ``loc`` for ``q <= 1 - p``, ``loc + 1`` above, and
     ``loc - 1`` at ``q = 0`` (SciPy's convention). Not differentiable (integer valued)."""

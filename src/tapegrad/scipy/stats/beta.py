@@ -14,7 +14,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import betaln, xlog1py, xlogy
 from tapegrad.scipy.stats._scipy_cdf import betainc_p
-from tapegrad.scipy.stats._support import NEG_INF, constant, guard, log, log_probability, standardize
+from tapegrad.scipy.stats._support import NEG_INF, constant, guard, log, log_probability, promoted, standardize
 
 
 def _z(x, loc, scale):
@@ -23,34 +23,40 @@ def _z(x, loc, scale):
     return guard(inside, z, 0.5), inside, z
 
 
+@promoted
 def logpdf(x, a, b, loc=0.0, scale=1.0):
     """The log density ``(a-1) log(z) + (b-1) log(1-z) - betaln(a, b) - log(scale)``."""
     z, inside, _ = _z(x, loc, scale)
     return tnp.where(inside, xlogy(a - 1.0, z) + xlog1py(b - 1.0, -z) - betaln(a, b) - log(scale), NEG_INF)
 
 
+@promoted
 def pdf(x, a, b, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, a, b, loc, scale))``."""
     return tnp.exp(logpdf(x, a, b, loc, scale))
 
 
+@promoted
 def cdf(x, a, b, loc=0.0, scale=1.0):
     """``betainc(a, b, z)``; 0 left of the support, 1 right of it."""
     z, inside, raw = _z(x, loc, scale)
     return tnp.where(inside, bind(betainc_p, a, b, z), constant(raw < 0, 0.0, 1.0, z))
 
 
+@promoted
 def logcdf(x, a, b, loc=0.0, scale=1.0):
     """``log(cdf(x, a, b, loc, scale))``."""
     return log_probability(cdf(x, a, b, loc, scale))
 
 
+@promoted
 def sf(x, a, b, loc=0.0, scale=1.0):
     """``betainc(b, a, 1 - z)`` (no cancellation near the right end); 1 left of the support, 0 right."""
     z, inside, raw = _z(x, loc, scale)
     return tnp.where(inside, bind(betainc_p, b, a, 1.0 - z), constant(raw < 0, 1.0, 0.0, z))
 
 
+@promoted
 def logsf(x, a, b, loc=0.0, scale=1.0):
     """``log(sf(x, a, b, loc, scale))``."""
     return log_probability(sf(x, a, b, loc, scale))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.scipy.special import betaln
-from tapegrad.scipy.stats._support import NEG_INF, lattice
+from tapegrad.scipy.stats._support import NEG_INF, lattice, promoted
 
 
+@promoted
 def logpmf(k, n, a, b, loc=0):
     """``-log(n + 1) - betaln(n - k + 1, k + 1) + betaln(k + a, n - k + b) - betaln(a, b)``."""
     k, inside = lattice(k, loc, 0, n)
@@ -19,6 +20,7 @@ def logpmf(k, n, a, b, loc=0):
     return tnp.where(inside, log_choose + betaln(k + a, n - k + b) - betaln(a, b), NEG_INF)
 
 
+@promoted
 def pmf(k, n, a, b, loc=0):
     """``exp(logpmf(k, n, a, b, loc))``."""
     return tnp.exp(logpmf(k, n, a, b, loc))

@@ -15,9 +15,10 @@ from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._scipy_cdf import betainc_p
-from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability
+from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability, promoted
 
 
+@promoted
 def logpmf(k, n, p, loc=0):
     """``log C(n, k) + k log(p) + (n - k) log(1 - p)`` on the support, ``-inf`` elsewhere."""
     k, inside = lattice(k, loc, 0, n)
@@ -25,6 +26,7 @@ def logpmf(k, n, p, loc=0):
     return tnp.where(inside, log_choose + xlogy(k, p) + xlog1py(n - k, -p), NEG_INF)
 
 
+@promoted
 def pmf(k, n, p, loc=0):
     """``exp(logpmf(k, n, p, loc))``."""
     return tnp.exp(logpmf(k, n, p, loc))
@@ -38,6 +40,7 @@ def _count(k, n, loc):
     return guard(between, k, 0.0), n, between, k
 
 
+@promoted
 def cdf(k, n, p, loc=0):
     """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``."""
     count, n, between, k = _count(k, n, loc)
@@ -45,6 +48,7 @@ def cdf(k, n, p, loc=0):
     return tnp.where(between, value, constant(k < 0, 0.0, 1.0, value))
 
 
+@promoted
 def sf(k, n, p, loc=0):
     """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail)."""
     count, n, between, k = _count(k, n, loc)
@@ -52,11 +56,13 @@ def sf(k, n, p, loc=0):
     return tnp.where(between, value, constant(k < 0, 1.0, 0.0, value))
 
 
+@promoted
 def logcdf(k, n, p, loc=0):
     """``log(cdf(k, n, p, loc))``."""
     return log_probability(cdf(k, n, p, loc))
 
 
+@promoted
 def logsf(k, n, p, loc=0):
     """``log(sf(k, n, p, loc))``."""
     return log_probability(sf(k, n, p, loc))

@@ -14,7 +14,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._scipy_cdf import gammainc_p, gammaincc_p
-from tapegrad.scipy.stats._support import NEG_INF, guard, log, log_probability, standardize
+from tapegrad.scipy.stats._support import NEG_INF, guard, log, log_probability, promoted, standardize
 
 
 def _z(x, loc, scale):
@@ -23,34 +23,40 @@ def _z(x, loc, scale):
     return guard(inside, z, 1.0), inside
 
 
+@promoted
 def logpdf(x, a, loc=0.0, scale=1.0):
     """The log density ``(a - 1) log(z) - z - gammaln(a) - log(scale)``; ``-inf`` for ``x < loc``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, xlogy(a - 1.0, z) - z - gammaln(a) - log(scale), NEG_INF)
 
 
+@promoted
 def pdf(x, a, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, a, loc, scale))``."""
     return tnp.exp(logpdf(x, a, loc, scale))
 
 
+@promoted
 def cdf(x, a, loc=0.0, scale=1.0):
     """``gammainc(a, z)``, 0 for ``x < loc``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, bind(gammainc_p, a, z), 0.0)
 
 
+@promoted
 def logcdf(x, a, loc=0.0, scale=1.0):
     """``log(cdf(x, a, loc, scale))``."""
     return log_probability(cdf(x, a, loc, scale))
 
 
+@promoted
 def sf(x, a, loc=0.0, scale=1.0):
     """``gammaincc(a, z)`` (no cancellation in the right tail), 1 for ``x < loc``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, bind(gammaincc_p, a, z), 1.0)
 
 
+@promoted
 def logsf(x, a, loc=0.0, scale=1.0):
     """``log(sf(x, a, loc, scale))``."""
     return log_probability(sf(x, a, loc, scale))

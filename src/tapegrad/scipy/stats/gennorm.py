@@ -14,7 +14,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln
 from tapegrad.scipy.stats._scipy_cdf import gammaincc_p
-from tapegrad.scipy.stats._support import LOG_2, guard, log, standardize
+from tapegrad.scipy.stats._support import LOG_2, guard, log, promoted, standardize
 
 
 def _abs_power(z, beta):
@@ -23,12 +23,14 @@ def _abs_power(z, beta):
     return tnp.where(nonzero, tnp.exp(beta * tnp.log(tnp.abs(guard(nonzero, z, 1.0)))), 0.0)
 
 
+@promoted
 def logpdf(x, beta, loc=0.0, scale=1.0):
     """The log density ``log(beta) - log 2 - gammaln(1/beta) - |z|**beta - log(scale)``."""
     z = standardize(x, loc, scale)
     return log(beta) - LOG_2 - gammaln(1.0 / beta) - _abs_power(z, beta) - log(scale)
 
 
+@promoted
 def pdf(x, beta, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, beta, loc, scale))``."""
     return tnp.exp(logpdf(x, beta, loc, scale))
@@ -39,12 +41,14 @@ def _tail(z, beta):
     return 0.5 * bind(gammaincc_p, 1.0 / beta, _abs_power(z, beta))
 
 
+@promoted
 def cdf(x, beta, loc=0.0, scale=1.0):
     """The tail ``gammaincc(1/beta, |z|**beta) / 2`` left of ``loc``, one minus it right of it."""
     z = standardize(x, loc, scale)
     return tnp.where(z < 0, _tail(z, beta), 1.0 - _tail(z, beta))
 
 
+@promoted
 def sf(x, beta, loc=0.0, scale=1.0):
     """``cdf`` mirrored: ``1 - cdf`` without cancellation in the right tail."""
     z = standardize(x, loc, scale)

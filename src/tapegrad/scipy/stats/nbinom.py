@@ -16,9 +16,10 @@ from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._scipy_cdf import betainc_p
-from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability
+from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
 
+@promoted
 def logpmf(k, n, p, loc=0):
     """``gammaln(n + k) - gammaln(k + 1) - gammaln(n) + n log(p) + k log(1 - p)`` on the support."""
     k, inside = lattice(k, loc, 0)
@@ -26,6 +27,7 @@ def logpmf(k, n, p, loc=0):
     return tnp.where(inside, log_choose + xlogy(n, p) + xlog1py(k, -p), NEG_INF)
 
 
+@promoted
 def pmf(k, n, p, loc=0):
     """``exp(logpmf(k, n, p, loc))``."""
     return tnp.exp(logpmf(k, n, p, loc))
@@ -38,6 +40,7 @@ def _shape(k, loc):
     return guard(inside, k, 0.0) + 1.0, inside
 
 
+@promoted
 def cdf(k, n, p, loc=0):
     """``P(X <= k) = betainc(n, floor(k - loc) + 1, p)``, 0 below ``loc``."""
     b, inside = _shape(k, loc)
@@ -45,6 +48,7 @@ def cdf(k, n, p, loc=0):
     return tnp.where(inside, value, tnp.zeros_like(value))
 
 
+@promoted
 def sf(k, n, p, loc=0):
     """``P(X > k) = betainc(floor(k - loc) + 1, n, 1 - p)``, 1 below ``loc``."""
     b, inside = _shape(k, loc)
@@ -52,11 +56,13 @@ def sf(k, n, p, loc=0):
     return tnp.where(inside, value, tnp.ones_like(value))
 
 
+@promoted
 def logcdf(k, n, p, loc=0):
     """``log(cdf(k, n, p, loc))``."""
     return log_probability(cdf(k, n, p, loc))
 
 
+@promoted
 def logsf(k, n, p, loc=0):
     """``log(sf(k, n, p, loc))``."""
     return log_probability(sf(k, n, p, loc))

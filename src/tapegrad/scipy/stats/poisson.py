@@ -13,15 +13,17 @@ from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._scipy_cdf import gammainc_p, gammaincc_p
-from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability
+from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
 
+@promoted
 def logpmf(k, mu, loc=0):
     """``k log(mu) - gammaln(k + 1) - mu`` on the support, ``-inf`` elsewhere."""
     k, inside = lattice(k, loc, 0)
     return tnp.where(inside, xlogy(k, mu) - gammaln(k + 1.0) - mu, NEG_INF)
 
 
+@promoted
 def pmf(k, mu, loc=0):
     """``exp(logpmf(k, mu, loc))``."""
     return tnp.exp(logpmf(k, mu, loc))
@@ -34,6 +36,7 @@ def _shape(k, loc):
     return guard(inside, k, 0.0) + 1.0, inside
 
 
+@promoted
 def cdf(k, mu, loc=0):
     """``P(X <= k) = gammaincc(floor(k - loc) + 1, mu)``, 0 below ``loc``."""
     a, inside = _shape(k, loc)
@@ -41,6 +44,7 @@ def cdf(k, mu, loc=0):
     return tnp.where(inside, value, tnp.zeros_like(value))
 
 
+@promoted
 def sf(k, mu, loc=0):
     """``P(X > k) = gammainc(floor(k - loc) + 1, mu)``, 1 below ``loc``."""
     a, inside = _shape(k, loc)
@@ -48,11 +52,13 @@ def sf(k, mu, loc=0):
     return tnp.where(inside, value, tnp.ones_like(value))
 
 
+@promoted
 def logcdf(k, mu, loc=0):
     """``log(cdf(k, mu, loc))``."""
     return log_probability(cdf(k, mu, loc))
 
 
+@promoted
 def logsf(k, mu, loc=0):
     """``log(sf(k, mu, loc))``."""
     return log_probability(sf(k, mu, loc))

@@ -12,9 +12,10 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln
 from tapegrad.scipy.stats._scipy_cdf import stdtr_p
-from tapegrad.scipy.stats._support import LOG_PI, log, log_probability, standardize
+from tapegrad.scipy.stats._support import LOG_PI, log, log_probability, promoted, standardize
 
 
+@promoted
 def logpdf(x, df, loc=0.0, scale=1.0):
     """The log density ``gammaln((df+1)/2) - gammaln(df/2) - log(df pi)/2 - (df+1)/2 log1p(z**2/df)
     - log(scale)``."""
@@ -24,26 +25,31 @@ def logpdf(x, df, loc=0.0, scale=1.0):
             - half * tnp.log1p(z * z / df) - log(scale))
 
 
+@promoted
 def pdf(x, df, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, df, loc, scale))``."""
     return tnp.exp(logpdf(x, df, loc, scale))
 
 
+@promoted
 def cdf(x, df, loc=0.0, scale=1.0):
     """``stdtr(df, z)``."""
     return bind(stdtr_p, df, standardize(x, loc, scale))
 
 
+@promoted
 def logcdf(x, df, loc=0.0, scale=1.0):
     """``log(cdf(x, df, loc, scale))``."""
     return log_probability(cdf(x, df, loc, scale))
 
 
+@promoted
 def sf(x, df, loc=0.0, scale=1.0):
     """``stdtr(df, -z)`` (the distribution is symmetric; no cancellation in the right tail)."""
     return bind(stdtr_p, df, -standardize(x, loc, scale))
 
 
+@promoted
 def logsf(x, df, loc=0.0, scale=1.0):
     """``log(sf(x, df, loc, scale))``."""
     return log_probability(sf(x, df, loc, scale))

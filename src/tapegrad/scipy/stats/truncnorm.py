@@ -13,7 +13,7 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.scipy.special import log_ndtr, ndtr
 from tapegrad.scipy.stats import norm
-from tapegrad.scipy.stats._support import LOG_2, NEG_INF, constant, guard, log, standardize
+from tapegrad.scipy.stats._support import LOG_2, NEG_INF, constant, guard, log, promoted, standardize
 
 
 def _log_diff(log_p, log_q):
@@ -43,12 +43,14 @@ def _z(x, a, b, loc, scale):
     return guard(inside, z, 0.5 * (a + b)), inside, z
 
 
+@promoted
 def logpdf(x, a, b, loc=0.0, scale=1.0):
     """``norm.logpdf(z) - log(ndtr(b) - ndtr(a)) - log(scale)`` on the interval, ``-inf`` outside."""
     z, inside, _ = _z(x, a, b, loc, scale)
     return tnp.where(inside, norm.logpdf(z) - log(scale) - log_gauss_mass(a, b), NEG_INF)
 
 
+@promoted
 def pdf(x, a, b, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, a, b, loc, scale))``."""
     return tnp.exp(logpdf(x, a, b, loc, scale))
@@ -68,6 +70,7 @@ def _log_parts(x, a, b, loc, scale):
     return lower, upper, strict, raw
 
 
+@promoted
 def logcdf(x, a, b, loc=0.0, scale=1.0):
     """``log((ndtr(z) - ndtr(a)) / (ndtr(b) - ndtr(a)))``; ``-inf`` at and left of the interval, 0 at
     and right of it."""
@@ -75,6 +78,7 @@ def logcdf(x, a, b, loc=0.0, scale=1.0):
     return tnp.where(strict, lower, constant(raw <= a, NEG_INF, 0.0, lower))
 
 
+@promoted
 def logsf(x, a, b, loc=0.0, scale=1.0):
     """``log((ndtr(b) - ndtr(z)) / (ndtr(b) - ndtr(a)))``; 0 at and left of the interval, ``-inf`` at
     and right of it."""
@@ -82,11 +86,13 @@ def logsf(x, a, b, loc=0.0, scale=1.0):
     return tnp.where(strict, upper, constant(raw <= a, 0.0, NEG_INF, upper))
 
 
+@promoted
 def cdf(x, a, b, loc=0.0, scale=1.0):
     """``exp(logcdf(x, a, b, loc, scale))``."""
     return tnp.exp(logcdf(x, a, b, loc, scale))
 
 
+@promoted
 def sf(x, a, b, loc=0.0, scale=1.0):
     """``exp(logsf(x, a, b, loc, scale))``."""
     return tnp.exp(logsf(x, a, b, loc, scale))

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.scipy.special import i0e
-from tapegrad.scipy.stats._support import LOG_2PI, log, standardize
+from tapegrad.scipy.stats._support import LOG_2PI, log, promoted, standardize
 
 
+@promoted
 def logpdf(x, kappa, loc=0.0, scale=1.0):
     """The log density ``kappa (cos(z) - 1) - log(2 pi i0e(kappa)) - log(scale)``."""
     z = standardize(x, loc, scale)
     return kappa * (tnp.cos(z) - 1.0) - LOG_2PI - tnp.log(i0e(kappa)) - log(scale)
 
 
+@promoted
 def pdf(x, kappa, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, kappa, loc, scale))``."""
     return tnp.exp(logpdf(x, kappa, loc, scale))

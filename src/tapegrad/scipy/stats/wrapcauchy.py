@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 
 import tapegrad.numpy as tnp
-from tapegrad.scipy.stats._support import LOG_2PI, NEG_INF, guard, log, standardize
+from tapegrad.scipy.stats._support import LOG_2PI, NEG_INF, guard, log, promoted, standardize
 
 
+@promoted
 def logpdf(x, c, loc=0.0, scale=1.0):
     """The log density ``log1p(-c**2) - log(2 pi) - log(1 + c**2 - 2 c cos z) - log(scale)``."""
     z = standardize(x, loc, scale)
@@ -22,6 +23,7 @@ def logpdf(x, c, loc=0.0, scale=1.0):
     return tnp.where(inside, density, NEG_INF)
 
 
+@promoted
 def pdf(x, c, loc=0.0, scale=1.0):
     """The density ``exp(logpdf(x, c, loc, scale))``."""
     return tnp.exp(logpdf(x, c, loc, scale))
