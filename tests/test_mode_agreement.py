@@ -23,6 +23,7 @@ import tapegrad.numpy.fft as tfft
 import tapegrad.numpy.linalg as tla
 import tapegrad.scipy.linalg as tsl
 import tapegrad.scipy.special as tsp
+import tapegrad.scipy.stats as tss
 from tapegrad import _tree
 from tapegrad._rules import PRIMITIVES
 
@@ -156,6 +157,11 @@ CASES = [
     _unary("polygamma", lambda x: tsp.polygamma(1, x), "pos"), _unary("expit", tsp.expit),
     _binary("xlogy", tsp.xlogy, ("real", "pos")), _binary("xlog1py", tsp.xlog1py, ("real", "pos")),
     _unary("entr", tsp.entr, "pos"),
+    # distribution functions on SciPy's values (differentiable in x; their shape parameters held)
+    _unary("stats.gammainc", lambda x: tss.gamma.cdf(x, 2.5), "pos"),
+    _unary("stats.gammaincc", lambda x: tss.gamma.sf(x, 2.5), "pos"),
+    _unary("stats.betainc", lambda x: tss.beta.cdf(x, 2.5, 1.5), "prob"),
+    _unary("stats.stdtr", lambda x: tss.t.cdf(x, 3.5)),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),
