@@ -72,10 +72,10 @@ CONTINUOUS = (
 # values from scipy.special (incomplete gamma and beta functions): differentiable in x, loc and scale,
 # not in the shape parameters (frozen below; test_scipy_valued_shape_derivatives_raise checks that)
 SCIPY_VALUED = (
-    _specs("gamma", TAILS, ("z_pos", "shape") + LOC_SCALE)
-    + _specs("chi2", TAILS, ("z_pos", "shape") + LOC_SCALE)
-    + _specs("beta", TAILS, ("z_unit", "shape", "shape") + LOC_SCALE)
-    + _specs("t", TAILS, ("real", "shape") + LOC_SCALE)
+    _specs("gamma", TAILS, ("z_pos", "shape") + LOC_SCALE, INVERSE)
+    + _specs("chi2", TAILS, ("z_pos", "shape") + LOC_SCALE, INVERSE)
+    + _specs("beta", TAILS, ("z_unit", "shape", "shape") + LOC_SCALE, INVERSE)
+    + _specs("t", TAILS, ("real", "shape") + LOC_SCALE, INVERSE)
     + _specs("gennorm", ("cdf", "sf"), ("z_nonzero", "shape") + LOC_SCALE)
 )
 # (x shape, shape of every other argument): broadcasting both ways
@@ -131,15 +131,21 @@ def test_scipy_valued_derivatives_in_x_loc_scale(spec, shapes):
     check_grads(fn, args, order=2, modes=("fwd", "rev"), name=spec.name)
 
 
-@pytest.mark.parametrize("spec", [s for s in SCIPY_VALUED if s.name.endswith(".cdf")], ids=repr)
+@pytest.mark.parametrize("spec", [s for s in SCIPY_VALUED if s.name.endswith((".cdf", ".ppf"))], ids=repr)
 def test_scipy_valued_shape_derivatives_raise(spec):
     args = _draw(spec, (3,), (3,), np.float64)
-    with pytest.raises(NotImplementedError, match="derivative of .* in operand .*grad_position"):
-        tg.grad(lambda *a: spec.op(*a).sum(), grad_position=1)(*args)
+    for mode in (lambda f, a: tg.grad(f, grad_position=1)(*a),
+                 lambda f, a: tg.jvp(lambda s: f(a[0], s, *a[2:]), (a[1],), (np.ones_like(a[1]),))):
+        with pytest.raises(NotImplementedError, match="derivative of .* in operand .*grad_position"):
+            mode(lambda *a: spec.op(*a).sum(), args)
     # the failed call left nothing behind: the derivative in x still works, and equals the density
+    # (in q, one over the density at the quantile)
     g = tg.grad(lambda x: spec.op(x, *args[1:]).sum())(args[0])
-    density = getattr(scipy.stats, spec.name.split(".")[0]).pdf(*args)
-    assert_close(g, density, rtol=1e-10)
+    dist = getattr(scipy.stats, spec.name.split(".")[0])
+    if spec.name.endswith(".cdf"):
+        assert_close(g, dist.pdf(*args), rtol=1e-10)
+    else:
+        assert_close(g, 1.0 / dist.pdf(dist.ppf(*args), *args[1:]), rtol=1e-10)
 
 
 @pytest.mark.parametrize("spec", CONTINUOUS + SCIPY_VALUED, ids=repr)
@@ -260,6 +266,21 @@ def test_the_derivatives_of_the_discrete_cdfs_are_the_closed_forms():
                  rtol=1e-12)
     with pytest.raises(NotImplementedError, match="betainc"):
         tg.grad(lambda n: tss.nbinom.cdf(k, n, p).sum())(3.5)
+
+
+def test_poisson_entropy():
+    mu = np.array([0.0, 1e-3, 0.1, 1.0, 5.0, 30.0, 99.9, 100.0, 150.0])
+    with np.errstate(divide="raise", invalid="raise"):  # underflow of the far terms is fine
+        out = tss.poisson.entropy(mu)
+    assert_close(out, scipy.stats.poisson.entropy(mu), rtol=1e-9)
+    # far out SciPy's own sum stops converging; the Gaussian limit log(2 pi e mu) / 2 - 1 / (12 mu) holds
+    big = np.array([1e4, 1e8])
+    assert_close(tss.poisson.entropy(big), 0.5 * np.log(2 * np.pi * np.e * big) - 1 / (12 * big), rtol=1e-9)
+    assert tss.poisson.entropy(np.float32(2.0)).dtype == np.float32
+    assert tss.poisson.entropy(mu[2:5, None], np.zeros(2)).shape == (3, 2)
+    check_grads(tss.poisson.entropy, (np.array([0.3, 5.0, 60.0, 150.0]),), order=2, name="poisson.entropy")
+    check_vmap(tss.poisson.entropy, (np.array([0.3, 5.0, 150.0]),), in_axes=0, slack=10.0)
+    assert_close(tg.jit(tss.poisson.entropy)(mu), out, rtol=1e-13)
 
 
 def test_multinomial():

@@ -162,6 +162,11 @@ CASES = [
     _unary("stats.gammaincc", lambda x: tss.gamma.sf(x, 2.5), "pos"),
     _unary("stats.betainc", lambda x: tss.beta.cdf(x, 2.5, 1.5), "prob"),
     _unary("stats.stdtr", lambda x: tss.t.cdf(x, 3.5)),
+    _unary("stats.gammaincinv", lambda q: tss.gamma.ppf(q, 2.5), "prob"),
+    _unary("stats.gammainccinv", lambda q: tss.gamma.isf(q, 2.5), "prob"),
+    _unary("stats.betaincinv", lambda q: tss.beta.ppf(q, 2.5, 1.5), "prob"),
+    _unary("stats.betainccinv", lambda q: tss.beta.isf(q, 2.5, 1.5), "prob"),
+    _unary("stats.stdtrit", lambda q: tss.t.ppf(q, 3.5), "prob"),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),

@@ -3,9 +3,10 @@
 ``scipy.stats.beta``.
 
 ``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes. ``cdf``,
-``sf`` and their logs take their values from ``scipy.special.betainc``: differentiable in ``x``,
-``loc`` and ``scale`` (the derivative in ``x`` is the density); differentiating them in ``a`` or
-``b`` raises ``NotImplementedError``. Outside ``[loc, loc + scale]`` the log density is ``-inf``,
+``sf`` and their logs take their values from ``scipy.special.betainc``, ``ppf`` and ``isf`` from its
+inverses: differentiable in ``x`` (``q``), ``loc`` and ``scale`` (the derivative in ``x`` is the
+density, in ``q`` its inverse at the quantile); differentiating them in ``a`` or ``b`` raises
+``NotImplementedError``. Outside ``[loc, loc + scale]`` the log density is ``-inf``,
 the density 0, ``cdf`` 0 or 1, with zero derivatives.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import betaln, xlog1py, xlogy
-from tapegrad.scipy.stats._scipy_cdf import betainc_p
+from tapegrad.scipy.stats._scipy_valued import betainc_p, betainccinv_p, betaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, log, log_probability, promoted, standardize
 
 
@@ -60,3 +61,15 @@ def sf(x, a, b, loc=0.0, scale=1.0):
 def logsf(x, a, b, loc=0.0, scale=1.0):
     """``log(sf(x, a, b, loc, scale))``."""
     return log_probability(sf(x, a, b, loc, scale))
+
+
+@promoted
+def ppf(q, a, b, loc=0.0, scale=1.0):
+    """The quantile function ``loc + scale * betaincinv(a, b, q)``."""
+    return loc + scale * bind(betaincinv_p, a, b, q)
+
+
+@promoted
+def isf(q, a, b, loc=0.0, scale=1.0):
+    """The inverse survival function ``loc + scale * betainccinv(a, b, q)``."""
+    return loc + scale * bind(betainccinv_p, a, b, q)

@@ -2,7 +2,7 @@
 ``scipy.stats.chi2``: the gamma distribution with shape ``df / 2`` and scale ``2 scale``.
 
 ``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes; ``cdf``,
-``sf`` and their logs in ``x``, ``loc`` and ``scale`` (differentiating them in ``df`` raises
+``sf``, their logs, ``ppf`` and ``isf`` in ``x`` (``q``), ``loc`` and ``scale`` (differentiating them in ``df`` raises
 ``NotImplementedError``: see :mod:`tapegrad.scipy.stats.gamma`).
 """
 from __future__ import annotations
@@ -45,3 +45,15 @@ def sf(x, df, loc=0.0, scale=1.0):
 def logsf(x, df, loc=0.0, scale=1.0):
     """``log(sf(x, df, loc, scale))``."""
     return gamma.logsf(x, 0.5 * df, loc, 2.0 * scale)
+
+
+@promoted
+def ppf(q, df, loc=0.0, scale=1.0):
+    """The quantile function ``loc + 2 scale gammaincinv(df / 2, q)``."""
+    return gamma.ppf(q, 0.5 * df, loc, 2.0 * scale)
+
+
+@promoted
+def isf(q, df, loc=0.0, scale=1.0):
+    """The inverse survival function ``loc + 2 scale gammainccinv(df / 2, q)``."""
+    return gamma.isf(q, 0.5 * df, loc, 2.0 * scale)

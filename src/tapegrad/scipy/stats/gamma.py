@@ -4,8 +4,9 @@
 
 ``logpdf`` and ``pdf`` are differentiable in ``x``, ``a``, ``loc`` and ``scale`` to any order in both
 modes. ``cdf``, ``sf`` and their logs take their values from ``scipy.special.gammainc`` and
-``gammaincc``: differentiable in ``x``, ``loc`` and ``scale`` (the derivative in ``x`` is the
-density), while differentiating them in ``a`` raises ``NotImplementedError``. Left of ``loc`` the log
+``gammaincc``, and ``ppf``/``isf`` from their inverses: differentiable in ``x`` (``q``), ``loc`` and
+``scale`` (the derivative in ``x`` is the density, in ``q`` its inverse at the quantile), while
+differentiating them in ``a`` raises ``NotImplementedError``. Left of ``loc`` the log
 density is ``-inf``, the density and ``cdf`` 0, ``sf`` 1, with zero derivatives.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln, xlogy
-from tapegrad.scipy.stats._scipy_cdf import gammainc_p, gammaincc_p
+from tapegrad.scipy.stats._scipy_valued import gammainc_p, gammaincc_p, gammainccinv_p, gammaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, log, log_probability, promoted, standardize
 
 
@@ -60,3 +61,16 @@ def sf(x, a, loc=0.0, scale=1.0):
 def logsf(x, a, loc=0.0, scale=1.0):
     """``log(sf(x, a, loc, scale))``."""
     return log_probability(sf(x, a, loc, scale))
+
+
+@promoted
+def ppf(q, a, loc=0.0, scale=1.0):
+    """The quantile function ``loc + scale * gammaincinv(a, q)``."""
+    return loc + scale * bind(gammaincinv_p, a, q)
+
+
+@promoted
+def isf(q, a, loc=0.0, scale=1.0):
+    """The inverse survival function ``loc + scale * gammainccinv(a, q)`` (keeps a small ``q``'s
+    precision)."""
+    return loc + scale * bind(gammainccinv_p, a, q)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln
-from tapegrad.scipy.stats._scipy_cdf import gammaincc_p
+from tapegrad.scipy.stats._scipy_valued import gammaincc_p
 from tapegrad.scipy.stats._support import LOG_2, guard, log, promoted, standardize
 
 

@@ -15,7 +15,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlog1py, xlogy
-from tapegrad.scipy.stats._scipy_cdf import betainc_p
+from tapegrad.scipy.stats._scipy_valued import betainc_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
 

@@ -2,16 +2,17 @@
 ``scipy.stats.t``.
 
 ``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes. ``cdf``,
-``sf`` and their logs take their values from ``scipy.special.stdtr``: differentiable in ``x``,
-``loc`` and ``scale`` (the derivative in ``x`` is the density); differentiating them in ``df``
-raises ``NotImplementedError``.
+``sf`` and their logs take their values from ``scipy.special.stdtr``, ``ppf`` and ``isf`` from
+``stdtrit``: differentiable in ``x`` (``q``), ``loc`` and ``scale`` (the derivative in ``x`` is the
+density, in ``q`` its inverse at the quantile); differentiating them in ``df`` raises
+``NotImplementedError``.
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln
-from tapegrad.scipy.stats._scipy_cdf import stdtr_p
+from tapegrad.scipy.stats._scipy_valued import stdtr_p, stdtrit_p
 from tapegrad.scipy.stats._support import LOG_PI, log, log_probability, promoted, standardize
 
 
@@ -53,3 +54,15 @@ def sf(x, df, loc=0.0, scale=1.0):
 def logsf(x, df, loc=0.0, scale=1.0):
     """``log(sf(x, df, loc, scale))``."""
     return log_probability(sf(x, df, loc, scale))
+
+
+@promoted
+def ppf(q, df, loc=0.0, scale=1.0):
+    """The quantile function ``loc + scale * stdtrit(df, q)``."""
+    return loc + scale * bind(stdtrit_p, df, q)
+
+
+@promoted
+def isf(q, df, loc=0.0, scale=1.0):
+    """The inverse survival function ``loc - scale * stdtrit(df, q)`` (the distribution is symmetric)."""
+    return loc - scale * bind(stdtrit_p, df, q)
