@@ -90,4 +90,4 @@ def entropy(mu, loc=0):
     large = guard(summed, _SERIES_FROM, mu)
     series = (0.5 * tnp.log(2.0 * math.pi * math.e * large) - 1.0 / (12.0 * large) - 1.0 / (24.0 * large ** 2)
               - 19.0 / (360.0 * large ** 3))
-    return tnp.where(summed, total, series) + tnp.zeros_like(loc)
+    return tnp.where(summed, total, series) + 0 * loc  # broadcast against loc, which changes nothing
