@@ -66,7 +66,7 @@ CONTINUOUS = (
     + _specs("gennorm", DENSITY, ("z_nonzero", "shape") + LOC_SCALE)
     + _specs("gennorm", DENSITY, ("z_nonzero", "small_shape") + LOC_SCALE)
     + _specs("vonmises", DENSITY, ("z_circle", "shape") + LOC_SCALE)
-    + _specs("wrapcauchy", DENSITY, ("z_wrap", "c") + LOC_SCALE)
+    + _specs("wrapcauchy", DENSITY + TAILS, ("z_wrap", "c") + LOC_SCALE, INVERSE)
     + _specs("truncnorm", DENSITY + TAILS, ("z_trunc", "a_trunc", "b_trunc") + LOC_SCALE)
 )
 # values from scipy.special (incomplete gamma and beta functions): differentiable in x, loc and scale,
