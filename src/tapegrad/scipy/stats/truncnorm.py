@@ -5,13 +5,13 @@ Differentiable in ``x``, ``a``, ``b``, ``loc`` and ``scale`` to any order in bot
 normalizing mass ``ndtr(b) - ndtr(a)`` is computed in logs, by the formula that keeps its precision
 for the interval at hand (both ends in the left tail, both in the right tail by symmetry, or around
 the mode), so intervals far in a tail (``a = 30``) keep full relative precision, as in SciPy and
-JAX. Outside the interval the log density is ``-inf``, the density 0, ``cdf`` 0 or 1, with zero
-derivatives.
+JAX; ``ppf`` and ``isf`` invert in log space the same way, from the nearer tail. Outside the
+interval the log density is ``-inf``, the density 0, ``cdf`` 0 or 1, with zero derivatives.
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
-from tapegrad.scipy.special import log_ndtr, ndtr
+from tapegrad.scipy.special import log_ndtr, ndtr, ndtri
 from tapegrad.scipy.stats import norm
 from tapegrad.scipy.stats._support import LOG_2, NEG_INF, constant, guard, log, promoted, standardize
 
@@ -96,3 +96,41 @@ def cdf(x, a, b, loc=0.0, scale=1.0):
 def sf(x, a, b, loc=0.0, scale=1.0):
     """``exp(logsf(x, a, b, loc, scale))``."""
     return tnp.exp(logsf(x, a, b, loc, scale))
+
+
+def _ndtri_exp(log_p):
+    """The standard normal quantile of ``exp(log_p)``: ``ndtri(p)`` below one half and
+    ``-ndtri(1 - p)``, with ``1 - p = -expm1(log_p)``, above (so a ``p`` near 1 keeps its tail)."""
+    low = log_p < -LOG_2
+    return tnp.where(low, ndtri(tnp.exp(guard(low, log_p, -1.0))),
+                     -ndtri(-tnp.expm1(guard(low, -0.5, log_p))))
+
+
+def _standard_ppf(q, a, b):
+    """The quantile ``x`` from ``log Phi(x) = logaddexp(log Phi(a), log q + log mass)`` where ``x``
+    is left of 0, and from the mirror image ``log Phi(-x) = logaddexp(log Phi(-b), log(1 - q) + log
+    mass)`` where it is right of 0 (as SciPy, which picks by the interval's side alone): each
+    formula is then exact in its own tail, for intervals far in a tail too. ``a`` at ``q = 0`` and
+    ``b`` at ``q = 1``."""
+    interior = (q > 0) & (q < 1)
+    p = guard(interior, q, 0.5)
+    total = log_gauss_mass(a, b)
+    log_lower = tnp.logaddexp(log_ndtr(a), tnp.log(p) + total)
+    log_upper = tnp.logaddexp(log_ndtr(-b), tnp.log1p(-p) + total)
+    use_lower = (b <= 0) | ((a < 0) & (log_lower < -LOG_2))
+    x = tnp.where(use_lower, _ndtri_exp(guard(use_lower, log_lower, -1.0)),
+                  -_ndtri_exp(guard(use_lower, -1.0, log_upper)))
+    return tnp.where(interior, x, tnp.where(q <= 0, a + 0.0 * x, b + 0.0 * x))
+
+
+@promoted
+def ppf(q, a, b, loc=0.0, scale=1.0):
+    """The quantile function ``loc + scale * F^-1(q)`` (``a`` and ``b`` at ``q = 0`` and 1)."""
+    return loc + scale * _standard_ppf(q, a, b)
+
+
+@promoted
+def isf(q, a, b, loc=0.0, scale=1.0):
+    """The inverse survival function: by the symmetry ``-X ~ truncnorm(-b, -a)``,
+    ``loc - scale * F^-1(q; -b, -a)``."""
+    return loc - scale * _standard_ppf(q, -b, -a)
