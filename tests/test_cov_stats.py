@@ -10,6 +10,7 @@ import scipy.stats
 
 import tapegrad as tg
 import tapegrad.scipy.stats as tss
+from _device_check import check_route, grid, to_device
 from _specs import OpSpec
 from _tol import assert_close
 from _vmapcheck import check_vmap
@@ -521,3 +522,37 @@ def test_python_number_parameters_keep_float32(spec):
     out = spec.op(args[0], *params)
     assert np.result_type(out) == np.float32
     assert_close(out, spec.ref(args[0].astype(np.float64), *params), **_value_tol(np.float32))
+
+
+# ---- on the strict device double (CuPy's rules): the compositions never touch the host ---------------
+# (the SciPy-valued functions need their scipy.special names in cupyx.scipy.special; not checked here)
+@pytest.mark.parametrize("spec,route", grid(CONTINUOUS, ids=(repr,)))
+def test_device_routes(spec, route):
+    check_route(route, spec.op, _draw(spec, (3,), (3,), np.float64))
+
+
+@pytest.mark.parametrize("spec", CONTINUOUS[::7], ids=repr)
+def test_device_python_number_parameters(spec):
+    args = _draw(spec, (3,), (), np.float32)
+    out = spec.op(to_device(args[0]), *[float(a) for a in args[1:]])
+    assert type(out).__name__ == "DeviceArray" and out.dtype == np.float32
+    assert_close(out.get(), spec.op(args[0], *[float(a) for a in args[1:]]))
+
+
+@pytest.mark.parametrize("dist,params,fn,route", grid(
+    [c for c in DISCRETE_CASES if c[2] in ("logpmf", "pmf")], unpack=True, ids=(lambda c: f"{c[0]}.{c[2]}",)))
+def test_device_discrete(dist, params, fn, route):
+    op, _ = _discrete(dist, fn)
+    check_route(route, op, (np.array([0.0, 1.0, 2.0, 9.0]),) + tuple(np.asarray(p) for p in params))
+
+
+def test_device_kde_sem_and_the_host_only_statistics():
+    data, points = to_device(KDE_DATA), to_device(KDE_POINTS)
+    out = tss.gaussian_kde(data).logpdf(points)
+    assert type(out).__name__ == "DeviceArray"
+    assert_close(out.get(), tss.gaussian_kde(KDE_DATA).logpdf(KDE_POINTS), rtol=1e-12)
+    assert_close(tss.sem(data, axis=1).get(), tss.sem(KDE_DATA, axis=1), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match=r"only NumPy arrays.*\.get\(\)"):
+        tss.rankdata(data)
+    with pytest.raises(NotImplementedError, match=r"only NumPy arrays.*\.get\(\)"):
+        tss.mode(data)

@@ -56,7 +56,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         if self.n < 2:
             raise ValueError(f"gaussian_kde: dataset needs more than one point; got {self.n}")
         if weights is None:
-            self.weights = tnp.full((self.n,), 1.0 / self.n, dtype=tnp.result_type(self.dataset, 1.0))
+            self.weights = tnp.zeros_like(self.dataset[0], dtype=tnp.result_type(self.dataset, 1.0)) + 1.0 / self.n
         else:
             weights = tnp.asarray(weights)
             if weights.shape != (self.n,):

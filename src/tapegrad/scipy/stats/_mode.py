@@ -10,6 +10,8 @@ from __future__ import annotations
 import collections
 import math
 
+import numpy as np
+
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad.extend import (
     bind,
@@ -26,10 +28,12 @@ NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 def _impl(a, *, axis, nan_policy, keepdims):
-    stats = scipy_module(namespace_of(a), "stats")
-    result = stats.mode(a, axis=axis, nan_policy=nan_policy, keepdims=keepdims)
     xp = namespace_of(a)
-    return xp.asarray(result.mode), xp.asarray(result.count)
+    if xp is not np:  # cupyx.scipy.stats has no mode, and tapegrad never copies to the host itself
+        raise NotImplementedError(f"mode of a {xp.__name__} array: only NumPy arrays are supported; copy "
+                                  "the data to the host explicitly (x.get()) first")
+    result = scipy_module(np, "stats").mode(a, axis=axis, nan_policy=nan_policy, keepdims=keepdims)
+    return np.asarray(result.mode), np.asarray(result.count)
 
 
 def _batch(vals, dims, *, axis, nan_policy, keepdims):

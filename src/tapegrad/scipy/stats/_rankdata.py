@@ -7,6 +7,8 @@ depend on the values).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad.extend import bind, def_nondiff, defbatch_single_axis, primitive
 
@@ -15,8 +17,11 @@ NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 def _impl(a, *, axis, method, nan_policy):
-    stats = scipy_module(namespace_of(a), "stats")  # cupyx.scipy.stats on CuPy arrays
-    return stats.rankdata(a, method=method, axis=axis, nan_policy=nan_policy)
+    xp = namespace_of(a)
+    if xp is not np:  # cupyx.scipy.stats has no rankdata, and tapegrad never copies to the host itself
+        raise NotImplementedError(f"rankdata of a {xp.__name__} array: only NumPy arrays are supported; "
+                                  "copy the data to the host explicitly (x.get()) first")
+    return scipy_module(np, "stats").rankdata(a, method=method, axis=axis, nan_policy=nan_policy)
 
 
 rankdata_p = primitive("scipy.stats.rankdata", _impl)

@@ -13,6 +13,7 @@ import functools
 import math
 
 import tapegrad.numpy as tnp
+from tapegrad._backend import namespace_of
 from tapegrad.numpy._elementwise import stop_gradient
 
 NEG_INF = -math.inf
@@ -24,14 +25,16 @@ LOG_2PI = math.log(2.0 * math.pi)
 def promoted(fn):
     """``fn`` with its Python-number arguments made arrays of the float dtype all its arguments give
     together under NumPy 2's rules (a Python number is weak: float32 data with ``loc=0.5`` stays
-    float32, and so does every ``gammaln`` of a shape parameter). Arrays pass unchanged."""
+    float32, and so does every ``gammaln`` of a shape parameter), on the arrays' device. Arrays pass
+    unchanged."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         values = [v for v in (*args, *kwargs.values()) if not isinstance(v, (list, tuple))]
         dtype = tnp.result_type(*values, 1.0)
+        xp = namespace_of(*values)
 
         def cast(v):
-            return tnp.asarray(v, dtype=dtype) if isinstance(v, (bool, int, float)) else v
+            return xp.asarray(v, dtype=dtype) if isinstance(v, (bool, int, float)) else v
         return fn(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
     return wrapper
 
