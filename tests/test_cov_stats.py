@@ -77,7 +77,8 @@ SCIPY_VALUED = (
     + _specs("chi2", TAILS, ("z_pos", "shape") + LOC_SCALE, INVERSE)
     + _specs("beta", TAILS, ("z_unit", "shape", "shape") + LOC_SCALE, INVERSE)
     + _specs("t", TAILS, ("real", "shape") + LOC_SCALE, INVERSE)
-    + _specs("gennorm", ("cdf", "sf"), ("z_nonzero", "shape") + LOC_SCALE)
+    + _specs("gennorm", TAILS, ("z_nonzero", "shape") + LOC_SCALE, INVERSE)
+    + _specs("gennorm", TAILS, ("z_nonzero", "small_shape") + LOC_SCALE, INVERSE)
 )
 # (x shape, shape of every other argument): broadcasting both ways
 SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((4,), ())]
@@ -192,11 +193,11 @@ def test_outside_the_support(dist, shapes, x, fn):
 # non-integer; every function is differentiated in its continuous parameters only (k is discrete)
 DISCRETE = [
     ("bernoulli", (0.3,), ("logpmf", "pmf") + TAILS + ("ppf",)),
-    ("binom", (7.0, 0.3), ("logpmf", "pmf") + TAILS),
-    ("betabinom", (7.0, 1.5, 2.5), ("logpmf", "pmf")),
+    ("binom", (7.0, 0.3), ("logpmf", "pmf") + TAILS + ("ppf",)),
+    ("betabinom", (7.0, 1.5, 2.5), ("logpmf", "pmf", "ppf")),
     ("geom", (0.3,), ("logpmf", "pmf") + TAILS + ("ppf",)),
-    ("nbinom", (3.5, 0.4), ("logpmf", "pmf") + TAILS),
-    ("poisson", (2.5,), ("logpmf", "pmf") + TAILS),
+    ("nbinom", (3.5, 0.4), ("logpmf", "pmf") + TAILS + ("ppf",)),
+    ("poisson", (2.5,), ("logpmf", "pmf") + TAILS + ("ppf",)),
 ]
 IN_SUPPORT = {"bernoulli": [0.0, 1.0, 1.0, 0.0, 1.0], "geom": [1.0, 2.0, 3.0, 5.0, 1.0]}
 DISCRETE_CASES = [(dist, params, fn) for dist, params, fns in DISCRETE for fn in fns]
@@ -256,6 +257,16 @@ def test_discrete_derivatives_in_the_parameters(dist, params, fn):
 
 def tnp_sum(x):
     return x.sum()
+
+
+@pytest.mark.parametrize("dist,params", [(d, p) for d, p, fns in DISCRETE if "ppf" in fns], ids=lambda v: str(v))
+def test_discrete_ppf_is_not_differentiable_but_transforms(dist, params):
+    op, ref = _discrete(dist, "ppf")
+    q = np.array([0.05, 0.3, 0.5, 0.9])
+    assert_close(tg.jit(lambda q: op(q, *params))(q), ref(q, *params))
+    check_vmap(lambda q: op(q, *params), (q,), in_axes=0, draw=lambda rng: (rng.uniform(0.05, 0.95, 4),))
+    assert_close(tg.grad(lambda q: op(q, *params).sum())(q), np.zeros(4))
+    assert op(q.astype(np.float32), *params).dtype == np.float32
 
 
 def test_the_derivatives_of_the_discrete_cdfs_are_the_closed_forms():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.scipy.special import betaln
+from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, lattice, promoted
 
 
@@ -24,3 +25,10 @@ def logpmf(k, n, a, b, loc=0):
 def pmf(k, n, a, b, loc=0):
     """``exp(logpmf(k, n, a, b, loc))``."""
     return tnp.exp(logpmf(k, n, a, b, loc))
+
+
+@promoted
+def ppf(q, n, a, b, loc=0):
+    """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's values: ``loc - 1`` at ``q = 0``); integer
+    valued, not differentiable (zero derivative)."""
+    return discrete_ppf("betabinom", q, n, a, b) + loc

@@ -14,6 +14,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlog1py, xlogy
+from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._scipy_valued import betainc_p
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability, promoted
 
@@ -66,3 +67,10 @@ def logcdf(k, n, p, loc=0):
 def logsf(k, n, p, loc=0):
     """``log(sf(k, n, p, loc))``."""
     return log_probability(sf(k, n, p, loc))
+
+
+@promoted
+def ppf(q, n, p, loc=0):
+    """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's values: ``loc - 1`` at ``q = 0``); integer
+    valued, not differentiable (zero derivative)."""
+    return discrete_ppf("binom", q, n, p) + loc

@@ -5,16 +5,17 @@ Laplace distribution).
 
 ``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes; at
 ``x = loc`` the derivative in ``beta`` is 0 (not ``0 * log 0 = nan``). ``cdf`` and ``sf`` take their
-values from ``scipy.special.gammaincc``: differentiable in ``x``, ``loc`` and ``scale``;
-differentiating them in ``beta`` raises ``NotImplementedError``.
+values from ``scipy.special.gammaincc`` (``ppf`` and ``isf`` from ``gammainccinv``): differentiable
+in ``x`` (``q``), ``loc`` and ``scale``; differentiating them in ``beta`` raises
+``NotImplementedError``.
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.scipy.special import gammaln
-from tapegrad.scipy.stats._scipy_valued import gammaincc_p
-from tapegrad.scipy.stats._support import LOG_2, guard, log, promoted, standardize
+from tapegrad.scipy.stats._scipy_valued import gammaincc_p, gammainccinv_p
+from tapegrad.scipy.stats._support import LOG_2, guard, log, log_probability, promoted, standardize
 
 
 def _abs_power(z, beta):
@@ -53,3 +54,40 @@ def sf(x, beta, loc=0.0, scale=1.0):
     """``cdf`` mirrored: ``1 - cdf`` without cancellation in the right tail."""
     z = standardize(x, loc, scale)
     return tnp.where(z > 0, _tail(z, beta), 1.0 - _tail(z, beta))
+
+
+@promoted
+def logcdf(x, beta, loc=0.0, scale=1.0):
+    """``log(cdf(x, beta, loc, scale))``."""
+    return log_probability(cdf(x, beta, loc, scale))
+
+
+@promoted
+def logsf(x, beta, loc=0.0, scale=1.0):
+    """``log(sf(x, beta, loc, scale))``."""
+    return log_probability(sf(x, beta, loc, scale))
+
+
+def _standard_ppf(q, beta):
+    """``sign(q - 1/2) gammainccinv(1/beta, 2 min(q, 1 - q))**(1/beta)``, from the nearer tail. At
+    ``q = 1/2`` exactly (where the power's derivative is ``inf * 0``) it is the tangent line
+    ``(q - 1/2) / pdf(0)``: the right value, first and second derivatives (``pdf'(0) = 0``)."""
+    median = q == 0.5
+    p = guard(median, 0.25, q)
+    tail = tnp.where(p < 0.5, p, 1.0 - p)
+    size = tnp.exp(tnp.log(bind(gammainccinv_p, 1.0 / beta, 2.0 * tail)) / beta)
+    general = tnp.where(p < 0.5, -size, size)
+    inverse_density = 2.0 * tnp.exp(gammaln(1.0 / beta)) / beta
+    return tnp.where(median, (q - 0.5) * inverse_density, general)
+
+
+@promoted
+def ppf(q, beta, loc=0.0, scale=1.0):
+    """The quantile function ``loc + scale * F^-1(q)``."""
+    return loc + scale * _standard_ppf(q, beta)
+
+
+@promoted
+def isf(q, beta, loc=0.0, scale=1.0):
+    """The inverse survival function ``loc - scale * F^-1(q)`` (the distribution is symmetric)."""
+    return loc - scale * _standard_ppf(q, beta)

@@ -15,6 +15,7 @@ import tapegrad.numpy as tnp
 from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import gammaln, xlogy
+from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._scipy_valued import gammainc_p, gammaincc_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
@@ -91,3 +92,10 @@ def entropy(mu, loc=0):
     series = (0.5 * tnp.log(2.0 * math.pi * math.e * large) - 1.0 / (12.0 * large) - 1.0 / (24.0 * large ** 2)
               - 19.0 / (360.0 * large ** 3))
     return tnp.where(summed, total, series) + 0 * loc  # broadcast against loc, which changes nothing
+
+
+@promoted
+def ppf(q, mu, loc=0):
+    """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's values: ``loc - 1`` at ``q = 0``); integer
+    valued, not differentiable (zero derivative)."""
+    return discrete_ppf("poisson", q, mu) + loc
