@@ -79,6 +79,7 @@ SCIPY_VALUED = (
     + _specs("t", TAILS, ("real", "shape") + LOC_SCALE, INVERSE)
     + _specs("gennorm", TAILS, ("z_nonzero", "shape") + LOC_SCALE, INVERSE)
     + _specs("gennorm", TAILS, ("z_nonzero", "small_shape") + LOC_SCALE, INVERSE)
+    + _specs("vonmises", ("cdf", "sf"), ("z_circle", "shape") + LOC_SCALE)
 )
 # (x shape, shape of every other argument): broadcasting both ways
 SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((4,), ())]

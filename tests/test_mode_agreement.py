@@ -167,6 +167,7 @@ CASES = [
     _unary("stats.betaincinv", lambda q: tss.beta.ppf(q, 2.5, 1.5), "prob"),
     _unary("stats.betainccinv", lambda q: tss.beta.isf(q, 2.5, 1.5), "prob"),
     _unary("stats.stdtrit", lambda q: tss.t.ppf(q, 3.5), "prob"),
+    _unary("stats.vonmises.cdf", lambda x: tss.vonmises.cdf(x, 1.5)),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),
