@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._backend import namespace_of, scipy_module
+from tapegrad._backend import scipy_module
 from tapegrad.extend import bind, def_nondiff, defbatch_elementwise, primitive
 from tapegrad.scipy.special._impl import float_dtype
+from tapegrad.scipy.stats._support import host_only
 
 
 def _impl_of(name):
     def impl(q, *params):
-        xp = namespace_of(q, *params)
-        if xp is not np:
-            raise NotImplementedError(f"{name}.ppf of a {xp.__name__} array: only NumPy arrays are supported "
-                                      "(SciPy computes it on the host); copy the data explicitly (x.get()) first")
-        dtype = float_dtype(xp, q, *params)
+        host_only(f"{name}.ppf", q, *params)
+        dtype = float_dtype(np, q, *params)
         return np.asarray(getattr(scipy_module(np, "stats"), name).ppf(q, *params), dtype=dtype)
     return impl
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tapegrad._backend import namespace_of, scipy_module
+from tapegrad._backend import scipy_module
 from tapegrad.extend import (
     bind,
     def_nondiff,
@@ -22,16 +22,14 @@ from tapegrad.extend import (
     to_front,
 )
 from tapegrad.numpy import _shape
+from tapegrad.scipy.stats._support import host_only
 
 ModeResult = collections.namedtuple("ModeResult", ["mode", "count"])
 NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 def _impl(a, *, axis, nan_policy, keepdims):
-    xp = namespace_of(a)
-    if xp is not np:  # cupyx.scipy.stats has no mode, and tapegrad never copies to the host itself
-        raise NotImplementedError(f"mode of a {xp.__name__} array: only NumPy arrays are supported; copy "
-                                  "the data to the host explicitly (x.get()) first")
+    host_only("mode", a)  # cupyx.scipy.stats has no mode
     result = scipy_module(np, "stats").mode(a, axis=axis, nan_policy=nan_policy, keepdims=keepdims)
     return np.asarray(result.mode), np.asarray(result.count)
 

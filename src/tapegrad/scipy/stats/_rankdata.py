@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._backend import namespace_of, scipy_module
+from tapegrad._backend import scipy_module
 from tapegrad.extend import bind, def_nondiff, defbatch_single_axis, primitive
+from tapegrad.scipy.stats._support import host_only
 
 METHODS = ("average", "min", "max", "dense", "ordinal")
 NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 def _impl(a, *, axis, method, nan_policy):
-    xp = namespace_of(a)
-    if xp is not np:  # cupyx.scipy.stats has no rankdata, and tapegrad never copies to the host itself
-        raise NotImplementedError(f"rankdata of a {xp.__name__} array: only NumPy arrays are supported; "
-                                  "copy the data to the host explicitly (x.get()) first")
+    host_only("rankdata", a)  # cupyx.scipy.stats has no rankdata
     return scipy_module(np, "stats").rankdata(a, method=method, axis=axis, nan_policy=nan_policy)
 
 

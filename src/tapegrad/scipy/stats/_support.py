@@ -39,6 +39,15 @@ def promoted(fn):
     return wrapper
 
 
+def host_only(what, *arrays):
+    """Raise ``NotImplementedError`` for ``what`` of device arrays: it runs SciPy, on the host, and
+    tapegrad never copies between devices behind the user's back."""
+    xp = namespace_of(*arrays)
+    if xp.__name__ != "numpy":
+        raise NotImplementedError(f"{what} of a {xp.__name__} array: only NumPy arrays are supported (SciPy "
+                                  "computes it on the host); copy the data explicitly (x.get()) first")
+
+
 def log(a):
     """``log(a)``; a Python number stays a Python number, which NumPy 2 treats as weak (float32
     arguments elsewhere keep a float32 result)."""

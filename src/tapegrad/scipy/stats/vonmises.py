@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad._backend import namespace_of, scipy_module
+from tapegrad._backend import scipy_module
 from tapegrad.extend import bind, defbatch_elementwise, defjvp, defvjp, primitive, unbroadcast
 from tapegrad.scipy.special import i0e
 from tapegrad.scipy.special._impl import float_dtype
-from tapegrad.scipy.stats._support import LOG_2PI, log, promoted, standardize
+from tapegrad.scipy.stats._support import LOG_2PI, host_only, log, promoted, standardize
 
 
 @promoted
@@ -39,11 +39,8 @@ def pdf(x, kappa, loc=0.0, scale=1.0):
 
 
 def _standard_cdf_impl(z, kappa):
-    xp = namespace_of(z, kappa)
-    if xp is not np:
-        raise NotImplementedError(f"vonmises.cdf of a {xp.__name__} array: only NumPy arrays are supported "
-                                  "(SciPy computes it on the host); copy the data explicitly (x.get()) first")
-    return np.asarray(scipy_module(np, "stats").vonmises.cdf(z, kappa), dtype=float_dtype(xp, z, kappa))
+    host_only("vonmises.cdf", z, kappa)
+    return np.asarray(scipy_module(np, "stats").vonmises.cdf(z, kappa), dtype=float_dtype(np, z, kappa))
 
 
 def _no_kappa_derivative(*_args, **_params):
@@ -52,13 +49,9 @@ def _no_kappa_derivative(*_args, **_params):
                               "wrap it in tg.stop_gradient")
 
 
-def _density(z, kappa):
-    return tnp.exp(kappa * (tnp.cos(z) - 1.0) - LOG_2PI - tnp.log(i0e(kappa)))
-
-
 _cdf_p = primitive("scipy.stats.vonmises.cdf", _standard_cdf_impl)
-defvjp(_cdf_p, lambda ct, ans, z, kappa: unbroadcast(ct * _density(z, kappa), z), _no_kappa_derivative)
-defjvp(_cdf_p, lambda t, ans, z, kappa: t * _density(z, kappa), _no_kappa_derivative)
+defvjp(_cdf_p, lambda ct, ans, z, kappa: unbroadcast(ct * pdf(z, kappa), z), _no_kappa_derivative)
+defjvp(_cdf_p, lambda t, ans, z, kappa: t * pdf(z, kappa), _no_kappa_derivative)
 defbatch_elementwise(_cdf_p)
 
 
