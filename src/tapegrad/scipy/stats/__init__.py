@@ -1,7 +1,7 @@
 """``tapegrad.scipy.stats``: distributions as modules of functions, as ``jax.scipy.stats``:
 ``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``) and ``multivariate_normal``
-(``logpdf pdf cdf logcdf``), differentiable in every argument, and the distributions, estimators and
-statistics of the block below (``docs/stats.md``)."""
+(``logpdf pdf cdf logcdf entropy``), differentiable in every argument, and the distributions,
+estimators and statistics of the block below (``docs/stats.md``)."""
 from tapegrad.scipy.stats import multivariate_normal, norm
 
 __all__ = ["multivariate_normal", "norm"]

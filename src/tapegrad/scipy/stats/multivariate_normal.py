@@ -1,4 +1,5 @@
-"""``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf``, ``cdf`` and ``logcdf``.
+"""``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf`` (``allow_singular=``), ``cdf``,
+``logcdf`` and ``entropy``.
 
 Shapes follow ``jax.scipy.stats.multivariate_normal``: ``x`` is ``(..., d)``, ``mean`` is ``(..., d)``
 and ``cov`` is ``(..., d, d)``, their leading (batch) axes broadcast together, and the result has the
@@ -101,7 +102,7 @@ def entropy(mean=None, cov=1.0):
     """
     cov = as_operand(cov)
     if _shape.ndim(cov) == 0:
-        d = 1 if mean is None else _shape.shape(as_operand(mean))[-1] if _shape.ndim(as_operand(mean)) else 1
+        d = 1 if mean is None or _shape.ndim(as_operand(mean)) == 0 else _shape.shape(as_operand(mean))[-1]
         return 0.5 * d * (1.0 + _LOG_2PI + ew.log(cov))
     L = cholesky(cov)
     d = _shape.shape(L)[-1]
