@@ -114,11 +114,14 @@ def test_values(spec, shapes, dtype):
     _check_values(spec, _draw(spec, *shapes, dtype), dtype)
 
 
-@pytest.mark.parametrize("shapes", SHAPES[:2], ids=str)
+@pytest.mark.parametrize("shapes,dtype", [(SHAPES[0], np.float64), (SHAPES[1], np.float64), (SHAPES[0], np.float32)],
+                         ids=["float64-(3,)", "float64-(2,3)", "float32-(3,)"])
 @pytest.mark.parametrize("spec", CONTINUOUS, ids=repr)
-def test_derivatives_in_every_argument(spec, shapes):
-    args = _draw(spec, *shapes, np.float64)
+def test_derivatives_in_every_argument(spec, shapes, dtype):
+    args = _draw(spec, *shapes, dtype)
     check_grads(spec.op, args, order=2, modes=("fwd", "rev"), name=spec.name)
+    grads = tg.grad(lambda *a: spec.op(*a).sum(), grad_position=tuple(range(len(args))))(*args)
+    assert all(g.dtype == dtype and g.shape == a.shape for g, a in zip(grads, args))
 
 
 def _x_loc_scale(spec, args):
