@@ -241,26 +241,25 @@ def test_discrete_derivatives_in_the_parameters(dist, params, fn):
         k = np.zeros(5)  # log sf(1) = log 0
     rng = np.random.default_rng(4)
 
-    def fn_of(*free):
+    def at(k, *free):
+        """``op`` at ``k`` with the differentiable parameters ``free``, the others held."""
         full = list(params)
         for i, v in zip(positions, free):
             full[i] = v
         return op(k, *full)
+
+    def on_support(*free):
+        return at(k, *free)
     free = tuple(np.asarray(params[i] * (1.0 + 0.05 * rng.uniform(-1, 1, 5))) for i in positions)
-    check_grads(fn_of, free, order=2, modes=("fwd", "rev"), name=f"{dist}.{fn}")
+    check_grads(on_support, free, order=2, modes=("fwd", "rev"), name=f"{dist}.{fn}")
     # vmap over the parameters and jit
-    check_vmap(fn_of, free, in_axes=0, slack=10.0)
-    assert_close(tg.jit(fn_of)(*free), fn_of(*free), rtol=1e-13)
+    check_vmap(on_support, free, in_axes=0, slack=10.0)
+    assert_close(tg.jit(on_support)(*free), on_support(*free), rtol=1e-13)
     # zero, not NaN, derivatives in k and in the parameters off the support
-    g = tg.grad(lambda k, *free: tnp_sum(op(k, *[free[positions.index(i)] if i in positions else p
-                                                     for i, p in enumerate(params)])),
+    g = tg.grad(lambda k, *free: at(k, *free).sum(),
                 grad_position=tuple(range(1 + len(positions))))(K, *[np.asarray(params[i]) for i in positions])
     assert_close(g[0], np.zeros_like(K))
     assert all(np.isfinite(v).all() for v in g[1:])
-
-
-def tnp_sum(x):
-    return x.sum()
 
 
 @pytest.mark.parametrize("dist,params", [(d, p) for d, p, fns in DISCRETE if "ppf" in fns], ids=lambda v: str(v))
