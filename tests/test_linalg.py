@@ -266,8 +266,6 @@ def test_derivative_refusals_are_clear():
         tg.grad(lambda a: tnp.sum(tnp.linalg.svd(a)[0]))(a)
     with pytest.raises(NotImplementedError, match="m >= n"):
         tg.grad(lambda a: tnp.sum(tnp.linalg.qr(a)[1]))(a)
-    with pytest.raises(NotImplementedError, match="complex"):
-        tnp.linalg.eigh(np.eye(2, dtype=complex))
     with pytest.raises(NotImplementedError, match="raw"):
         tnp.linalg.qr(a, "raw")
     with pytest.raises(np.linalg.LinAlgError, match="square"):
@@ -305,18 +303,23 @@ def test_abstract_eval_states_shapes_without_running_on_zeros():
     """Staging needs shapes and dtypes; a zero matrix is singular, so they are stated, not probed."""
     from tapegrad._core import ShapedArray
     from tapegrad.numpy.linalg import _cholesky, _det, _eigh, _qr, _solve, _svd
-    from tapegrad.scipy import linalg as tsl_module
+    from tapegrad.scipy.linalg import _expm, _lu, _schur, _sylvester, _triangular
     rng = np.random.default_rng(13)
     sq32 = _draw("spd", (2, 3, 3), rng).astype(np.float32)
     rect = _draw("wc", (4, 3), rng)
+    c64 = (sq32[0] + 0.5j).astype(np.complex64)
     cases = [(_solve.solve_p, (sq32, rng.standard_normal((3, 2))), {}), (_solve.inv_p, (sq32,), {}),
              (_solve.pinv_p, (rect,), dict(rcond=1e-15)), (_det.det_p, (sq32,), {}), (_det.slogdet_p, (sq32,), {}),
              (_cholesky.cholesky_p, (sq32,), {}), (_eigh.eigh_p, (sq32,), {}),
              (_svd.svd_p, (rect,), dict(full_matrices=True)), (_svd.svd_p, (rect,), dict(full_matrices=False)),
              (_qr.qr_p, (rect,), dict(mode="reduced")), (_qr.qr_p, (rect,), dict(mode="complete")),
-             (tsl_module.tri_solve_p, (sq32, np.ones((3, 1), np.float32)),
+             (_triangular.tri_solve_p, (sq32, np.ones((3, 1), np.float32)),
               dict(trans=0, lower=True, unit_diagonal=False)),
-             (tsl_module.expm_p, (sq32,), {})]
+             (_expm.expm_p, (sq32,), {}), (_lu.lu_p, (sq32,), {}), (_lu.lu_p, (rect.T,), {}),
+             (_lu.lu_p, (c64,), {}), (_lu.perm_p, (np.array([2, 2, 2], np.int32),), dict(m=3)),
+             (_sylvester.sylvester_p, (sq32, sq32[0], sq32), {}), (_sylvester.sqrtm_p, (c64,), {}),
+             (_schur.schur_p, (sq32,), dict(output="complex")), (_schur.hessenberg_p, (c64,), {}),
+             (_schur.funm_p, (sq32,), dict(func=np.cos))]
     for prim, args, params in cases:
         outs = prim.impl(*args, **params)
         avals = prim.abstract_eval(*[ShapedArray(a.shape, a.dtype) for a in args], **params)

@@ -22,6 +22,7 @@ import tapegrad.numpy as tnp
 import tapegrad.numpy.fft as tfft
 import tapegrad.numpy.linalg as tla
 import tapegrad.scipy.linalg as tsl
+import tapegrad.scipy.signal as tss
 import tapegrad.scipy.special as tsp
 import tapegrad.scipy.stats as tss
 from tapegrad import _tree
@@ -136,15 +137,25 @@ CASES = [
     _binary("einsum", lambda x, y: tnp.einsum("ij,jk->ik", x, y), shapes=((2, 3), (3, 4)), dtypes=ALL),
     # linear algebra
     _unary("solve", lambda a: tla.solve(a, np.arange(3.0).astype(a.dtype)), "well", ALL, (3, 3)),
-    _unary("inv", tla.inv, "well", ALL, (3, 3)), _unary("pinv", tla.pinv, "real", REAL, (3, 2), ulps=4096),
-    _unary("cholesky", tla.cholesky, "spd", REAL, (3, 3)), _unary("det", tla.det, "well", ALL, (3, 3)),
-    _unary("slogdet", lambda a: tla.slogdet(a)[1], "well", REAL, (3, 3)),
-    _unary("eigh", lambda a: tla.eigh(a)[0], "spd", REAL, (3, 3)),
-    _unary("eigh-vectors", lambda a: tnp.abs(tla.eigh(a)[1]), "spd", REAL, (3, 3), ulps=4096),
-    _unary("svd", lambda a: tla.svd(a, compute_uv=False), "real", REAL, (3, 2)),
-    _unary("qr", lambda a: tla.qr(a)[1], "well", REAL, (3, 3)),
+    _unary("inv", tla.inv, "well", ALL, (3, 3)), _unary("pinv", tla.pinv, "real", ALL, (3, 2), ulps=4096),
+    _unary("cholesky", tla.cholesky, "spd", ALL, (3, 3)), _unary("det", tla.det, "well", ALL, (3, 3)),
+    _unary("slogdet", lambda a: tla.slogdet(a)[1], "well", ALL, (3, 3)),
+    _unary("slogdet-sign", lambda a: tla.slogdet(a)[0], "well", (np.complex64, np.complex128), (3, 3)),
+    _unary("eigh", lambda a: tla.eigh(a)[0], "spd", ALL, (3, 3)),
+    _unary("eigh-vectors", lambda a: tnp.abs(tla.eigh(a)[1]), "spd", ALL, (3, 3), ulps=4096),
+    _unary("svd", lambda a: tla.svd(a, compute_uv=False), "real", ALL, (3, 2)),
+    _unary("svd-u", lambda a: tla.svd(a, full_matrices=False)[0], "real", ALL, (3, 2), ulps=4096),
+    _unary("svd-vh", lambda a: tla.svd(a, full_matrices=False)[2], "real", ALL, (2, 3), ulps=4096),
+    _unary("eig", tla.eigvals, "well", ALL, (3, 3), ulps=4096),
+    _unary("eig-vectors", lambda a: tnp.abs(tla.eig(a)[1]), "well", ALL, (3, 3), ulps=4096),
+    _unary("qr", lambda a: tla.qr(a)[1], "well", ALL, (3, 3)),
+    _unary("qr-q", lambda a: tla.qr(a)[0], "well", ALL, (3, 3)),
     _unary("solve_triangular", lambda a: tsl.solve_triangular(a, np.ones(3, a.dtype)), "upper", REAL, (3, 3)),
     _unary("expm", tsl.expm, "small", REAL, (3, 3)),
+    _unary("lu", lambda a: tsl.lu(a)[1] + 2 * tsl.lu(a)[2], "well", ALL, (3, 3)),
+    _unary("sqrtm", tsl.sqrtm, "spd", ALL, (3, 3)),
+    Case("solve_sylvester", tsl.solve_sylvester, ((3, 3), (2, 2), (3, 2)), ("well", "well", "real"), ALL),
+    Case("convolve", tss.convolve, ((4, 3), (2, 2)), dtypes=ALL),
     # Fourier transforms
     _unary("fft", lambda x: tfft.fft(x), dtypes=ALL), _unary("rfft", lambda x: tfft.rfft(x)),
     _unary("irfft", lambda x: tfft.irfft(x), dtypes=(np.complex64, np.complex128)),
@@ -178,7 +189,40 @@ CASES = [
     _binary("scan", lambda x, y: _product(*tg.scan(lambda c, r: (tnp.sin(c) * r + c, c * r), y, x))),
     # a custom_vjp function in a loop body stays whole in the staged body (its rule is exact here)
     _binary("custom_call", lambda x, y: _product(*tg.scan(lambda c, r: (_cube(c) * r, c * r), y, x))),
+    # numerical functions (polynomial roots, i0, floating-point pieces)
+    _unary("roots", lambda p: tnp.roots(p, strip_zeros=False), shape=(4,), dtypes=ALL),
+    _unary("i0", tnp.i0), _unary("modf", lambda x: tnp.modf(x)[0]), _unary("positive", tnp.positive),
+    _binary("heaviside", lambda x, y: tnp.heaviside(x, y) * y),
+    _unary("ldexp", lambda x: tnp.ldexp(x, np.array([1, -2, 3]))),
+    _binary("nextafter", lambda x, y: tnp.nextafter(x, y) * x),
 ]
+
+# ---- block: scipy.special coverage (jax.scipy.special and the Bessel family) ----
+CASES += [
+    _binary("beta", tsp.beta, ("pos", "pos")), _binary("poch", tsp.poch, ("pos", "pos")),
+    _binary("comb", lambda n, k: tsp.comb(n + 2.0, k), ("pos", "pos")),
+    _unary("rgamma", tsp.rgamma, "pos"), _unary("loggamma", tsp.loggamma, "pos"),
+    _binary("gammainc", tsp.gammainc, ("pos", "pos")), _binary("gammaincc", tsp.gammaincc, ("pos", "gt1")),
+    Case("betainc", tsp.betainc, ((2, 3), (3,), (3,)), ("pos", "pos", "prob")),
+    _binary("zeta", tsp.zeta, ("gt1", "pos")), _unary("riemann_zeta", tsp.zeta, "gt1"),
+    _unary("expi", tsp.expi, "pos"),
+    _unary("exp1", tsp.exp1, "pos"), _unary("expn", lambda x: tsp.expn(2, x), "pos"),
+    _unary("dawsn", tsp.dawsn), _unary("spence", tsp.spence, "pos"),
+    _unary("sici", lambda x: tsp.sici(x)[0] * tsp.sici(x)[1], "pos"),
+    _unary("fresnel", lambda x: tsp.fresnel(x)[0] * tsp.fresnel(x)[1]),
+    _binary("owens_t", tsp.owens_t), _unary("hyp1f1", lambda x: tsp.hyp1f1(0.7, 1.9, x)),
+    _unary("hyp2f1", lambda x: tsp.hyp2f1(0.7, 1.2, 2.1, x), "small"),
+    _binary("kl_div", tsp.kl_div, ("pos", "pos")), _binary("rel_entr", tsp.rel_entr, ("pos", "pos")),
+    _binary("boxcox", tsp.boxcox, ("pos", "real")), _binary("boxcox1p", tsp.boxcox1p, ("prob", "real")),
+    _unary("jv", lambda z: tsp.jv(1.5, z), "pos"), _unary("jn", lambda z: tsp.jn(2, z)),
+    _unary("yv", lambda z: tsp.yv(0.7, z), "pos"), _unary("yn", lambda z: tsp.yn(1, z), "pos"),
+    _unary("iv", lambda z: tsp.iv(2.5, z), "pos"), _unary("ive", lambda z: tsp.ive(1, z)),
+    _unary("kv", lambda z: tsp.kv(0.3, z), "pos"), _unary("kve", lambda z: tsp.kve(2, z), "pos"),
+    _unary("j0", tsp.j0), _unary("j1", tsp.j1), _unary("y0", tsp.y0, "pos"), _unary("y1", tsp.y1, "pos"),
+    _binary("sph_harm_y", lambda t, p: tsp.sph_harm_y(3, 1, t, p), ("pos", "real")),
+    _unary("wofz", tsp.wofz, dtypes=ALL),
+]
+# ---- end block: scipy.special coverage ----
 
 
 def _inner(a, b) -> float:
@@ -246,6 +290,8 @@ DERIVATIVE_ONLY = {"select_scatter", "window_gather", "window_sum_transpose"}
 # Primitives with forward mode only (reverse mode refused, as in JAX): test_scan.py checks their jvp
 # against finite differences.
 FORWARD_ONLY = {"while"}
+# Primitives with values only (their rules raise, as JAX has none): test_cov_scipy_linalg.py checks it.
+VALUES_ONLY = {"scipy.linalg.funm", "scipy.linalg.hessenberg", "scipy.linalg.rsf2csf", "scipy.linalg.schur"}
 
 
 def test_every_differentiable_primitive_is_checked():
@@ -269,7 +315,7 @@ def test_every_differentiable_primitive_is_checked():
         for prim, impl in saved.items():
             prim.impl = impl
     differentiable = {p.name for p in PRIMITIVES if not p.nondiff}
-    missing = differentiable - bound - FORWARD_ONLY
+    missing = differentiable - bound - FORWARD_ONLY - VALUES_ONLY
     assert not missing, f"differentiable primitives no case reaches: {sorted(missing)}"
     assert DERIVATIVE_ONLY <= bound
 

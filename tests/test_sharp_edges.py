@@ -130,8 +130,7 @@ def test_np_mean_of_a_list_of_traced_values_names_tnp_mean():
     assert tg.grad(lambda a, b: tnp.mean(tnp.array([a, b])))(1.0, 2.0) == 0.5
 
 
-@pytest.mark.parametrize("call,ours", [
-    (lambda a: scipy.special.gammaln(a), "tapegrad.scipy.special.gammaln"),
+@pytest.mark.parametrize("call,ours", [  # (scipy.special's ufuncs dispatch instead: test_scipy_dispatch.py)
     (lambda a: scipy.special.logsumexp(a), "tapegrad.scipy.special.logsumexp"),
     (lambda a: tnp.sum(scipy.linalg.expm(a)), "tapegrad.scipy.linalg.expm"),
 ])

@@ -187,7 +187,7 @@ FALLBACK: set[str] = set()
 
 def test_every_primitive_has_a_batch_rule():
     # in a fresh interpreter: other test files declare primitives of their own (test_testing.py)
-    code = ("import json, tapegrad.scipy.special, tapegrad.scipy.linalg, tapegrad.numpy.fft, tapegrad.nn.functional;"
+    code = ("import json, tapegrad.scipy, tapegrad.numpy.fft, tapegrad.nn.functional;"
             "from tapegrad._vmap import fallback_primitives; from tapegrad._rules import PRIMITIVES;"
             "print(json.dumps(fallback_primitives(PRIMITIVES)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -57,7 +57,12 @@ def defvjp(prim: Primitive, *rules) -> None:
     """Give ``prim`` one vjp rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that
     operand`` (``cts`` and the list ``ans`` for a primitive with several results); a None rule (or a
     rule returning None) means a zero cotangent for that operand."""
-    prim.vjp_rules = rules
+    prim.vjp_rules = tuple(_no_cotangent if rule is None else rule for rule in rules)
+
+
+def _no_cotangent(ct, ans, *primals, **params):
+    """The rule of an operand the output does not depend on (an index, an integer order)."""
+    return None
 
 
 def defjvp(prim: Primitive, *rules) -> None:

@@ -104,7 +104,12 @@ from tapegrad.numpy._elementwise import (
 )
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
-from tapegrad.numpy._operators import floor_divide, register_alternatives, register_numpy_functions
+from tapegrad.numpy._operators import (
+    floor_divide,
+    register_alternatives,
+    register_numpy_functions,
+    register_ufuncs,
+)
 from tapegrad.numpy._ranges import geomspace, linspace, logspace
 from tapegrad.numpy._reductions import (
     all,
@@ -244,6 +249,204 @@ __all__ += [
     "trace", "tril", "triu", "vsplit", "vstack",
 ]
 # ---- end block: array functions ----
+
+# ---- block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+from tapegrad.numpy._from import from_dlpack, fromfunction, frompyfunc  # noqa: E402
+from tapegrad.numpy._predicates import isneginf, isposinf  # noqa: E402
+from tapegrad.numpy._queries import (  # noqa: E402
+    broadcast_shapes,
+    can_cast,
+    einsum_path,
+    isdtype,
+    isscalar,
+    issubdtype,
+    iterable,
+    promote_types,
+)
+from tapegrad.numpy._reorder import (  # noqa: E402
+    copy,
+    lexsort,
+    mask_indices,
+    place,
+    ravel_multi_index,
+    resize,
+    sort_complex,
+    trim_zeros,
+    unravel_index,
+)
+
+__all__ += [
+    "broadcast_shapes", "can_cast", "copy", "einsum_path", "from_dlpack", "frompyfunc", "fromfunction",
+    "isdtype", "isneginf", "isposinf", "isscalar", "issubdtype", "iterable", "lexsort", "mask_indices", "place",
+    "promote_types", "ravel_multi_index", "resize", "sort_complex", "trim_zeros", "unravel_index",
+]
+# ---- end block: type and shape queries, reordering, flat indices, predicates, arrays from other things ----
+
+# ---- block: numerical functions (polynomials, calculus, convolution, covariance, floating point, windows) ----
+from tapegrad.numpy._bessel import i0  # noqa: E402
+from tapegrad.numpy._calculus import ediff1d, gradient, interp, trapezoid, unwrap  # noqa: E402
+from tapegrad.numpy._comparison import (  # noqa: E402
+    allclose,
+    array_equal,
+    array_equiv,
+    isclose,
+    iscomplex,
+    iscomplexobj,
+    isreal,
+    isrealobj,
+    real_if_close,
+)
+from tapegrad.numpy._convolve import convolve, correlate  # noqa: E402
+from tapegrad.numpy._covariance import corrcoef, cov  # noqa: E402
+from tapegrad.numpy._cumulative import cumulative_prod, cumulative_sum  # noqa: E402
+from tapegrad.numpy._floating import (  # noqa: E402
+    divmod,
+    fix,
+    frexp,
+    gcd,
+    heaviside,
+    lcm,
+    ldexp,
+    modf,
+    nextafter,
+    positive,
+    rint,
+    spacing,
+)
+from tapegrad.numpy._polynomial import (  # noqa: E402
+    poly,
+    polyadd,
+    polyder,
+    polydiv,
+    polyfit,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    roots,
+    vander,
+)
+from tapegrad.numpy._windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: E402
+
+__all__ += [
+    "allclose", "array_equal", "array_equiv", "bartlett", "blackman", "convolve", "corrcoef", "correlate",
+    "cov", "cumulative_prod", "cumulative_sum", "divmod", "ediff1d", "euler_gamma", "fix", "frexp", "gcd",
+    "gradient", "hamming", "hanning", "heaviside", "i0", "interp", "isclose", "iscomplex", "iscomplexobj",
+    "isreal", "isrealobj", "kaiser", "lcm", "ldexp", "modf", "nextafter", "poly", "polyadd", "polyder",
+    "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval", "positive", "real_if_close", "rint",
+    "roots", "spacing", "trapezoid", "unwrap", "vander",
+]
+euler_gamma = _np.euler_gamma
+register_ufuncs({name: globals()[name] for name in (
+    "divmod", "frexp", "gcd", "heaviside", "lcm", "ldexp", "modf", "nextafter", "positive", "rint", "spacing")})
+# ---- end block: numerical functions ----
+
+# ---- block: shape, indexing, sets, searching and the array-API spellings ----
+from tapegrad.numpy._apply import (  # noqa: E402
+    apply_along_axis,
+    apply_over_axes,
+)
+from tapegrad.numpy._array_api import (  # noqa: E402
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_count,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_right_shift,
+    concat,
+    left_shift,
+    matrix_transpose,
+    matvec,
+    permute_dims,
+    pow,
+    right_shift,
+    unstack,
+    vecdot,
+    vecmat,
+)
+from tapegrad.numpy._histograms import (  # noqa: E402
+    bincount,
+    histogram,
+    histogram2d,
+    histogram_bin_edges,
+    histogramdd,
+)
+from tapegrad.numpy._index_tricks import (  # noqa: E402
+    c_,
+    diag_indices,
+    diag_indices_from,
+    index_exp,
+    indices,
+    ix_,
+    meshgrid,
+    mgrid,
+    ogrid,
+    r_,
+    rollaxis,
+    s_,
+    tri,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+)
+from tapegrad.numpy._insertion import (  # noqa: E402
+    append,
+    block,
+    delete,
+    fill_diagonal,
+    insert,
+    put,
+    put_along_axis,
+)
+from tapegrad.numpy._searching import (  # noqa: E402
+    argwhere,
+    compress,
+    count_nonzero,
+    digitize,
+    extract,
+    flatnonzero,
+    nonzero,
+    searchsorted,
+)
+from tapegrad.numpy._selection import (  # noqa: E402
+    choose,
+    piecewise,
+)
+from tapegrad.numpy._setops import (  # noqa: E402
+    intersect1d,
+    isin,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+
+__all__ += [
+    "acos", "acosh", "append", "apply_along_axis", "apply_over_axes", "argwhere", "asin", "asinh", "atan",
+    "atan2", "atanh", "bincount", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
+    "bitwise_right_shift", "block", "c_", "choose", "compress", "concat", "count_nonzero", "delete",
+    "diag_indices", "diag_indices_from", "digitize", "extract", "fill_diagonal", "flatnonzero", "histogram",
+    "histogram2d", "histogram_bin_edges", "histogramdd", "index_exp", "indices", "insert", "intersect1d",
+    "isin", "ix_", "left_shift", "matrix_transpose", "matvec", "meshgrid", "mgrid", "nonzero", "ogrid",
+    "permute_dims", "piecewise", "pow", "put", "put_along_axis", "r_", "right_shift", "rollaxis", "s_",
+    "searchsorted", "setdiff1d", "setxor1d", "tri", "tril_indices", "tril_indices_from", "triu_indices",
+    "triu_indices_from", "union1d", "unique", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "unstack", "vecdot", "vecmat",
+]
+register_ufuncs({name: globals()[name] for name in (
+    "bitwise_count", "left_shift", "matvec", "right_shift", "vecdot", "vecmat")})  # NumPy 2 ufuncs
+# ---- end block: shape, indexing, sets, searching and the array-API spellings ----
 
 # ---- block: linalg and fft submodules ----
 from tapegrad.numpy import fft  # noqa: E402

@@ -1,10 +1,11 @@
 """Creation functions. New arrays are constants (never traced) on the default backend, except
-``array``/``asarray`` of sequences holding traced values, which stack them differentiably."""
+``array``/``asarray`` of sequences holding traced values, which stack them differentiably, and
+``full`` of a traced fill value, which broadcasts it."""
 from __future__ import annotations
 
 import numpy as np
 
-from tapegrad import _backend
+from tapegrad import _backend, _structural
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._structural import astype, stack
@@ -66,7 +67,17 @@ def ones(shape, dtype=float):
 
 
 def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value``, as ``numpy.full``. A traced ``fill_value``
+    (a scalar, or an array that broadcasts to ``shape``) is broadcast, so the result is differentiable
+    in it (JAX's behaviour); ``dtype`` defaults to its dtype."""
+    if isinstance(_unboxed(fill_value), Tracer):
+        filled = _structural.broadcast_to(_unboxed(fill_value), _shape_tuple(shape))
+        return filled if dtype is None else astype(filled, np.dtype(dtype))
     return default_namespace().full(shape, fill_value, dtype)
+
+
+def _shape_tuple(shape) -> tuple:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
 
 
 def empty(shape, dtype=float):

@@ -243,12 +243,13 @@ def _index_set_impl(x, y, *arrays, idx):
     return out
 
 
-def surviving_writes(shape, arrays, idx):
-    """Boolean mask over ``x[idx]`` for an ``x`` of ``shape``: True where that write is the one an
-    assignment keeps. With repeated integer indices only one write per position survives; the mask
-    is found by assigning write numbers the same way the values were assigned."""
-    xp = namespace_of(*arrays)
-    slots = xp.zeros(shape, dtype=np.int64)
+def surviving_writes(x, arrays, idx):
+    """Boolean mask over ``x[idx]``: True where that write is the one an assignment keeps. With
+    repeated integer indices only one write per position survives; the mask is found by assigning
+    write numbers the same way the values were assigned, on ``x``'s backend (host index arrays into
+    a device ``x`` are allowed, as CuPy allows them)."""
+    xp = namespace_of(x)
+    slots = xp.zeros(tuple(x.shape), dtype=np.int64)
     # in tapegrad operations, as the arrays may be traced (mapped by vmap, say)
     written_shape = tuple(bind(getitem_p, slots, *arrays, idx=idx).shape)
     numbers = xp.arange(int(np.prod(written_shape)), dtype=np.int64).reshape(written_shape)
@@ -264,7 +265,7 @@ def _update_vjp(is_set: bool):
             return None
         ct_y = bind(getitem_p, ct, *arrays, idx=idx)
         if is_set and _has_arrays(idx):  # only the surviving write of a repeated index is seen
-            ct_y = ct_y * surviving_writes(tuple(x.shape), arrays, idx)
+            ct_y = ct_y * surviving_writes(x, arrays, idx)
         return _shape.unbroadcast(ct_y, y)
     return rule
 
@@ -419,7 +420,7 @@ class IndexUpdateRef:
         spec, arrays = encode_index(self.index)
         method = f"x.at[idx].{name.replace('imum', '')}(v)"
         if _has_arrays(spec):
-            unique = surviving_writes(tuple(self.array.shape), arrays, spec).all()
+            unique = surviving_writes(self.array, arrays, spec).all()
             try:
                 unique = bool(unique)
             except ConcretizationError:  # an index mapped by vmap (or staged by jit) has no one answer

@@ -7,6 +7,7 @@ the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversio
 """
 from __future__ import annotations
 
+import importlib
 import sys
 
 import numpy as np
@@ -150,7 +151,7 @@ class ArrayOperators:
         # NumPy's own ufunc (one lookup, the hot path), or another library's (scipy.special.gammaln)
         numpys = getattr(np, ufunc.__name__, None) is ufunc
         foreign = None if numpys else _foreign_ufunc(ufunc)
-        fn = _UFUNCS.get(ufunc.__name__) if numpys else None
+        fn = _UFUNCS.get(ufunc.__name__) if numpys else _FOREIGN_UFUNCS.get(ufunc)
         if method != "__call__" or fn is None or kwargs:
             spelled = f"{foreign or 'numpy'}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {sorted(kwargs)}" if kwargs and fn is not None else ""
@@ -181,6 +182,24 @@ def register_alternatives(foreign: str, ours: str, names) -> None:
         _ALTERNATIVES[f"{foreign}.{name}"] = f"{ours}.{name}"
     if foreign.split(".")[0] != "numpy":
         _FOREIGN_MODULES.add(foreign)
+
+
+_FOREIGN_UFUNCS: dict = {}  # scipy.special.gammaln (the ufunc object) -> tapegrad.scipy.special.gammaln
+
+
+def register_foreign_ufuncs(foreign: str, namespace: dict) -> None:
+    """Dispatch each ufunc of the module ``foreign`` (``"scipy.special"``) whose name ``namespace``
+    defines to our function of that name, when it is called on a traced value (NumPy's
+    ``__array_ufunc__`` protocol hands it over: ``scipy.special.gammaln(x)`` then traces). Nothing is
+    registered when ``foreign`` cannot be imported."""
+    try:
+        module = importlib.import_module(foreign)
+    except ImportError:
+        return
+    for name, fn in namespace.items():
+        ufunc = getattr(module, name, None)
+        if isinstance(ufunc, np.ufunc) and callable(fn):
+            _FOREIGN_UFUNCS[ufunc] = fn
 
 
 def _foreign_ufunc(ufunc):
@@ -238,6 +257,14 @@ _UFUNCS = {
     "logaddexp2": uf.logaddexp2, "remainder": uf.remainder, "fmod": uf.fmod, "hypot": uf.hypot,
     "copysign": uf.copysign,
 }
+
+
+def register_ufuncs(namespace: dict) -> None:
+    """Serve each NumPy ufunc whose name ``namespace`` defines (``"ldexp"``) with our function of that
+    name, when it is called on a traced value (``__array_ufunc__``): for the ufuncs of modules that
+    ``tapegrad.numpy`` imports after this one."""
+    _UFUNCS.update(namespace)
+
 
 _UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
 

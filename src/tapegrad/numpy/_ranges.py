@@ -17,6 +17,7 @@ from tapegrad._backend import default_namespace, namespace_of
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import _contains_traced, asarray
+from tapegrad.numpy._statistics import concrete
 
 
 def _num(num, name: str) -> int:
@@ -79,13 +80,15 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     zero), as ``numpy.geomspace``; the endpoints are exact.
 
     Raises:
-        ValueError: ``start`` or ``stop`` is 0 (checked where they are concrete).
+        ValueError: ``start`` or ``stop`` is 0, where they are concrete (eagerly, or under ``grad``);
+            under ``jit`` and ``vmap`` they are not known, and a zero gives nan and inf, as in JAX.
     """
     if not (_contains_traced(start) or _contains_traced(stop)):
         return _xp(start, stop).geomspace(start, stop, num, endpoint, dtype, axis)
     num = _num(num, "geomspace")
     start, stop = asarray(start), asarray(stop)
-    if bool(ew.logical_or(ew.equal(start, 0), ew.equal(stop, 0)).any()):  # eager: bool() is allowed
+    known = [concrete(start), concrete(stop)]
+    if all(k is not None for k in known) and any(np.any(np.asarray(k) == 0) for k in known):
         raise ValueError("geomspace: a geometric sequence cannot include zero; give non-zero start and stop")
     sign = ew.stop_gradient(ew.sign(start))  # NumPy: the sequence takes start's sign
     samples = sign * logspace(ew.log10(start * sign), ew.log10(stop * sign), num, endpoint, axis=0)

@@ -32,15 +32,15 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import namespace_of
+from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
-from tapegrad.numpy._creation import as_operand, full_like
+from tapegrad.numpy._creation import _contains_traced, as_operand, full_like
 from tapegrad.numpy._elementwise import astype
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-           "irfftn", "fftshift", "ifftshift"]
+           "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _SWAPPED_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
@@ -401,6 +401,98 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
     """:func:`irfftn` over two axes (the last two by default), as ``numpy.fft.irfft2``."""
     return _c2r(a, s, axes, norm)
+
+
+# ---- Hermitian transforms ------------------------------------------------------------------------
+def hfft(a, n=None, axis=-1, norm=None):
+    """The transform of a signal with Hermitian symmetry (a real spectrum), as ``numpy.fft.hfft``:
+    ``irfft(conj(a), n, axis)`` with the swapped ``norm`` (NumPy's definition), so ``n`` real
+    outputs from ``n // 2 + 1`` terms.
+
+    Args:
+        a: the first half of a Hermitian-symmetric signal (complex; real input is taken as complex).
+        n: output length (default ``2 * (m - 1)`` for ``m`` input terms; pass it for odd lengths).
+        axis: the axis to transform.
+        norm: as :func:`fft` (``"backward"`` scales nothing here, as in NumPy).
+
+    Returns:
+        A real array (float32 for complex64 input, else float64) with length ``n`` along ``axis``.
+
+    Raises:
+        ValueError: ``n < 1`` or an unknown ``norm``.
+
+    Derivatives: those of ``irfft`` and ``conj`` (``conj`` is not holomorphic: its vjp conjugates,
+    JAX's convention).
+    """
+    return _c2r(_complex.conj(_as_complex(a)), None if n is None else (n,), (axis,), _SWAPPED_NORM[_norm(norm)])
+
+
+def ihfft(a, n=None, axis=-1, norm=None):
+    """The inverse of :func:`hfft`, as ``numpy.fft.ihfft``: ``conj(rfft(a, n, axis))`` with the
+    swapped ``norm``; ``n // 2 + 1`` complex terms from a real signal.
+
+    Args:
+        a: real array (a complex one is a ``TypeError``, as in NumPy).
+        n: transform length; ``a`` is truncated or zero-padded along ``axis`` to it.
+        axis: the axis to transform.
+        norm: as :func:`ifft`.
+
+    Returns:
+        A complex array (complex64 for float32 input, else complex128), ``n // 2 + 1`` long along
+        ``axis``.
+
+    Raises:
+        TypeError: complex input. ValueError: ``n < 1`` or an unknown ``norm``.
+    """
+    return _complex.conj(_r2c(a, None if n is None else (n,), (axis,), _SWAPPED_NORM[_norm(norm)]))
+
+
+# ---- sample frequencies --------------------------------------------------------------------------
+def _frequencies(name, n, d, dtype, half):
+    """``counts / (n * d)`` with NumPy's integer frequency counts (only the non-negative ones when
+    ``half``); ``d`` may be traced (the derivative in ``d`` is ``-counts / (n * d**2)``, as in JAX)."""
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{name}: n must be an int, got {type(n).__name__}") from None
+    if n < 1:
+        raise ValueError(f"{name}: n must be a positive int, got {n}")
+    xp = default_namespace()
+    if half:
+        counts = xp.arange(0, n // 2 + 1)
+    else:
+        counts = xp.concatenate([xp.arange(0, (n - 1) // 2 + 1), xp.arange(-(n // 2), 0)])
+    if _contains_traced(d):
+        out = counts * (1.0 / (as_operand(d) * n))
+    else:
+        out = counts * (1.0 / (n * d))  # NumPy's own arithmetic, so values and dtype are NumPy's
+    return out if dtype is None else astype(out, dtype)
+
+
+def fftfreq(n, d=1.0, *, dtype=None, device=None):
+    """The sample frequencies of an ``n``-point :func:`fft`, as ``numpy.fft.fftfreq``:
+    ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)``.
+
+    Args:
+        n: the window length (a positive int).
+        d: the sample spacing; a traced ``d`` is differentiable.
+        dtype: (JAX's keyword) the result's dtype; default NumPy's (float64 for a Python ``d``).
+        device: accepted for the array API; the default backend's arrays are returned.
+
+    Returns:
+        ``(n,)`` frequencies in cycles per unit of ``d``.
+
+    Raises:
+        TypeError: ``n`` is not an int. ValueError: ``n < 1``.
+    """
+    return _frequencies("fftfreq", n, d, dtype, half=False)
+
+
+def rfftfreq(n, d=1.0, *, dtype=None, device=None):
+    """The sample frequencies of an ``n``-point :func:`rfft`, as ``numpy.fft.rfftfreq``:
+    ``[0, 1, ..., n // 2] / (n * d)``, ``(n // 2 + 1,)`` of them. Arguments and errors as
+    :func:`fftfreq`."""
+    return _frequencies("rfftfreq", n, d, dtype, half=True)
 
 
 # ---- shifts --------------------------------------------------------------------------------------

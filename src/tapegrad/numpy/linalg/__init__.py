@@ -4,24 +4,42 @@ Every function has a vjp and a jvp rule written in tapegrad operations, so deriv
 work in forward and reverse mode. Leading (stacked) axes are handled as NumPy handles them.
 Decompositions with several outputs (``eigh``, ``svd``, ``qr``, ``slogdet``) are one primitive each,
 with several results; they return NumPy 2's named tuples
-(``EighResult``, ``SVDResult``, ``QRResult``, ``SlogdetResult``). Functions of symmetric matrices
-(``cholesky``, ``eigh``, ``eigvalsh``) read ``(a + a^T) / 2``, as JAX does. Decompositions take real
-input; ``solve``, ``inv``, ``det``, ``matrix_power`` and ``multi_dot`` also complex input
-(holomorphic, JAX's conventions).
+(``EigResult``, ``EighResult``, ``SVDResult``, ``QRResult``, ``SlogdetResult``); ``eig`` and ``eigvals``
+always return complex arrays (as JAX). The array API's spellings (``matrix_transpose``, ``vecdot``,
+``matrix_norm``, ...) are here as NumPy 2 has them. Functions of symmetric matrices
+(``cholesky``, ``eigh``, ``eigvalsh``) read ``(a + a^H) / 2``, as JAX does. Every function takes
+complex input too, with JAX's conventions for its derivatives: the jvp is the R-linear map, the vjp
+its transpose under ``Re(sum(a * b))`` (so holomorphic functions such as ``solve``, ``inv`` and
+``det`` multiply by the transposed, not conjugated, derivative).
 """
 from numpy.linalg import LinAlgError
 
+from tapegrad.numpy.linalg._array_api import (
+    cross,
+    diagonal,
+    matmul,
+    matrix_transpose,
+    outer,
+    tensordot,
+    trace,
+    vecdot,
+)
 from tapegrad.numpy.linalg._cholesky import cholesky
+from tapegrad.numpy.linalg._conditioning import cond, matrix_rank
 from tapegrad.numpy.linalg._det import SlogdetResult, det, slogdet
+from tapegrad.numpy.linalg._eig import EigResult, eig, eigvals
 from tapegrad.numpy.linalg._eigh import EighResult, eigh, eigvalsh
-from tapegrad.numpy.linalg._norm import norm
+from tapegrad.numpy.linalg._norm import matrix_norm, norm, vector_norm
 from tapegrad.numpy.linalg._products import matrix_power, multi_dot
 from tapegrad.numpy.linalg._qr import QRResult, qr
 from tapegrad.numpy.linalg._solve import inv, lstsq, pinv, solve
-from tapegrad.numpy.linalg._svd import SVDResult, svd
+from tapegrad.numpy.linalg._svd import SVDResult, svd, svdvals
+from tapegrad.numpy.linalg._tensor import tensorinv, tensorsolve
 
 __all__ = [
-    "EighResult", "LinAlgError", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
-    "eigvalsh", "inv", "lstsq", "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
-    "svd",
+    "EigResult", "EighResult", "LinAlgError", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+    "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul",
+    "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv",
+    "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
+    "vector_norm",
 ]

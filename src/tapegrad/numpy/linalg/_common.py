@@ -19,15 +19,38 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad.extend import broadcast_batch, defbatch, shape_of
+from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 
 
 def T(x):
     """The transpose of the last two axes (the matrix transpose of a stack of matrices)."""
     return _shape.swapaxes(x, -1, -2)
+
+
+def conj(x):
+    """The complex conjugate of ``x``; ``x`` itself when it is real (no operation recorded)."""
+    return _complex.conj(x) if _complex.is_complex(x) else x
+
+
+def H(x):
+    """The conjugate transpose of the last two axes (``T`` for real ``x``)."""
+    return T(conj(x))
+
+
+def real_part(x):
+    """``Re(x)`` as an array of ``x``'s own dtype (``x`` itself when it is real): for rules whose
+    derivative keeps only a real part but whose output stays complex."""
+    return ew.astype(_complex.real(x), x.dtype) if _complex.is_complex(x) else x
+
+
+def abs2(x):
+    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (``x * x`` would be complex)."""
+    if _complex.is_complex(x):
+        return _complex.real(x * _complex.conj(x))
+    return x * x
 
 
 def matrix_operand(a, name: str, square: bool = True):
@@ -84,15 +107,28 @@ def diagonal(x):
     return red.sum(x * eye_like(x), axis=-1)
 
 
+def gaps_reciprocal(w):
+    """``F[..., i, j] = 1 / (w_j - w_i)``: 0 on the diagonal and between equal values (the gap factor
+    of the ``eig``, ``eigh`` and, with squared singular values, ``svd`` rules)."""
+    return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
+
+
+def imaginary_diagonal(x):
+    """``i Im(diag(x))`` as a diagonal matrix (zero for real ``x``): the phase terms of the complex
+    ``svd`` and ``qr`` rules."""
+    d = diagonal(x)
+    return diag_embed(d - real_part(d))
+
+
 def trace(x):
     """``(..., n, n) -> (...)``: the trace of each matrix."""
     return red.sum(diagonal(x), axis=-1)
 
 
 def symmetrize(x):
-    """``(x + x^T) / 2``: the symmetric part, which is what symmetric-input functions read (JAX's
-    ``symmetrize_input=True``)."""
-    return (x + T(x)) * 0.5
+    """``(x + x^H) / 2``: the symmetric (Hermitian) part, which is what symmetric-input functions
+    read (JAX's ``symmetrize_input=True``)."""
+    return (x + H(x)) * 0.5
 
 
 def safe_reciprocal(x):

@@ -1,7 +1,12 @@
-"""Determinants: ``det`` and ``slogdet`` (Jacobi's formula, Giles 2008 section 2.2.4):
+"""Determinants: ``det`` and ``slogdet`` (Jacobi's formula, Giles 2008 section 2.2.4), with
+``x = tr(A^-1 dA)``:
 
-    d det(A) = det(A) tr(A^-1 dA)          A_bar = det_bar det(A) A^-T
-    d log|det(A)| = tr(A^-1 dA)            A_bar = logabsdet_bar A^-T      (sign: derivative zero)
+    d det(A) = det(A) x                    A_bar = det_bar det(A) A^-T
+    d log|det(A)| = Re(x)                  A_bar = g A^-T,  g = logabsdet_bar + i Im(sign_bar sign)
+    d sign = i Im(x) sign                  (real A: zero, and g = logabsdet_bar)
+
+(``slogdet``'s complex rules are JAX's ``_slogdet_jvp`` and their transpose under
+``Re(sum(a * b))``.)
 
 The rules use tapegrad's ``solve`` and ``inv``, so they differentiate again. A singular matrix has
 no inverse: its derivative raises ``numpy.linalg.LinAlgError`` (the formula is left as it is, as in
@@ -11,11 +16,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
-from tapegrad.numpy import _shape
-from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, shaped, trace
+from tapegrad.numpy import _complex, _shape
+from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, real_part, shaped, trace
 from tapegrad.numpy.linalg._solve import inv, solve
 
 
@@ -52,15 +59,27 @@ def _slogdet_impl(a):
     return namespace_of(a).linalg.slogdet(a)
 
 
+def _slogdet_aval(a):
+    sign = shaped(a.shape[:-2], a)
+    return [sign, sign._replace(dtype=np.finfo(a.dtype).dtype)]  # logabsdet is real
+
+
 def _slogdet_vjp(cts, ans, a):
-    return _as_matrix_factor(cts[1]) * T(inv(a))  # the sign's cotangent has nothing to flow into
+    (ct_sign, ct_logabsdet), sign = cts, ans[0]
+    g = ct_logabsdet
+    if _complex.is_complex(a):  # a real sign has nothing to flow into
+        g = g + 1j * _complex.imag(ct_sign * sign)
+    return _as_matrix_factor(g) * T(inv(a))
 
 
 def _slogdet_jvp(t, ans, a):
-    return [None, trace(solve(a, t))]
+    x = trace(solve(a, t))
+    if not _complex.is_complex(a):
+        return [None, x]
+    return [ans[0] * (x - real_part(x)), _complex.real(x)]
 
 
-slogdet_p = primitive("slogdet", _slogdet_impl, lambda a: [shaped(a.shape[:-2], a)] * 2, multiple_results=True)
+slogdet_p = primitive("slogdet", _slogdet_impl, _slogdet_aval, multiple_results=True)
 defvjp(slogdet_p, _slogdet_vjp)
 defjvp(slogdet_p, _slogdet_jvp)
 defbatch_matrices(slogdet_p)
@@ -70,16 +89,14 @@ def slogdet(a):
     """Sign and natural log of the absolute determinant of each matrix, as ``numpy.linalg.slogdet``.
 
     Args:
-        a: real ``(..., n, n)``.
+        a: ``(..., n, n)``, real or complex.
 
     Returns:
-        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)`` and ``a``'s float dtype; ``sign``
-        has derivative zero.
+        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``: ``sign`` with ``a``'s dtype (for
+        complex ``a`` a complex number of modulus 1, else +-1 with derivative zero), ``logabsdet``
+        with its real counterpart.
 
-    Raises:
-        NotImplementedError: complex ``a``.
+    Derivatives need an invertible ``a`` (``numpy.linalg.LinAlgError`` otherwise). Complex ``a``:
+    JAX's conventions (``d sign = i Im(tr(a^-1 da)) sign``).
     """
-    a = matrix_operand(a, "slogdet")
-    if a.dtype.kind == "c":
-        raise NotImplementedError("slogdet: complex input is not supported (real matrices only)")
-    return SlogdetResult(*bind(slogdet_p, a))
+    return SlogdetResult(*bind(slogdet_p, matrix_operand(a, "slogdet")))

@@ -1,10 +1,14 @@
-"""``eigh`` and ``eigvalsh``: eigenvalues and eigenvectors of symmetric matrices.
+"""``eigh`` and ``eigvalsh``: eigenvalues and eigenvectors of symmetric (Hermitian) matrices.
 
-With ``A = V diag(w) V^T``, ``X = V^T dA V`` and ``F[i, j] = 1 / (w_j - w_i)`` off the diagonal
+With ``A = V diag(w) V^H``, ``X = V^H dA V`` and ``F[i, j] = 1 / (w_j - w_i)`` off the diagonal
 (JAX's ``_eigh_jvp_rule``; Giles 2008 section 3.1; HIPS autograd's ``grad_eigh``):
 
-    jvp  dw = diag(X),  dV = V (F * X)
-    vjp  A_bar = V (diag(w_bar) + F * (V^T V_bar)) V^T
+    jvp  dw = Re(diag(X)),  dV = V (F * X)
+    vjp  A_bar = conj(V) (diag(w_bar) + F * (V^T V_bar)) V^T
+
+The vjp is the transpose of the jvp under ``Re(sum(a * b))`` (JAX's complex convention); for real
+``A`` the conjugations vanish. ``dV`` has no component along ``V`` (``diag(V^H dV) = 0``): the
+eigenvectors' phases (signs, for real ``A``) are arbitrary, and the derivative adds none.
 
 ``F`` is 0 where two eigenvalues are exactly equal (the "double where" of :func:`safe_reciprocal`):
 the eigenvectors of a repeated eigenvalue are not unique and have no derivative, but functions of
@@ -19,18 +23,23 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
-from tapegrad.numpy import _shape
+from tapegrad.numpy import _complex
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
+    H,
     T,
+    conj,
     defbatch_matrices,
     diag_embed,
     diagonal,
+    gaps_reciprocal,
     matrix_operand,
-    safe_reciprocal,
+    real_part,
     shaped,
     symmetrize,
     tril,
@@ -45,30 +54,27 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
-def _gaps_reciprocal(w):
-    """``F[..., i, j] = 1 / (w_j - w_i)``, 0 on the diagonal and between equal eigenvalues."""
-    return safe_reciprocal(_shape.expand_dims(w, -2) - _shape.expand_dims(w, -1))
-
-
 def _eigh_impl(a):
     return namespace_of(a).linalg.eigh(a)
 
 
 def _eigh_aval(a):
     n = a.shape[-1]
-    return [shaped(tuple(a.shape[:-1]), a), shaped(tuple(a.shape[:-2]) + (n, n), a)]
+    w = shaped(tuple(a.shape[:-1]), a)
+    return [w._replace(dtype=np.finfo(a.dtype).dtype), shaped(tuple(a.shape[:-2]) + (n, n), a)]  # real w
 
 
 def _eigh_jvp(t, ans, a):
     w, v = ans
-    x = matmul(T(v), matmul(t, v))
-    return [diagonal(x), matmul(v, _gaps_reciprocal(w) * x)]
+    x = matmul(H(v), matmul(t, v))
+    dw = diagonal(x)
+    return [_complex.real(dw) if _complex.is_complex(dw) else dw, matmul(v, gaps_reciprocal(w) * x)]
 
 
 def _eigh_vjp(cts, ans, a):
     (w, v), (ct_w, ct_v) = ans, cts
-    inner = diag_embed(ct_w) + _gaps_reciprocal(w) * matmul(T(v), ct_v)
-    return matmul(v, matmul(inner, T(v)))
+    inner = diag_embed(ct_w) + gaps_reciprocal(w) * matmul(T(v), ct_v)
+    return matmul(conj(v), matmul(inner, T(v)))
 
 
 eigh_p = primitive("eigh", _eigh_impl, _eigh_aval, multiple_results=True)
@@ -82,24 +88,23 @@ def eigh(a, UPLO="L", *, symmetrize_input=True):
     ``numpy.linalg.eigh``.
 
     Args:
-        a: real ``(..., n, n)``.
+        a: ``(..., n, n)``, real symmetric or complex Hermitian.
         UPLO: which triangle NumPy reads (``'L'`` or ``'U'``); used only when ``symmetrize_input``
             is False.
-        symmetrize_input: (JAX's flag, default True) decompose ``(a + a^T) / 2``, so gradients are
-            symmetric. False: decompose the symmetric matrix mirrored from the ``UPLO`` triangle, as
-            NumPy does, so values match NumPy also for a non-symmetric ``a`` and gradients live on
-            that triangle.
+        symmetrize_input: (JAX's flag, default True) decompose ``(a + a^H) / 2``, so gradients are
+            symmetric (Hermitian). False: decompose the Hermitian matrix mirrored from the ``UPLO``
+            triangle (the diagonal's imaginary part dropped), as NumPy does, so values match NumPy
+            also for a non-symmetric ``a`` and gradients live on that triangle.
 
     Returns:
-        ``EighResult(eigenvalues, eigenvectors)``: ``(..., n)`` and ``(..., n, n)`` (eigenvectors in
-        the columns), ``a``'s float dtype.
+        ``EighResult(eigenvalues, eigenvectors)``: ``(..., n)`` real eigenvalues (``a``'s real
+        dtype) and ``(..., n, n)`` eigenvectors in the columns (``a``'s dtype).
 
     Derivatives need distinct eigenvalues for the eigenvectors (see the module notes); each
-    eigenvector's sign is arbitrary, so differentiate functions that do not depend on it
-    (``v * v``, ``v @ diag(f(w)) @ v.T``).
+    eigenvector's sign (complex: phase) is arbitrary, so differentiate functions that do not depend
+    on it (``abs(v) ** 2``, ``v @ diag(f(w)) @ v.conj().T``). Complex input: JAX's conventions.
 
     Raises:
-        NotImplementedError: complex ``a``.
         ValueError: ``UPLO`` not ``'L'`` or ``'U'``.
     """
     a = _symmetric_operand(a, "eigh", UPLO, symmetrize_input)
@@ -115,12 +120,9 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
 
 def _symmetric_operand(a, name, uplo, symmetrize_input):
     a = matrix_operand(a, name)
-    if a.dtype.kind == "c":
-        raise NotImplementedError(f"{name}: complex input is not supported (real symmetric matrices only)")
     if uplo not in ("L", "U"):
         raise ValueError(f"{name}: UPLO must be 'L' or 'U', got {uplo!r}")
     if symmetrize_input:
         return symmetrize(a)
-    if uplo == "L":
-        return tril(a) + T(tril(a, -1))
-    return triu(a) + T(triu(a, 1))
+    half = tril(a, -1) if uplo == "L" else triu(a, 1)
+    return half + H(half) + diag_embed(real_part(diagonal(a)))  # LAPACK reads the diagonal's real part

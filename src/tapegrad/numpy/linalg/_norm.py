@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
-from tapegrad.numpy.linalg._common import float_operand
+from tapegrad.numpy import _shape
+from tapegrad.numpy.linalg._common import abs2, float_operand
 from tapegrad.numpy.linalg._svd import svd
 
 
@@ -63,16 +63,9 @@ def _safe_root(s, p):
     return ew.where(is_zero, 0.0, root)
 
 
-def _abs2(x):
-    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (``x * x`` would be complex)."""
-    if np.dtype(x.dtype).kind == "c":
-        return _complex.real(x * _complex.conj(x))
-    return x * x
-
-
 def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
-        return _safe_root(red.sum(_abs2(x), axis=axis, keepdims=keepdims), 2)
+        return _safe_root(red.sum(abs2(x), axis=axis, keepdims=keepdims), 2)
     if ord == math.inf:
         return red.amax(ew.abs(x), axis=axis, keepdims=keepdims)
     if ord == -math.inf:
@@ -91,7 +84,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     if row == col:
         raise ValueError("norm: duplicate axes given")
     if ord is None or ord == "fro":
-        return _safe_root(red.sum(_abs2(x), axis=axes, keepdims=keepdims), 2)
+        return _safe_root(red.sum(abs2(x), axis=axes, keepdims=keepdims), 2)
     if ord in (1, -1, math.inf, -math.inf):
         sum_axis, pick_axis = (row, col) if ord in (1, -1) else (col, row)
         sums = red.sum(ew.abs(x), axis=sum_axis, keepdims=True)
@@ -106,3 +99,40 @@ def _matrix_norm(x, ord, axes, keepdims):
                 out = _shape.expand_dims(out, a)
         return out
     raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """The norm of each matrix (the last two axes), as ``numpy.linalg.matrix_norm``:
+    ``norm(x, ord, axis=(-2, -1), keepdims)``, with the matrix orders of :func:`norm`."""
+    return norm(x, ord, (-2, -1), keepdims)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """The vector norm over ``axis``, as ``numpy.linalg.vector_norm``.
+
+    Args:
+        x: a real or complex array.
+        axis: None (every element, as one vector), an int, or a tuple of axes read together as one
+            vector (never a matrix norm, unlike :func:`norm`).
+        keepdims: keep the reduced axes with length 1.
+        ord: a vector order of :func:`norm` (2, 1, inf, -inf, 0 or any p).
+
+    Returns:
+        The norms: ``x``'s real float dtype, ``x``'s shape less the reduced axes.
+    """
+    x = float_operand(x)
+    shape = list(_shape.shape(x))
+    if axis is None:
+        reduced, x, vector_axis = tuple(range(len(shape))), _shape.ravel(x), 0
+    elif isinstance(axis, tuple):
+        reduced = red.normalize_axis(axis, len(shape))
+        rest = [a for a in range(len(shape)) if a not in reduced]
+        x = _shape.transpose(x, list(reduced) + rest)
+        x = _shape.reshape(x, (math.prod(shape[a] for a in reduced),) + tuple(shape[a] for a in rest))
+        vector_axis = 0
+    else:
+        reduced, vector_axis = red.normalize_axis(axis, len(shape)), axis
+    out = _vector_norm(x, ord, vector_axis, False)
+    if keepdims:
+        out = _shape.reshape(out, tuple(1 if a in reduced else n for a, n in enumerate(shape)))
+    return out

@@ -1,14 +1,18 @@
 """``qr``: ``A = Q R`` with orthonormal columns in ``Q`` and upper-triangular ``R`` (``m >= n``).
 
 Forward rule (JAX's ``qr_jvp_rule``; Townsend, "Differentiating the QR decomposition",
-j-towns.github.io/papers/qr-derivative.pdf), real case: with ``Y = dA R^-1``, ``Z = Q^T Y`` and the
-skew-symmetric ``O = tril(Z, -1) - tril(Z, -1)^T``,
+j-towns.github.io/papers/qr-derivative.pdf): with ``Y = dA R^-1``, ``Z = Q^H Y`` and the
+skew-Hermitian ``O = tril(Z, -1) - tril(Z, -1)^H + i Im(diag(Z))`` (the last term for complex
+``A``: LAPACK's ``R`` has a real diagonal, and so keeps ``dR``),
 
     dQ = Q (O - Z) + Y,     dR = (Z - O) R.
 
-Reverse rule, its transpose: with ``M = Q^T Q_bar - R_bar R^T``,
+Reverse rule, its transpose under ``Re(sum(a * b))`` (JAX's complex convention): with
+``M = Q^T Q_bar - R_bar R^T``,
 
-    A_bar = (Q_bar + Q (tril(M - M^T, -1) - M)) R^-T.
+    A_bar = (Q_bar + conj(Q) (tril(M, -1) - tril(M^H, -1) + i Im(diag(M)) - M)) R^-T.
+
+For real ``A`` the conjugations and imaginary parts vanish.
 """
 from __future__ import annotations
 
@@ -19,8 +23,11 @@ from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
+    H,
     T,
+    conj,
     defbatch_matrices,
+    imaginary_diagonal,
     matrix_operand,
     shaped,
     tril,
@@ -61,9 +68,11 @@ def _factors(ans, a, mode):
 def _qr_jvp(t, ans, a, *, mode):
     q, r = _factors(ans, a, mode)
     y = T(solve(T(r), T(t)))  # dA R^-1
-    z = matmul(T(q), y)
+    z = matmul(H(q), y)
     lower = tril(z, -1)
-    omega = lower - T(lower)
+    omega = lower - H(lower)
+    if a.dtype.kind == "c":
+        omega = omega + imaginary_diagonal(z)
     return [matmul(q, omega - z) + y, matmul(z - omega, r)]
 
 
@@ -71,7 +80,10 @@ def _qr_vjp(cts, ans, a, *, mode):
     q, r = _factors(ans, a, mode)
     ct_q, ct_r = cts
     m_ = matmul(T(q), ct_q) - matmul(ct_r, T(r))
-    ct_y = ct_q + matmul(q, tril(m_ - T(m_), -1) - m_)
+    ct_z = tril(m_, -1) - tril(H(m_), -1) - m_
+    if a.dtype.kind == "c":
+        ct_z = ct_z + imaginary_diagonal(m_)
+    ct_y = ct_q + matmul(conj(q), ct_z)
     return T(solve(r, T(ct_y)))  # ct_y R^-T
 
 
@@ -85,22 +97,22 @@ def qr(a, mode="reduced"):
     """QR decomposition of each matrix, as ``numpy.linalg.qr``.
 
     Args:
-        a: real ``(..., m, n)``.
+        a: real or complex ``(..., m, n)``.
         mode: ``'reduced'`` (``Q`` ``(..., m, k)``, ``R`` ``(..., k, n)``, ``k = min(m, n)``),
             ``'complete'`` (``Q`` ``(..., m, m)``, ``R`` ``(..., m, n)``) or ``'r'`` (``R`` alone,
             as in ``'reduced'``).
 
     Returns:
-        ``QRResult(Q, R)``, or ``R`` for ``mode='r'``; ``a``'s float dtype.
+        ``QRResult(Q, R)``, or ``R`` for ``mode='r'``; ``a``'s float dtype. ``Q`` and ``R`` are
+        LAPACK's (``R``'s diagonal real, of either sign), as NumPy's; complex ``a`` differentiates
+        with JAX's conventions.
 
     Raises:
-        NotImplementedError: complex ``a``; ``mode='raw'``; differentiating with ``m < n``, or with
+        NotImplementedError: ``mode='raw'``; differentiating with ``m < n``, or with
             ``mode='complete'`` and ``m != n`` (as in JAX).
         ValueError: an unknown ``mode``.
     """
     a = matrix_operand(a, "qr", square=False)
-    if a.dtype.kind == "c":
-        raise NotImplementedError("qr: complex input is not supported (real matrices only)")
     if mode == "raw":
         raise NotImplementedError("qr: mode='raw' (Householder reflectors) is not supported")
     if mode not in ("reduced", "complete", "r"):

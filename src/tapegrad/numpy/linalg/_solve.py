@@ -7,7 +7,10 @@ JAX's ``jax/_src/numpy/linalg.py``), with ``X = ans``:
     inv     X = A^-1      jvp  dX = -X dA X                 vjp  A_bar = -X^T X_bar X^T
     pinv    X = A^+       jvp  Golub & Pereyra (1973)        vjp  its transpose (below)
 
-Every rule is written with tapegrad's ``matmul`` and ``solve``, so it differentiates again.
+Every rule is written with tapegrad's ``matmul`` and ``solve``, so it differentiates again. Complex
+input follows JAX's conventions: ``solve`` and ``inv`` are holomorphic (the vjp multiplies by the
+transpose, no conjugate); ``pinv`` conjugates (its jvp has ``dA^H`` terms), and its vjp is the
+transpose of its jvp under ``Re(sum(a * b))``.
 """
 from __future__ import annotations
 
@@ -21,8 +24,11 @@ from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
+    H,
     T,
+    abs2,
     batch_of,
+    conj,
     defbatch_matrices,
     defbatch_solve,
     eye_like,
@@ -95,18 +101,19 @@ def _pinv_jvp(t, ans, a, **params):
     m, n = a.shape[-2], a.shape[-1]
     q = eye_like(a, m) - matmul(a, p)  # I - A A+   (m x m)
     r = eye_like(a, n) - matmul(p, a)  # I - A+ A   (n x n)
-    return (-matmul(p, matmul(t, p)) + matmul(matmul(p, T(p)), matmul(T(t), q))
-            + matmul(r, matmul(T(t), matmul(T(p), p))))
+    return (-matmul(p, matmul(t, p)) + matmul(matmul(p, H(p)), matmul(H(t), q))
+            + matmul(r, matmul(H(t), matmul(H(p), p))))
 
 
 def _pinv_vjp(ct, ans, a, **params):
-    """The transpose of :func:`_pinv_jvp` under ``<X, Y> = sum(X * Y)``, term by term."""
+    """The transpose of :func:`_pinv_jvp` under ``<X, Y> = Re(sum(X * Y))``, term by term (a term
+    ``B dA^H C`` transposes to ``conj(C) ct^H conj(B)``)."""
     p = ans
     m, n = a.shape[-2], a.shape[-1]
     q = eye_like(a, m) - matmul(a, p)
     r = eye_like(a, n) - matmul(p, a)
-    return (-matmul(T(p), matmul(ct, T(p))) + matmul(q, matmul(T(ct), matmul(p, T(p))))
-            + matmul(matmul(T(p), p), matmul(T(ct), r)))
+    return (-matmul(T(p), matmul(ct, T(p))) + matmul(conj(q), matmul(H(ct), matmul(conj(p), T(p))))
+            + matmul(matmul(T(p), conj(p)), matmul(H(ct), conj(r))))
 
 
 pinv_p = primitive("pinv", lambda a, *, rcond: namespace_of(a).linalg.pinv(a, rcond),
@@ -133,22 +140,17 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
     Returns:
         ``(..., n, m)``.
 
-    Raises:
-        NotImplementedError: complex ``a`` (not holomorphic: it conjugates).
-
     The derivative (Golub and Pereyra 1973, "The differentiation of pseudo-inverses") holds where
     the rank of ``a`` is locally constant; it is not defined where a singular value crosses the
     cut-off.
     """
     a = matrix_operand(a, "pinv", square=False)
-    if a.dtype.kind == "c":
-        raise NotImplementedError("pinv: complex input is not supported (real matrices only)")
     if rcond is not None and rtol is not _NO_VALUE:
         raise ValueError("pinv: give rcond or rtol, not both")
     if rcond is None:
         rcond = 1e-15 if rtol is _NO_VALUE else rtol
     if rcond is None:
-        rcond = max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)
+        rcond = max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)  # finfo of a complex dtype: its real part's
     return bind(pinv_p, a, rcond=float(rcond))
 
 
@@ -164,12 +166,12 @@ def lstsq(a, b, rcond=None):
 
     Returns:
         ``(x, residuals, rank, s)`` as NumPy: ``x`` of shape ``(n,)`` or ``(n, k)``; ``residuals``
-        the squared 2-norms of the columns of ``b - a @ x`` (shape ``(1,)`` or ``(k,)``) when
-        ``rank == n < m``, else an empty array; ``rank`` an int; ``s`` the singular values of ``a``.
+        the squared 2-norms (real, also for complex input) of the columns of ``b - a @ x`` (shape
+        ``(1,)`` or ``(k,)``) when ``rank == n < m``, else an empty array; ``rank`` an int; ``s`` the
+        singular values of ``a``.
 
     Raises:
         numpy.linalg.LinAlgError: ``a`` is not 2-D.
-        NotImplementedError: complex input.
 
     ``x = pinv(a, rcond) @ b``, so its derivative is the pseudo-inverse's (constant rank);
     ``residuals`` and ``s`` are differentiable too, ``rank`` is not. ``rank`` is read from the
@@ -187,8 +189,8 @@ def lstsq(a, b, rcond=None):
     x = matmul(pinv(a, rcond), b)
     if rank == n and m > n:
         r = b - matmul(a, x)
-        residuals = red.sum(r * r, axis=0)
+        residuals = red.sum(abs2(r), axis=0)
         residuals = _shape.reshape(residuals, (1,)) if _shape.ndim(b) == 1 else residuals
     else:
-        residuals = namespace_of(a).zeros((0,), dtype=x.dtype)
+        residuals = namespace_of(a).zeros((0,), dtype=s.dtype)
     return x, residuals, rank, s

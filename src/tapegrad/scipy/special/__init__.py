@@ -17,3 +17,43 @@ __all__ = [
     "i0", "i0e", "i1", "i1e", "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp",
     "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "softmax", "xlog1py", "xlogy",
 ]
+
+# ---- block: coverage of jax.scipy.special and the Bessel family ----
+from tapegrad.scipy.special._bessel_orders import (  # noqa: E402
+    bessel_jn,
+    iv,
+    ive,
+    j0,
+    j1,
+    jn,
+    jv,
+    kv,
+    kve,
+    y0,
+    y1,
+    yn,
+    yv,
+)
+from tapegrad.scipy.special._complex_valued import sph_harm_y, wofz  # noqa: E402
+from tapegrad.scipy.special._divergence import boxcox, boxcox1p, kl_div, rel_entr  # noqa: E402
+from tapegrad.scipy.special._gamma_more import (  # noqa: E402
+    beta,
+    comb,
+    factorial,
+    gammasgn,
+    loggamma,
+    poch,
+    rgamma,
+)
+from tapegrad.scipy.special._hypergeometric import hyp1f1, hyp2f1, owens_t  # noqa: E402
+from tapegrad.scipy.special._incomplete import betainc, gammainc, gammaincc  # noqa: E402
+from tapegrad.scipy.special._integrals import dawsn, exp1, expi, expn, fresnel, sici, spence  # noqa: E402
+from tapegrad.scipy.special._zeta import bernoulli, zeta  # noqa: E402
+
+__all__ += [
+    "bernoulli", "bessel_jn", "beta", "betainc", "boxcox", "boxcox1p", "comb", "dawsn", "exp1", "expi",
+    "expn", "factorial", "fresnel", "gammainc", "gammaincc", "gammasgn", "hyp1f1", "hyp2f1", "iv", "ive",
+    "j0", "j1", "jn", "jv", "kl_div", "kv", "kve", "loggamma", "owens_t", "poch", "rel_entr", "rgamma",
+    "sici", "spence", "sph_harm_y", "wofz", "y0", "y1", "yn", "yv", "zeta",
+]
+# ---- end block: coverage of jax.scipy.special and the Bessel family ----

@@ -29,6 +29,22 @@ def _module_for(xp, name: str):
                           "pip install scipy (or pip install 'tapegrad[dev]')") from None
 
 
+def special_function(xp, name: str):
+    """``scipy.special.<name>`` for arrays of ``xp`` (``cupyx.scipy.special.<name>`` for CuPy).
+
+    Raises:
+        ImportError: SciPy (or CuPy's ``cupyx``) is not installed.
+        NotImplementedError: the device's module has no such function (``cupyx`` lacks some of SciPy's).
+    """
+    module = _module_for(xp, name)
+    fn = getattr(module, name, None)
+    if fn is None:
+        fix = "upgrade SciPy" if xp is np else "compute it on NumPy arrays"
+        raise NotImplementedError(f"tapegrad.scipy.special.{name} has no kernel for {xp.__name__} arrays: "
+                                  f"{module.__name__}.{name} does not exist; {fix}")
+    return fn
+
+
 def float_dtype(xp, *operands):
     """The dtype of the result: the operands' promoted dtype (Python scalars are weak, as NumPy 2 has
     them), or float64 for integer and boolean operands."""
@@ -53,7 +69,7 @@ def scipy_impl(name: str, fallback=None, dtype_from=None):
         xp = namespace_of(*operands)
         dtype = float_dtype(xp, *(operands if dtype_from is None else [operands[i] for i in dtype_from]))
         try:
-            fn = getattr(_module_for(xp, name), name)
+            fn = special_function(xp, name)
         except ImportError:
             if fallback is None or xp is not np:  # the math fallback runs on the host only
                 raise

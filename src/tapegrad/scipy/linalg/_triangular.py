@@ -1,5 +1,4 @@
-"""``tapegrad.scipy.linalg``: ``solve_triangular``, ``cho_factor``, ``cho_solve`` and ``expm``,
-differentiable in both modes to any order (rules in tapegrad operations).
+"""``solve_triangular``, ``cho_factor`` and ``cho_solve``, differentiable in both modes to any order.
 
 Rules:
 
@@ -8,11 +7,6 @@ Rules:
   ``b_bar = op(A)^-T x_bar``, ``A_bar = -b_bar x^T`` (``-x b_bar^T`` for the transpose), kept to
   the triangle that is read (off-diagonal only with ``unit_diagonal``).
 - ``cho_factor`` is ``tapegrad.numpy.linalg.cholesky``; ``cho_solve`` two triangular solves.
-- ``expm``: the Fréchet derivative from the block-triangular identity (Najfeld and Havel 1995;
-  Al-Mohy and Higham 2009): ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]``, so
-  ``jvp(E) = L(A, E)``, and as ``L(A, .)``'s transpose is ``L(A^T, .)``, ``vjp(G) = L(A^T, G)``.
-  Both call ``expm`` itself on a ``2n x 2n`` matrix, so every order is exact to SciPy's accuracy
-  (each further order doubles the size).
 """
 from __future__ import annotations
 
@@ -20,31 +14,22 @@ import math
 
 import numpy as np
 
-from tapegrad._backend import namespace_of, scipy_module
+from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import zeros_like
-from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg import cholesky
 from tapegrad.numpy.linalg._common import (
     T,
     batch_of,
-    defbatch_matrices,
     defbatch_solve,
     float_operand,
     matrix_operand,
     shaped,
     tri_like,
 )
-
-__all__ = ["cho_factor", "cho_solve", "expm", "solve_triangular"]
-
-
-def _scipy_linalg(*arrays):
-    """``scipy.linalg``, or ``cupyx.scipy.linalg`` for CuPy arrays."""
-    return scipy_module(namespace_of(*arrays), "linalg")
+from tapegrad.scipy.linalg._common import scipy_linalg
 
 
 # ---- solve_triangular ----------------------------------------------------------------------------
@@ -113,7 +98,7 @@ def _tri_solve_matrix(a, b, **params):
     if namespace_of(a, b) is np:  # SciPy's finiteness check costs more than the solve on small matrices
         import scipy.linalg  # optional dependency (the `dev` extra): needed only on this path
         return scipy.linalg.solve_triangular(a, b, check_finite=False, **params)
-    return _scipy_linalg(a, b).solve_triangular(a, b, **params)
+    return scipy_linalg(a, b).solve_triangular(a, b, **params)
 
 
 def _tri_solve_columns(a, b, batch, **params):
@@ -238,34 +223,3 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     if lower:  # A = L L^T
         return solve_triangular(c, solve_triangular(c, b, lower=True), trans=1, lower=True)
     return solve_triangular(c, solve_triangular(c, b, trans=1, lower=False), lower=False)  # A = U^T U
-
-
-# ---- expm ----------------------------------------------------------------------------------------
-def _block_upper(a, e):
-    """``[[a, e], [0, a]]`` for stacks of matrices."""
-    top = _shape.concatenate([a, e], axis=-1)
-    bottom = _shape.concatenate([zeros_like(a), a], axis=-1)
-    return _shape.concatenate([top, bottom], axis=-2)
-
-
-def _frechet(a, e):
-    """``L(a, e)``: the upper-right block of ``expm([[a, e], [0, a]])``."""
-    n = a.shape[-1]
-    return getitem(expm(_block_upper(a, e)), (Ellipsis, slice(0, n), slice(n, 2 * n)))
-
-
-expm_p = primitive("expm", lambda a: _scipy_linalg(a).expm(a), lambda a: shaped(a.shape, a))
-defvjp(expm_p, lambda ct, ans, a: _frechet(T(a), ct))
-defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
-defbatch_matrices(expm_p)  # SciPy's expm takes (..., n, n)
-
-
-def expm(A):
-    """The matrix exponential of each matrix of ``A`` (``(..., n, n)``), as ``scipy.linalg.expm``.
-
-    Values are SciPy's (Padé approximation with scaling and squaring, Al-Mohy and Higham 2009);
-    derivatives come from the block-triangular identity in the module notes. ``expm`` is
-    holomorphic, so complex input follows JAX's conventions (the rules use transposes, not
-    conjugate transposes).
-    """
-    return bind(expm_p, matrix_operand(A, "expm"))

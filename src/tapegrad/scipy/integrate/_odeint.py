@@ -1,0 +1,261 @@
+"""``odeint``: adaptive Dormand-Prince (RK45) integration, differentiable by the adjoint method.
+
+The design is JAX's ``jax.experimental.ode`` (after autograd's ``scipy.integrate.odeint``), in
+tapegrad operations:
+
+- forward: a ``scan`` over the output times; between two of them a ``while_loop`` takes Dormand-Prince
+  steps, accepting a step where the mixed relative/absolute error estimate is at most 1 and resizing
+  it (Hairer, Norsett and Wanner, "Solving ODEs I", II.4), and the value at the output time is read
+  from the 4th-order interpolating polynomial of the last step (Shampine 1986);
+- reverse (``custom_vjp``): the adjoint ODE (Pontryagin; Chen et al. 2018, "Neural ODEs") integrated
+  backwards from each output time to the previous one, with the same solver: the state ``y``, its
+  cotangent ``y_bar`` (``dy_bar/dt = -y_bar^T df/dy``) and the cotangent of the arguments
+  (``dargs_bar/dt = -y_bar^T df/dargs``), plus the cotangent of each output time
+  (``t_bar_i = g_i . f(y_i, t_i)``, and ``t_0``'s by integrating ``-y_bar^T df/dt``).
+
+The state may be any pytree of float arrays; it is flattened into one vector for the solver.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+import tapegrad.numpy as tnp
+from tapegrad import _tree
+from tapegrad._api import vjp
+from tapegrad._control_flow import scan, while_loop
+from tapegrad._custom import custom_vjp
+
+# ---- the Dormand-Prince tableau ------------------------------------------------------------------
+_ALPHA = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
+_BETA = (
+    (1 / 5,),
+    (3 / 40, 9 / 40),
+    (44 / 45, -56 / 15, 32 / 9),
+    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+    (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84),
+)
+_C_SOL = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0)
+_C_ERROR = (35 / 384 - 1951 / 21600, 0.0, 500 / 1113 - 22642 / 50085, 125 / 192 - 451 / 720,
+            -2187 / 6784 + 12231 / 42400, 11 / 84 - 649 / 6300, -1.0 / 60.0)
+_C_MID = (6025192743 / 30085553152 / 2, 0.0, 51252292925 / 65400821598 / 2, -2691868925 / 45128329728 / 2,
+          187940372067 / 1594534317056 / 2, -1776094331 / 19743644256 / 2, 11237099 / 235043384 / 2)
+
+
+def _combine(coefficients, k):
+    """``sum_i c_i k_i`` over the non-zero coefficients."""
+    return functools.reduce(lambda acc, term: acc + term, [c * ki for c, ki in zip(coefficients, k) if c])
+
+
+def _runge_kutta_step(func, y0, f0, t0, dt):
+    """One Dormand-Prince step: the 5th-order solution, its derivative, the error estimate (5th minus
+    4th order) and the seven stages."""
+    k = [f0]
+    for alpha, beta in zip(_ALPHA, _BETA):
+        k.append(func(y0 + dt * _combine(beta, k), t0 + dt * alpha))
+    return y0 + dt * _combine(_C_SOL, k), k[-1], dt * _combine(_C_ERROR, k), k
+
+
+def _interp_fit(y0, y1, k, dt):
+    """The coefficients (highest first) of the 4th-order polynomial through the step, in the step's
+    fraction ``s`` in [0, 1]: it matches ``y``, ``dy/dt`` at both ends and the midpoint estimate."""
+    y_mid = y0 + dt * _combine(_C_MID, k)
+    dy0, dy1 = dt * k[0], dt * k[-1]
+    a = -2.0 * dy0 + 2.0 * dy1 - 8.0 * y0 - 8.0 * y1 + 16.0 * y_mid
+    b = 5.0 * dy0 - 3.0 * dy1 + 18.0 * y0 + 14.0 * y1 - 32.0 * y_mid
+    c = -4.0 * dy0 + dy1 - 11.0 * y0 - 5.0 * y1 + 16.0 * y_mid
+    return tnp.stack([a, b, c, dy0, y0])
+
+
+def _polyval(coefficients, s):
+    out = coefficients[0]
+    for c in coefficients[1:]:
+        out = out * s + c
+    return out
+
+
+def _error_ratio(error, rtol, atol, y0, y1):
+    """The root-mean-square of the error over its tolerance, ``atol + rtol * max(|y0|, |y1|)``."""
+    ratio = error / (atol + rtol * tnp.maximum(tnp.abs(y0), tnp.abs(y1)))
+    return tnp.sqrt(tnp.mean(ratio * ratio))
+
+
+def _optimal_step(last_step, ratio, safety=0.9, ifactor=10.0, dfactor=0.2, order=5.0):
+    """The next step: grown at most ``ifactor`` times, and shrunk at most to ``dfactor`` of a rejected
+    step (Hairer, Norsett and Wanner, II.4)."""
+    dfactor = tnp.where(ratio < 1.0, 1.0, dfactor)
+    safe = tnp.where(ratio == 0.0, 1.0, ratio)
+    factor = tnp.minimum(ifactor, tnp.maximum(safe ** (-1.0 / order) * safety, dfactor))
+    return tnp.where(ratio == 0.0, last_step * ifactor, last_step * factor)
+
+
+def _initial_step(func, t0, y0, order, rtol, atol, f0):
+    """Hairer, Norsett and Wanner's starting step (II.4, algorithm of p. 169)."""
+    scale = atol + tnp.abs(y0) * rtol
+    d0, d1 = tnp.linalg.norm(y0 / scale), tnp.linalg.norm(f0 / scale)
+    h0 = tnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / tnp.where(d1 == 0.0, 1.0, d1))
+    f1 = func(y0 + h0 * f0, t0 + h0)
+    d2 = tnp.linalg.norm((f1 - f0) / scale) / h0
+    large = tnp.maximum(d1, d2)
+    h1 = tnp.where((d1 <= 1e-15) & (d2 <= 1e-15), tnp.maximum(1e-6, h0 * 1e-3),
+                   (0.01 / tnp.where(large == 0.0, 1.0, large)) ** (1.0 / (order + 1.0)))
+    return tnp.minimum(100.0 * h0, h1)
+
+
+def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
+    """The solution of ``dy/dt = func(y, t)`` (``y`` a vector) at the times ``ts``: ``(len(ts), n)``."""
+    def advance(carry, target_t):
+        def cond_fun(state):
+            i, _, _, t, dt, _, _ = state
+            return (t < target_t) & (i < mxstep) & (dt > 0.0)
+
+        def body_fun(state):
+            i, y, f, t, dt, last_t, coefficients = state
+            next_y, next_f, error, k = _runge_kutta_step(func, y, f, t, dt)
+            ratio = _error_ratio(error, rtol, atol, y, next_y)
+            new_coefficients = _interp_fit(y, next_y, k, dt)
+            next_dt = tnp.astype(tnp.clip(_optimal_step(dt, ratio), 0.0, hmax), tnp.result_type(dt))
+            accept = ratio <= 1.0
+            new = (next_y, next_f, t + dt, t, new_coefficients)
+            old = (y, f, t, last_t, coefficients)
+            kept = [tnp.where(accept, a, b) for a, b in zip(new, old)]
+            return (i + 1, kept[0], kept[1], kept[2], next_dt, kept[3], kept[4])
+
+        _, y, f, t, dt, last_t, coefficients = while_loop(cond_fun, body_fun, (0,) + tuple(carry))
+        span = t - last_t
+        s = (target_t - last_t) / tnp.where(span == 0.0, 1.0, span)
+        return (y, f, t, dt, last_t, coefficients), _polyval(coefficients, s)
+
+    f0 = func(y0, ts[0])
+    dt = tnp.astype(tnp.clip(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), 0.0, hmax), ts.dtype)
+    coefficients = tnp.stack([y0] * 5)
+    _, ys = scan(advance, (y0, f0, ts[0], dt, ts[0], coefficients), ts[1:])
+    return tnp.concatenate([y0[None], ys])
+
+
+# ---- pytrees of states ---------------------------------------------------------------------------
+def _ravel(tree):
+    """The leaves of ``tree`` as one vector, and the function that rebuilds the tree from one."""
+    leaves, treedef = _tree.tree_flatten(tree)
+    shapes = [tnp.shape(leaf) for leaf in leaves]
+    sizes = [math.prod(s) for s in shapes]
+    flat = tnp.concatenate([tnp.reshape(leaf, (-1,)) for leaf in leaves]) if leaves else tnp.zeros(0)
+
+    def unravel(vector, lead=()):
+        """The tree from ``vector`` (``lead + (n,)``: leading axes are kept on every leaf)."""
+        parts, start = [], 0
+        for shape, size in zip(shapes, sizes):
+            parts.append(tnp.reshape(vector[..., start:start + size], tuple(lead) + tuple(shape)))
+            start += size
+        return _tree.tree_unflatten(treedef, parts)
+    return flat, unravel
+
+
+def _solve(func, rtol, atol, mxstep, hmax, y0, ts, args):
+    """``odeint`` on pytrees: the state flattened for :func:`_integrate`, the solution unflattened
+    with the time axis first on every leaf."""
+    flat0, unravel = _ravel(y0)
+
+    def flat_func(y, t):
+        return _ravel(func(unravel(y), t, *args))[0]
+    try:
+        ys = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
+    except TypeError as error:
+        # reverse mode reaches the while_loop only when a traced value is not among the arguments the
+        # custom rule accounts for: it came in by a closure
+        if "while_loop: reverse-mode" not in str(error):
+            raise
+        raise TypeError("odeint: func uses a value traced by the running transform that is not one of its "
+                        "differentiable arguments (a closure over a traced value): pass that value to odeint "
+                        "in *args, after t, and take it as an argument of func") from error
+    return unravel(ys, lead=tnp.shape(ts))
+
+
+@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args):
+    return _solve(func, rtol, atol, mxstep, hmax, y0, ts, args)
+
+
+def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, ts, *args):
+    # through _odeint itself, not _solve: under nested reverse mode the outer transform then sees the
+    # custom rule too, not the solver's while_loop (which reverse mode cannot differentiate)
+    ys = _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args)
+    return ys, (ys, ts, args)
+
+
+def _dot(a, b):
+    """``sum(a * b)`` over every leaf of two pytrees of one structure."""
+    return sum(tnp.sum(x * y) for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b)))
+
+
+def _odeint_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
+    ys, ts, args = residuals
+    at = lambda tree, i: _tree.tree_map(lambda leaf: leaf[i], tree)  # noqa: E731  time step i of each leaf
+
+    def augmented(state, minus_t, *args):
+        """The state and its adjoint, run in reversed time ``-t``."""
+        y, y_bar, _, _ = state
+        y_dot, pullback = vjp(lambda y, t, *a: func(y, t, *a), y, -minus_t, *args)
+        y_bar_dot, t_bar_dot, *args_bar_dot = pullback(y_bar)
+        return (_tree.tree_map(lambda v: -v, y_dot), y_bar_dot, t_bar_dot, tuple(args_bar_dot))
+
+    # a Python loop over the output times (their number is static), not a scan: each adjoint solve is
+    # then a custom_vjp call of its own, which an outer reverse-mode transform differentiates by its
+    # rule (a scan body would be differentiated through the solver's while_loop)
+    y_bar = at(g, -1)
+    t0_bar = tnp.zeros((), dtype=ts.dtype)
+    args_bar = _tree.tree_map(tnp.zeros_like, tuple(args))
+    ts_bar = []
+    for i in range(tnp.shape(ts)[0] - 1, 0, -1):
+        y_i = at(ys, i)
+        t_bar = _dot(func(y_i, ts[i], *args), at(g, i))  # moving output time i moves y_i along f
+        t0_bar = t0_bar - t_bar
+        _, y_bar, t0_bar, args_bar = _odeint(augmented, rtol, atol, mxstep, hmax, (y_i, y_bar, t0_bar, args_bar),
+                                             tnp.stack([-ts[i], -ts[i - 1]]), *args)
+        y_bar, t0_bar, args_bar = _tree.tree_map(lambda leaf: leaf[1], (y_bar, t0_bar, args_bar))
+        y_bar = _tree.tree_map(lambda a, b: a + b, y_bar, at(g, i - 1))
+        ts_bar.append(t_bar)
+    ts_bar = tnp.stack([t0_bar] + ts_bar[::-1])
+    return (y_bar, ts_bar, *args_bar)
+
+
+_odeint.defvjp(_odeint_fwd, _odeint_bwd)
+
+
+def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
+    """The solution of ``dy/dt = func(y, t, *args)``, ``y(t[0]) = y0``, at the times ``t``, as JAX's
+    ``jax.experimental.ode.odeint`` (and autograd's ``scipy.integrate.odeint``).
+
+    Args:
+        func: ``func(y, t, *args)``, the derivative, a pytree like ``y``, written in tapegrad
+            operations. It must not close over a value traced by a transform running around
+            ``odeint``: pass such values in ``args`` (a ``TypeError`` says so).
+        y0: the initial state: a float array or a pytree of them.
+        t: 1-D increasing times; ``t[0]`` is the initial time.
+        *args: extra arguments of ``func`` (arrays or pytrees), differentiable. Note SciPy's
+            ``odeint`` takes them as ``args=(...)`` instead.
+        rtol, atol: the relative and absolute tolerance of each step's error estimate.
+        mxstep: the most steps between two output times (then the solver stops where it is).
+        hmax: the largest step.
+
+    Returns:
+        The states at the times ``t``: ``y0``'s structure, each leaf with ``len(t)`` in front.
+
+    Derivatives: reverse mode, in ``y0``, ``t`` and ``args``, by the adjoint method (module notes); the
+    adjoint is solved with the same tolerances, so gradients are as accurate as the solution.
+    Forward mode (``jvp``) transposes that reverse rule. Integration runs in ``while_loop``s, so
+    ``jit`` stages it and ``vmap`` batches it (every example takes the steps of the slowest).
+
+    Raises:
+        ValueError: ``t`` not 1-D.
+    """
+    ts = tnp.asarray(t)
+    if tnp.ndim(ts) != 1:
+        raise ValueError(f"odeint: t must be a 1-D array of times, got shape {tnp.shape(ts)}")
+    ts = ts if np.dtype(ts.dtype).kind == "f" else tnp.astype(ts, np.float64)
+    y0 = _tree.tree_map(lambda leaf: leaf if np.dtype(tnp.asarray(leaf).dtype).kind in "fc"
+                        else tnp.astype(leaf, np.float64), y0)
+    return _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args)

@@ -1,0 +1,78 @@
+"""``expm`` and ``expm_frechet``: the matrix exponential and its Frechet derivative, differentiable
+in both modes to any order.
+
+``expm``'s rules come from the block-triangular identity (Najfeld and Havel 1995; Al-Mohy and Higham
+2009) ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]``: ``jvp(E) = L(A, E)``, and as
+``L(A, .)``'s transpose is ``L(A^T, .)``, ``vjp(G) = L(A^T, G)``. Both call ``expm`` itself on a
+``2n x 2n`` matrix, so every order is exact to SciPy's accuracy (each further order doubles the
+size). ``expm_frechet`` is that identity itself, so it is differentiable in ``A`` and ``E`` alike.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapegrad._core import bind
+from tapegrad.extend import defjvp, defvjp, primitive
+from tapegrad.numpy import _shape
+from tapegrad.numpy._creation import zeros_like
+from tapegrad.numpy._indexing import getitem
+from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, shaped
+from tapegrad.scipy.linalg._common import scipy_linalg
+
+
+def _block_upper(a, e):
+    """``[[a, e], [0, a]]`` for stacks of matrices."""
+    top = _shape.concatenate([a, e], axis=-1)
+    bottom = _shape.concatenate([zeros_like(a), a], axis=-1)
+    return _shape.concatenate([top, bottom], axis=-2)
+
+
+def _frechet(a, e):
+    """``L(a, e)``: the upper-right block of ``expm([[a, e], [0, a]])``."""
+    n = a.shape[-1]
+    return getitem(expm(_block_upper(a, e)), (Ellipsis, slice(0, n), slice(n, 2 * n)))
+
+
+expm_p = primitive("expm", lambda a: scipy_linalg(a).expm(a), lambda a: shaped(a.shape, a))
+defvjp(expm_p, lambda ct, ans, a: _frechet(T(a), ct))
+defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
+defbatch_matrices(expm_p)  # SciPy's expm takes (..., n, n)
+
+
+def expm(A):
+    """The matrix exponential of each matrix of ``A`` (``(..., n, n)``), as ``scipy.linalg.expm``.
+
+    Values are SciPy's (Padé approximation with scaling and squaring, Al-Mohy and Higham 2009);
+    derivatives come from the block-triangular identity in the module notes. ``expm`` is
+    holomorphic, so complex input follows JAX's conventions (the rules use transposes, not
+    conjugate transposes).
+    """
+    return bind(expm_p, matrix_operand(A, "expm"))
+
+
+def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+    """The Frechet derivative ``L(A, E)`` of the matrix exponential at ``A`` in direction ``E``, as
+    ``scipy.linalg.expm_frechet``.
+
+    Args:
+        A, E: ``(..., n, n)``, stacks broadcast together.
+        method, check_finite: accepted for SciPy compatibility; the block-triangular method is used.
+        compute_expm: return ``expm(A)`` too.
+
+    Returns:
+        ``(expm(A), L(A, E))`` when ``compute_expm``, else ``L(A, E)``; both differentiable in ``A``
+        and ``E`` to any order (the upper-right block of ``expm([[A, E], [0, A]])``).
+    """
+    A, E = matrix_operand(A, "expm_frechet"), matrix_operand(E, "expm_frechet")
+    if _shape.shape(A)[-1] != _shape.shape(E)[-1]:
+        raise ValueError(f"expm_frechet: A and E must have the same matrix shape, got {_shape.shape(A)} "
+                         f"and {_shape.shape(E)}")
+    batch = tuple(np.broadcast_shapes(_shape.shape(A)[:-2], _shape.shape(E)[:-2]))
+    A = _shape.broadcast_to(A, batch + _shape.shape(A)[-2:])
+    E = _shape.broadcast_to(E, batch + _shape.shape(E)[-2:])
+    n = _shape.shape(A)[-1]
+    both = expm(_block_upper(A, E))
+    frechet = getitem(both, (Ellipsis, slice(0, n), slice(n, 2 * n)))
+    if not compute_expm:
+        return frechet
+    return getitem(both, (Ellipsis, slice(0, n), slice(0, n))), frechet
