@@ -24,7 +24,7 @@ import tapegrad.numpy.linalg as tla
 import tapegrad.scipy.linalg as tsl
 import tapegrad.scipy.signal as tss
 import tapegrad.scipy.special as tsp
-import tapegrad.scipy.stats as tss
+import tapegrad.scipy.stats as tstats
 from tapegrad import _tree
 from tapegrad._rules import PRIMITIVES
 
@@ -168,17 +168,14 @@ CASES = [
     _unary("polygamma", lambda x: tsp.polygamma(1, x), "pos"), _unary("expit", tsp.expit),
     _binary("xlogy", tsp.xlogy, ("real", "pos")), _binary("xlog1py", tsp.xlog1py, ("real", "pos")),
     _unary("entr", tsp.entr, "pos"),
-    # distribution functions on SciPy's values (differentiable in x; their shape parameters held)
-    _unary("stats.gammainc", lambda x: tss.gamma.cdf(x, 2.5), "pos"),
-    _unary("stats.gammaincc", lambda x: tss.gamma.sf(x, 2.5), "pos"),
-    _unary("stats.betainc", lambda x: tss.beta.cdf(x, 2.5, 1.5), "prob"),
-    _unary("stats.stdtr", lambda x: tss.t.cdf(x, 3.5)),
-    _unary("stats.gammaincinv", lambda q: tss.gamma.ppf(q, 2.5), "prob"),
-    _unary("stats.gammainccinv", lambda q: tss.gamma.isf(q, 2.5), "prob"),
-    _unary("stats.betaincinv", lambda q: tss.beta.ppf(q, 2.5, 1.5), "prob"),
-    _unary("stats.betainccinv", lambda q: tss.beta.isf(q, 2.5, 1.5), "prob"),
-    _unary("stats.stdtrit", lambda q: tss.t.ppf(q, 3.5), "prob"),
-    _unary("stats.vonmises.cdf", lambda x: tss.vonmises.cdf(x, 1.5)),
+    # distribution functions on SciPy's values (the shape parameters of stdtr and vonmises.cdf held)
+    _unary("stats.stdtr", lambda x: tstats.t.cdf(x, 3.5)),
+    _binary("stats.gammaincinv", lambda q, a: tstats.gamma.ppf(q, a), ("prob", "gt1")),
+    _binary("stats.gammainccinv", lambda q, a: tstats.gamma.isf(q, a), ("prob", "gt1")),
+    Case("stats.betaincinv", lambda q, a, b: tstats.beta.ppf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
+    Case("stats.betainccinv", lambda q, a, b: tstats.beta.isf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
+    _unary("stats.stdtrit", lambda q: tstats.t.ppf(q, 3.5), "prob"),
+    _unary("stats.vonmises.cdf", lambda x: tstats.vonmises.cdf(x, 1.5)),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),

@@ -1,13 +1,15 @@
-"""Distribution functions whose values come from SciPy, as elementwise primitives: the regularized
-incomplete gamma and beta functions (``gammainc``, ``gammaincc``, ``betainc``), Student's t
-distribution function (``stdtr``), and their inverses in the probability (``gammaincinv``,
-``gammainccinv``, ``betaincinv``, ``betainccinv``, ``stdtrit``). The discrete distributions' sums
-are these functions too (``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``,
-``pdtr(k, mu) = gammaincc(k + 1, mu)``).
+"""Distribution functions whose values come from SciPy, as elementwise primitives: Student's t
+distribution function (``stdtr``) and the inverses in the probability of the regularized incomplete
+gamma and beta functions and of ``stdtr`` (``gammaincinv``, ``gammainccinv``, ``betaincinv``,
+``betainccinv``, ``stdtrit``). The incomplete functions themselves are
+``tapegrad.scipy.special.gammainc``, ``gammaincc`` and ``betainc``.
 
 Each operand has a partial derivative written in tapegrad operations (so it differentiates again):
 in ``x``, a distribution function's is the density at ``x``; in ``q``, a quantile function's is one
-over the density at the quantile. Otherwise a string:
+over the density at the quantile ``x``; in a shape parameter ``a``, a quantile function's is
+``-(dF/da) / density`` at ``x`` (implicit differentiation of ``F(a, x) = q``, with
+``tapegrad.scipy.special``'s derivatives of the incomplete functions in their shapes). Otherwise a
+string:
 the derivative has no closed form tapegrad offers yet (the incomplete gamma and beta functions in
 their shape parameters), and differentiating in that operand raises a ``NotImplementedError`` that
 names the function, the operand and that string.
@@ -19,6 +21,8 @@ import math
 import tapegrad.numpy as tnp
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unbroadcast
 from tapegrad.scipy.special import betaln, gammaln, xlog1py, xlogy
+from tapegrad.scipy.special._betainc_ab import betainc_dab
+from tapegrad.scipy.special._gammainc_a import gammainc_da
 from tapegrad.scipy.special._impl import scipy_impl
 
 
@@ -67,7 +71,6 @@ def scipy_valued(name: str, partials):
 
 
 # ---- the functions: partial derivatives in closed form ------------------------------------------------
-_SHAPE = "the incomplete gamma and beta functions have no closed-form derivative in their shape parameters"
 
 
 def _gamma_density(a, x):
@@ -94,13 +97,19 @@ def _in_q(density, sign=1.0):
     return lambda ans, *params_q: sign / density(*params_q[:-1], ans)
 
 
+def _in_shape(d_shape, density):
+    """The partial of a quantile function ``x(params, q)`` in a shape parameter, from ``F(params, x) =
+    q``: ``-(dF/d shape) / density`` at ``x = ans`` (the same for the complement ``1 - F = q``)."""
+    return lambda ans, *params_q: -d_shape(*params_q[:-1], ans) / density(*params_q[:-1], ans)
+
+
 _DF = "Student's t distribution function has no closed-form derivative in df"
-gammainc_p = scipy_valued("gammainc", (_SHAPE, _in_x(_gamma_density)))
-gammaincc_p = scipy_valued("gammaincc", (_SHAPE, _in_x(_gamma_density, -1.0)))
-betainc_p = scipy_valued("betainc", (_SHAPE, _SHAPE, _in_x(_beta_density)))
 stdtr_p = scipy_valued("stdtr", (_DF, _in_x(_t_density)))
-gammaincinv_p = scipy_valued("gammaincinv", (_SHAPE, _in_q(_gamma_density)))
-gammainccinv_p = scipy_valued("gammainccinv", (_SHAPE, _in_q(_gamma_density, -1.0)))
-betaincinv_p = scipy_valued("betaincinv", (_SHAPE, _SHAPE, _in_q(_beta_density)))
-betainccinv_p = scipy_valued("betainccinv", (_SHAPE, _SHAPE, _in_q(_beta_density, -1.0)))
 stdtrit_p = scipy_valued("stdtrit", (_DF, _in_q(_t_density)))
+_GAMMA_A = _in_shape(gammainc_da, _gamma_density)
+gammaincinv_p = scipy_valued("gammaincinv", (_GAMMA_A, _in_q(_gamma_density)))
+gammainccinv_p = scipy_valued("gammainccinv", (_GAMMA_A, _in_q(_gamma_density, -1.0)))
+_BETA_A = _in_shape(lambda a, b, x: betainc_dab(a, b, x, (1, 0)), _beta_density)
+_BETA_B = _in_shape(lambda a, b, x: betainc_dab(a, b, x, (0, 1)), _beta_density)
+betaincinv_p = scipy_valued("betaincinv", (_BETA_A, _BETA_B, _in_q(_beta_density)))
+betainccinv_p = scipy_valued("betainccinv", (_BETA_A, _BETA_B, _in_q(_beta_density, -1.0)))

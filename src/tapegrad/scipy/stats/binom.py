@@ -2,20 +2,18 @@
 trials of probability ``p``, shifted by ``loc``, as ``scipy.stats.binom``.
 
 ``logpmf`` and ``pmf`` are differentiable in ``p`` (and in ``n`` through ``gammaln``, a continuous
-extension) to any order in both modes. ``cdf`` and ``sf`` take their values from
-``scipy.special.betainc`` (``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``) and are differentiable
-in ``p`` (``d cdf / dp = -n pmf(k; n - 1, p)``). Every function has a zero derivative in ``k``
-(discrete), and ``cdf``/``sf`` in ``n`` too. Outside ``{0, ..., n}`` the log pmf is ``-inf`` and
-the pmf 0.
+extension) to any order in both modes. ``cdf`` and ``sf`` are ``tapegrad.scipy.special.betainc``
+(``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``) and are differentiable in ``p``
+(``d cdf / dp = -n pmf(k; n - 1, p)``). Every function has a zero derivative in ``k`` (discrete),
+and ``cdf``/``sf`` in ``n`` too. Outside ``{0, ..., n}`` the log pmf is ``-inf`` and the pmf 0.
+``ppf`` is integer valued and not differentiable.
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
-from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
-from tapegrad.scipy.special import gammaln, xlog1py, xlogy
+from tapegrad.scipy.special import betainc, gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
-from tapegrad.scipy.stats._scipy_valued import betainc_p
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability, promoted
 
 
@@ -45,7 +43,7 @@ def _count(k, n, loc):
 def cdf(k, n, p, loc=0):
     """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``."""
     count, n, between, k = _count(k, n, loc)
-    value = bind(betainc_p, n - count, count + 1.0, 1.0 - p)
+    value = betainc(n - count, count + 1.0, 1.0 - p)
     return tnp.where(between, value, constant(k < 0, 0.0, 1.0, value))
 
 
@@ -53,7 +51,7 @@ def cdf(k, n, p, loc=0):
 def sf(k, n, p, loc=0):
     """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail)."""
     count, n, between, k = _count(k, n, loc)
-    value = bind(betainc_p, count + 1.0, n - count, p)
+    value = betainc(count + 1.0, n - count, p)
     return tnp.where(between, value, constant(k < 0, 1.0, 0.0, value))
 
 

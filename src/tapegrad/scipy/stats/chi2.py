@@ -1,9 +1,8 @@
 """``tapegrad.scipy.stats.chi2``: the chi-squared distribution with ``df`` degrees of freedom, as
 ``scipy.stats.chi2``: the gamma distribution with shape ``df / 2`` and scale ``2 scale``.
 
-``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes; ``cdf``,
-``sf``, their logs, ``ppf`` and ``isf`` in ``x`` (``q``), ``loc`` and ``scale`` (differentiating them in ``df`` raises
-``NotImplementedError``: see :mod:`tapegrad.scipy.stats.gamma`).
+Every function is differentiable in every argument to any order in both modes (see
+:mod:`tapegrad.scipy.stats.gamma`).
 """
 from __future__ import annotations
 

@@ -3,18 +3,17 @@
 ``scipy.stats.gennorm`` (``beta = 2`` is a normal with variance ``scale**2 / 2``, ``beta = 1`` the
 Laplace distribution).
 
-``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes; at
-``x = loc`` the derivative in ``beta`` is 0 (not ``0 * log 0 = nan``). ``cdf`` and ``sf`` take their
-values from ``scipy.special.gammaincc`` (``ppf`` and ``isf`` from ``gammainccinv``): differentiable
-in ``x`` (``q``), ``loc`` and ``scale``; differentiating them in ``beta`` raises
-``NotImplementedError``.
+Every function is differentiable in every argument to any order in both modes; at ``x = loc`` the
+log density's derivative in ``beta`` is 0 (not ``0 * log 0 = nan``). ``cdf`` and ``sf`` go through
+``tapegrad.scipy.special.gammaincc``, ``ppf`` and ``isf`` through SciPy's ``gammainccinv`` (see
+:mod:`tapegrad.scipy.stats.gamma`).
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad.extend import bind
-from tapegrad.scipy.special import gammaln
-from tapegrad.scipy.stats._scipy_valued import gammaincc_p, gammainccinv_p
+from tapegrad.scipy.special import gammaincc, gammaln
+from tapegrad.scipy.stats._scipy_valued import gammainccinv_p
 from tapegrad.scipy.stats._support import LOG_2, guard, log, log_probability, promoted, standardize
 
 
@@ -39,7 +38,7 @@ def pdf(x, beta, loc=0.0, scale=1.0):
 
 def _tail(z, beta):
     """``P(Z > |z|) = gammaincc(1/beta, |z|**beta) / 2``."""
-    return 0.5 * bind(gammaincc_p, 1.0 / beta, _abs_power(z, beta))
+    return 0.5 * gammaincc(1.0 / beta, _abs_power(z, beta))
 
 
 @promoted

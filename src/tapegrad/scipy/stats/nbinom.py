@@ -2,21 +2,17 @@
 before the ``n``-th success in trials of probability ``p``, shifted by ``loc``, as
 ``scipy.stats.nbinom``.
 
-``logpmf`` and ``pmf`` are differentiable in ``n`` and ``p`` to any order in both modes. ``cdf``
-and ``sf`` take their values from ``scipy.special.betainc`` (``nbdtr(k, n, p) = betainc(n, k + 1,
-p)``) and are differentiable in ``p``; differentiating them in ``n`` raises ``NotImplementedError``
-(an incomplete beta function's shape).
-The derivative in ``k`` is 0 (discrete). Outside the non-negative whole numbers the log pmf is
+``logpmf``, ``pmf``, ``cdf`` and ``sf`` (``nbdtr(k, n, p) = betainc(n, k + 1, p)``, through
+``tapegrad.scipy.special.betainc``) are differentiable in ``n`` and ``p`` to any order in both
+modes; the derivative in ``k`` is 0 (discrete). Outside the non-negative whole numbers the log pmf is
 ``-inf`` and the pmf 0.
 """
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
-from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
-from tapegrad.scipy.special import gammaln, xlog1py, xlogy
+from tapegrad.scipy.special import betainc, gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
-from tapegrad.scipy.stats._scipy_valued import betainc_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
 
@@ -45,7 +41,7 @@ def _shape(k, loc):
 def cdf(k, n, p, loc=0):
     """``P(X <= k) = betainc(n, floor(k - loc) + 1, p)``, 0 below ``loc``."""
     b, inside = _shape(k, loc)
-    value = bind(betainc_p, n, b, p)
+    value = betainc(n, b, p)
     return tnp.where(inside, value, tnp.zeros_like(value))
 
 
@@ -53,7 +49,7 @@ def cdf(k, n, p, loc=0):
 def sf(k, n, p, loc=0):
     """``P(X > k) = betainc(floor(k - loc) + 1, n, 1 - p)``, 1 below ``loc``."""
     b, inside = _shape(k, loc)
-    value = bind(betainc_p, b, n, 1.0 - p)
+    value = betainc(b, n, 1.0 - p)
     return tnp.where(inside, value, tnp.ones_like(value))
 
 

@@ -2,8 +2,8 @@
 as ``scipy.stats.poisson``.
 
 ``logpmf`` and ``pmf`` are differentiable in ``mu`` to any order in both modes. ``cdf`` and ``sf``
-take their values from ``scipy.special.gammaincc``/``gammainc`` (``pdtr(k, mu) = gammaincc(k + 1,
-mu)``) and are differentiable in ``mu`` (``d cdf / d mu = -pmf(k, mu)``). The derivative in ``k``
+are ``tapegrad.scipy.special.gammaincc``/``gammainc`` (``pdtr(k, mu) = gammaincc(k + 1, mu)``) and
+are differentiable in ``mu`` (``d cdf / d mu = -pmf(k, mu)``). The derivative in ``k``
 is 0 (discrete). Outside the non-negative whole numbers the log pmf is ``-inf`` and the pmf 0.
 ``entropy(mu)`` is JAX's function (SciPy's method), differentiable in ``mu`` too.
 """
@@ -12,11 +12,9 @@ from __future__ import annotations
 import math
 
 import tapegrad.numpy as tnp
-from tapegrad.extend import bind
 from tapegrad.numpy._elementwise import stop_gradient
-from tapegrad.scipy.special import gammaln, xlogy
+from tapegrad.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
-from tapegrad.scipy.stats._scipy_valued import gammainc_p, gammaincc_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
 
@@ -44,7 +42,7 @@ def _shape(k, loc):
 def cdf(k, mu, loc=0):
     """``P(X <= k) = gammaincc(floor(k - loc) + 1, mu)``, 0 below ``loc``."""
     a, inside = _shape(k, loc)
-    value = bind(gammaincc_p, a, mu)
+    value = gammaincc(a, mu)
     return tnp.where(inside, value, tnp.zeros_like(value))
 
 
@@ -52,7 +50,7 @@ def cdf(k, mu, loc=0):
 def sf(k, mu, loc=0):
     """``P(X > k) = gammainc(floor(k - loc) + 1, mu)``, 1 below ``loc``."""
     a, inside = _shape(k, loc)
-    value = bind(gammainc_p, a, mu)
+    value = gammainc(a, mu)
     return tnp.where(inside, value, tnp.ones_like(value))
 
 
