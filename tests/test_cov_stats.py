@@ -418,9 +418,25 @@ def test_mode(axis, keepdims):
     batched = tg.vmap(fn)(np.stack([TIES, TIES[::-1]]))
     for o, r, r2 in zip(batched, ref, scipy.stats.mode(TIES[::-1], axis=axis, keepdims=keepdims)):
         np.testing.assert_array_equal(o, np.stack([r, r2]))
-    assert_close(tg.grad(lambda a: tss.mode(a, axis=axis).mode.sum())(TIES), np.zeros_like(TIES))
     with pytest.raises(ValueError, match="nan_policy"):
         tss.mode(TIES, nan_policy="skip")
+
+
+def test_mode_derivative_is_the_gather_s():
+    """The mode is gathered from the data: its derivative is 1 at the element chosen (the first
+    occurrence of the mode), which is the minimum where all values differ."""
+    g = tg.grad(lambda a: tss.mode(a, axis=1).mode.sum())(TIES)
+    expected = np.zeros_like(TIES)
+    expected[0, 1] = expected[1, 0] = expected[2, 4] = 1.0  # 1 (first of two), 0.5 (first of three), 0
+    assert_close(g, expected)
+    distinct = np.array([[0.3, 0.7, 0.1], [0.9, 0.4, 0.6]])
+    check_grads(lambda a: tss.mode(a, axis=0).mode, (distinct,), order=2, name="mode")
+    assert_close(tss.mode(distinct, axis=None).mode, distinct.min())
+    nan = np.array([1.0, np.nan, np.nan, 2.0])
+    for policy in ("propagate", "omit"):
+        ours, ref = tss.mode(nan, nan_policy=policy), scipy.stats.mode(nan, nan_policy=policy)
+        np.testing.assert_array_equal(ours.mode, ref.mode)
+        np.testing.assert_array_equal(ours.count, ref.count)
 
 
 # ---- gaussian_kde --------------------------------------------------------------------------------

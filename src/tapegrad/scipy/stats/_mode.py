@@ -1,17 +1,18 @@
 """``tapegrad.scipy.stats.mode``: the most frequent value along an axis and how often it occurs, as
 ``scipy.stats.mode``.
 
-A non-differentiable primitive with two results (the mode is one of the data's values, chosen by a
-count: it is piecewise constant in the sense that matters, and tapegrad gives it a zero
-derivative, documented) whose values come from SciPy; it works under ``jit`` and ``vmap``.
+A non-differentiable primitive on SciPy finds where the mode is (its first occurrence) and its count;
+the value is then gathered from the data, so its derivative goes to that element, as JAX's does (it
+is ``min`` where all values differ; at ties, where the mode jumps, it is a convention like ``max``'s).
+It works under ``jit`` and ``vmap``.
 """
 from __future__ import annotations
 
 import collections
-import math
 
 import numpy as np
 
+import tapegrad.numpy as tnp
 from tapegrad._backend import scipy_module
 from tapegrad.extend import (
     bind,
@@ -21,31 +22,25 @@ from tapegrad.extend import (
     shape_of,
     to_front,
 )
-from tapegrad.numpy import _shape
 from tapegrad.scipy.stats._support import host_only
 
 ModeResult = collections.namedtuple("ModeResult", ["mode", "count"])
 NAN_POLICIES = ("propagate", "omit", "raise")
 
 
-def _impl(a, *, axis, nan_policy, keepdims):
+def _impl(a, *, axis, nan_policy):
+    """The position along ``axis`` (kept, length 1) of the first occurrence of the mode, and its count."""
     host_only("mode", a)  # cupyx.scipy.stats has no mode
-    result = scipy_module(np, "stats").mode(a, axis=axis, nan_policy=nan_policy, keepdims=keepdims)
-    return np.asarray(result.mode), np.asarray(result.count)
+    result = scipy_module(np, "stats").mode(a, axis=axis, nan_policy=nan_policy, keepdims=True)
+    same = (a == result.mode) | (np.isnan(a) & np.isnan(result.mode))
+    return np.argmax(same, axis=axis, keepdims=True), np.asarray(result.count)
 
 
-def _batch(vals, dims, *, axis, nan_policy, keepdims):
-    """The batch axis to the front; ``axis=None`` flattens each example (its mode is over all of it)."""
+def _batch(vals, dims, *, axis, nan_policy):
+    """The batch axis to the front, ``axis`` one further."""
     (a,), (d,) = vals, dims
     a = to_front(a, d)
-    if axis is None:
-        a = _shape.reshape(a, (shape_of(a)[0], math.prod(shape_of(a)[1:])))
-        outs = bind(mode_p, a, axis=1, nan_policy=nan_policy, keepdims=False)
-        if keepdims:  # the example's reduced shape is all ones
-            outs = [_shape.reshape(o, (shape_of(o)[0],) + (1,) * (len(shape_of(vals[0])) - 1)) for o in outs]
-        return list(outs), [0, 0]
-    axis = axis % (len(shape_of(a)) - 1) + 1
-    return list(bind(mode_p, a, axis=axis, nan_policy=nan_policy, keepdims=keepdims)), [0, 0]
+    return list(bind(mode_p, a, axis=axis % (len(shape_of(a)) - 1) + 1, nan_policy=nan_policy)), [0, 0]
 
 
 mode_p = primitive("scipy.stats.mode", _impl, multiple_results=True)
@@ -65,12 +60,22 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
 
     Returns:
         ``ModeResult(mode, count)``: the modes, in ``a``'s dtype, and their counts (int64), both of
-        ``a``'s shape without ``axis`` (with it as 1 for ``keepdims=True``). Not differentiable: the
-        derivative is zero.
+        ``a``'s shape without ``axis`` (with it as 1 for ``keepdims=True``; 0-d for ``axis=None``).
+        The mode's derivative is the gather's: 1 for the element chosen (its first occurrence).
 
     Raises:
         ValueError: an unknown ``nan_policy``.
     """
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"mode: nan_policy must be one of {NAN_POLICIES}; got {nan_policy!r}")
-    return ModeResult(*bind(mode_p, a, axis=axis, nan_policy=nan_policy, keepdims=keepdims))
+    a = tnp.asarray(a)
+    kept = (1,) * a.ndim if axis is None else None  # SciPy keeps every axis, as 1, for axis=None
+    if axis is None:
+        a, axis = tnp.ravel(a), 0
+    position, count = bind(mode_p, a, axis=axis, nan_policy=nan_policy)
+    value = tnp.take_along_axis(a, position, axis=axis)  # a gather: the derivative goes to that element
+    if not keepdims:
+        return ModeResult(tnp.squeeze(value, axis=axis), tnp.squeeze(count, axis=axis))
+    if kept is not None:
+        value, count = tnp.reshape(value, kept), tnp.reshape(count, kept)
+    return ModeResult(value, count)

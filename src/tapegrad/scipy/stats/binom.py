@@ -4,8 +4,9 @@ trials of probability ``p``, shifted by ``loc``, as ``scipy.stats.binom``.
 ``logpmf`` and ``pmf`` are differentiable in ``p`` (and in ``n`` through ``gammaln``, a continuous
 extension) to any order in both modes. ``cdf`` and ``sf`` are ``tapegrad.scipy.special.betainc``
 (``bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)``) and are differentiable in ``p``
-(``d cdf / dp = -n pmf(k; n - 1, p)``). Every function has a zero derivative in ``k`` (discrete),
-and ``cdf``/``sf`` in ``n`` too. Outside ``{0, ..., n}`` the log pmf is ``-inf`` and the pmf 0.
+(``d cdf / dp = -n pmf(k; n - 1, p)``), and in ``n`` through ``betainc``'s shape derivatives (the
+same continuous extension as ``gammaln``'s). Every function has a zero derivative in ``k``
+(discrete). Outside ``{0, ..., n}`` the log pmf is ``-inf`` and the pmf 0.
 ``ppf`` is integer valued and not differentiable.
 """
 from __future__ import annotations
@@ -32,17 +33,17 @@ def pmf(k, n, p, loc=0):
 
 
 def _count(k, n, loc):
-    """``(floor(k - loc), n)`` without derivatives, the count kept in ``[0, n - 1]`` (where the sums
-    are not 0 or 1), where it is in that range, and the count itself."""
-    k, n = stop_gradient(tnp.floor(k - loc)), stop_gradient(n)
+    """``floor(k - loc)`` without derivative, kept in ``[0, n - 1]`` (where the sums are not 0 or 1),
+    where it is in that range, and the count itself."""
+    k = stop_gradient(tnp.floor(k - loc))
     between = (k >= 0) & (k < n)
-    return guard(between, k, 0.0), n, between, k
+    return guard(between, k, 0.0), between, k
 
 
 @promoted
 def cdf(k, n, p, loc=0):
     """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``."""
-    count, n, between, k = _count(k, n, loc)
+    count, between, k = _count(k, n, loc)
     value = betainc(n - count, count + 1.0, 1.0 - p)
     return tnp.where(between, value, constant(k < 0, 0.0, 1.0, value))
 
@@ -50,7 +51,7 @@ def cdf(k, n, p, loc=0):
 @promoted
 def sf(k, n, p, loc=0):
     """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail)."""
-    count, n, between, k = _count(k, n, loc)
+    count, between, k = _count(k, n, loc)
     value = betainc(count + 1.0, n - count, p)
     return tnp.where(between, value, constant(k < 0, 1.0, 0.0, value))
 
