@@ -63,19 +63,16 @@ CONTINUOUS = (
     + _specs("gamma", DENSITY + TAILS, ("z_pos", "shape") + LOC_SCALE, INVERSE)
     + _specs("chi2", DENSITY + TAILS, ("z_pos", "shape") + LOC_SCALE, INVERSE)
     + _specs("beta", DENSITY + TAILS, ("z_unit", "shape", "shape") + LOC_SCALE, INVERSE)
-    + _specs("t", DENSITY, ("real", "shape") + LOC_SCALE)
+    + _specs("t", DENSITY + TAILS, ("real", "shape") + LOC_SCALE, INVERSE)
     + _specs("gennorm", DENSITY + TAILS, ("z_nonzero", "shape") + LOC_SCALE, INVERSE)
     + _specs("gennorm", DENSITY + TAILS, ("z_nonzero", "small_shape") + LOC_SCALE, INVERSE)
     + _specs("vonmises", DENSITY, ("z_circle", "shape") + LOC_SCALE)
     + _specs("wrapcauchy", DENSITY + TAILS, ("z_wrap", "c") + LOC_SCALE, INVERSE)
     + _specs("truncnorm", DENSITY + TAILS, ("z_trunc", "a_trunc", "b_trunc") + LOC_SCALE, INVERSE)
 )
-# values from SciPy (stdtr, stdtrit, vonmises.cdf): differentiable in x (q), loc and scale, not in
-# the shape parameter (frozen below; test_scipy_valued_shape_derivatives_raise checks that)
-SCIPY_VALUED = (
-    _specs("t", TAILS, ("real", "shape") + LOC_SCALE, INVERSE)
-    + _specs("vonmises", ("cdf", "sf"), ("z_circle", "shape") + LOC_SCALE)
-)
+# values from SciPy (vonmises.cdf): differentiable in x, loc and scale, not in kappa (frozen below;
+# test_scipy_valued_shape_derivatives_raise checks that)
+SCIPY_VALUED = _specs("vonmises", ("cdf", "sf"), ("z_circle", "shape") + LOC_SCALE)
 # (x shape, shape of every other argument): broadcasting both ways
 SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((4,), ())]
 
@@ -114,7 +111,7 @@ def _uses_incomplete(spec):
     functions' series in Taylor arithmetic: slower, so checked in float64 at one shape only; their
     float32 values are checked in test_values)."""
     dist, fn = spec.name.split(".")
-    return dist in ("gamma", "chi2", "beta", "gennorm") and fn in TAILS + INVERSE
+    return dist in ("gamma", "chi2", "beta", "gennorm", "t") and fn in TAILS + INVERSE
 
 
 DERIVATIVE_CASES = [(spec, shapes, dtype) for spec in CONTINUOUS
@@ -144,7 +141,7 @@ def test_scipy_valued_derivatives_in_x_loc_scale(spec, shapes):
     check_grads(fn, args, order=2, modes=("fwd", "rev"), name=spec.name)
 
 
-@pytest.mark.parametrize("spec", [s for s in SCIPY_VALUED if s.name.endswith((".cdf", ".ppf"))], ids=repr)
+@pytest.mark.parametrize("spec", [s for s in SCIPY_VALUED if s.name.endswith(".cdf")], ids=repr)
 def test_scipy_valued_shape_derivatives_raise(spec):
     args = _draw(spec, (3,), (3,), np.float64)
     for mode in (lambda f, a: tg.grad(f, grad_position=1)(*a),
@@ -152,13 +149,20 @@ def test_scipy_valued_shape_derivatives_raise(spec):
         with pytest.raises(NotImplementedError, match="derivative of .* in operand .*grad_position"):
             mode(lambda *a: spec.op(*a).sum(), args)
     # the failed call left nothing behind: the derivative in x still works, and equals the density
-    # (in q, one over the density at the quantile)
     g = tg.grad(lambda x: spec.op(x, *args[1:]).sum())(args[0])
-    dist = getattr(scipy.stats, spec.name.split(".")[0])
-    if spec.name.endswith(".cdf"):
-        assert_close(g, dist.pdf(*args), rtol=1e-10)
-    else:
-        assert_close(g, 1.0 / dist.pdf(dist.ppf(*args), *args[1:]), rtol=1e-10)
+    assert_close(g, getattr(scipy.stats, spec.name.split(".")[0]).pdf(*args), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dist,shapes", [("t", (3.5,)), ("gamma", (2.5,)), ("beta", (2.5, 1.5))])
+def test_quantile_derivatives_are_the_implicit_ones(dist, shapes):
+    """d ppf / dq = 1 / pdf(ppf) and, in a shape s, d ppf / ds = -(dF/ds) / pdf(ppf), F = cdf."""
+    op, ref = getattr(tss, dist), getattr(scipy.stats, dist)
+    q, shapes = np.array([0.1, 0.45, 0.9]), tuple(np.asarray(s) for s in shapes)
+    x = ref.ppf(q, *shapes)
+    assert_close(tg.grad(lambda q: op.ppf(q, *shapes).sum())(q), 1.0 / ref.pdf(x, *shapes), rtol=1e-10)
+    dF = tg.jacfwd(lambda s: op.cdf(x, s, *shapes[1:]))(shapes[0])
+    dppf = tg.jacfwd(lambda s: op.ppf(q, s, *shapes[1:]))(shapes[0])
+    assert_close(dppf, -dF / ref.pdf(x, *shapes), rtol=1e-9)
 
 
 @pytest.mark.parametrize("spec", CONTINUOUS + SCIPY_VALUED, ids=repr)

@@ -168,13 +168,13 @@ CASES = [
     _unary("polygamma", lambda x: tsp.polygamma(1, x), "pos"), _unary("expit", tsp.expit),
     _binary("xlogy", tsp.xlogy, ("real", "pos")), _binary("xlog1py", tsp.xlog1py, ("real", "pos")),
     _unary("entr", tsp.entr, "pos"),
-    # distribution functions on SciPy's values (the shape parameters of stdtr and vonmises.cdf held)
-    _unary("stats.stdtr", lambda x: tstats.t.cdf(x, 3.5)),
+    # distribution functions and quantiles on SciPy's values (vonmises.cdf's kappa held: no derivative)
+    _binary("stats.stdtr", lambda x, df: tstats.t.cdf(x, df), ("real", "gt1")),
     _binary("stats.gammaincinv", lambda q, a: tstats.gamma.ppf(q, a), ("prob", "gt1")),
     _binary("stats.gammainccinv", lambda q, a: tstats.gamma.isf(q, a), ("prob", "gt1")),
     Case("stats.betaincinv", lambda q, a, b: tstats.beta.ppf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
     Case("stats.betainccinv", lambda q, a, b: tstats.beta.isf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
-    _unary("stats.stdtrit", lambda q: tstats.t.ppf(q, 3.5), "prob"),
+    _binary("stats.stdtrit", lambda q, df: tstats.t.ppf(q, df), ("prob", "gt1")),
     _unary("stats.vonmises.cdf", lambda x: tstats.vonmises.cdf(x, 1.5)),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),

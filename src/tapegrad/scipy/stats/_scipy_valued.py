@@ -5,14 +5,14 @@ gamma and beta functions and of ``stdtr`` (``gammaincinv``, ``gammainccinv``, ``
 ``tapegrad.scipy.special.gammainc``, ``gammaincc`` and ``betainc``.
 
 Each operand has a partial derivative written in tapegrad operations (so it differentiates again):
-in ``x``, a distribution function's is the density at ``x``; in ``q``, a quantile function's is one
-over the density at the quantile ``x``; in a shape parameter ``a``, a quantile function's is
-``-(dF/da) / density`` at ``x`` (implicit differentiation of ``F(a, x) = q``, with
-``tapegrad.scipy.special``'s derivatives of the incomplete functions in their shapes). Otherwise a
-string:
-the derivative has no closed form tapegrad offers yet (the incomplete gamma and beta functions in
-their shape parameters), and differentiating in that operand raises a ``NotImplementedError`` that
-names the function, the operand and that string.
+in ``x``, a distribution function's is the density at ``x`` (``stdtr``'s in ``df`` comes from
+``stdtr(df, t) = betainc(df/2, 1/2, df/(df + t**2)) / 2`` left of 0); in ``q``, a quantile
+function's is one over the density at the quantile ``x``; in a shape parameter ``a``, a quantile
+function's is ``-(dF/da) / density`` at ``x`` (implicit differentiation of ``F(a, x) = q``, with
+``tapegrad.scipy.special``'s derivatives of the incomplete functions in their shapes). An entry may
+also be ``None`` (a zero derivative) or a string saying why the derivative is missing: then
+differentiating in that operand raises a ``NotImplementedError`` that names the function, the
+operand and that string.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from tapegrad.scipy.special import betaln, gammaln, xlog1py, xlogy
 from tapegrad.scipy.special._betainc_ab import betainc_dab
 from tapegrad.scipy.special._gammainc_a import gammainc_da
 from tapegrad.scipy.special._impl import scipy_impl
+from tapegrad.scipy.stats._support import guard
 
 
 def _missing(name, position, why):
@@ -103,9 +104,19 @@ def _in_shape(d_shape, density):
     return lambda ans, *params_q: -d_shape(*params_q[:-1], ans) / density(*params_q[:-1], ans)
 
 
-_DF = "Student's t distribution function has no closed-form derivative in df"
-stdtr_p = scipy_valued("stdtr", (_DF, _in_x(_t_density)))
-stdtrit_p = scipy_valued("stdtrit", (_DF, _in_q(_t_density)))
+def _stdtr_ddf(df, t):
+    """``d stdtr(df, t) / d df``. With ``x = df / (df + t**2)``, ``stdtr = I(df/2, 1/2, x) / 2`` left
+    of 0 and one minus that right of it, so the derivative is ``+-(I_a / 2 + I_x t**2 / (df + t**2)**2)
+    / 2``; 0 at ``t = 0``, where ``stdtr = 1/2`` for every ``df`` (and ``I_x`` is infinite)."""
+    zero = t == 0
+    t = guard(zero, 1.0, t)
+    x = df / (df + t * t)
+    slope = 0.5 * betainc_dab(0.5 * df, 0.5, x, (1, 0)) + _beta_density(0.5 * df, 0.5, x) * (t / (df + t * t)) ** 2
+    return tnp.where(zero, 0.0, tnp.where(t < 0, 0.5 * slope, -0.5 * slope))
+
+
+stdtr_p = scipy_valued("stdtr", (_in_x(_stdtr_ddf), _in_x(_t_density)))
+stdtrit_p = scipy_valued("stdtrit", (_in_shape(_stdtr_ddf, _t_density), _in_q(_t_density)))
 _GAMMA_A = _in_shape(gammainc_da, _gamma_density)
 gammaincinv_p = scipy_valued("gammaincinv", (_GAMMA_A, _in_q(_gamma_density)))
 gammainccinv_p = scipy_valued("gammainccinv", (_GAMMA_A, _in_q(_gamma_density, -1.0)))

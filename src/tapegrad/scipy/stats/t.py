@@ -1,11 +1,11 @@
 """``tapegrad.scipy.stats.t``: Student's t distribution with ``df`` degrees of freedom, as
 ``scipy.stats.t``.
 
-``logpdf`` and ``pdf`` are differentiable in every argument to any order in both modes. ``cdf``,
-``sf`` and their logs take their values from ``scipy.special.stdtr``, ``ppf`` and ``isf`` from
-``stdtrit``: differentiable in ``x`` (``q``), ``loc`` and ``scale`` (the derivative in ``x`` is the
-density, in ``q`` its inverse at the quantile); differentiating them in ``df`` raises
-``NotImplementedError``.
+Every function is differentiable in every argument to any order in both modes. ``cdf``, ``sf`` and
+their logs take their values from ``scipy.special.stdtr``, ``ppf`` and ``isf`` from ``stdtrit``, in
+primitives whose derivative in ``x`` is the density (in ``q`` its inverse at the quantile) and in
+``df`` comes from ``stdtr(df, t) = betainc(df/2, 1/2, df/(df + t**2)) / 2`` (left of 0), through
+``tapegrad.scipy.special``'s derivatives of ``betainc`` in its shapes.
 """
 from __future__ import annotations
 
