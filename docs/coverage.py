@@ -142,6 +142,25 @@ EXAMPLES = {
     "fill_diagonal": lambda: (_M.copy(), 0.5), "put_along_axis": lambda: (_M.copy(), np.argsort(_M, axis=1)[:, :1], 0.5, 1),
     "permute_dims": lambda: (_M.copy(), (1, 0)),
 }
+# scipy.stats: counts as integer arrays and the parameters without a derivative (vonmises.cdf's
+# kappa) as Python numbers, so only the continuous arguments are differentiated; points inside the
+# support (a truncnorm interval around them, a simplex for dirichlet's free components)
+_COUNTS = np.array([0, 2, 4])
+EXAMPLES.update({f"{dist}.{fn}": example for dist, fns, example in [
+    ("bernoulli", ("logpmf", "pmf"), lambda: (np.array([0, 1, 1]), _V.copy())),
+    ("bernoulli", ("ppf",), lambda: (_V.copy(), 0.4)),
+    ("binom", ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"), lambda: (_COUNTS, 7, _V.copy())),
+    ("binom", ("ppf",), lambda: (_V.copy(), 7, 0.4)),
+    ("betabinom", ("logpmf", "pmf"), lambda: (_COUNTS, 7, _V + 1.0, _W + 1.0)),
+    ("betabinom", ("ppf",), lambda: (_V.copy(), 7, 1.5, 2.5)),
+    ("nbinom", ("logpmf", "pmf"), lambda: (_COUNTS, _V + 2.0, _W.copy())),
+    ("geom", ("logpmf", "pmf"), lambda: (_COUNTS + 1, _V.copy())),
+    ("vonmises", ("cdf", "sf"), lambda: (_V.copy(), 1.5)),
+    ("truncnorm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"),
+     lambda: (_V.copy(), _V - 1.0, _V + 1.0)),
+    ("multinomial", ("logpmf", "pmf"), lambda: (np.array([1, 2, 3]), 6, _V / _V.sum())),
+    ("dirichlet", ("logpdf", "pdf"), lambda: (0.5 * _V[:2], _W + 1.0)),
+] for fn in fns})
 
 
 # ---- running -----------------------------------------------------------------------------------

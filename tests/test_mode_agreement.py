@@ -24,6 +24,7 @@ import tapegrad.numpy.linalg as tla
 import tapegrad.scipy.linalg as tsl
 import tapegrad.scipy.signal as tss
 import tapegrad.scipy.special as tsp
+import tapegrad.scipy.stats as tstats
 from tapegrad import _tree
 from tapegrad._rules import PRIMITIVES
 
@@ -167,6 +168,14 @@ CASES = [
     _unary("polygamma", lambda x: tsp.polygamma(1, x), "pos"), _unary("expit", tsp.expit),
     _binary("xlogy", tsp.xlogy, ("real", "pos")), _binary("xlog1py", tsp.xlog1py, ("real", "pos")),
     _unary("entr", tsp.entr, "pos"),
+    # distribution functions and quantiles on SciPy's values (vonmises.cdf's kappa held: no derivative)
+    _binary("stats.stdtr", lambda x, df: tstats.t.cdf(x, df), ("real", "gt1")),
+    _binary("stats.gammaincinv", lambda q, a: tstats.gamma.ppf(q, a), ("prob", "gt1")),
+    _binary("stats.gammainccinv", lambda q, a: tstats.gamma.isf(q, a), ("prob", "gt1")),
+    Case("stats.betaincinv", lambda q, a, b: tstats.beta.ppf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
+    Case("stats.betainccinv", lambda q, a, b: tstats.beta.isf(q, a, b), ((3,), (3,), (3,)), ("prob", "gt1", "gt1")),
+    _binary("stats.stdtrit", lambda q, df: tstats.t.ppf(q, df), ("prob", "gt1")),
+    _unary("stats.vonmises.cdf", lambda x: tstats.vonmises.cdf(x, 1.5)),
     # layers
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),

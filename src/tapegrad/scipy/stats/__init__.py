@@ -1,6 +1,50 @@
 """``tapegrad.scipy.stats``: distributions as modules of functions, as ``jax.scipy.stats``:
 ``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``) and ``multivariate_normal``
-(``logpdf pdf cdf logcdf``), differentiable in every argument."""
+(``logpdf pdf cdf logcdf entropy``), differentiable in every argument, and the distributions,
+estimators and statistics of the block below (``docs/stats.md``)."""
 from tapegrad.scipy.stats import multivariate_normal, norm
 
 __all__ = ["multivariate_normal", "norm"]
+
+# ---- block: the distributions of jax.scipy.stats (issue 15) ----
+from tapegrad.numpy._operators import register_alternatives  # noqa: E402
+from tapegrad.scipy.stats import (  # noqa: E402
+    bernoulli,
+    beta,
+    betabinom,
+    binom,
+    cauchy,
+    chi2,
+    dirichlet,
+    expon,
+    gamma,
+    gennorm,
+    geom,
+    gumbel_l,
+    gumbel_r,
+    laplace,
+    logistic,
+    multinomial,
+    nbinom,
+    pareto,
+    poisson,
+    t,
+    truncnorm,
+    uniform,
+    vonmises,
+    wrapcauchy,
+)
+from tapegrad.scipy.stats._kde import gaussian_kde  # noqa: E402
+from tapegrad.scipy.stats._mode import mode  # noqa: E402
+from tapegrad.scipy.stats._rankdata import rankdata  # noqa: E402
+from tapegrad.scipy.stats._sem import sem  # noqa: E402
+
+# scipy.stats.rankdata(tracer) and friends raise an error that names the function here
+register_alternatives("scipy.stats", "tapegrad.scipy.stats", ["mode", "rankdata", "sem"])
+
+__all__ += [
+    "bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
+    "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "nbinom", "pareto", "poisson", "t",
+    "truncnorm", "uniform", "vonmises", "wrapcauchy",
+    "gaussian_kde", "mode", "rankdata", "sem",
+]

@@ -1,4 +1,5 @@
-"""``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf``, ``cdf`` and ``logcdf``.
+"""``tapegrad.scipy.stats.multivariate_normal``: ``logpdf``, ``pdf`` (``allow_singular=``), ``cdf``,
+``logcdf`` and ``entropy``.
 
 Shapes follow ``jax.scipy.stats.multivariate_normal``: ``x`` is ``(..., d)``, ``mean`` is ``(..., d)``
 and ``cov`` is ``(..., d, d)``, their leading (batch) axes broadcast together, and the result has the
@@ -29,7 +30,7 @@ from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy.linalg import cholesky
 from tapegrad.scipy.linalg import solve_triangular
 from tapegrad.scipy.special import ndtr, ndtri
-from tapegrad.scipy.stats import norm
+from tapegrad.scipy.stats import _singular, norm
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -50,7 +51,7 @@ def _diagonal(L):
     return L[..., idx, idx]
 
 
-def logpdf(x, mean, cov):
+def logpdf(x, mean, cov, allow_singular=False):
     """The log density ``-|L^-1 (x - mean)|^2 / 2 - sum(log diag L) - d log(2 pi) / 2``.
 
     Args:
@@ -58,15 +59,22 @@ def logpdf(x, mean, cov):
         mean: ``(..., d)``; a 0-d ``mean`` is the univariate case.
         cov: ``(..., d, d)``, symmetric positive definite (read as its symmetric part); a variance
             when ``mean`` is 0-d.
+        allow_singular: accept a positive semidefinite ``cov`` (SciPy's flag): the density on the
+            span of its non-negligible eigenvectors, with its pseudo-determinant, ``-inf`` off that
+            span (``tapegrad.scipy.stats._singular``); computed through ``eigh`` rather than Cholesky.
 
     Returns:
         The log densities, shape ``(...)`` (the batch shapes of ``x``, ``mean`` and ``cov``
         broadcast), in the inputs' float dtype.
 
     Raises:
-        numpy.linalg.LinAlgError: ``cov`` is not positive definite (from the Cholesky factorization).
+        numpy.linalg.LinAlgError: ``cov`` is not positive definite (from the Cholesky factorization)
+            and ``allow_singular`` is False.
+        ValueError: ``allow_singular`` and a concrete ``cov`` with a negative eigenvalue.
     """
     x, mean, cov = as_operand(x), as_operand(mean), as_operand(cov)
+    if allow_singular and _shape.ndim(mean) > 0:
+        return _singular.logpdf(x, mean, cov)
     if _shape.ndim(mean) == 0:
         return norm.logpdf(x, mean, ew.sqrt(cov))
     L = cholesky(cov)
@@ -76,9 +84,29 @@ def logpdf(x, mean, cov):
             - 0.5 * d * _LOG_2PI)
 
 
-def pdf(x, mean, cov):
-    """The density ``exp(logpdf(x, mean, cov))``; arguments and shapes as :func:`logpdf`."""
-    return ew.exp(logpdf(x, mean, cov))
+def pdf(x, mean, cov, allow_singular=False):
+    """The density ``exp(logpdf(x, mean, cov, allow_singular))``; arguments and shapes as :func:`logpdf`."""
+    return ew.exp(logpdf(x, mean, cov, allow_singular))
+
+
+def entropy(mean=None, cov=1.0):
+    """The differential entropy ``(d (1 + log(2 pi)) + log det cov) / 2`` of ``N(mean, cov)``.
+
+    Args:
+        mean: unused but for its length when ``cov`` is a scalar (SciPy's signature).
+        cov: ``(..., d, d)`` symmetric positive definite, or a scalar variance (``d = 1``, or
+            ``d = len(mean)`` for a multiple of the identity).
+
+    Returns:
+        The entropies, shape ``(...)``; differentiable in ``cov`` (through its Cholesky factor).
+    """
+    cov = as_operand(cov)
+    if _shape.ndim(cov) == 0:
+        d = 1 if mean is None or _shape.ndim(as_operand(mean)) == 0 else _shape.shape(as_operand(mean))[-1]
+        return 0.5 * d * (1.0 + _LOG_2PI + ew.log(cov))
+    L = cholesky(cov)
+    d = _shape.shape(L)[-1]
+    return 0.5 * d * (1.0 + _LOG_2PI) + red.sum(ew.log(_diagonal(L)), axis=-1)
 
 
 # ---- cdf: Genz's algorithm on a randomly shifted Richtmyer lattice ------------------------------
