@@ -18,10 +18,10 @@ demo: $(VENV)/.installed-examples
 	$(PY) examples/train_digits.py
 
 # ruff (pyproject.toml [tool.ruff]) and the layer contract (pyproject.toml [tool.importlinter],
-# docs/architecture.md), then the suite with one BLAS thread: the tests use small matrices, where
-# OpenBLAS's threads only contend for 2 cores
+# docs/architecture.md), then the suite with one BLAS thread (the tests use small matrices, where
+# OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order
 test: lint
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks examples
