@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as ss
+import scipy.stats
 
 import tapegrad as tg
 import tapegrad.scipy.special as tsp
@@ -29,3 +30,14 @@ def test_what_cannot_dispatch_names_what_to_call():
         tg.grad(lambda x: ss.gammaln(x, dtype=np.float64))(np.array(2.5))
     with pytest.raises(TypeError, match=r"scipy\.special\.struve is not supported"):
         tg.grad(lambda x: ss.struve(0.0, x))(np.array(2.5))
+
+
+@pytest.mark.parametrize("call,ours", [
+    (lambda x: scipy.stats.norm.logpdf(x), "tapegrad.scipy.stats.norm.logpdf"),
+    (lambda x: scipy.stats.gamma.cdf(x, 2.0), "tapegrad.scipy.stats.gamma.cdf"),
+    (lambda x: scipy.stats.poisson.pmf(3, x), "tapegrad.scipy.stats.poisson.pmf"),
+])
+def test_a_scipy_distribution_on_a_traced_value_names_ours(call, ours):
+    import tapegrad.scipy.stats  # noqa: F401  (registers the names)
+    with pytest.raises(TypeError, match=ours.replace(".", r"\.")):
+        tg.grad(call)(np.array(0.3))

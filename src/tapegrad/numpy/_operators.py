@@ -222,13 +222,21 @@ def _foreign_hint() -> str:
         if package in ("numpy", "scipy"):
             parts = module.split(".")
             sub = parts[:2] if package == "scipy" else parts[:1] + [p for p in parts[1:2] if p in ("linalg", "fft")]
-            outermost = f"{'.'.join(sub)}.{frame.f_code.co_name}"
+            outermost = f"{'.'.join(sub)}.{_distribution_of(frame)}{frame.f_code.co_name}"
         elif outermost is not None:
             break
         frame = frame.f_back
     hint = _ALTERNATIVES.get(outermost) if outermost else None
     return (f". {outermost} converts its arguments to NumPy arrays before tapegrad can see the traced "
             f"values in them; call {hint}, which traces" if hint else "")
+
+
+def _distribution_of(frame) -> str:
+    """``"norm."`` when ``frame`` is a method of a ``scipy.stats`` distribution (``norm.logpdf``), so
+    that the error names ``tapegrad.scipy.stats.norm.logpdf``; else the empty string."""
+    owner = frame.f_locals.get("self") if frame.f_globals.get("__name__", "").startswith("scipy.stats") else None
+    name = getattr(owner, "name", None)
+    return f"{name}." if isinstance(name, str) else ""
 
 
 def _qualified(func) -> str:
