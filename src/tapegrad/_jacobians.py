@@ -4,7 +4,10 @@
 ``vmap``-batched backward pass; ``jacfwd`` records ``fn`` once (``linearize``) and sweeps every basis
 tangent forward through the recorded operations in one batched sweep (JAX's construction: ``vmap`` of
 a vjp or jvp). All of it is tapegrad operations, so a Jacobian is differentiable again (``hessian`` is
-``jacfwd(jacrev(fn))``, forward over reverse, as in JAX).
+``jacfwd(jacrev(fn))``, forward over reverse, as in JAX). With ``chunk_size`` the basis is built and
+swept a chunk of rows at a time (torch.func's argument), so the batched intermediates, and the basis
+itself, hold at most that many rows at once; the chunks' results are concatenated. ``hvp`` is one
+Hessian-vector product, forward over reverse, without forming the Hessian.
 
 Return structure (JAX's, with MindSpore's ``grad_position``): the output pytree, each leaf replaced by
 the Jacobian of that output leaf with respect to the selected inputs: for an int ``grad_position`` a
@@ -14,11 +17,21 @@ input leaf ``x`` has shape ``o.shape + x.shape``.
 from __future__ import annotations
 
 import functools
+import numbers
 
 from tapegrad import _tree
-from tapegrad._api import _check_flag, _differentiable_leaf, _select_positions, linearize, refuse_unknown_keywords, vjp
+from tapegrad._api import (
+    _check_flag,
+    _differentiable_leaf,
+    _select_positions,
+    jvp,
+    linearize,
+    refuse_unknown_keywords,
+    value_and_grad,
+    vjp,
+)
 from tapegrad._backend import zeros_like
-from tapegrad._structural import reshape
+from tapegrad._structural import concatenate, reshape
 from tapegrad._vmap_api import vmap
 
 
@@ -68,20 +81,43 @@ def _check_aux_output(out, api):
                          f"{got}; return (out, aux) or set has_aux=False")
 
 
-def _batched_basis(leaves):
-    """The standard basis of the space of ``leaves`` (flattened and concatenated), as one batch: for
-    each leaf an array of shape ``(total,) + leaf.shape`` that holds the identity in that leaf's rows
-    and zeros elsewhere (constants of the leaf's dtype and backend). Also each leaf's row offset."""
-    total = sum(leaf.size for leaf in leaves)
-    batches, offsets, start = [], [], 0
+def _offsets(leaves):
+    """Each leaf's first row in the flattened, concatenated space of ``leaves``, and the total size."""
+    offsets, start = [], 0
     for leaf in leaves:
-        n = leaf.size
-        block = zeros_like(leaf, shape=(total, n))
-        block[start:start + n].reshape(-1)[::n + 1] = 1  # the diagonal of this leaf's rows
-        batches.append(block.reshape((total,) + tuple(leaf.shape)))
         offsets.append(start)
-        start += n
-    return batches, offsets, total
+        start += leaf.size
+    return offsets, start
+
+
+def _batched_basis(leaves, start: int, stop: int):
+    """Rows ``start:stop`` of the standard basis of the space of ``leaves`` (flattened and
+    concatenated), as one batch: for each leaf an array of shape ``(stop - start,) + leaf.shape`` that
+    holds the identity's entries in that leaf's columns and zeros elsewhere (constants of the leaf's
+    dtype and backend)."""
+    batches = []
+    for leaf, offset in zip(leaves, _offsets(leaves)[0]):
+        n = leaf.size
+        block = zeros_like(leaf, shape=(stop - start, n))
+        first, last = max(start, offset), min(stop, offset + n)  # the rows that fall in this leaf
+        if first < last:  # their ones lie on a diagonal: row r has its one in column r - offset
+            rows = block[first - start:last - start].reshape(-1)
+            rows[first - offset::n + 1] = 1
+        batches.append(block.reshape((stop - start,) + tuple(leaf.shape)))
+    return batches
+
+
+def _sweep(fn, leaves, chunk_size, axis: int):
+    """``vmap(fn)`` over the standard basis of ``leaves``, the batch axis of its results at ``axis``,
+    in chunks of at most ``chunk_size`` basis vectors (None: all at once), the chunks' results
+    concatenated along ``axis``."""
+    total = _offsets(leaves)[1]
+    step = total if chunk_size is None else chunk_size
+    mapped = vmap(fn, out_axes=axis)
+    pieces = [mapped(*_batched_basis(leaves, start, min(start + step, total))) for start in range(0, total, step)]
+    if len(pieces) == 1:
+        return pieces[0]
+    return _tree.tree_map(lambda *parts: concatenate(parts, axis=axis), *pieces)
 
 
 def _rows(batched, offset: int, size: int, total: int):
@@ -98,7 +134,15 @@ def _check_aux(has_aux, api):
     return has_aux
 
 
-def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
+def _check_chunk_size(chunk_size, api: str):
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral)
+                                   or chunk_size < 1):
+        raise ValueError(f"{api}: chunk_size must be a positive int (at most that many basis vectors at once) "
+                         f"or None (all at once), got {chunk_size!r}")
+    return None if chunk_size is None else int(chunk_size)
+
+
+def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
     """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``.
 
     Args:
@@ -106,6 +150,10 @@ def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
             ``(out, aux...)``).
         grad_position: int or tuple of ints: which positional arguments to differentiate.
         has_aux: as in ``vjp``: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``.
+        chunk_size: at most this many basis vectors (rows of the Jacobian) per batched pass
+            (torch.func's ``chunk_size``): bounds the memory of the batched intermediates and of the
+            basis at the price of one pass per chunk; None (the default) sweeps them all at once.
+            The results are the same.
 
     Returns:
         A function of ``fn``'s arguments returning the Jacobian (module docstring: the output's
@@ -113,13 +161,15 @@ def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
         of shape ``out_leaf.shape + in_leaf.shape`` and the input's dtype), or ``(jacobian, aux)``.
 
     Raises:
-        TypeError, ValueError: a bad ``grad_position`` or ``has_aux``, or a keyword it does not take
+        TypeError, ValueError: a bad ``grad_position``, ``has_aux`` or ``chunk_size`` (a positive int
+            or None), or a keyword it does not take
             (a peer's ``argnums`` names ``grad_position``), at ``jacrev(...)``, as ``grad``.
         IndexError: a position past the arguments; TypeError: a non-float input there (at the call).
     """
     refuse_unknown_keywords("jacrev", kwargs)
     positions, single = _jac_positions(grad_position, "jacrev")
     _check_aux(has_aux, "jacrev")
+    chunk_size = _check_chunk_size(chunk_size, "jacrev")
 
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
@@ -127,11 +177,12 @@ def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
         restricted = _restrict(fn, args, kwargs, positions, has_aux, "jacrev")
         out, vjp_fn, *aux = vjp(restricted, *selected, has_aux=has_aux)
         out_leaves, out_tree = _tree.tree_flatten(out)
-        basis, offsets, total = _batched_basis(out_leaves)
+        offsets, total = _offsets(out_leaves)
         if total == 0:
             blocks = [_tree.tree_map(functools.partial(_zero_block, o), selected) for o in out_leaves]
-        else:  # one batched backward pass for every basis cotangent at once
-            cts = vmap(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))))(*basis)
+        else:  # batched backward passes for the basis cotangents (one, without chunk_size)
+            cts = _sweep(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))), out_leaves,
+                         chunk_size, 0)
             blocks = [_tree.tree_map(functools.partial(_block_of_rows, o, off, total), cts)
                       for o, off in zip(out_leaves, offsets)]
         jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
@@ -139,16 +190,18 @@ def jacrev(fn, grad_position=0, has_aux=False, **kwargs):
     return jac_fn
 
 
-def jacfwd(fn, grad_position=0, has_aux=False, **kwargs):
+def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
     """The Jacobian of ``fn`` by forward mode: ``linearize`` once, then one forward sweep per input
     element, as JAX's ``jacfwd``.
 
-    Arguments, return structure and errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of
-    the two when the selected inputs have fewer elements than the outputs.
+    Arguments (``chunk_size`` counting basis tangents, the Jacobian's columns), return structure and
+    errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of the two when the selected inputs
+    have fewer elements than the outputs.
     """
     refuse_unknown_keywords("jacfwd", kwargs)
     positions, single = _jac_positions(grad_position, "jacfwd")
     _check_aux(has_aux, "jacfwd")
+    chunk_size = _check_chunk_size(chunk_size, "jacfwd")
 
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
@@ -156,13 +209,13 @@ def jacfwd(fn, grad_position=0, has_aux=False, **kwargs):
         out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions, has_aux, "jacfwd"), *selected,
                                       has_aux=has_aux)
         in_leaves, in_tree = _tree.tree_flatten(selected)
-        basis, offsets, total = _batched_basis(in_leaves)
+        offsets, total = _offsets(in_leaves)
         out_leaves, out_tree = _tree.tree_flatten(out)
         if total == 0:
             columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
-        else:  # one batched forward sweep for every basis tangent, the batch axis last
-            tangents = _tree.tree_unflatten(in_tree, basis)
-            columns = _tree.tree_leaves(vmap(lambda *ts: jvp_fn(*ts), out_axes=-1)(*tangents))
+        else:  # batched forward sweeps for the basis tangents (one, without chunk_size), batch axis last
+            columns = _tree.tree_leaves(_sweep(lambda *ts: jvp_fn(*_tree.tree_unflatten(in_tree, list(ts))),
+                                               in_leaves, chunk_size, -1))
         blocks = []
         for o, cols in zip(out_leaves, columns):
             per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
@@ -179,7 +232,7 @@ def _rows_last(batched, offset: int, size: int, total: int):
     return batched if size == total else batched[..., offset:offset + size]
 
 
-def hessian(fn, grad_position=0, has_aux=False, **kwargs):
+def hessian(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
     """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse (JAX's choice: one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).
 
@@ -187,6 +240,69 @@ def hessian(fn, grad_position=0, has_aux=False, **kwargs):
     structure nests as the module docstring says, twice: with ``grad_position=(0, 1)``,
     ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and ``j``.
     Arguments and errors are those of :func:`jacrev`; with ``has_aux`` the result is ``(H, aux)``.
+    ``chunk_size`` bounds both sweeps: at most that many basis vectors at once in the outer forward
+    sweep and, within each of them, in the inner reverse sweep.
     """
     refuse_unknown_keywords("hessian", kwargs)
-    return jacfwd(jacrev(fn, grad_position, has_aux), grad_position, has_aux)
+    _check_chunk_size(chunk_size, "hessian")
+    return jacfwd(jacrev(fn, grad_position, has_aux, chunk_size=chunk_size), grad_position, has_aux,
+                  chunk_size=chunk_size)
+
+
+def hvp(fn, primals, tangents, has_aux=False):
+    """``fn``'s value at ``primals`` and its Hessian-vector product along ``tangents``: forward over
+    reverse, ``jvp(grad(fn), primals, tangents)`` (the spelling JAX's documentation gives), returned in
+    torch.func's ``hvp`` structure. The Hessian is never formed: the cost is a small multiple of ``fn``'s.
+
+    Args:
+        fn: a function of the pytrees in ``primals`` returning a scalar (a Python float or an array of
+            one element; with ``has_aux``, ``(out, aux...)``).
+        primals: a tuple or list with one pytree per positional argument of ``fn``; float or complex
+            leaves. Every argument is differentiated.
+        tangents: a tuple or list like ``primals``: each leaf has its primal's shape and dtype.
+        has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
+
+    Returns:
+        ``(out, hvp_out)`` or ``(out, hvp_out, aux)`` (torch.func's order): ``out`` is ``fn(*primals)``,
+        ``hvp_out`` a tuple with one entry per primal, shaped like it: the second derivatives of ``out``
+        contracted with the tangents, ``sum_j H[i, j] @ tangents[j]``. The gradient itself is not
+        returned (``jax.jvp(jax.grad(f), ...)`` gives it first; ``value_and_grad`` has it).
+
+    Raises:
+        ValueError: ``fn``'s output has more than one element (take its sum, or use ``jacfwd`` of
+            ``jacrev``); ``primals`` and ``tangents`` of different lengths, structures or shapes.
+        TypeError: ``primals``/``tangents`` not a tuple or list, a non-float primal leaf, a tangent
+            whose dtype differs from its primal's; ``has_aux`` not a bool.
+    """
+    _check_flag(has_aux, "has_aux")
+    if not isinstance(primals, (tuple, list)):  # before len(): jvp names the argument for tangents
+        raise TypeError(f"hvp: primals must be a tuple or list with one entry per argument of fn, got "
+                        f"{type(primals).__name__}; e.g. hvp(f, (x,), (v,))")
+    if not primals:
+        raise ValueError("hvp: primals is empty; pass one entry per argument of fn, e.g. hvp(f, (x,), (v,))")
+    positions = tuple(range(len(primals)))
+
+    def scalar_fn(*args):
+        out = fn(*args)
+        loss = out[0] if has_aux else out
+        if has_aux:
+            _check_aux_output(out, "hvp")
+        if _tree.tree_structure(loss).num_leaves != 1 or getattr(loss, "size", 1) != 1:
+            raise ValueError("hvp: fn must return a scalar (one element), got "
+                             f"{_describe_output(loss)}; reduce it (a sum or a mean) or use jacfwd(jacrev(fn))")
+        return out
+
+    def grad_and_value(*args):  # the gradient is differentiated forward; the value and aux ride along
+        value, grads = value_and_grad(scalar_fn, positions, has_aux=has_aux)(*args)
+        return grads, value
+
+    _, hvp_out, value = jvp(grad_and_value, primals, tangents, has_aux=True)
+    if has_aux:
+        return (value[0], hvp_out, value[1] if len(value) == 2 else tuple(value[1:]))
+    return value, hvp_out
+
+
+def _describe_output(out) -> str:
+    if hasattr(out, "shape"):
+        return f"an array of shape {tuple(out.shape)}"
+    return f"a {type(out).__name__} with {_tree.tree_structure(out).num_leaves} leaves"
