@@ -10,8 +10,10 @@ import weakref
 import numpy as np
 
 from tapegrad import _tree
+from tapegrad._config import config
 from tapegrad._core import Boxed, Tracer
 from tapegrad._flags import flags_read
+from tapegrad._jit import misses
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
@@ -165,6 +167,7 @@ class _Jitted:
         self.cache_size = _check_cache_size(cache_size)
         self._cache = _Programs(self.cache_size)
         self._instances = {}  # id(instance) -> (weak reference, _Programs): a method's per-instance caches
+        self._staged = False  # whether fn has been staged once: a later staging is a cache miss
 
     def __get__(self, obj, objtype=None):  # on a method: the instance is a static argument
         if obj is None:
@@ -179,6 +182,8 @@ class _Jitted:
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
         if entry is None or entry.flags is not None and not entry.flags.hold():
+            if config.explain_cache_misses and self._staged:
+                self._explain_miss(key, cache, entry)
             entry = self._stage(leaves, rebuild)
             entry.donated = self._donated_leaves(args)
             if not entry.captured:  # values of outer transforms differ at every call: never reused
@@ -191,6 +196,13 @@ class _Jitted:
             except KeyError:  # another thread evicted it in between: it still runs this time
                 pass
         return entry.run(leaves)
+
+    def _explain_miss(self, key, cache, stale) -> None:
+        """Log why this call stages again (``tg.config.explain_cache_misses``)."""
+        if stale is not None:
+            misses.explain_stale(self.fn, stale.flags)
+        else:
+            misses.explain_new_key(self.fn, key, cache, self._cache_size())
 
     def _programs_of(self, bound) -> _Programs:
         """The cache for a call of a method: its instance has its own, which dies with the instance
@@ -256,6 +268,7 @@ class _Jitted:
         return tuple(donated)
 
     def _stage(self, leaves, rebuild):
+        self._staged = True
         avals, backends = zip(*[abstractify(x) for x in leaves]) if leaves else ((), ())
         out_tree = []
 

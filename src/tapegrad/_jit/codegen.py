@@ -59,8 +59,9 @@ def _donatable(x, others):
     that shares none with the other inputs and the constants; else None (the equation allocates)."""
     if type(x) is not np.ndarray or not x.flags.writeable or x.base is not None:
         return None
-    if any(isinstance(o, np.ndarray) and np.may_share_memory(o, x) for o in others):
-        return None
+    for o in others:  # x owns its memory: only x itself, or a view (base set) of it, can overlap it
+        if o is x or isinstance(o, np.ndarray) and o.base is not None and np.may_share_memory(o, x):
+            return None
     return x
 
 
