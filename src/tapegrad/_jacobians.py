@@ -17,6 +17,7 @@ input leaf ``x`` has shape ``o.shape + x.shape``.
 from __future__ import annotations
 
 import functools
+import itertools
 import numbers
 
 from tapegrad import _tree
@@ -31,6 +32,7 @@ from tapegrad._api import (
     vjp,
 )
 from tapegrad._backend import zeros_like
+from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
 from tapegrad._vmap_api import vmap
 
@@ -108,16 +110,32 @@ def _batched_basis(leaves, start: int, stop: int):
 
 
 def _sweep(fn, leaves, chunk_size, axis: int):
-    """``vmap(fn)`` over the standard basis of ``leaves``, the batch axis of its results at ``axis``,
-    in chunks of at most ``chunk_size`` basis vectors (None: all at once), the chunks' results
-    concatenated along ``axis``."""
+    """``vmap(fn)`` over the standard basis of ``leaves``, the batch axis of its results at ``axis``
+    (0 or -1), in chunks of at most ``chunk_size`` basis vectors (None: all at once), the chunks'
+    results joined along ``axis``."""
     total = _offsets(leaves)[1]
     step = total if chunk_size is None else chunk_size
     mapped = vmap(fn, out_axes=axis)
-    pieces = [mapped(*_batched_basis(leaves, start, min(start + step, total))) for start in range(0, total, step)]
-    if len(pieces) == 1:
-        return pieces[0]
-    return _tree.tree_map(lambda *parts: concatenate(parts, axis=axis), *pieces)
+    pieces = (mapped(*_batched_basis(leaves, start, min(start + step, total))) for start in range(0, total, step))
+    first = next(pieces)
+    if step >= total:
+        return first
+    first_leaves, treedef = _tree.tree_flatten(first)
+    if any(isinstance(leaf, Tracer) for leaf in first_leaves):  # under an outer transform: differentiably
+        return _tree.tree_map(lambda *parts: concatenate(parts, axis=axis), first, *pieces)
+    # at rest: each chunk is written into the result as it comes, so only one chunk's results are
+    # alive beside it (a concatenation would hold all the pieces and the result at its end)
+    outs = [zeros_like(leaf, shape=_with_batch(leaf.shape, axis, total)) for leaf in first_leaves]
+    for start, piece in zip(range(0, total, step), itertools.chain([first_leaves], map(_tree.tree_leaves, pieces))):
+        where = (slice(start, start + step),) if axis == 0 else (Ellipsis, slice(start, start + step))
+        for out, leaf in zip(outs, piece):
+            out[where] = leaf
+    return _tree.tree_unflatten(treedef, outs)
+
+
+def _with_batch(shape, axis: int, total: int) -> tuple:
+    """``shape`` with its batch axis (0 or -1) of size ``total``."""
+    return (total,) + tuple(shape[1:]) if axis == 0 else tuple(shape[:-1]) + (total,)
 
 
 def _rows(batched, offset: int, size: int, total: int):
