@@ -6,7 +6,8 @@ tangent forward through the recorded operations in one batched sweep (JAX's cons
 a vjp or jvp). All of it is tapegrad operations, so a Jacobian is differentiable again (``hessian`` is
 ``jacfwd(jacrev(fn))``, forward over reverse, as in JAX). With ``chunk_size`` the basis is built and
 swept a chunk of rows at a time (torch.func's argument), so the batched intermediates, and the basis
-itself, hold at most that many rows at once; the chunks' results are concatenated. ``hvp`` is one
+itself, hold at most that many rows at once; each chunk's results are written into the Jacobian as
+they come (concatenated, differentiably, under an outer transform). ``hvp`` is one
 Hessian-vector product, forward over reverse, without forming the Hessian.
 
 Return structure (JAX's, with MindSpore's ``grad_position``): the output pytree, each leaf replaced by

@@ -313,7 +313,8 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
         A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
         holds: one per (pytree structure, shapes, dtypes, backend, static arguments). A program
         staged while a module's ``training`` flag was read is staged again (and replaced) after
-        that flag changes (``net.eval()``); other programs stay.
+        that flag changes (``net.eval()``); other programs stay. With ``tg.config.explain_cache_misses``
+        each staging after the first logs, on the logger ``"tapegrad.jit"``, what changed.
 
     Parameters read inside ``fn`` are implicit inputs, read fresh at every call (``p.assign`` between
     calls is seen); ``p.assign(new)`` inside ``fn`` (``optimizer.step``) makes the new value an output
