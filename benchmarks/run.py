@@ -1,7 +1,7 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
-[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow]``
+[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [import]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -10,8 +10,8 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
 ``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``, ``bench_jit_step.py``,
-``bench_gp.py``, ``bench_control_flow.py``). ``compare_revisions.py`` runs these benchmarks at two git
-revisions, alternated, for a before/after table.
+``bench_gp.py``, ``bench_control_flow.py``, ``bench_import.py``). ``compare_revisions.py`` runs these
+benchmarks at two git revisions, alternated, for a before/after table.
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
@@ -43,6 +43,7 @@ import bench_checkpoint  # noqa: E402
 import bench_control_flow  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_hessian  # noqa: E402
+import bench_import  # noqa: E402
 import bench_jit_step  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
@@ -51,7 +52,7 @@ import numpy as np  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
-              "gp": bench_gp, "control_flow": bench_control_flow}
+              "gp": bench_gp, "control_flow": bench_control_flow, "import": bench_import}
 
 
 def _peers() -> str:

@@ -4,7 +4,9 @@
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
 The docs (``docs/``) describe the API and its conventions.
 """
-from tapegrad import errors, extend, nn, numpy, optim, random, scipy, testing, tree
+import importlib
+
+from tapegrad import _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
@@ -14,6 +16,7 @@ from tapegrad._jacobians import hessian, jacfwd, jacrev
 from tapegrad._jit import jit, make_program
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._vmap_api import vmap
+from tapegrad.numpy._operators import defer_registrations
 
 __version__ = "0.1.0"
 
@@ -23,3 +26,20 @@ __all__ = [
     "map", "nn", "numpy", "optim", "random", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing",
     "tree", "value_and_grad", "vmap", "vjp", "while_loop",
 ]
+
+# imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
+# tapegrad.scipy and tapegrad.nn alone took longer than all the rest
+_LAZY_SUBMODULES = ("nn", "optim", "random", "scipy", "testing")
+# a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
+defer_registrations("scipy", f"{__name__}.scipy")
+_rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("nn", "random", "scipy"))  # for extend.primitives()
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))

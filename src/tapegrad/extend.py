@@ -45,6 +45,8 @@ other primitive has.
 """
 from __future__ import annotations
 
+import importlib
+
 from tapegrad._batching import (
     all_at_front,
     at_front,
@@ -67,6 +69,7 @@ from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._rules import (
     ARITHMETIC_NS,
     PRIMITIVES,
+    UNIMPORTED,
     Fusion,
     aval_of,
     def_fusion,
@@ -94,6 +97,8 @@ def primitives() -> tuple:
         and the user's, in declaration order; their names are all different. A new tuple each call:
         changing it changes nothing.
     """
+    while UNIMPORTED:  # the packages ``import tapegrad`` leaves for first use declare theirs on import
+        importlib.import_module(UNIMPORTED.pop(0))
     return tuple(PRIMITIVES)
 
 
