@@ -6,9 +6,11 @@ table, the one ``benchmarks/README.md`` shows beside the picture.
 
 A comparison is one benchmark's rows of one kind (``hessian``'s Hessians apart from its HVPs, ``gp``'s
 GP steps apart from its first-order gradients): only rows timed together, on the same work, are
-compared. Its peers are the rows that are not tapegrad's (hand-written NumPy, autograd, PyTorch, JAX);
-the best peer is the fastest of them. A ratio below 1 means tapegrad is the faster. Comparisons with no
-peer (``checkpoint``'s rows, the first calls of ``jit``) have no ratio and are left out of the picture.
+compared, and a "forward only" row only with peers' forward-only rows. Its peers are the rows that are
+not tapegrad's (hand-written NumPy, autograd, PyTorch, JAX), except a closed form (``sin10``'s
+``-sin(x)``: it differentiates nothing); the best peer is the fastest of them. A ratio below 1 means
+tapegrad is the faster. Rows with no peer doing the same work (``gp`` without PyTorch, the first calls
+of ``jit``, ``sin10``'s first derivative) have no ratio and are left out of the picture.
 The x axis is logarithmic: 0.5x and 2x are the same distance from parity.
 """
 from __future__ import annotations
@@ -16,10 +18,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OURS = ("tapegrad", "tg ")  # how tapegrad's rows are named; every other row is a peer
+OURS = ("tapegrad", "tg ")  # how tapegrad's rows are named; every other row is a peer ...
+NOT_PEERS = ("(closed form)",)  # ... but these references
+UNMATCHED = ("tapegrad grad x1",)  # sin10's first derivative: the peers' rows are of the tenth
+FORWARD = "forward only"
 
 
 class Ratio(NamedTuple):
@@ -46,13 +52,14 @@ def ratios(results: dict) -> list[Ratio]:
         kinds = list(dict.fromkeys(row.get("kind") for row in rows))
         for kind in kinds:
             group = [row for row in rows if row.get("kind") == kind and best_time(row) is not None]
-            peers = [row for row in group if not is_ours(row["name"])]
-            if not peers:
-                continue
-            peer = min(peers, key=best_time)
             label = bench if len(kinds) == 1 or kind is None else f"{bench} / {kind}"
-            found += [Ratio(label, row["name"], best_time(row) / best_time(peer), peer["name"])
-                      for row in group if is_ours(row["name"])]
+            for forward in (False, True):
+                same = [row for row in group if (FORWARD in row["name"]) == forward]
+                peers = [row for row in same if not is_ours(row["name"]) and not row["name"].endswith(NOT_PEERS)]
+                if peers:
+                    peer = min(peers, key=best_time)
+                    found += [Ratio(label, row["name"], best_time(row) / best_time(peer), peer["name"])
+                              for row in same if is_ours(row["name"]) and row["name"] not in UNMATCHED]
     return found
 
 
@@ -74,13 +81,16 @@ def plot(found: list[Ratio], path: str, title: str) -> None:
     colors = ["tab:green" if r.ratio <= 1 else "tab:red" for r in found]
     ax.barh(list(y), [r.ratio - 1 for r in found], left=1, color=colors)  # each bar from parity to its ratio
     ax.set_xscale("log")
+    ratios_ = [r.ratio for r in found]
+    ax.set_xlim(min(min(ratios_), 1) / 2.5, max(max(ratios_), 1) * 2.5)  # room for the labels at both ends
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_yticks(list(y), labels, fontsize=8)
     for yi, r in zip(y, found):
-        ax.annotate(f"{r.ratio:.2f}x", (r.ratio, yi), xytext=(3, 0), textcoords="offset points", va="center",
-                    fontsize=7)
+        faster = r.ratio <= 1  # the label goes beyond the bar's end, away from parity
+        ax.annotate(f"{r.ratio:.2f}x", (r.ratio, yi), xytext=(-3 if faster else 3, 0), textcoords="offset points",
+                    va="center", ha="right" if faster else "left", fontsize=7)
     ax.set_xlabel("tapegrad's time / the best peer's (log scale; < 1: tapegrad is faster)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 110), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
