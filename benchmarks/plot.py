@@ -81,8 +81,8 @@ def plot(found: list[Ratio], path: str, title: str) -> None:
     colors = ["tab:green" if r.ratio <= 1 else "tab:red" for r in found]
     ax.barh(list(y), [r.ratio - 1 for r in found], left=1, color=colors)  # each bar from parity to its ratio
     ax.set_xscale("log")
-    ratios_ = [r.ratio for r in found]
-    ax.set_xlim(min(min(ratios_), 1) / 2.5, max(max(ratios_), 1) * 2.5)  # room for the labels at both ends
+    values = [r.ratio for r in found]
+    ax.set_xlim(min(min(values), 1) / 2.5, max(max(values), 1) * 2.5)  # room for the labels at both ends
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_yticks(list(y), labels, fontsize=8)
     for yi, r in zip(y, found):
