@@ -87,3 +87,21 @@ def test_numexpr_loads_when_a_program_first_fuses():
     assert got["before"] is False and got["after"] is True
     x = np.linspace(0, 1, 4096)
     assert_close(np.array(got["y"]), np.sin(x) * 2.0 + np.exp(x) - x * x)
+
+
+def test_a_users_primitive_named_like_a_lazy_packages_is_refused_at_once():
+    """A user's primitive is checked against the primitives of the packages not imported yet (nn's
+    ``relu``): refused when declared, as before, not later when ``tapegrad.nn`` loads."""
+    code = ("import json, tapegrad as tg\n"
+            "from tapegrad import extend\n"
+            "try:\n"
+            "    extend.primitive('relu', lambda x: x)\n"
+            "    clash = None\n"
+            "except ValueError as e:\n"
+            "    clash = str(e)\n"
+            "mine = extend.primitive('mylib.twice', lambda x: 2 * x, extend.unary_abstract_eval)\n"
+            "print(json.dumps({'clash': clash, 'nn': tg.nn.functional.relu is not None,\n"
+            "                  'listed': any(p is mine for p in extend.primitives())}))")
+    got = _fresh(code)
+    assert got["clash"] is not None and "'relu' is already registered" in got["clash"]
+    assert got["nn"] is True and got["listed"] is True

@@ -45,8 +45,6 @@ other primitive has.
 """
 from __future__ import annotations
 
-import importlib
-
 from tapegrad._batching import (
     all_at_front,
     at_front,
@@ -69,7 +67,6 @@ from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._rules import (
     ARITHMETIC_NS,
     PRIMITIVES,
-    UNIMPORTED,
     Fusion,
     aval_of,
     def_fusion,
@@ -82,6 +79,7 @@ from tapegrad._rules import (
     defvjp,
     defvjp_argnum,
     defvjp_fwd,
+    import_unimported,
     primitive,
     register,
     unary_abstract_eval,
@@ -97,8 +95,7 @@ def primitives() -> tuple:
         and the user's, in declaration order; their names are all different. A new tuple each call:
         changing it changes nothing.
     """
-    while UNIMPORTED:  # the packages ``import tapegrad`` leaves for first use declare theirs on import
-        importlib.import_module(UNIMPORTED.pop(0))
+    import_unimported()  # the packages ``import tapegrad`` leaves for first use declare theirs on import
     return tuple(PRIMITIVES)
 
 
