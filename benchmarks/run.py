@@ -5,7 +5,8 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
-- ``--json PATH``: also write every result row as JSON.
+- ``--json PATH``: also write every result row as JSON (``make bench`` writes ``benchmarks/results.json``,
+  which ``plot.py`` draws as ``benchmarks/results.png``).
 - names: run only these benchmarks (default: all).
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
@@ -16,8 +17,8 @@ benchmarks at two git revisions, alternated, for a before/after table.
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
-kind, GP step or first-order gradient); "note" holds the second number of a
-benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
+kind, GP step or first-order gradient; for ``import`` NumPy's own import); "note" holds the second
+number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
 ``grad``; jit_step: steps per second; gp: a jitted row's first call); "error" is the max relative
 error against the reference (``sin10``: absolute error; ``jit_step``: the Parameters after a few steps
