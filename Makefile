@@ -43,8 +43,11 @@ fuzz: $(VENV)/.installed-dev
 	HYPOTHESIS_PROFILE=fuzz OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q \
 		--hypothesis-show-statistics tests/test_properties*.py
 
+# every benchmark, its table printed, its rows in benchmarks/results.json, and benchmarks/results.png:
+# each tapegrad row's time over the best peer's (benchmarks/plot.py); BENCH_FLAGS=--quick for a smoke run
 bench: $(VENV)/.installed-bench
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_FLAGS) --json benchmarks/results.json
+	$(PY) benchmarks/plot.py benchmarks/results.json benchmarks/results.png
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache .hypothesis

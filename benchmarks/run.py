@@ -1,23 +1,24 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
-[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory]``
+[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
-- ``--json PATH``: also write every result row as JSON.
+- ``--json PATH``: also write every result row as JSON (``make bench`` writes ``benchmarks/results.json``,
+  which ``plot.py`` draws as ``benchmarks/results.png``).
 - names: run only these benchmarks (default: all).
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
 ``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``, ``bench_jit_step.py``,
-``bench_gp.py``, ``bench_control_flow.py``). ``compare_revisions.py`` runs these benchmarks at two git
-revisions, alternated, for a before/after table.
+``bench_gp.py``, ``bench_control_flow.py``, ``bench_import.py``). ``compare_revisions.py`` runs these
+benchmarks at two git revisions, alternated, for a before/after table.
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
-kind, GP step or first-order gradient); "note" holds the second number of a
-benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
+kind, GP step or first-order gradient; for ``import`` NumPy's own import); "note" holds the second
+number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
 ``grad``; jit_step: steps per second; gp: a jitted row's first call); "error" is the max relative
 error against the reference (``sin10``: absolute error; ``jit_step``: the Parameters after a few steps
@@ -43,6 +44,7 @@ import bench_checkpoint  # noqa: E402
 import bench_control_flow  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_hessian  # noqa: E402
+import bench_import  # noqa: E402
 import bench_jacobian_memory  # noqa: E402
 import bench_jit_step  # noqa: E402
 import bench_mlp  # noqa: E402
@@ -52,7 +54,8 @@ import numpy as np  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
-              "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory}
+              "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
+              "import": bench_import}
 
 
 def _peers() -> str:

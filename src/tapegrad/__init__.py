@@ -4,17 +4,18 @@
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
 The docs (``docs/``) describe the API and its conventions.
 """
-from tapegrad import errors, extend, nn, numpy, optim, random, scipy, testing, tree
+import importlib
+
+from tapegrad import _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
 from tapegrad._config import config
-from tapegrad._control_flow import cond, fori_loop, map, scan, switch, while_loop
 from tapegrad._custom import custom_jvp, custom_vjp
 from tapegrad._jacobians import hessian, hvp, jacfwd, jacrev
-from tapegrad._jit import jit, make_program
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._vmap_api import vmap
+from tapegrad.numpy._operators import defer_registrations
 
 __version__ = "0.1.0"
 
@@ -24,3 +25,27 @@ __all__ = [
     "map", "nn", "numpy", "optim", "random", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing",
     "tree", "value_and_grad", "vmap", "vjp", "while_loop",
 ]
+
+# imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
+# tapegrad.scipy and tapegrad.nn alone took longer than all the rest, and jit's staging and code generation
+# (which control flow stages its bodies with) about a fifth of what is left
+_LAZY_SUBMODULES = ("nn", "optim", "random", "scipy", "testing")
+_LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", **dict.fromkeys(
+    ("cond", "fori_loop", "map", "scan", "switch", "while_loop"), "_control_flow")}
+# a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
+defer_registrations("scipy", f"{__name__}.scipy")
+_rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn", "random", "scipy"))  # primitives()
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # the next access is direct
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_NAMES))

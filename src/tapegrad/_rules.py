@@ -19,6 +19,8 @@ of the per-op cost of a tape.
 """
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +29,7 @@ from tapegrad._backend import zeros_like
 from tapegrad._core import Primitive, ShapedArray
 
 PRIMITIVES: list = []  # every primitive declared here, in order: tests check that each has all its rules
+UNIMPORTED: list = []  # tapegrad's packages left for first use (tapegrad/__init__.py), which declare more
 
 
 def primitive(name: str, impl, abstract_eval=None, multiple_results: bool = False) -> Primitive:
@@ -47,7 +50,7 @@ def primitive(name: str, impl, abstract_eval=None, multiple_results: bool = Fals
         ValueError: a primitive of that name is registered already.
     """
     prim = Primitive(name, multiple_results)
-    register(prim)
+    _register(prim, sys._getframe(1).f_globals.get("__name__", ""))
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract_eval or _abstract_eval_by_dummies(prim))
     return prim
@@ -232,6 +235,19 @@ def register(prim: Primitive) -> None:
     """Add ``prim`` to the registry (:data:`PRIMITIVES`), refusing a second primitive of the same name:
     jit's programs, printed programs and error messages name primitives, so two of one name would be
     confused. Nothing is added when it raises."""
+    _register(prim, sys._getframe(1).f_globals.get("__name__", ""))
+
+
+def import_unimported() -> None:
+    """Import tapegrad's packages that ``import tapegrad`` leaves for first use (:data:`UNIMPORTED`):
+    they declare primitives too."""
+    while UNIMPORTED:
+        importlib.import_module(UNIMPORTED.pop(0))
+
+
+def _register(prim: Primitive, caller: str) -> None:
+    if UNIMPORTED and caller.split(".")[0] != "tapegrad":
+        import_unimported()  # a user's primitive: a name tapegrad declares later would clash then, not now
     for known in PRIMITIVES:
         if known.name == prim.name:
             raise ValueError(

@@ -79,6 +79,7 @@ from tapegrad._rules import (
     defvjp,
     defvjp_argnum,
     defvjp_fwd,
+    import_unimported,
     primitive,
     register,
     unary_abstract_eval,
@@ -94,6 +95,7 @@ def primitives() -> tuple:
         and the user's, in declaration order; their names are all different. A new tuple each call:
         changing it changes nothing.
     """
+    import_unimported()  # the packages ``import tapegrad`` leaves for first use declare theirs on import
     return tuple(PRIMITIVES)
 
 

@@ -43,6 +43,7 @@ fused equations holds a lock while it runs (``codegen``).
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -50,11 +51,26 @@ import numpy as np
 from tapegrad._core import Primitive, ShapedArray
 from tapegrad._jit.program import Eqn, Literal, Program, Var
 
-try:  # an optional dependency: without it, CPU programs are left unfused
-    import numexpr
-    from numexpr import expressions as _nx
-except ImportError:  # pragma: no cover - exercised only where numexpr is absent
-    numexpr = _nx = None
+
+@functools.cache
+def _load_numexpr() -> None:
+    """Import numexpr, an optional dependency, on first use: it costs about 20 ms, a large part of
+    ``import tapegrad``, and only programs with fusible equations need it. Where it is not installed,
+    ``numexpr`` and ``_nx`` are None and CPU programs are left unfused."""
+    global numexpr, _nx
+    try:
+        import numexpr
+        from numexpr import expressions as _nx
+    except ImportError:  # pragma: no cover - exercised only where numexpr is absent
+        numexpr = _nx = None
+
+
+def __getattr__(name: str):
+    """``fusion.numexpr`` read from outside (the tests' skip conditions) imports it (PEP 562)."""
+    if name in ("numexpr", "_nx"):
+        _load_numexpr()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MAX_INPUTS = 32
 MAX_OPS = 48
@@ -296,7 +312,10 @@ _checked = {}  # (primitive, params, operand kinds/literal dtypes, output dtype)
 def numexpr_fusible(eqn) -> bool:
     """Whether ``eqn`` is a candidate that numexpr computes with NumPy's output dtype (checked once per
     primitive and operand types, by compiling it)."""
-    if _nx is None or not _candidate(eqn) or eqn.out.backend is not np:
+    if not _candidate(eqn) or eqn.out.backend is not np:
+        return False
+    _load_numexpr()
+    if _nx is None:
         return False
     operands = tuple(x.aval.dtype if isinstance(x, Var) else literal_dtype(eqn, i) for i, x in enumerate(eqn.inputs))
     key = (eqn.prim, tuple(sorted(eqn.params.items())), operands, eqn.out.aval.dtype)

@@ -151,7 +151,7 @@ class ArrayOperators:
         # NumPy's own ufunc (one lookup, the hot path), or another library's (scipy.special.gammaln)
         numpys = getattr(np, ufunc.__name__, None) is ufunc
         foreign = None if numpys else _foreign_ufunc(ufunc)
-        fn = _UFUNCS.get(ufunc.__name__) if numpys else _FOREIGN_UFUNCS.get(ufunc)
+        fn = _UFUNCS.get(ufunc.__name__) if numpys else _foreign_function(ufunc)
         if method != "__call__" or fn is None or kwargs:
             spelled = f"{foreign or 'numpy'}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {sorted(kwargs)}" if kwargs and fn is not None else ""
@@ -185,25 +185,55 @@ def register_alternatives(foreign: str, ours: str, names) -> None:
 
 
 _FOREIGN_UFUNCS: dict = {}  # scipy.special.gammaln (the ufunc object) -> tapegrad.scipy.special.gammaln
+_PENDING_UFUNCS: dict = {}  # "scipy.special" -> our namespace, until that module has been imported
 
 
 def register_foreign_ufuncs(foreign: str, namespace: dict) -> None:
     """Dispatch each ufunc of the module ``foreign`` (``"scipy.special"``) whose name ``namespace``
     defines to our function of that name, when it is called on a traced value (NumPy's
-    ``__array_ufunc__`` protocol hands it over: ``scipy.special.gammaln(x)`` then traces). Nothing is
-    registered when ``foreign`` cannot be imported."""
-    try:
-        module = importlib.import_module(foreign)
-    except ImportError:
-        return
-    for name, fn in namespace.items():
-        ufunc = getattr(module, name, None)
-        if isinstance(ufunc, np.ufunc) and callable(fn):
-            _FOREIGN_UFUNCS[ufunc] = fn
+    ``__array_ufunc__`` protocol hands it over: ``scipy.special.gammaln(x)`` then traces).
+
+    Nothing is imported here: a traced value can meet ``foreign``'s ufuncs only after the program has
+    imported ``foreign`` itself, so the ufuncs are looked up then (:func:`_foreign_function`), and
+    ``import tapegrad`` does not pay for SciPy (about 250 ms)."""
+    _PENDING_UFUNCS[foreign] = namespace
+
+
+_DEFERRED: dict = {}  # "scipy" -> "tapegrad.scipy", until a traced value first meets that library
+
+
+def defer_registrations(library: str, ours: str) -> None:
+    """Import our package ``ours`` (``"tapegrad.scipy"``, which registers its alternatives and foreign
+    ufuncs) only when a traced value first meets a ufunc or function of ``library`` (``"scipy"``),
+    so that ``import tapegrad`` imports neither."""
+    _DEFERRED[library] = ours
+
+
+def _import_deferred() -> None:
+    """Import the deferred packages of the libraries the program has imported (see above)."""
+    for library in [name for name in _DEFERRED if name in sys.modules]:
+        importlib.import_module(_DEFERRED.pop(library))
+
+
+def _foreign_function(ufunc):
+    """Our function for another library's ufunc, or None; first registers the pending modules that
+    have been imported since."""
+    fn = _FOREIGN_UFUNCS.get(ufunc)
+    if fn is None:
+        _import_deferred()
+        for foreign in [name for name in _PENDING_UFUNCS if name in sys.modules]:
+            module, namespace = sys.modules[foreign], _PENDING_UFUNCS.pop(foreign)
+            for name, ours in namespace.items():
+                theirs = getattr(module, name, None)
+                if isinstance(theirs, np.ufunc) and callable(ours):
+                    _FOREIGN_UFUNCS[theirs] = ours
+        fn = _FOREIGN_UFUNCS.get(ufunc)
+    return fn
 
 
 def _foreign_ufunc(ufunc):
     """The module (``"scipy.special"``) of a ufunc that is not NumPy's, among those registered."""
+    _import_deferred()
     for foreign in _FOREIGN_MODULES:
         module = sys.modules.get(foreign)
         if module is not None and getattr(module, ufunc.__name__, None) is ufunc:
@@ -226,6 +256,8 @@ def _foreign_hint() -> str:
         elif outermost is not None:
             break
         frame = frame.f_back
+    if outermost is not None:
+        _import_deferred()
     hint = _ALTERNATIVES.get(outermost) if outermost else None
     return (f". {outermost} converts its arguments to NumPy arrays before tapegrad can see the traced "
             f"values in them; call {hint}, which traces" if hint else "")

@@ -1,0 +1,107 @@
+"""``import tapegrad`` stays cheap: optional dependencies and the rarely used submodules load on first use,
+and the names that load lazily still resolve, with their behaviour intact.
+
+Each check runs in a fresh interpreter (this process has imported everything already).
+"""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from _tol import assert_close
+
+LAZY = ("nn", "optim", "random", "scipy", "testing")
+
+
+def _fresh(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints one JSON value, returned here."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_loads_neither_optional_dependencies_nor_lazy_submodules():
+    loaded = _fresh("import json, sys, tapegrad; print(json.dumps(sorted(sys.modules)))")
+    for heavy in ("numexpr", "scipy", "matplotlib", "sklearn", "torch"):
+        assert heavy not in loaded, f"import tapegrad imported {heavy}"
+    for name in LAZY:
+        assert f"tapegrad.{name}" not in loaded, f"import tapegrad imported tapegrad.{name}"
+    assert "tapegrad.numpy" in loaded  # installs the operators on traced values: it must stay eager
+
+
+def test_lazy_submodules_resolve_to_the_real_modules():
+    code = ("import importlib, json, tapegrad as tg\n"
+            f"names = {LAZY!r}\n"
+            "same = [getattr(tg, n) is importlib.import_module('tapegrad.' + n) for n in names]\n"
+            "from tapegrad import nn, scipy\n"
+            "missing = sorted(set(names) - set(dir(tg)))\n"
+            "print(json.dumps({'same': same, 'from': [nn is tg.nn, scipy is tg.scipy],\n"
+            "                  'all': all(hasattr(tg, n) for n in tg.__all__), 'dir': missing}))")
+    got = _fresh(code)
+    assert got == {"same": [True] * len(LAZY), "from": [True, True], "all": True, "dir": []}
+
+
+def test_an_unknown_attribute_is_still_an_attribute_error():
+    import tapegrad as tg
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        tg.nonexistent  # noqa: B018
+
+
+def test_lazy_submodules_compute_through_the_public_api():
+    """First use of each lazy name after a bare ``import tapegrad``: real numbers, checked."""
+    code = ("import json, numpy as np, tapegrad as tg\n"
+            "x = np.array([0.5, 1.5, 2.5])\n"
+            "g = tg.grad(lambda v: tg.scipy.special.gammaln(v).sum())(x)\n"
+            "layer = tg.nn.Dense(3, 2)\n"
+            "y = layer(np.ones((1, 3), np.float32))\n"
+            "print(json.dumps({'g': g.tolist(), 'shape': list(y.shape)}))")
+    got = _fresh(code)
+    from scipy.special import digamma
+    assert_close(np.array(got["g"]), digamma([0.5, 1.5, 2.5]))
+    assert got["shape"] == [1, 2]
+
+
+def test_scipy_ufuncs_trace_without_touching_tapegrad_scipy():
+    """scipy.special's ufuncs on traced values dispatch to ours even when the program never named
+    tapegrad.scipy (it is imported when a traced value first meets SciPy)."""
+    code = ("import json, numpy as np, scipy.special, tapegrad as tg\n"
+            "x = np.array([0.3, 1.0, 4.0])\n"
+            "g = tg.grad(lambda v: scipy.special.gammaln(v).sum())(x)\n"
+            "print(json.dumps(g.tolist()))")
+    got = _fresh(code)
+    from scipy.special import digamma
+    assert_close(np.array(got), digamma([0.3, 1.0, 4.0]))
+
+
+def test_numexpr_loads_when_a_program_first_fuses():
+    pytest.importorskip("numexpr")
+    code = ("import json, sys, numpy as np, tapegrad as tg\n"
+            "before = 'numexpr' in sys.modules\n"
+            "f = tg.jit(lambda x: tg.numpy.sin(x) * 2.0 + tg.numpy.exp(x) - x * x)\n"
+            "x = np.linspace(0, 1, 4096)\n"
+            "y = f(x)\n"
+            "print(json.dumps({'before': before, 'after': 'numexpr' in sys.modules, 'y': y.tolist()}))")
+    got = _fresh(code)
+    assert got["before"] is False and got["after"] is True
+    x = np.linspace(0, 1, 4096)
+    assert_close(np.array(got["y"]), np.sin(x) * 2.0 + np.exp(x) - x * x)
+
+
+def test_a_users_primitive_named_like_a_lazy_packages_is_refused_at_once():
+    """A user's primitive is checked against the primitives of the packages not imported yet (nn's
+    ``relu``): refused when declared, as before, not later when ``tapegrad.nn`` loads."""
+    code = ("import json, tapegrad as tg\n"
+            "from tapegrad import extend\n"
+            "try:\n"
+            "    extend.primitive('relu', lambda x: x)\n"
+            "    clash = None\n"
+            "except ValueError as e:\n"
+            "    clash = str(e)\n"
+            "mine = extend.primitive('mylib.twice', lambda x: 2 * x, extend.unary_abstract_eval)\n"
+            "print(json.dumps({'clash': clash, 'nn': tg.nn.functional.relu is not None,\n"
+            "                  'listed': any(p is mine for p in extend.primitives())}))")
+    got = _fresh(code)
+    assert got["clash"] is not None and "'relu' is already registered" in got["clash"]
+    assert got["nn"] is True and got["listed"] is True
