@@ -88,9 +88,20 @@ class VJPTrace(Trace):
     def process_primitive(self, prim, args, params):
         if prim.multiple_results:  # its own method: the body below stays the single-result hot path
             return self._process_multiple(prim, args, params)
-        if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
-            (a,) = args
-            primals, parents = (a.primal,), args
+        n = len(args)
+        if n == 1:  # bind chose this trace, so a lone operand is one of its tracers
+            primals, parents = (args[0].primal,), args
+        elif n == 2:  # every binary operation: two fixed slots, no loop
+            a, b = args
+            if type(a) in _TAPED and a._trace is self:
+                pa, a = a, a.primal
+            else:
+                pa = None
+            if type(b) in _TAPED and b._trace is self:
+                pb, b = b, b.primal
+            else:
+                pb = None
+            primals, parents = (a, b), (pa, pb)
         else:
             primals, parents = self._operands(args)
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
