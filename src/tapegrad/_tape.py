@@ -250,27 +250,49 @@ class Tape:
         """
         if free:
             records, self.records = self.records, []
-            return self._pass(out_cts, _consume(records), True)
+            return self._pass(out_cts, records, True)
         with self._lock:  # the cotangents live on the records: two passes at once would mix them
             self.prune()
             try:
-                return self._pass(out_cts, reversed(self.records), False)
+                return self._pass(out_cts, list(self.records), False)
             finally:
                 for record in self.records:
                     record.ct = None
                 for leaf in self.leaves:
                     leaf.ct = None
 
-    def _pass(self, out_cts, visiting, free: bool) -> list:
+    def _pass(self, out_cts, records: list, free: bool) -> list:
+        """One backward pass over ``records`` (creation order), which it empties from the end: a
+        record the pass has left is released unless something else holds it."""
         for out, ct in zip(self.outs, out_cts):
             if out is not None and ct is not None:
                 accumulate(out, ct)
-        for record in visiting:
+        pop = records.pop
+        while records:
+            record = pop()
             ct = record.ct
             if ct is None:
                 continue
             record.ct = None
-            _visit(record, ct)
+            if type(record) is VJPTracer:
+                ans = record.primal
+            else:
+                ans = record.ans
+                ct = _complete(ct, ans)
+            rules, primals, params = record.prim.vjp_rules, record.primals, record.params
+            if type(rules) is tuple:  # the hot path, inlined: one rule per operand
+                argnum = 0
+                for parent in record.parents:
+                    if parent is not None:
+                        parent_ct = rules[argnum](ct, ans, *primals, **params)
+                        if parent_ct is not None:
+                            if type(parent) is VJPTracer and parent.ct is None:  # the first: nothing to add
+                                parent.ct = parent_ct
+                            else:
+                                accumulate(parent, parent_ct)
+                    argnum += 1
+            else:
+                _all_operands(record, rules, ct, ans)
             if free:
                 record.primals = record.params = record.parents = None
         results = [leaf.ct for leaf in self.leaves]
@@ -279,39 +301,15 @@ class Tape:
         return results
 
 
-def _consume(records):
-    """The records latest first, each dropped from the list as it is handed out."""
-    while records:
-        yield records.pop()
-
-
-def _visit(record, ct) -> None:
-    """Pass ``ct`` (the record's cotangent) through its primitive's vjp rules to its parents."""
-    prim, primals, params = record.prim, record.primals, record.params
-    if type(record) is VJPTracer:
-        ans = record.primal
-    else:
-        ans = record.ans
-        ct = _complete(ct, ans)
-    rules = prim.vjp_rules
+def _all_operands(record, rules, ct, ans) -> None:
+    """Pass ``ct`` to the record's parents with one call for all operands: ``concatenate`` of N arrays
+    costs O(N), and a joint call's ``backward`` gives every operand's cotangent at once."""
     parents = record.parents
-    if type(rules) is tuple:  # the hot path: one rule per operand
-        for argnum, parent in enumerate(parents):
-            if parent is None:
-                continue
-            parent_ct = rules[argnum](ct, ans, *primals, **params)
-            if parent_ct is None:
-                continue
-            if type(parent) is VJPTracer and parent.ct is None:  # the first cotangent: nothing to add
-                parent.ct = parent_ct
-            else:
-                accumulate(parent, parent_ct)
-    else:  # one call for all operands (``concatenate`` of N arrays costs O(N)), and joint calls
-        argnums = [argnum for argnum, parent in enumerate(parents) if parent is not None]
-        parent_cts = rules.all_operands(argnums, ct, ans, primals, params)
-        for argnum, parent_ct in zip(argnums, parent_cts):
-            if parent_ct is not None:
-                accumulate(parents[argnum], parent_ct)
+    argnums = [argnum for argnum, parent in enumerate(parents) if parent is not None]
+    parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
+    for argnum, parent_ct in zip(argnums, parent_cts):
+        if parent_ct is not None:
+            accumulate(parents[argnum], parent_ct)
 
 
 def record_flat(fun, primals) -> Tape:
