@@ -102,3 +102,27 @@ def test_linearize_sweeps_a_tape_with_several_results_and_dead_branches():
     _, expected = tg.jvp(f, (x,), (v,))
     assert_close(jvp_fn(v), expected)
     assert_close(jvp_fn(2.0 * v), 2.0 * expected)
+
+
+def test_vjp_fn_called_from_its_own_backward_pass_is_refused_and_stays_usable():
+    box = {}
+
+    @tg.custom_vjp
+    def reentrant(x):
+        return tnp.sin(x)
+
+    def bwd(x, g):
+        if box.pop("reenter", False):
+            box["vjp_fn"](1.0)
+        return (g * tnp.cos(x),)
+    reentrant.defvjp(lambda x: (tnp.sin(x), x), bwd)
+    _, box["vjp_fn"] = tg.vjp(lambda x: tnp.sum(reentrant(x)), X)
+    box["reenter"] = True
+    try:
+        box["vjp_fn"](1.0)
+    except RuntimeError as e:
+        assert "its own backward pass" in str(e)
+    else:
+        raise AssertionError("a reentrant call should be refused")
+    (ct,) = box["vjp_fn"](1.0)
+    assert_close(ct, np.cos(X))

@@ -216,14 +216,14 @@ class Tape:
     input), the records in creation order, and the outputs (a taped tracer, or None for an output that
     does not depend on the leaves)."""
 
-    __slots__ = ("leaves", "records", "outs", "_lock", "_pruned")
+    __slots__ = ("leaves", "records", "outs", "_lock", "_pruned", "_busy")
 
     def __init__(self, leaves, records, outs):
         self.leaves = leaves
         self.records = records
         self.outs = outs
-        self._lock = threading.Lock()
-        self._pruned = False
+        self._lock = threading.RLock()  # reentrant: a call from inside its own pass is refused, not hung
+        self._pruned = self._busy = False
 
     def prune(self) -> None:
         """Keep only the records that reach an output (a reusable pullback or a linearization holds
@@ -252,10 +252,16 @@ class Tape:
             records, self.records = self.records, []
             return self._pass(out_cts, records, True)
         with self._lock:  # the cotangents live on the records: two passes at once would mix them
+            if self._busy:
+                raise RuntimeError("a vjp function was called from inside its own backward pass (a "
+                                   "custom rule calling it); compute that cotangent with a second "
+                                   "tg.vjp of the same function instead")
             self.prune()
+            self._busy = True
             try:
                 return self._pass(out_cts, list(self.records), False)
             finally:
+                self._busy = False
                 for record in self.records:
                     record.ct = None
                 for leaf in self.leaves:
