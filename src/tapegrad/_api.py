@@ -502,12 +502,12 @@ def linearize(fn, *primals, has_aux=False):
         tangents that do not fit the primals.
     """
     flat_fun = _FlatFun(fn, primals, has_aux, "linearize")
-    out_primals, in_nodes, out_nodes = record_flat(flat_fun, flat_fun.leaves)
-    order = sweep_order(out_nodes)
+    out_primals, tape = record_flat(flat_fun, flat_fun.leaves)
+    order = sweep_order(tape)
 
     def jvp_fn(*tangents):
         flat_tangents = _flat_tangents(primals, tangents, flat_fun.leaves, "linearize")
-        out_tangents = forward_sweep(order, in_nodes, flat_tangents, out_nodes)
+        out_tangents = forward_sweep(order, tape, flat_tangents)
         return flat_fun.outputs([zeros_like(o) if t is None else t for t, o in zip(out_tangents, out_primals)],
                                 caller=flat_tangents)
     return flat_fun.returns([out_primals], (jvp_fn,), caller=flat_fun.leaves)

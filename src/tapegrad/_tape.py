@@ -1,18 +1,20 @@
 """Reverse mode: the tape (HIPS autograd's design on Autodidax's trace stack).
 
 ``VJPTrace`` binds each primitive one level down (so the primal may itself be a tracer of an outer
-transform), records a :class:`Node` with its parents and residuals, and returns a ``VJPTracer``.
-Only operations with a differentiated operand are recorded; primitives marked ``nondiff`` are not.
+transform) and returns a ``VJPTracer`` that is itself the tape's record of the operation: its
+primitive, operands, parameters and parents. Only operations with a differentiated operand are
+recorded; primitives marked ``nondiff`` are not. A primitive with several results is recorded once,
+as a :class:`Node`, with one :class:`ResultTracer` per float or complex result.
 
-The backward pass runs after the trace is popped, iteratively in reverse topological order: a
-10^6-operation chain needs no recursion. Because the trace is popped first, the rules' own operations
-are recorded by whatever transform is outside, which gives grad-of-grad and every other nesting with
-no extra machinery.
+The trace appends every record to its ``tape`` list, in creation order, which is a topological order:
+the backward pass walks it backwards, iteratively (a 10^6-operation chain needs no recursion), with
+each record's cotangent kept on the record itself. Because the trace is popped first, the rules' own
+operations are recorded by whatever transform is outside, which gives grad-of-grad and every other
+nesting with no extra machinery.
 """
 from __future__ import annotations
 
-import itertools
-import operator
+import threading
 
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
@@ -20,20 +22,35 @@ from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_o
 from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
 from tapegrad._structural import add_any
 
-_sequence = itertools.count()
+
+class VJPTracer(PrimalTracer):
+    """A taped value with one result, and the tape's record of the operation that made it: its
+    primitive (None for a leaf, a differentiated input), the operands' primals, the parameters, and
+    ``parents``, one per operand: the operand's tracer where it is taped by this trace, else None.
+    ``ct`` holds its cotangent while a backward pass runs (None: none has reached it yet).
+    """
+
+    __slots__ = ("prim", "primals", "params", "parents", "ct")
+
+    def __init__(self, trace, primal, prim, primals, params, parents):
+        self._trace = trace
+        self.primal = primal
+        self.prim = prim
+        self.primals = primals
+        self.params = params
+        self.parents = parents
+        self.ct = None
+
+    def __repr__(self):
+        return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
 
 
 class Node:
-    """One recorded application of a primitive, whatever its number of results: the primitive, its
-    residuals (operands and result, or list of results), and its parents as ``(operand index, parent
-    node, parent's result index)`` triples, the index None for a parent with one result. Leaves (the
-    differentiated inputs) have no primitive.
+    """One recorded application of a primitive with several results (or a joint call): the
+    primitive, its operands' primals, parameters, the list of results ``ans``, and ``parents`` as in
+    :class:`VJPTracer`. ``ct`` holds one cotangent slot per result while a backward pass runs."""
 
-    ``seq`` numbers nodes in creation order, which is a topological order of the tape: a node is
-    always created after its parents.
-    """
-
-    __slots__ = ("prim", "primals", "params", "ans", "parents", "seq")
+    __slots__ = ("prim", "primals", "params", "ans", "parents", "ct")
 
     def __init__(self, prim, primals, params, ans, parents):
         self.prim = prim
@@ -41,11 +58,11 @@ class Node:
         self.params = params
         self.ans = ans
         self.parents = parents
-        self.seq = next(_sequence)
+        self.ct = None
 
 
-class VJPTracer(PrimalTracer):
-    """A taped value: result ``index`` of ``node`` (None when the node has one result)."""
+class ResultTracer(PrimalTracer):
+    """A taped value: result ``index`` of the multiple-results ``node``."""
 
     __slots__ = ("node", "index")
 
@@ -60,20 +77,33 @@ class VJPTracer(PrimalTracer):
 
 
 class VJPTrace(Trace):
-    __slots__ = ()
+    """Reverse mode's trace; ``tape`` lists its records (``VJPTracer`` and ``Node``) in creation order."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self, main):
+        super().__init__(main)
+        self.tape = []
 
     def process_primitive(self, prim, args, params):
         if prim.multiple_results:  # its own method: the body below stays the single-result hot path
             return self._process_multiple(prim, args, params)
-        if len(args) == 1:  # bind chose this trace, so a lone operand is one of its tracers
-            (a,) = args
-            primals, parents = (a.primal,), ((0, a.node, a.index),)
-        else:  # _operands, inlined: this is the path of every binary operation
-            primals, parents = list(args), []
-            for i, a in enumerate(args):
-                if type(a) is VJPTracer and a._trace is self:
-                    primals[i] = a.primal
-                    parents.append((i, a.node, a.index))
+        n = len(args)
+        if n == 1:  # bind chose this trace, so a lone operand is one of its tracers
+            primals, parents = (args[0].primal,), args
+        elif n == 2:  # every binary operation: two fixed slots, no loop
+            a, b = args
+            if type(a) in _TAPED and a._trace is self:
+                pa, a = a, a.primal
+            else:
+                pa = None
+            if type(b) in _TAPED and b._trace is self:
+                pb, b = b, b.primal
+            else:
+                pb = None
+            primals, parents = (a, b), (pa, pb)
+        else:
+            primals, parents = self._operands(args)
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
             ans = prim.impl(*primals, **params)
         else:
@@ -82,7 +112,9 @@ class VJPTrace(Trace):
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        return VJPTracer(self, ans, Node(prim, primals, params, ans, parents), None)
+        out = VJPTracer(self, ans, prim, primals, params, parents)
+        self.tape.append(out)
+        return out
 
     def _process_multiple(self, prim, args, params):
         primals, parents = self._operands(args)
@@ -97,18 +129,20 @@ class VJPTrace(Trace):
         return self._results(Node(prim, primals, params, ans, parents), ans)
 
     def _operands(self, args):
-        """The primals of ``args`` and the parents among them (this trace's tracers)."""
-        primals, parents = list(args), []
+        """The primals of ``args`` and their parents (an operand's tracer where this trace tapes it,
+        else None)."""
+        primals, parents = list(args), [None] * len(args)
         for i, a in enumerate(args):
-            if type(a) is VJPTracer and a._trace is self:
+            if type(a) in _TAPED and a._trace is self:
                 primals[i] = a.primal
-                parents.append((i, a.node, a.index))
+                parents[i] = a
         return primals, parents
 
     def _results(self, node, outs):
-        """The results of a multiple-results ``node``: tracers of the float and complex ones; the
-        integer ones (an argmax) carry no derivative and stay plain values."""
-        return [VJPTracer(self, o, node, k) if is_inexact(o) else o for k, o in enumerate(outs)]
+        """The results of a multiple-results ``node``, which joins the tape: tracers of the float and
+        complex ones; the integer ones (an argmax) carry no derivative and stay plain values."""
+        self.tape.append(node)
+        return [ResultTracer(self, o, node, k) if is_inexact(o) else o for k, o in enumerate(outs)]
 
     def process_joint(self, call, args):
         """One multiple-results node for the whole call, like a primitive's: its rule is
@@ -120,7 +154,10 @@ class VJPTrace(Trace):
         prim = Primitive(call.name, multiple_results=True)
         prim.vjp_rules = _JointRules(call)
         prim.jvp_rule = _joint_jvp(call)
-        return self._results(Node(prim, primals, {"residuals": residuals}, list(outs), tuple(parents)), outs)
+        return self._results(Node(prim, primals, {"residuals": residuals}, list(outs), parents), outs)
+
+
+_TAPED = frozenset([VJPTracer, ResultTracer])
 
 
 class _JointRules:
@@ -145,19 +182,20 @@ def _joint_jvp(call):
     return rule
 
 
-def accumulate(cts: dict, node, index, ct) -> None:
-    """Add ``ct`` into the cotangent slot of result ``index`` of ``node`` (None: its only result).
+def accumulate(tracer, ct) -> None:
+    """Add ``ct`` into the cotangent of ``tracer`` (a ``VJPTracer`` or a ``ResultTracer``).
 
-    The one place where the backward pass sums cotangents. A node with one result keeps its
-    cotangent in ``cts[node]`` itself; a multiple-results node keeps a list, one slot per result.
+    The one place where the backward pass sums cotangents. A ``VJPTracer`` keeps its cotangent
+    itself; a multiple-results node keeps a list, one slot per result.
     """
-    if index is None:
-        previous = cts.get(node)
-        cts[node] = ct if previous is None else add_any(previous, ct)
+    if type(tracer) is VJPTracer:
+        previous = tracer.ct
+        tracer.ct = ct if previous is None else add_any(previous, ct)
         return
-    slots = cts.get(node)
+    node, index = tracer.node, tracer.index
+    slots = node.ct
     if slots is None:
-        slots = cts[node] = [None] * len(node.ans)
+        slots = node.ct = [None] * len(node.ans)
     previous = slots[index]
     slots[index] = ct if previous is None else add_any(previous, ct)
 
@@ -168,87 +206,141 @@ def _complete(slots, ans) -> list:
     return [c if c is not None or not is_inexact(a) else zeros_like(a) for c, a in zip(slots, ans)]
 
 
-def _reverse_topological(out_refs):
-    """The nodes that reach ``out_refs`` (``(node, index)`` pairs or None), consumers before producers
-    (latest created first)."""
-    seen = {ref[0] for ref in out_refs if ref is not None}
-    stack = list(seen)
-    while stack:
-        for _, parent, _ in stack.pop().parents:
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
-    return sorted(seen, key=_by_seq, reverse=True)
+def _record_of(tracer):
+    """The tape record of a taped value: the tracer itself, or its multiple-results node."""
+    return tracer if type(tracer) is VJPTracer else tracer.node
 
 
-_by_seq = operator.attrgetter("seq")
+class Tape:
+    """A finished recording: the leaves (``VJPTracer`` with no primitive, one per differentiated
+    input), the records in creation order, and the outputs (a taped tracer, or None for an output that
+    does not depend on the leaves)."""
 
+    __slots__ = ("leaves", "records", "outs", "_lock", "_pruned", "_busy")
 
-def backward(out_refs, out_cts, in_nodes, free: bool, order=None):
-    """Cotangents of ``in_nodes`` given ``out_cts`` on the results ``out_refs`` (``(node, index)``
-    pairs, None where the output is not taped; a cotangent None where nothing flows).
+    def __init__(self, leaves, records, outs):
+        self.leaves = leaves
+        self.records = records
+        self.outs = outs
+        self._lock = threading.RLock()  # reentrant: a call from inside its own pass is refused, not hung
+        self._pruned = self._busy = False
 
-    Visits only the nodes that reach an output, each once, after all of its consumers; no recursion.
-    ``free`` drops each node's residuals once its rule has run (``grad``); a reusable ``vjp_fn``
-    keeps them, and may pass the visiting ``order`` it computed once (``_reverse_topological``).
-    """
-    cts = {}
-    for ref, ct in zip(out_refs, out_cts):
-        if ref is not None and ct is not None:
-            accumulate(cts, ref[0], ref[1], ct)
-    results = {}
-    for node in order or _reverse_topological(out_refs):
-        ct = cts.pop(node, None)
-        if ct is None:
-            continue
-        prim = node.prim
-        if prim is None:  # a leaf: one of the differentiated inputs
-            results[node] = ct
-            continue
-        rules, primals, params, ans = prim.vjp_rules, node.primals, node.params, node.ans
-        if prim.multiple_results:
-            ct = _complete(ct, ans)
-        if type(rules) is tuple:  # the hot path: one rule per operand
-            for argnum, parent, index in node.parents:
-                parent_ct = rules[argnum](ct, ans, *primals, **params)
-                if parent_ct is None:
-                    continue
-                if index is None and parent not in cts:  # the first cotangent of a result: nothing to add
-                    cts[parent] = parent_ct
-                else:
-                    accumulate(cts, parent, index, parent_ct)
-        else:  # one call for all operands (``concatenate`` of N arrays costs O(N)), and joint calls
-            parents = node.parents
-            parent_cts = rules.all_operands([argnum for argnum, _, _ in parents], ct, ans, primals, params)
-            for (_, parent, index), parent_ct in zip(parents, parent_cts):
-                if parent_ct is not None:
-                    accumulate(cts, parent, index, parent_ct)
+    def prune(self) -> None:
+        """Keep only the records that reach an output (a reusable pullback or a linearization holds
+        the tape: the others' residuals go now). One backward walk over the tape, no sort."""
+        if self._pruned:
+            return
+        live = {id(_record_of(out)) for out in self.outs if out is not None}
+        kept = []
+        for record in reversed(self.records):
+            if id(record) in live:
+                kept.append(record)
+                live.update(id(_record_of(p)) for p in record.parents if p is not None)
+        kept.reverse()
+        self.records, self._pruned = kept, True
+
+    def backward(self, out_cts, free: bool) -> list:
+        """Cotangents of the leaves given ``out_cts`` on the outputs (None: zero); None where no
+        cotangent reaches a leaf.
+
+        Visits the records latest first, each after all of its consumers; no recursion. ``free``
+        consumes the tape (``grad``): each record leaves it as it is visited, so its residuals go as
+        soon as no later record needs them. Otherwise (a reusable ``vjp_fn``) the tape is kept, one
+        pass at a time, and the cotangent slots are cleared after each pass, even one that raises.
+        """
         if free:
-            node.primals = node.ans = node.params = None
-    return [results.get(node) for node in in_nodes]
+            records, self.records = self.records, []
+            return self._pass(out_cts, records, True)
+        with self._lock:  # the cotangents live on the records: two passes at once would mix them
+            if self._busy:
+                raise RuntimeError("a vjp function was called from inside its own backward pass (a "
+                                   "custom rule calling it); compute that cotangent with a second "
+                                   "tg.vjp of the same function instead")
+            self.prune()
+            self._busy = True
+            try:
+                return self._pass(out_cts, list(self.records), False)
+            finally:
+                self._busy = False
+                for record in self.records:
+                    record.ct = None
+                for leaf in self.leaves:
+                    leaf.ct = None
+
+    def _pass(self, out_cts, records: list, free: bool) -> list:
+        """One backward pass over ``records`` (creation order), which it empties from the end: a
+        record the pass has left is released unless something else holds it."""
+        for out, ct in zip(self.outs, out_cts):
+            if out is not None and ct is not None:
+                accumulate(out, ct)
+        pop = records.pop
+        while records:
+            record = pop()
+            ct = record.ct
+            if ct is None:
+                continue
+            record.ct = None
+            if type(record) is VJPTracer:
+                ans = record.primal
+            else:
+                ans = record.ans
+                ct = _complete(ct, ans)
+            rules, primals, params = record.prim.vjp_rules, record.primals, record.params
+            if type(rules) is tuple:  # the hot path, inlined: one rule per operand
+                argnum = 0
+                for parent in record.parents:
+                    if parent is not None:
+                        parent_ct = rules[argnum](ct, ans, *primals, **params)
+                        if parent_ct is not None:
+                            if type(parent) is VJPTracer and parent.ct is None:  # the first: nothing to add
+                                parent.ct = parent_ct
+                            else:
+                                accumulate(parent, parent_ct)
+                    argnum += 1
+            else:
+                _all_operands(record, rules, ct, ans)
+            if free:
+                record.primals = record.params = record.parents = None
+        results = [leaf.ct for leaf in self.leaves]
+        for leaf in self.leaves:
+            leaf.ct = None
+        return results
 
 
-def record_flat(fun, primals):
+def _all_operands(record, rules, ct, ans) -> None:
+    """Pass ``ct`` to the record's parents with one call for all operands: ``concatenate`` of N arrays
+    costs O(N), and a joint call's ``backward`` gives every operand's cotangent at once."""
+    parents = record.parents
+    argnums = [argnum for argnum, parent in enumerate(parents) if parent is not None]
+    parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
+    for argnum, parent_ct in zip(argnums, parent_cts):
+        if parent_ct is not None:
+            accumulate(parents[argnum], parent_ct)
+
+
+def record_flat(fun, primals) -> Tape:
     """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
 
     Returns:
-        ``(out_primals, in_nodes, out_refs)``: the tape's leaves, one per primal, and the result of
-        each output as a ``(node, index)`` pair (None for an output that does not depend on the
-        primals).
+        ``(out_primals, tape)``: the outputs' values and the :class:`Tape`, whose ``outs`` are the
+        outputs' tracers (None for an output that does not depend on the primals).
     """
     with new_main(VJPTrace) as main:
         trace = main.trace
-        in_nodes = [Node(None, None, None, None, ()) for _ in primals]
-        outs = fun(*[VJPTracer(trace, x, node, None) for x, node in zip(primals, in_nodes)])
-        out_primals, out_refs = [], []
-        for out in outs:
-            if type(out) is VJPTracer and out._trace is trace:
-                out_primals.append(out.primal)
-                out_refs.append((out.node, out.index))
-            else:
-                out_primals.append(out)
-                out_refs.append(None)
-    return out_primals, in_nodes, out_refs
+        try:
+            leaves = [VJPTracer(trace, x, None, None, None, ()) for x in primals]
+            outs = fun(*leaves)
+            out_primals, out_tracers = [], []
+            for out in outs:
+                if type(out) in _TAPED and out._trace is trace:
+                    out_primals.append(out.primal)
+                    out_tracers.append(out)
+                else:
+                    out_primals.append(out)
+                    out_tracers.append(None)
+            return out_primals, Tape(leaves, trace.tape, out_tracers)
+        finally:
+            trace.tape = None  # the trace's tracers reach it: no cycle left for the garbage collector
 
 
 def vjp_flat(fun, primals):
@@ -258,15 +350,10 @@ def vjp_flat(fun, primals):
         ``(out_primals, pullback)``. ``pullback(out_cts, free=False)`` maps one cotangent per output
         (None: zero) to one per input (None where no gradient reaches it).
     """
-    out_primals, in_nodes, out_refs = record_flat(fun, primals)
-    order = []  # the visiting order, computed at the first call that keeps the residuals
+    out_primals, tape = record_flat(fun, primals)
 
     def pullback(out_cts, free: bool = False):
-        if free:
-            return backward(out_refs, out_cts, in_nodes, True)
-        if not order:
-            order.extend(_reverse_topological(out_refs))
-        return backward(out_refs, out_cts, in_nodes, False, order)
+        return tape.backward(out_cts, free)
     return out_primals, pullback
 
 
@@ -283,38 +370,44 @@ def pull_back_on(fun, primals, variables, out_cts) -> list:
     return pullback(out_cts, free=True)
 
 
-def sweep_order(out_refs):
-    """The nodes a forward sweep visits, in creation order: those that reach an output, less the leaves
-    and the single integer results (which carry no tangent). Computed once per linearization."""
-    return [node for node in reversed(_reverse_topological(out_refs))
-            if node.prim is not None and (node.prim.multiple_results or is_inexact(node.ans))]
+def sweep_order(tape: Tape) -> list:
+    """The records a forward sweep visits, in creation order: those that reach an output, less the
+    single integer results (which carry no tangent). Computed once per linearization."""
+    tape.prune()
+    return [r for r in tape.records if type(r) is Node or is_inexact(r.primal)]
 
 
-def forward_sweep(order, in_nodes, in_tangents, out_refs):
-    """Tangents of ``out_refs`` given ``in_tangents`` on the tape's leaves (None: zero): each node of
+def forward_sweep(order, tape: Tape, in_tangents) -> list:
+    """Tangents of the tape's outputs given ``in_tangents`` on its leaves (None: zero): each record of
     ``order`` (``sweep_order``) maps its operands' tangents through its jvp rule at the stored primals,
     a linearization replayed without recomputing the primals. A multiple-results node's tangent is
-    the list of its results' tangents."""
-    tangents = {node: t for node, t in zip(in_nodes, in_tangents) if t is not None}
-    for node in order:
-        primals = node.primals
+    the list of its results' tangents. Tangents are kept by the records' ids, not on the records, so
+    that the sweeps of one linearization may run at once."""
+    tangents = {id(leaf): t for leaf, t in zip(tape.leaves, in_tangents) if t is not None}
+    for record in order:
+        primals = record.primals
         operand_tangents = [None] * len(primals)
         reached = False
-        for argnum, parent, index in node.parents:
-            t = _tangent(tangents, parent, index)
-            if t is not None:
-                operand_tangents[argnum] = t
-                reached = True
+        for argnum, parent in enumerate(record.parents):
+            if parent is not None:
+                t = _tangent(tangents, parent)
+                if t is not None:
+                    operand_tangents[argnum] = t
+                    reached = True
         if not reached:
             continue
-        prim = node.prim
-        apply = apply_jvp_rules if prim.multiple_results else apply_jvp_rule
-        t = apply(prim, operand_tangents, node.ans, primals, node.params)
+        prim = record.prim
+        if type(record) is VJPTracer:
+            t = apply_jvp_rule(prim, operand_tangents, record.primal, primals, record.params)
+        else:
+            t = apply_jvp_rules(prim, operand_tangents, record.ans, primals, record.params)
         if t is not None:
-            tangents[node] = t
-    return [None if ref is None else _tangent(tangents, *ref) for ref in out_refs]
+            tangents[id(record)] = t
+    return [None if out is None else _tangent(tangents, out) for out in tape.outs]
 
 
-def _tangent(tangents, node, index):
-    t = tangents.get(node)
-    return t if index is None or t is None else t[index]
+def _tangent(tangents, tracer):
+    if type(tracer) is VJPTracer:
+        return tangents.get(id(tracer))
+    t = tangents.get(id(tracer.node))
+    return None if t is None else t[tracer.index]
