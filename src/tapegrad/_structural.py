@@ -21,8 +21,20 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
-from tapegrad._rules import def_fusion, def_nondiff, deflinear, defvjp, defvjp_argnum, primitive
+from tapegrad._core import ShapedArray, bind
+from tapegrad._rules import (
+    def_fusion,
+    def_nondiff,
+    def_shape_rule,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    primitive,
+    reduction_abstract_eval,
+    result_dtype,
+    strong_dtype,
+    summed_dtype,
+)
 
 
 def shape_of(x) -> tuple:
@@ -79,7 +91,7 @@ def add_any(x, y):
 
 
 # ---- stop_gradient and astype ---------------------------------------------------------------------
-stop_gradient_p = primitive("stop_gradient", lambda x: x)
+stop_gradient_p = primitive("stop_gradient", lambda x: x, lambda x: ShapedArray(x.shape, strong_dtype(x)))
 def_nondiff(stop_gradient_p)
 
 
@@ -96,7 +108,7 @@ def _astype_impl(x, *, dtype):
     return x.astype(dtype, copy=False)
 
 
-astype_p = primitive("astype", _astype_impl)
+astype_p = primitive("astype", _astype_impl, lambda x, *, dtype: ShapedArray(x.shape, dtype))
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
 deflinear(astype_p)
 
@@ -115,6 +127,7 @@ def astype(x, dtype):
 
 # ---- reshape and transpose ------------------------------------------------------------------------
 reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
+def_shape_rule(reshape_p, lambda x, *, shape: None if -1 in shape else ShapedArray(shape, strong_dtype(x)))
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, shape_of(x)))
 deflinear(reshape_p)
 
@@ -141,6 +154,7 @@ def expand_dims(a, axis):
 
 
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
+def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x)))
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
 deflinear(transpose_p)
 
@@ -184,6 +198,7 @@ def reduce_impl(name):
 
 
 sum_p = primitive("sum", reduce_impl("sum"))
+def_shape_rule(sum_p, reduction_abstract_eval(summed_dtype))
 defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims: broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
 deflinear(sum_p)
 
@@ -194,6 +209,7 @@ def reduce_sum(a, axis=None, keepdims=False):
 
 
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
+def_shape_rule(broadcast_to_p, lambda x, *, shape: ShapedArray(shape, strong_dtype(x)))
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 deflinear(broadcast_to_p)
 
@@ -231,6 +247,20 @@ def unbroadcast(ct, x):
 
 # ---- concatenate and stack ------------------------------------------------------------------------
 concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).concatenate(xs, axis=axis))
+
+
+def _concatenate_aval(*xs, axis):
+    """Equal shapes but along ``axis``, where their lengths add; the operands' result type."""
+    first = tuple(xs[0].shape)
+    if not 0 <= axis < len(first) or any(len(x.shape) != len(first) for x in xs):
+        return None
+    if any(tuple(x.shape[:axis]) + tuple(x.shape[axis + 1:]) != first[:axis] + first[axis + 1:] for x in xs):
+        return None
+    shape = first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1:]
+    return ShapedArray(shape, result_dtype(*xs))
+
+
+def_shape_rule(concatenate_p, _concatenate_aval)
 
 
 def _concatenate_vjp(argnum, ct, ans, *xs, axis):

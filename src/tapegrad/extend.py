@@ -69,9 +69,11 @@ from tapegrad._rules import (
     PRIMITIVES,
     Fusion,
     aval_of,
+    broadcast_shapes,
     def_fusion,
     def_nondiff,
     def_out_impl,
+    def_shape_rule,
     defjvp,
     defjvp_argnum,
     defjvp_joint,
@@ -80,7 +82,11 @@ from tapegrad._rules import (
     defvjp_argnum,
     defvjp_fwd,
     primitive,
+    reduction_abstract_eval,
     register,
+    result_dtype,
+    strong_dtype,
+    summed_dtype,
     unary_abstract_eval,
 )
 from tapegrad._structural import keep_reduced, unbroadcast
@@ -99,9 +105,11 @@ def primitives() -> tuple:
 
 __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapedArray", "all_at_front", "at_front", "aval_of", "batch_axis_map",
-    "batch_size", "bind", "bind_batched", "broadcast_batch", "def_fusion", "def_nondiff", "def_out_impl", "defbatch",
+    "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion", "def_nondiff",
+    "def_out_impl", "def_shape_rule", "defbatch",
     "defbatch_elementwise", "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp",
     "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape",
-    "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives", "register", "shape_of", "to_front",
+    "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives", "reduction_abstract_eval", "register",
+    "result_dtype", "shape_of", "strong_dtype", "summed_dtype", "to_front",
     "unary_abstract_eval", "unbroadcast",
 ]
