@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import math
 import operator
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad._rules import (
+    broadcast_shapes,
     def_fusion,
     def_nondiff,
     def_shape_rule,
@@ -127,7 +129,16 @@ def astype(x, dtype):
 
 # ---- reshape and transpose ------------------------------------------------------------------------
 reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
-def_shape_rule(reshape_p, lambda x, *, shape: None if -1 in shape else ShapedArray(shape, strong_dtype(x)))
+
+
+def _reshape_aval(x, *, shape):
+    """``shape`` itself, where it holds as many elements as ``x`` (``reshape`` resolves a -1 first)."""
+    if math.prod(shape) != math.prod(x.shape) or -1 in shape:
+        return None
+    return ShapedArray(tuple(shape), strong_dtype(x))
+
+
+def_shape_rule(reshape_p, _reshape_aval)
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, shape_of(x)))
 deflinear(reshape_p)
 
@@ -154,7 +165,8 @@ def expand_dims(a, axis):
 
 
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
-def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x)))
+def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x))
+               if sorted(axes) == list(range(len(x.shape))) else None)
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
 deflinear(transpose_p)
 
@@ -209,7 +221,8 @@ def reduce_sum(a, axis=None, keepdims=False):
 
 
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
-def_shape_rule(broadcast_to_p, lambda x, *, shape: ShapedArray(shape, strong_dtype(x)))
+def_shape_rule(broadcast_to_p, lambda x, *, shape: ShapedArray(tuple(shape), strong_dtype(x))
+               if broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape) else None)
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 deflinear(broadcast_to_p)
 

@@ -12,11 +12,13 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of, zeros_like
-from tapegrad._core import Boxed, Tracer, bind
+from tapegrad._core import Boxed, ShapedArray, Tracer, bind
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (
     batch_size,
+    broadcast_shapes,
+    def_shape_rule,
     defbatch,
     defjvp_argnum,
     defjvp_joint,
@@ -24,6 +26,7 @@ from tapegrad.extend import (
     lead_batch,
     ndim_of,
     primitive,
+    result_dtype,
     shape_of,
     to_front,
 )
@@ -281,8 +284,22 @@ def _update_jvp(prim):
     return rule
 
 
+def _update_aval(x, y, *arrays, idx):
+    """``x``'s type, where ``y`` broadcasts to ``x[idx]`` and casts to ``x``'s dtype as NumPy's
+    in-place update would (``same_kind``); None otherwise (the dummy evaluation gives NumPy's error).
+    The dummy evaluation would copy a whole ``x``."""
+    written = getitem_p.abstract_eval(x, *arrays, idx=idx)
+    if broadcast_shapes(y.shape, written.shape) != tuple(written.shape):
+        return None
+    if not np.can_cast(result_dtype(x, y), x.dtype, "same_kind"):
+        return None
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+
+
 index_add_p = primitive("index_add", _index_add_impl)
 index_set_p = primitive("index_set", _index_set_impl)
+def_shape_rule(index_add_p, _update_aval)
+def_shape_rule(index_set_p, _update_aval)
 defvjp_argnum(index_add_p, _update_vjp(is_set=False))
 defvjp_argnum(index_set_p, _update_vjp(is_set=True))
 defjvp_joint(index_add_p, _update_jvp(index_add_p))

@@ -177,15 +177,16 @@ einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:
 
 
 def _einsum_aval(*operands, subscripts, optimize):
-    """Explicit subscripts (as ``einsum`` binds them): each output letter's size from the operands
-    (the largest, size-1 axes broadcasting), the operands' result type; None for Python scalars."""
+    """Explicit subscripts (as ``einsum`` binds them): each output letter's size from the operands,
+    the operands' result type; None for Python scalars and for a letter of two sizes."""
     ins, out = subscripts.split("->")
     sizes = {}
     for sub, aval in zip(ins.split(","), operands):
         if len(sub) != len(aval.shape) or not isinstance(aval.dtype, np.dtype):
             return None
         for c, d in zip(sub, aval.shape):
-            sizes[c] = max(sizes.get(c, d), d)
+            if sizes.setdefault(c, d) != d:
+                return None
     return ShapedArray(tuple(sizes[c] for c in out), np.result_type(*[a.dtype for a in operands]))
 
 
