@@ -18,7 +18,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from _tol import assert_close
 from tapegrad import extend
-from tapegrad._core import ShapedArray
+from tapegrad._core import Primitive, ShapedArray
 from tapegrad._rules import ShapeRule
 from tapegrad.scipy.special import logsumexp
 
@@ -31,7 +31,7 @@ ELEMENTWISE = [A((3,), F32), A((2, 3), F64), A((3,), I32), A((), B), A((1, 3), C
                A((), int), A((2, 1), U16)]
 
 REDUCTION_AXES = [(None, False), (None, True), ((0,), False), ((0, 2), True), ((2,), False)]
-REDUCED = [A((2, 3, 4), d) for d in (F32, F64, I8, I32, U16, B, C64)]
+REDUCED = [A((2, 3, 4), d) for d in (F32, F64, I8, I32, U16, B, C64)] + [A((), F32), A((), float)]
 
 
 def _reductions(argmax: bool):
@@ -113,11 +113,12 @@ def test_every_shape_rule_has_samples():
     assert not missing, f"shape rules with no samples in tests/test_abstract_eval.py: {missing}"
 
 
-@pytest.mark.parametrize("prim", _shape_rule_primitives(), ids=lambda p: p.name)
-def test_shape_rule_agrees_with_the_dummy_evaluation(prim):
+def _disagreements(prim, samples):
+    """``(messages, checked)``: where ``prim``'s shape rule and its dummy evaluation differ on
+    ``samples``, and how many samples the rule answered."""
     rule, dummies = prim.abstract_eval.rule, prim.abstract_eval.dummies
-    checked = 0
-    for avals, params in _samples(prim):
+    messages, checked = [], 0
+    for avals, params in samples:
         try:
             got = rule(*avals, **params)
         except (TypeError, ValueError, IndexError):
@@ -127,14 +128,31 @@ def test_shape_rule_agrees_with_the_dummy_evaluation(prim):
             try:
                 want = dummies(*avals, **params)
             except Exception as exc:  # NumPy refuses these operands: so must the rule
-                assert got is None, f"{prim.name}{avals} {params}: NumPy raises {exc!r}, the rule gives {got}"
+                if got is not None:
+                    messages.append(f"{prim.name}{avals} {params}: NumPy raises {exc!r}, the rule gives {got}")
                 continue
         if got is None:
             continue
         checked += 1
-        assert tuple(got.shape) == tuple(want.shape), f"{prim.name}{avals} {params}: {got} != {want}"
-        assert np.dtype(got.dtype) == np.dtype(want.dtype), f"{prim.name}{avals} {params}: {got} != {want}"
+        if tuple(got.shape) != tuple(want.shape) or np.dtype(got.dtype) != np.dtype(want.dtype):
+            messages.append(f"{prim.name}{avals} {params}: the rule gives {got}, NumPy {want}")
+    return messages, checked
+
+
+@pytest.mark.parametrize("prim", _shape_rule_primitives(), ids=lambda p: p.name)
+def test_shape_rule_agrees_with_the_dummy_evaluation(prim):
+    messages, checked = _disagreements(prim, _samples(prim))
+    assert not messages, "\n".join(messages)
     assert checked, f"{prim.name}: the rule declined every sample"
+
+
+def test_a_wrong_shape_rule_is_caught():
+    prim = Primitive("test.add_typed_wrongly")  # not registered: the registry stays as it was
+    prim.def_impl(np.add)
+    prim.def_abstract_eval(ShapeRule(lambda x, y: ShapedArray(tuple(x.shape), np.dtype(x.dtype)), prim))
+    messages, _ = _disagreements(prim, [((A((3,), F32), A((3,), F64)), {}), ((A((3,), F32), A((2, 3), F32)), {}),
+                                        ((A((3,), F32), A((4,), F32)), {})])
+    assert len(messages) == 3, messages
 
 
 def test_shape_rule_falls_back_for_operands_numpy_refuses():

@@ -298,7 +298,7 @@ def reduction_abstract_eval(dtype_of):
     def rule(aval, *, axis, keepdims):
         if axis is not None and not isinstance(axis, tuple):
             axis = (axis,)
-        if axis is not None and not all(0 <= a < max(len(aval.shape), 1) for a in axis):
+        if axis is not None and not all(0 <= a < len(aval.shape) for a in axis):
             return None
         dtype = dtype_of(strong_dtype(aval))
         return None if dtype is None else ShapedArray(reduced_shape(tuple(aval.shape), axis, keepdims), dtype)
