@@ -113,10 +113,11 @@ def test_every_shape_rule_has_samples():
     assert not missing, f"shape rules with no samples in tests/test_abstract_eval.py: {missing}"
 
 
-def _disagreements(prim, samples):
-    """``(messages, checked)``: where ``prim``'s shape rule and its dummy evaluation differ on
-    ``samples``, and how many samples the rule answered."""
-    rule, dummies = prim.abstract_eval.rule, prim.abstract_eval.dummies
+def _disagreements(prim, samples, shape_rule=None):
+    """``(messages, checked)``: where ``prim``'s shape rule (or ``shape_rule``, a :class:`ShapeRule`)
+    and its dummy evaluation differ on ``samples``, and how many samples the rule answered."""
+    shape_rule = shape_rule or prim.abstract_eval
+    rule, dummies = shape_rule.rule, shape_rule.dummies
     messages, checked = [], 0
     for avals, params in samples:
         try:
@@ -144,6 +145,40 @@ def test_shape_rule_agrees_with_the_dummy_evaluation(prim):
     messages, checked = _disagreements(prim, _samples(prim))
     assert not messages, "\n".join(messages)
     assert checked, f"{prim.name}: the rule declined every sample"
+
+
+# index expressions: basic, integer arrays adjacent or apart, ints among arrays, newaxis, ellipsis
+ROWS, COLS = np.array([0, 2, 2]), np.array([[1], [0]])
+INDEXES = [(1,), (slice(None, None, -2),), (Ellipsis, 1), (None, slice(1, 3), Ellipsis, None), (ROWS,),
+           (slice(None), ROWS), (ROWS, slice(None), COLS), (0, slice(None), ROWS), (COLS, ROWS),
+           (slice(None), COLS, ROWS), (ROWS, None, 1), (-1, -1, -1), (slice(5, 1),), (ROWS, COLS, 0, None)]
+
+
+def _getitem_samples():
+    """``(avals, params)`` of the ``getitem`` equations of ``x[index]`` for each of :data:`INDEXES`, and
+    of indexes NumPy refuses (an int past the end, too many indices)."""
+    from tapegrad.numpy._indexing import encode_index
+    x = A((4, 3, 5), F32)
+    samples = []
+    for index in INDEXES + [(4,), (0, 0, 0, 0), (ROWS, Ellipsis, Ellipsis)]:
+        spec, arrays = encode_index(index)
+        samples.append(([x] + [A(a.shape, a.dtype) for a in arrays], {"idx": spec}))
+    return samples
+
+
+def test_getitem_shape_rule_agrees_with_the_dummy_evaluation():
+    from tapegrad.numpy._indexing import _getitem_shape_rule
+    getitem_p = next(p for p in extend.primitives() if p.name == "getitem")
+    messages, checked = _disagreements(getitem_p, _getitem_samples(), _getitem_shape_rule)
+    assert not messages, "\n".join(messages)
+    assert checked == len(INDEXES)
+
+
+def test_indexing_under_jit_matches_eager():
+    x = np.arange(60, dtype=np.float32).reshape(4, 3, 5)
+    for index in INDEXES:
+        fn = tg.jit(lambda x, index=index: x[index] * 2.0)
+        assert_close(fn(x), x[index] * 2.0)
 
 
 def test_a_wrong_shape_rule_is_caught():

@@ -68,6 +68,7 @@ from tapegrad._rules import (
     ARITHMETIC_NS,
     PRIMITIVES,
     Fusion,
+    ShapeRule,
     aval_of,
     broadcast_shapes,
     def_fusion,
@@ -104,12 +105,11 @@ def primitives() -> tuple:
 
 
 __all__ = [
-    "ARITHMETIC_NS", "Fusion", "Primitive", "ShapedArray", "all_at_front", "at_front", "aval_of", "batch_axis_map",
-    "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion", "def_nondiff",
-    "def_out_impl", "def_shape_rule", "defbatch",
-    "defbatch_elementwise", "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp",
-    "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape",
-    "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives", "reduction_abstract_eval", "register",
-    "result_dtype", "shape_of", "strong_dtype", "summed_dtype", "to_front",
+    "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
+    "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
+    "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise", "defbatch_front",
+    "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp",
+    "defvjp_argnum", "defvjp_fwd", "example_shape", "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives",
+    "reduction_abstract_eval", "register", "result_dtype", "shape_of", "strong_dtype", "summed_dtype", "to_front",
     "unary_abstract_eval", "unbroadcast",
 ]
