@@ -93,7 +93,8 @@ def add_any(x, y):
 
 
 # ---- stop_gradient and astype ---------------------------------------------------------------------
-stop_gradient_p = primitive("stop_gradient", lambda x: x, lambda x: ShapedArray(x.shape, strong_dtype(x)))
+stop_gradient_p = primitive("stop_gradient", lambda x: x)
+def_shape_rule(stop_gradient_p, lambda x: ShapedArray(tuple(x.shape), strong_dtype(x)))
 def_nondiff(stop_gradient_p)
 
 
@@ -110,7 +111,8 @@ def _astype_impl(x, *, dtype):
     return x.astype(dtype, copy=False)
 
 
-astype_p = primitive("astype", _astype_impl, lambda x, *, dtype: ShapedArray(x.shape, dtype))
+astype_p = primitive("astype", _astype_impl)
+def_shape_rule(astype_p, lambda x, *, dtype: ShapedArray(tuple(x.shape), np.dtype(dtype)))
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
 deflinear(astype_p)
 
