@@ -18,9 +18,12 @@ and hashable; rules are written in tapegrad operations, so derivatives different
 
 - ``impl(*arrays, **params) -> array``: runs on concrete arrays (:func:`primitive`,
   ``Primitive.def_impl``);
-- ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype for staging; by default the impl
-  is run on zero-stride dummies (:func:`primitive`, ``Primitive.def_abstract_eval``,
-  :func:`unary_abstract_eval`, :func:`aval_of`);
+- ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype for staging; by default a NumPy
+  ufunc impl's own type resolution, or else the impl run on zero-stride dummies, which costs what the
+  impl costs (a product runs the product): :func:`def_shape_rule` gives a rule that may decline
+  operands (None) and leave them to the dummies (:func:`primitive`, ``Primitive.def_abstract_eval``,
+  :func:`unary_abstract_eval`, :func:`broadcast_shapes`, :func:`result_dtype`,
+  :func:`reduction_abstract_eval`, :func:`aval_of`);
 - vjp, one rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that operand``
   (:func:`defvjp`; :func:`defvjp_argnum` for any number of operands); None means a zero cotangent;
   a primitive with several results may also say how reverse mode applies it, keeping residuals for
