@@ -16,13 +16,27 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import math
 import operator
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
-from tapegrad._rules import def_fusion, def_nondiff, deflinear, defvjp, defvjp_argnum, primitive
+from tapegrad._core import ShapedArray, bind
+from tapegrad._rules import (
+    broadcast_shapes,
+    def_fusion,
+    def_nondiff,
+    def_shape_rule,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    primitive,
+    reduction_abstract_eval,
+    result_dtype,
+    strong_dtype,
+    summed_dtype,
+)
 
 
 def shape_of(x) -> tuple:
@@ -80,6 +94,7 @@ def add_any(x, y):
 
 # ---- stop_gradient and astype ---------------------------------------------------------------------
 stop_gradient_p = primitive("stop_gradient", lambda x: x)
+def_shape_rule(stop_gradient_p, lambda x: ShapedArray(tuple(x.shape), strong_dtype(x)))
 def_nondiff(stop_gradient_p)
 
 
@@ -97,6 +112,7 @@ def _astype_impl(x, *, dtype):
 
 
 astype_p = primitive("astype", _astype_impl)
+def_shape_rule(astype_p, lambda x, *, dtype: ShapedArray(tuple(x.shape), np.dtype(dtype)))
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
 deflinear(astype_p)
 
@@ -115,6 +131,16 @@ def astype(x, dtype):
 
 # ---- reshape and transpose ------------------------------------------------------------------------
 reshape_p = primitive("reshape", lambda x, *, shape: namespace_of(x).reshape(x, shape))
+
+
+def _reshape_aval(x, *, shape):
+    """``shape`` itself, where it holds as many elements as ``x`` (``reshape`` resolves a -1 first)."""
+    if math.prod(shape) != math.prod(x.shape) or -1 in shape:
+        return None
+    return ShapedArray(tuple(shape), strong_dtype(x))
+
+
+def_shape_rule(reshape_p, _reshape_aval)
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, shape_of(x)))
 deflinear(reshape_p)
 
@@ -141,6 +167,8 @@ def expand_dims(a, axis):
 
 
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
+def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x))
+               if sorted(axes) == list(range(len(x.shape))) else None)
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
 deflinear(transpose_p)
 
@@ -184,6 +212,7 @@ def reduce_impl(name):
 
 
 sum_p = primitive("sum", reduce_impl("sum"))
+def_shape_rule(sum_p, reduction_abstract_eval(summed_dtype))
 defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims: broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
 deflinear(sum_p)
 
@@ -194,6 +223,8 @@ def reduce_sum(a, axis=None, keepdims=False):
 
 
 broadcast_to_p = primitive("broadcast_to", lambda x, *, shape: namespace_of(x).broadcast_to(x, shape))
+def_shape_rule(broadcast_to_p, lambda x, *, shape: ShapedArray(tuple(shape), strong_dtype(x))
+               if broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape) else None)
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 deflinear(broadcast_to_p)
 
@@ -231,6 +262,20 @@ def unbroadcast(ct, x):
 
 # ---- concatenate and stack ------------------------------------------------------------------------
 concatenate_p = primitive("concatenate", lambda *xs, axis: namespace_of(*xs).concatenate(xs, axis=axis))
+
+
+def _concatenate_aval(*xs, axis):
+    """Equal shapes but along ``axis``, where their lengths add; the operands' result type."""
+    first = tuple(xs[0].shape)
+    if not 0 <= axis < len(first) or any(len(x.shape) != len(first) for x in xs):
+        return None
+    if any(tuple(x.shape[:axis]) + tuple(x.shape[axis + 1:]) != first[:axis] + first[axis + 1:] for x in xs):
+        return None
+    shape = first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1:]
+    return ShapedArray(shape, result_dtype(*xs))
+
+
+def_shape_rule(concatenate_p, _concatenate_aval)
 
 
 def _concatenate_vjp(argnum, ct, ans, *xs, axis):

@@ -18,9 +18,12 @@ and hashable; rules are written in tapegrad operations, so derivatives different
 
 - ``impl(*arrays, **params) -> array``: runs on concrete arrays (:func:`primitive`,
   ``Primitive.def_impl``);
-- ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype for staging; by default the impl
-  is run on zero-stride dummies (:func:`primitive`, ``Primitive.def_abstract_eval``,
-  :func:`unary_abstract_eval`, :func:`aval_of`);
+- ``abstract_eval(*avals, **params) -> ShapedArray``: shape and dtype for staging; by default a NumPy
+  ufunc impl's own type resolution, or else the impl run on zero-stride dummies, which costs what the
+  impl costs (a product runs the product): :func:`def_shape_rule` gives a rule that may decline
+  operands (None) and leave them to the dummies (:func:`primitive`, ``Primitive.def_abstract_eval``,
+  :func:`unary_abstract_eval`, :func:`broadcast_shapes`, :func:`result_dtype`,
+  :func:`reduction_abstract_eval`, :func:`aval_of`);
 - vjp, one rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that operand``
   (:func:`defvjp`; :func:`defvjp_argnum` for any number of operands); None means a zero cotangent;
   a primitive with several results may also say how reverse mode applies it, keeping residuals for
@@ -68,10 +71,13 @@ from tapegrad._rules import (
     ARITHMETIC_NS,
     PRIMITIVES,
     Fusion,
+    ShapeRule,
     aval_of,
+    broadcast_shapes,
     def_fusion,
     def_nondiff,
     def_out_impl,
+    def_shape_rule,
     defjvp,
     defjvp_argnum,
     defjvp_joint,
@@ -81,7 +87,11 @@ from tapegrad._rules import (
     defvjp_fwd,
     import_unimported,
     primitive,
+    reduction_abstract_eval,
     register,
+    result_dtype,
+    strong_dtype,
+    summed_dtype,
     unary_abstract_eval,
 )
 from tapegrad._structural import keep_reduced, unbroadcast
@@ -100,10 +110,11 @@ def primitives() -> tuple:
 
 
 __all__ = [
-    "ARITHMETIC_NS", "Fusion", "Primitive", "ShapedArray", "all_at_front", "at_front", "aval_of", "batch_axis_map",
-    "batch_size", "bind", "bind_batched", "broadcast_batch", "def_fusion", "def_nondiff", "def_out_impl", "defbatch",
-    "defbatch_elementwise", "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp",
-    "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape",
-    "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives", "register", "shape_of", "to_front",
+    "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
+    "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
+    "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise", "defbatch_front",
+    "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp",
+    "defvjp_argnum", "defvjp_fwd", "example_shape", "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives",
+    "reduction_abstract_eval", "register", "result_dtype", "shape_of", "strong_dtype", "summed_dtype", "to_front",
     "unary_abstract_eval", "unbroadcast",
 ]

@@ -21,8 +21,8 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
-from tapegrad._core import Tracer, bind
-from tapegrad.extend import def_out_impl, defbatch_elementwise, defjvp, defvjp, primitive
+from tapegrad._core import ShapedArray, Tracer, bind
+from tapegrad.extend import def_out_impl, def_shape_rule, defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.nn._conv import ConvDimensionNumbers
 from tapegrad.nn._conv_api import (
     conv1d,
@@ -58,6 +58,8 @@ __all__ = [
 # multiply (250 us against 12 us for a float32 (128, 512) array). The one difference: a non-finite
 # cotangent where ``x <= 0`` gives nan (inf * 0) where a select would give 0.
 relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
+def_shape_rule(relu_p, lambda x: ShapedArray(tuple(x.shape),  # maximum(x, 0), the 0 weakly typed
+                                             np.maximum.resolve_dtypes((np.dtype(x.dtype), int, None))[-1]))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
 defbatch_elementwise(relu_p)

@@ -18,20 +18,23 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
+from tapegrad._core import ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
 from tapegrad.extend import (
     ARITHMETIC_NS,
+    broadcast_shapes,
     def_fusion,
     def_nondiff,
+    def_shape_rule,
     defbatch_elementwise,
     defjvp,
     defjvp_joint,
     defvjp,
     primitive,
+    result_dtype,
     unary_abstract_eval,
 )
 from tapegrad.numpy import _complex, _shape
@@ -293,6 +296,7 @@ def _where_jvp(tangents, ans, c, x, y):
 
 
 where_p = primitive("where", lambda c, x, y: namespace_of(c, x, y).where(c, x, y))
+def_shape_rule(where_p, lambda c, x, y: ShapedArray(broadcast_shapes(c.shape, x.shape, y.shape), result_dtype(x, y)))
 defvjp(where_p, None,
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, ct, 0.0), x),
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
@@ -323,6 +327,8 @@ def _clip_dhi(g, ans, x, lo, hi):
 
 
 clip_p = primitive("clip", lambda x, lo, hi: namespace_of(x, lo, hi).clip(x, lo, hi))
+def_shape_rule(clip_p, lambda x, lo, hi: ShapedArray(broadcast_shapes(x.shape, lo.shape, hi.shape),
+                                                     result_dtype(x, lo, hi)))
 defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
 defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)

@@ -12,11 +12,14 @@ import operator
 import numpy as np
 
 from tapegrad._backend import namespace_of, zeros_like
-from tapegrad._core import Boxed, Tracer, bind
+from tapegrad._core import Boxed, ShapedArray, Tracer, bind
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (
+    ShapeRule,
     batch_size,
+    broadcast_shapes,
+    def_shape_rule,
     defbatch,
     defjvp_argnum,
     defjvp_joint,
@@ -24,6 +27,7 @@ from tapegrad.extend import (
     lead_batch,
     ndim_of,
     primitive,
+    result_dtype,
     shape_of,
     to_front,
 )
@@ -204,7 +208,54 @@ def _getitem_batch(vals, dims, *, idx):
 
 
 getitem_p = primitive("getitem", lambda x, *arrays, idx: x[decode_index(idx, arrays)])
-_getitem_by_dummies = getitem_p.abstract_eval
+
+
+def _full_index(spec, ndim: int):
+    """``spec`` with its ellipsis (or, without one, the trailing axes) spelled as full slices; None
+    where it indexes more axes than ``x`` has or holds two ellipses."""
+    consumed = sum(item[0] in ("slice", "int", "array") for item in spec)
+    ellipses = sum(item[0] == "ellipsis" for item in spec)
+    if consumed > ndim or ellipses > 1:
+        return None
+    fill = [("slice", None, None, None)] * (ndim - consumed)
+    if not ellipses:
+        return list(spec) + fill
+    at = [item[0] for item in spec].index("ellipsis")
+    return list(spec[:at]) + fill + list(spec[at + 1:])
+
+
+def _getitem_aval(x, *arrays, idx):
+    """``x[idx]``'s type by NumPy's indexing rules: a slice keeps its length, an int drops its axis,
+    ``None`` adds one; integer arrays (and the ints among them) broadcast together, their shape in
+    place of the first where they are adjacent, else in front. None for boolean arrays."""
+    if any(np.dtype(a.dtype).kind not in "iu" for a in arrays):
+        return None
+    items = _full_index(idx, len(x.shape))
+    if items is None:
+        return None
+    out, advanced, where, dim = [], [], [], 0
+    for k, item in enumerate(items):
+        if item[0] == "newaxis":
+            out.append(1)
+            continue
+        size, dim = x.shape[dim], dim + 1
+        if item[0] == "slice":
+            out.append(len(range(*slice(*item[1:]).indices(size))))
+        elif item[0] == "int" and not -size <= item[1] < size:
+            return None  # NumPy's IndexError, from the dummies
+        elif item[0] == "int" and not arrays:
+            continue
+        else:  # an index array, or an int among index arrays: advanced indexing
+            advanced.append(() if item[0] == "int" else tuple(arrays[item[1]].shape))
+            where.append((k, len(out)))
+    if advanced:
+        adjacent = [k for k, _ in where] == list(range(where[0][0], where[0][0] + len(where)))
+        at = where[0][1] if adjacent else 0
+        out[at:at] = broadcast_shapes(*advanced)
+    return ShapedArray(tuple(out), np.dtype(x.dtype))
+
+
+_getitem_shape_rule = ShapeRule(_getitem_aval, getitem_p)
 
 
 def _getitem_abstract_eval(x, *arrays, idx):
@@ -215,7 +266,7 @@ def _getitem_abstract_eval(x, *arrays, idx):
             raise ConcretizationError(
                 "x[mask] with a traced boolean mask has a data-dependent shape, which jit cannot stage: "
                 "use tnp.where(mask, x, fill) (same shape as x), or x.at[mask].set(...)")
-    return _getitem_by_dummies(x, *arrays, idx=idx)
+    return _getitem_shape_rule(x, *arrays, idx=idx)
 
 
 getitem_p.def_abstract_eval(_getitem_abstract_eval)
@@ -281,8 +332,22 @@ def _update_jvp(prim):
     return rule
 
 
+def _update_aval(x, y, *arrays, idx):
+    """``x``'s type, where ``y`` broadcasts to ``x[idx]`` and casts to ``x``'s dtype as NumPy's
+    in-place update would (``same_kind``); None otherwise (the dummy evaluation gives NumPy's error).
+    The dummy evaluation would copy a whole ``x``."""
+    written = getitem_p.abstract_eval(x, *arrays, idx=idx)
+    if broadcast_shapes(y.shape, written.shape) != tuple(written.shape):
+        return None
+    if not np.can_cast(result_dtype(x, y), x.dtype, "same_kind"):
+        return None
+    return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+
+
 index_add_p = primitive("index_add", _index_add_impl)
 index_set_p = primitive("index_set", _index_set_impl)
+def_shape_rule(index_add_p, _update_aval)
+def_shape_rule(index_set_p, _update_aval)
 defvjp_argnum(index_add_p, _update_vjp(is_set=False))
 defvjp_argnum(index_set_p, _update_vjp(is_set=True))
 defjvp_joint(index_add_p, _update_jvp(index_add_p))

@@ -8,9 +8,11 @@ import string
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import bind
+from tapegrad._core import ShapedArray, bind
 from tapegrad.extend import (
+    broadcast_shapes,
     def_out_impl,
+    def_shape_rule,
     defbatch,
     defjvp,
     defjvp_argnum,
@@ -20,6 +22,7 @@ from tapegrad.extend import (
     ndim_of,
     primitive,
     shape_of,
+    strong_dtype,
     to_front,
 )
 from tapegrad.numpy import _shape
@@ -47,7 +50,20 @@ def _matmul_vjp_y(ct, ans, x, y):
     return _shape.unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
 
 
+def _matmul_aval(x, y):
+    """``(..., m, k) @ (..., k, n) -> (..., m, n)``, a 1-D operand a vector (its axis dropped from
+    the result); None (NumPy decides, or refuses) for scalars and mismatched ``k``."""
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    if not xs or not ys or xs[-1] != (ys[0] if len(ys) == 1 else ys[-2]):
+        return None
+    batch = broadcast_shapes(xs[:-2], ys[:-2])
+    shape = batch + xs[-2:-1] + ys[-1:] if len(ys) > 1 else batch + xs[-2:-1]
+    dtype = np.matmul.resolve_dtypes((strong_dtype(x), strong_dtype(y), None))[-1]
+    return ShapedArray(shape, dtype)
+
+
 matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
+def_shape_rule(matmul_p, _matmul_aval)  # the dummy evaluation would run the product itself
 defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
 defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t))
 
@@ -158,6 +174,23 @@ def _einsum_vjp(argnum, ct, ans, *operands, subscripts, optimize):
 
 einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:
                      namespace_of(*ops).einsum(subscripts, *ops, optimize=optimize))
+
+
+def _einsum_aval(*operands, subscripts, optimize):
+    """Explicit subscripts (as ``einsum`` binds them): each output letter's size from the operands,
+    the operands' result type; None for Python scalars and for a letter of two sizes."""
+    ins, out = subscripts.split("->")
+    sizes = {}
+    for sub, aval in zip(ins.split(","), operands):
+        if len(sub) != len(aval.shape) or not isinstance(aval.dtype, np.dtype):
+            return None
+        for c, d in zip(sub, aval.shape):
+            if sizes.setdefault(c, d) != d:
+                return None
+    return ShapedArray(tuple(sizes[c] for c in out), np.result_type(*[a.dtype for a in operands]))
+
+
+def_shape_rule(einsum_p, _einsum_aval)
 defvjp_argnum(einsum_p, _einsum_vjp)
 # multilinear: operand i's tangent takes its place (repeated indices in one operand are fine here)
 defjvp_argnum(einsum_p, lambda argnum, t, ans, *operands, subscripts, optimize:

@@ -12,7 +12,18 @@ from tapegrad._core import bind
 from tapegrad._jvp import jvp_flat
 from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
 from tapegrad._tape import vjp_flat
-from tapegrad.extend import def_nondiff, defbatch_reduction, defbatch_single_axis, defjvp, deflinear, defvjp, primitive
+from tapegrad.extend import (
+    def_nondiff,
+    def_shape_rule,
+    defbatch_reduction,
+    defbatch_single_axis,
+    defjvp,
+    deflinear,
+    defvjp,
+    primitive,
+    reduction_abstract_eval,
+    summed_dtype,
+)
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._complex import conj, real
@@ -50,6 +61,8 @@ def _minmax_jvp(t, ans, x, *, axis, keepdims):
 
 amax_p = primitive("amax", reduce_impl("max"))
 amin_p = primitive("amin", reduce_impl("min"))
+def_shape_rule(amax_p, reduction_abstract_eval(lambda dtype: dtype))
+def_shape_rule(amin_p, reduction_abstract_eval(lambda dtype: dtype))
 defvjp(amax_p, _minmax_vjp)
 defvjp(amin_p, _minmax_vjp)
 defjvp(amax_p, _minmax_jvp)
@@ -106,6 +119,7 @@ def _prod_jvp(t, ans, x, *, axis, keepdims):
 
 
 prod_p = primitive("prod", reduce_impl("prod"))
+def_shape_rule(prod_p, reduction_abstract_eval(summed_dtype))
 defvjp(prod_p, _prod_vjp)
 defjvp(prod_p, _prod_jvp)
 
@@ -186,6 +200,10 @@ argmax_p = primitive("argmax", reduce_impl("argmax"))
 argmin_p = primitive("argmin", reduce_impl("argmin"))
 all_p = primitive("all", reduce_impl("all"))
 any_p = primitive("any", reduce_impl("any"))
+def_shape_rule(argmax_p, reduction_abstract_eval(lambda dtype: np.dtype(np.intp)))
+def_shape_rule(argmin_p, reduction_abstract_eval(lambda dtype: np.dtype(np.intp)))
+def_shape_rule(all_p, reduction_abstract_eval(lambda dtype: np.dtype(bool)))
+def_shape_rule(any_p, reduction_abstract_eval(lambda dtype: np.dtype(bool)))
 for _p in (argmax_p, argmin_p, all_p, any_p):
     def_nondiff(_p)
 defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)
