@@ -230,11 +230,44 @@ def _index_add_impl(x, y, *arrays, idx):
     xp = namespace_of(x, y)
     out = xp.array(x, copy=True)
     index = decode_index(idx, arrays)
-    if _has_arrays(idx):  # repeated indices must accumulate: ufunc.at, not +=
-        xp.add.at(out, index, y)
-    else:
+    if not _has_arrays(idx):  # a basic index names each element once: += is exact
         out[index] += y
+    elif xp is np and out.flags.c_contiguous:
+        _scatter_add_flat(out, index, y)
+    else:  # repeated indices must accumulate: ufunc.at, not +=
+        xp.add.at(out, index, y)
     return out
+
+
+def _scatter_add_flat(out, index, y):
+    """``np.add.at(out, index, y)`` through flat element positions: NumPy's ``ufunc.at`` has a fast
+    loop only for one 1-d integer index into a 1-d array (about 4x faster for Embedding's rows, 10x for
+    ``take_along_axis``'s two index arrays, than the same call on the n-d index). Positions that only
+    grow (a mask's, a sorted unique index's) name each element once, so a plain ``+=`` does. Each
+    axis's coordinate comes from indexing a zero-stride ``arange`` view the way ``out`` is indexed, so
+    NumPy itself resolves slices, negative and out-of-range indices, masks and where the fancy axes go."""
+    positions = np.zeros((), np.intp)
+    for axis, (size, step) in enumerate(zip(out.shape, _element_strides(out.shape))):
+        coordinate = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * (out.ndim - axis - 1))
+        positions = positions + np.broadcast_to(coordinate, out.shape)[index] * step
+    values = np.broadcast_to(y, positions.shape).reshape(-1)  # positions has x[idx]'s shape
+    positions = positions.reshape(-1)
+    if np.can_cast(values.dtype, out.dtype, "same_kind"):
+        values = values.astype(out.dtype, copy=False)  # the fast loop wants one dtype
+    flat = out.reshape(-1)
+    if positions.size > 1 and bool((positions[1:] > positions[:-1]).all()):
+        flat[positions] += values
+    else:
+        np.add.at(flat, positions, values)
+
+
+def _element_strides(shape) -> list:
+    """How many elements apart consecutive entries of each axis of a C-ordered ``shape`` lie."""
+    steps, step = [], 1
+    for size in reversed(shape):
+        steps.append(step)
+        step *= size
+    return steps[::-1]
 
 
 def _index_set_impl(x, y, *arrays, idx):

@@ -1,0 +1,120 @@
+"""The fast paths of the kernels: ``x.at[idx].add(y)`` (the scatter behind every gather's vjp) against
+``np.add.at`` for each kind of index (repeated, negative, several arrays, non-adjacent fancy items,
+masks, ints mixed in, broadcast values, every dtype); its derivatives and ``x[idx]``'s to order 2 in
+both modes; the Embedding gradient against a hand-written NumPy one; errors as NumPy raises them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from _tol import assert_close
+
+MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+
+# (name, x's shape, index, y's shape): every way an index can reach the scatter
+INDICES = [
+    ("repeated", (5, 4), (np.array([0, 3, 0, 0, 2]),), (5, 4)),
+    ("negative", (5, 4), (np.array([-1, 4, -5, 0]),), (4, 4)),
+    ("2-d index array", (5, 4), (np.array([[1, 1], [4, 2]]),), (2, 2, 4)),
+    ("sorted unique", (5, 4), (np.array([0, 2, 3]),), (3, 4)),
+    ("two arrays (take_along_axis)", (3, 4), (np.arange(3)[:, None], np.array([[3, 0], [1, 1], [2, 3]])), (3, 2)),
+    ("array on the last axis", (3, 4), (slice(None), np.array([2, 2, -1])), (3, 3)),
+    ("fancy items apart", (3, 2, 4), (np.array([0, 2, 2]), slice(None), np.array([1, 3, 1])), (3, 2)),
+    ("int beside an array", (3, 2, 4), (1, slice(None), np.array([0, 0, 3])), (3, 2)),
+    ("ellipsis and newaxis", (3, 2, 4), (Ellipsis, None, np.array([3, 3])), (3, 2, 1, 2)),
+    ("mask", (3, 4), (MASK,), (6,)),
+    ("mask over leading axes", (3, 4, 2), (MASK,), (6, 2)),
+    ("broadcast value", (5, 4), (np.array([1, 1, 3]),), (1, 4)),
+    ("scalar value", (5, 4), (np.array([1, 1, 3]),), ()),
+]
+IDS = [case[0] for case in INDICES]
+
+
+def _at_add(x, index, y):
+    """``x.at[index].add(y)`` evaluated eagerly (``.at`` lives on traced arrays: vjp's output is the value)."""
+    return tg.vjp(lambda x, y: x.at[index].add(y), x, y)[0]
+
+
+def _draw(shape, dtype, rng):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return np.asarray(x, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
+def test_scatter_add_matches_numpy(name, shape, index, y_shape, dtype):
+    rng = np.random.default_rng(0)
+    x, y = _draw(shape, dtype, rng), _draw(y_shape, dtype, rng)
+    expected = x.copy()
+    np.add.at(expected, index, y)
+    got = _at_add(x, index, y)
+    assert got.dtype == expected.dtype
+    assert_close(got, expected)
+
+
+@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
+def test_scatter_add_derivatives(name, shape, index, y_shape):
+    rng = np.random.default_rng(1)
+    x, y = _draw(shape, np.float64, rng), _draw(y_shape, np.float64, rng)
+    tg.testing.check_grads(lambda x, y: tnp.sin(x.at[index].add(y * y)), (x, y), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
+def test_gather_derivatives(name, shape, index, y_shape):
+    x = _draw(shape, np.float64, np.random.default_rng(2))
+    tg.testing.check_grads(lambda x: tnp.sin(x[index]) * x[index], (x,), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
+def test_gather_gradient_counts_every_read(name, shape, index, y_shape):
+    """``grad(sum(x[idx] * c))`` puts ``c``'s entries where they were read, summing repeats."""
+    rng = np.random.default_rng(3)
+    x = _draw(shape, np.float32, rng)
+    c = _draw(x[index].shape, np.float32, rng)
+    expected = np.zeros_like(x)
+    np.add.at(expected, index, c)
+    got = tg.grad(lambda x: tnp.sum(x[index] * c))(x)
+    assert got.dtype == np.float32
+    assert_close(got, expected)
+
+
+def test_embedding_gradient():
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((50, 8)).astype(np.float32)
+    ids = rng.integers(-50, 50, (16, 12))
+    ct = rng.standard_normal((16, 12, 8)).astype(np.float32)
+    expected = np.zeros_like(table)
+    for i, row in zip(ids.reshape(-1), ct.reshape(-1, 8)):  # one row at a time, the plainest reference
+        expected[i] += row
+    assert_close(tg.grad(lambda t: tnp.sum(t[ids] * ct))(table), expected)
+
+
+def test_sort_gradient_follows_the_permutation():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((6, 30)), rng.standard_normal((6, 30))
+    order = np.argsort(x, axis=-1)
+    expected = np.zeros_like(x)
+    np.put_along_axis(expected, order, w, axis=-1)
+    assert_close(tg.grad(lambda x: tnp.sum(tnp.sort(x, axis=-1) * w))(x), expected)
+
+
+def test_scatter_keeps_a_non_contiguous_input_intact():
+    x = np.arange(24.0).reshape(4, 6)[:, ::2]
+    before = x.copy()
+    expected = x.copy()
+    np.add.at(expected, (np.array([0, 0, 3]),), 1.0)
+    assert_close(_at_add(x, np.array([0, 0, 3]), 1.0), expected)
+    assert_close(x, before)
+
+
+@pytest.mark.parametrize("index", [np.array([0, 5]), np.array([-6, 1])])
+def test_out_of_range_index_is_an_index_error(index):
+    x = np.zeros((5, 2))
+    with pytest.raises(IndexError):
+        _at_add(x, index, 1.0)
+    with pytest.raises(IndexError):
+        tg.grad(lambda x: tnp.sum(x[index]))(x)
