@@ -16,6 +16,7 @@ MASK = np.array([[True, False, True, False], [False, False, True, True], [True, 
 # (name, x's shape, index, y's shape): every way an index can reach the scatter
 INDICES = [
     ("repeated", (5, 4), (np.array([0, 3, 0, 0, 2]),), (5, 4)),
+    ("a row repeated past the rounds", (5, 4), (np.array([3] * 20 + [1]),), (21, 4)),
     ("negative", (5, 4), (np.array([-1, 4, -5, 0]),), (4, 4)),
     ("2-d index array", (5, 4), (np.array([[1, 1], [4, 2]]),), (2, 2, 4)),
     ("sorted unique", (5, 4), (np.array([0, 2, 3]),), (3, 4)),

@@ -247,12 +247,12 @@ def add_at(out, idx, arrays, y) -> None:
 def _scatter_add_rows(out, index, y) -> None:
     """``np.add.at(out, index, y)`` by rows: the trailing axes the index leaves whole make contiguous
     rows, and the index picks rows. Rows named once each, in increasing order (a mask, a sorted unique
-    index), take a plain ``+=``. Otherwise ``np.add.at`` gets one 1-d index into ``out`` flattened,
-    the only form with a fast loop in NumPy: on Embedding's backward (2048 rows of 128) it beat
-    ``add.at`` on the n-d index by 4x, and sorting the rows for ``add.reduceat`` by 3x (reduceat
-    along rows is slow). Each axis's coordinate comes from indexing a zero-stride ``arange`` the way
-    ``out`` is indexed, so NumPy itself resolves negative and out-of-range indices, masks, ints and
-    where the fancy axes go."""
+    index), take a plain ``+=``; repeated rows a few rounds of ``+=`` (:func:`_add_in_rounds`). What is
+    left goes to ``np.add.at`` with one 1-d index into ``out`` flattened, the only form with a fast
+    loop in NumPy (on Embedding's backward, 2048 rows of 128, 4x faster than ``add.at`` on the n-d
+    index, and 3x faster than summing sorted rows with ``add.reduceat``, which is slow along rows).
+    Each axis's coordinate comes from indexing a zero-stride ``arange`` the way ``out`` is indexed, so
+    NumPy itself resolves negative and out-of-range indices, masks, ints and where the fancy axes go."""
     whole, head = _whole_trailing_axes(index, out.ndim)
     lead, row_shape = out.shape[:out.ndim - whole], out.shape[out.ndim - whole:]
     width = int(np.prod(row_shape, dtype=np.int64))
@@ -264,12 +264,37 @@ def _scatter_add_rows(out, index, y) -> None:
     rows, table = rows.reshape(-1), out.reshape(-1, width)
     if rows.size < 2 or bool((rows[1:] > rows[:-1]).all()):
         table[rows] += values
-        return
-    if np.can_cast(values.dtype, out.dtype, "same_kind"):
-        values = values.astype(out.dtype, copy=False)  # the fast loop wants one dtype
-    if width > 1:
-        rows = (rows[:, None] * width + np.arange(width, dtype=np.intp)).reshape(-1)
-    np.add.at(out.reshape(-1), rows, values.reshape(-1))
+    elif width == 1 or not _add_in_rounds(table, rows, values):
+        if np.can_cast(values.dtype, out.dtype, "same_kind"):
+            values = values.astype(out.dtype, copy=False)  # the fast loop wants one dtype
+        if width > 1:
+            rows = (rows[:, None] * width + np.arange(width, dtype=np.intp)).reshape(-1)
+        np.add.at(out.reshape(-1), rows, values.reshape(-1))
+
+
+_MAX_ROUNDS = 16
+
+
+def _add_in_rounds(table, rows, values) -> bool:
+    """``table[rows] += values`` with repeated rows, as a few rounds of rows named once each: round
+    ``r`` adds every row's ``r``-th occurrence (in order of appearance, as ``ufunc.at`` sums). On
+    Embedding's backward (2048 rows of 128 drawn from 5000: 4 or 5 rounds) this takes half the time of
+    ``add.at`` on flat positions. False, having done nothing, when a row repeats more than
+    ``_MAX_ROUNDS`` times."""
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(np.append(starts, ordered.size)))
+    rounds = int(rank.max()) + 1
+    if rounds > _MAX_ROUNDS:
+        return False
+    for r in range(rounds):
+        pick = order[rank == r]
+        table[rows[pick]] += values[pick]
+    return True
 
 
 def _whole_trailing_axes(index, ndim: int):
