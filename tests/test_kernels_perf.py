@@ -10,6 +10,7 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from _tol import assert_close
+from tapegrad.nn import functional as F
 
 MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
 
@@ -153,3 +154,71 @@ def test_gather_gradient_with_indices_mapped_by_vmap():
 
     expected = np.stack([tg.grad(loss)(x, i) for i in ids])
     assert_close(tg.vmap(tg.grad(loss), in_axes=(None, 0))(x, ids), expected)
+
+
+# ---- layer_norm and group_norm: the fused kernel for concrete inputs -----------------------------------
+def _reference_norm(x, axes, eps):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+
+
+NORM_CASES = [
+    ("float32", np.float32, np.float32, True, True),
+    ("float64 no affine", np.float64, None, False, False),
+    ("weight only", np.float32, np.float32, True, False),
+    ("bias only", np.float64, np.float64, False, True),
+    ("float32 input, float64 weights", np.float32, np.float64, True, True),
+]
+
+
+@pytest.mark.parametrize(("name", "dtype", "wdtype", "has_weight", "has_bias"), NORM_CASES,
+                         ids=[c[0] for c in NORM_CASES])
+def test_layer_norm_fused_matches_the_traced_composition(name, dtype, wdtype, has_weight, has_bias):
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((4, 3, 5, 6)) * 3 + 10).astype(dtype)[:, :, ::-1]  # not contiguous either
+    w = rng.standard_normal((5, 6)).astype(wdtype) if has_weight else None
+    b = rng.standard_normal((5, 6)).astype(wdtype) if has_bias else None
+    got = F.layer_norm(x, (5, 6), w, b)
+    traced = tg.jit(lambda x: F.layer_norm(x, (5, 6), w, b))(x)
+    expected = _reference_norm(x, (2, 3), 1e-5) * (1.0 if w is None else w) + (0.0 if b is None else b)
+    assert got.dtype == traced.dtype == np.result_type(x, *(v for v in (w, b) if v is not None))
+    assert_close(got, expected, dtype=x.dtype)  # normalised in x's precision, whatever the weights'
+    assert_close(got, traced, dtype=x.dtype)
+
+
+@pytest.mark.parametrize(("name", "dtype", "wdtype", "has_weight", "has_bias"), NORM_CASES,
+                         ids=[c[0] for c in NORM_CASES])
+def test_group_norm_fused_matches_the_traced_composition(name, dtype, wdtype, has_weight, has_bias):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((3, 6, 4, 5)) * 2 - 7).astype(dtype)
+    w = rng.standard_normal(6).astype(wdtype) if has_weight else None
+    b = rng.standard_normal(6).astype(wdtype) if has_bias else None
+    got = F.group_norm(x, 3, w, b)
+    traced = tg.jit(lambda x: F.group_norm(x, 3, w, b))(x)
+    grouped = _reference_norm(x.reshape(3, 3, -1), (2,), 1e-5).reshape(x.shape)
+    expected = grouped * (1.0 if w is None else w[:, None, None]) + (0.0 if b is None else b[:, None, None])
+    assert got.dtype == traced.dtype
+    assert_close(got, expected, dtype=x.dtype)  # normalised in x's precision, whatever the weights'
+    assert_close(got, traced, dtype=x.dtype)
+
+
+def test_norm_layers_with_parameters_take_the_fused_kernel_and_still_differentiate():
+    """A LayerNorm module's Parameters are concrete outside grad (the fused kernel) and traced inside
+    (the composition): the same values either way, and gradients that match finite differences."""
+    rng = np.random.default_rng(10)
+    net = tg.nn.LayerNorm(6)
+    net.weight.assign(rng.standard_normal(6).astype(np.float32))
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    out, (g_weight, g_bias) = tg.value_and_grad(lambda x: tnp.sum(net(x) ** 3), grad_position=None,
+                                                    weights=net.trainable_params())(x)
+    normalised = _reference_norm(x, (1,), 1e-5)
+    y = normalised * net.weight.value + net.bias.value
+    assert_close(out, np.sum(y ** 3), dtype=np.float32)
+    assert_close(np.sum(net(x) ** 3), np.sum(y ** 3), dtype=np.float32)
+    assert_close(g_weight, np.sum(3 * y ** 2 * normalised, axis=0), dtype=np.float32)
+    assert_close(g_bias, np.sum(3 * y ** 2, axis=0), dtype=np.float32)
+    tg.testing.check_grads(lambda x, w, b: F.layer_norm(x, (6,), w, b) ** 2,
+                           (x, rng.standard_normal(6), rng.standard_normal(6)), order=2)
+    tg.testing.check_grads(lambda x, w: F.group_norm(x, 2, w) ** 2,
+                           (rng.standard_normal((2, 4, 3)), rng.standard_normal(4)), order=2)
