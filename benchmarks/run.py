@@ -44,6 +44,7 @@ import bench_control_flow  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_hessian  # noqa: E402
 import bench_jit_step  # noqa: E402
+import bench_kernels  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_vmap  # noqa: E402
@@ -51,7 +52,7 @@ import numpy as np  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
-              "gp": bench_gp, "control_flow": bench_control_flow}
+              "gp": bench_gp, "control_flow": bench_control_flow, "kernels": bench_kernels}
 
 
 def _peers() -> str:
