@@ -32,6 +32,7 @@ INDICES = [
     ("trailing ellipsis", (3, 2, 4), (np.array([2, 0, 2]), Ellipsis), (3, 2, 4)),
     ("newaxis after the array", (5, 4), (np.array([1, -4]), None, slice(None)), (2, 1, 4)),
     ("empty index array", (5, 4), (np.array([], dtype=np.int64),), (0, 4)),
+    ("0-d mask", (5, 4), (np.array(True),), (1, 5, 4)),
     ("broadcast value", (5, 4), (np.array([1, 1, 3]),), (1, 4)),
     ("scalar value", (5, 4), (np.array([1, 1, 3]),), ()),
 ]

@@ -73,10 +73,10 @@ def _inv_std(var, eps: float):
 def _concrete(*arrays):
     """The arrays as plain NumPy arrays (a Parameter read for its value, None kept), or None when any
     is traced (or lives on another backend): then the normalisation must go through tapegrad.numpy."""
+    if type(arrays[0]) is not np.ndarray or arrays[0].dtype.kind != "f":
+        return None
     values = [a.value if isinstance(a, Parameter) else a for a in arrays]
-    if all(v is None or type(v) is np.ndarray for v in values) and values[0].dtype.kind == "f":
-        return values
-    return None
+    return values if all(v is None or type(v) is np.ndarray for v in values) else None
 
 
 def _normalized_now(x, ndims: int, eps: float):

@@ -228,11 +228,11 @@ defbatch(getitem_p, _getitem_batch)
 
 def _index_add_impl(x, y, *arrays, idx):
     out = namespace_of(x, y).array(x, copy=True)
-    add_at(out, idx, arrays, y)
+    _add_at(out, idx, arrays, y)
     return out
 
 
-def add_at(out, idx, arrays, y) -> None:
+def _add_at(out, idx, arrays, y) -> None:
     """``out[idx] += y`` in place, repeated positions accumulating (``ufunc.at``'s meaning)."""
     xp = namespace_of(out)
     index = decode_index(idx, arrays)
@@ -255,6 +255,9 @@ def _scatter_add_rows(out, index, y) -> None:
     NumPy itself resolves negative and out-of-range indices, masks, ints and where the fancy axes go."""
     whole, head = _whole_trailing_axes(index, out.ndim)
     lead, row_shape = out.shape[:out.ndim - whole], out.shape[out.ndim - whole:]
+    if not lead:  # only a 0-d mask names no axis: nothing to gain
+        np.add.at(out, index, y)
+        return
     width = int(np.prod(row_shape, dtype=np.int64))
     rows = np.zeros((), np.intp)
     for axis, (size, step) in enumerate(zip(lead, _row_strides(lead))):
@@ -379,7 +382,7 @@ defjvp_joint(index_set_p, _update_jvp(index_set_p))
 # freshly allocated table (first touch of every page) cost more than the scatter itself.
 def _scatter_add_impl(ct, *arrays, idx, shape, dtype):
     out = namespace_of(ct).zeros(shape, dtype)
-    add_at(out, idx, arrays, ct)
+    _add_at(out, idx, arrays, ct)
     return out
 
 
