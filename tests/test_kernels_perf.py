@@ -127,7 +127,11 @@ def test_out_of_range_index_is_an_index_error(index):
         tg.grad(lambda x: tnp.sum(x[index]))(x)
 
 
-@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
+# jit refuses a 0-d mask (its shape depends on its value: the ConcretizationError of x[mask])
+STAGEABLE = [case for case in INDICES if case[0] != "0-d mask"]
+
+
+@pytest.mark.parametrize(("name", "shape", "index", "y_shape"), STAGEABLE, ids=[c[0] for c in STAGEABLE])
 def test_gather_gradient_under_jit_and_vmap(name, shape, index, y_shape):
     """The scatter of the gather's vjp staged by jit, and batched by vmap (a batch of x, and a batch
     of cotangent weights), agrees with the eager gradient example by example."""
