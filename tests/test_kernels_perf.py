@@ -11,6 +11,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from _tol import assert_close
 from tapegrad.nn import functional as F
+from tapegrad.numpy import _indexing
 
 MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
 
@@ -39,6 +40,18 @@ INDICES = [
 IDS = [case[0] for case in INDICES]
 
 
+@pytest.fixture(autouse=True, params=["rows", "add.at"])
+def route(request, monkeypatch):
+    """Every test runs through both routes of the scatter: the row path (lowered to take these small
+    arrays) and NumPy's ``add.at``, which small scatters keep."""
+    calls = []
+    if request.param == "rows":
+        monkeypatch.setattr(_indexing, "_ROWS_FROM", 0)
+        row_path = _indexing._scatter_add_rows
+        monkeypatch.setattr(_indexing, "_scatter_add_rows", lambda *args: calls.append(1) or row_path(*args))
+    return request.param, calls
+
+
 def _at_add(x, index, y):
     """``x.at[index].add(y)`` evaluated eagerly (``.at`` lives on traced arrays: vjp's output is the value)."""
     return tg.vjp(lambda x, y: x.at[index].add(y), x, y)[0]
@@ -53,7 +66,7 @@ def _draw(shape, dtype, rng):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 @pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
-def test_scatter_add_matches_numpy(name, shape, index, y_shape, dtype):
+def test_scatter_add_matches_numpy(name, shape, index, y_shape, dtype, route):
     rng = np.random.default_rng(0)
     x, y = _draw(shape, dtype, rng), _draw(y_shape, dtype, rng)
     expected = x.copy()
@@ -61,6 +74,8 @@ def test_scatter_add_matches_numpy(name, shape, index, y_shape, dtype):
     got = _at_add(x, index, y)
     assert got.dtype == expected.dtype
     assert_close(got, expected)
+    route_name, calls = route
+    assert bool(calls) == (route_name == "rows")  # the route named was the one taken
 
 
 @pytest.mark.parametrize(("name", "shape", "index", "y_shape"), INDICES, ids=IDS)
@@ -90,12 +105,13 @@ def test_gather_gradient_counts_every_read(name, shape, index, y_shape):
 
 
 def test_embedding_gradient():
+    """Large enough (8192 values) for the row path by default."""
     rng = np.random.default_rng(4)
-    table = rng.standard_normal((50, 8)).astype(np.float32)
-    ids = rng.integers(-50, 50, (16, 12))
-    ct = rng.standard_normal((16, 12, 8)).astype(np.float32)
+    table = rng.standard_normal((50, 16)).astype(np.float32)
+    ids = rng.integers(-50, 50, (16, 32))
+    ct = rng.standard_normal((16, 32, 16)).astype(np.float32)
     expected = np.zeros_like(table)
-    for i, row in zip(ids.reshape(-1), ct.reshape(-1, 8)):  # one row at a time, the plainest reference
+    for i, row in zip(ids.reshape(-1), ct.reshape(-1, 16)):  # one row at a time, the plainest reference
         expected[i] += row
     assert_close(tg.grad(lambda t: tnp.sum(t[ids] * ct))(table), expected)
 
