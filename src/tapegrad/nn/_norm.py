@@ -8,6 +8,9 @@ axis (``batch_norm``'s channels) they are folded into one small ``scale = weight
 first, so the full-size work after the statistics is one multiply and one add. A closed-form backward
 (``custom_vjp``) was measured and was no faster than differentiating this composition, so there is no
 primitive here. Constants are Python floats: a float32 input with float32 weights stays float32.
+``layer_norm`` and ``group_norm`` of concrete NumPy arrays (nothing traced, as in inference) skip the
+composition for a fused kernel with the same values (three passes into one buffer instead of a new
+array per step); traced inputs always take the composition.
 
 Running statistics. PyTorch's ``batch_norm`` updates ``running_mean``/``running_var`` in place during
 training; arrays cannot be updated in place under a transform, so here they must be

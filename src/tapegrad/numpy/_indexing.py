@@ -1,5 +1,6 @@
-"""Indexing: ``x[idx]`` (basic, integer-array and boolean), its transpose ``index_add``, ``index_set``,
-the functional updates ``x.at[idx].set/add/get`` (JAX's spelling), ``take`` and ``take_along_axis``.
+"""Indexing: ``x[idx]`` (basic, integer-array and boolean), its transposes ``scatter_add`` (into zeros)
+and ``index_add``, ``index_set``, the functional updates ``x.at[idx].set/add/get`` (JAX's spelling),
+``take`` and ``take_along_axis``.
 
 An index is split into a hashable static spec (ints, slices, None, Ellipsis, and placeholders) and
 its index arrays, which travel as (non-differentiable) operands. Under vmap the batch rules rewrite
