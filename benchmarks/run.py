@@ -1,7 +1,7 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
-[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging]``
+[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -47,6 +47,7 @@ import bench_hessian  # noqa: E402
 import bench_import  # noqa: E402
 import bench_jacobian_memory  # noqa: E402
 import bench_jit_step  # noqa: E402
+import bench_kernels  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_staging  # noqa: E402
@@ -56,7 +57,7 @@ import numpy as np  # noqa: E402
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
               "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
-              "import": bench_import, "staging": bench_staging}
+              "import": bench_import, "staging": bench_staging, "kernels": bench_kernels}
 
 
 def _peers() -> str:

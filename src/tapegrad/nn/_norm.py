@@ -8,6 +8,9 @@ axis (``batch_norm``'s channels) they are folded into one small ``scale = weight
 first, so the full-size work after the statistics is one multiply and one add. A closed-form backward
 (``custom_vjp``) was measured and was no faster than differentiating this composition, so there is no
 primitive here. Constants are Python floats: a float32 input with float32 weights stays float32.
+``layer_norm`` and ``group_norm`` of concrete NumPy arrays (nothing traced, as in inference) skip the
+composition for a fused kernel with the same values (three passes into one buffer instead of a new
+array per step); traced inputs always take the composition.
 
 Running statistics. PyTorch's ``batch_norm`` updates ``running_mean``/``running_var`` in place during
 training; arrays cannot be updated in place under a transform, so here they must be
@@ -68,6 +71,37 @@ def _moments(x, axes: tuple):
 
 def _inv_std(var, eps: float):
     return 1.0 / tnp.sqrt(var + eps)
+
+
+def _concrete(*arrays):
+    """The arrays as plain NumPy arrays (a Parameter read for its value, None kept), or None when any
+    is traced (or lives on another backend): then the normalisation must go through tapegrad.numpy."""
+    if type(arrays[0]) is not np.ndarray or arrays[0].dtype.kind != "f":
+        return None
+    values = [a.value if isinstance(a, Parameter) else a for a in arrays]
+    return values if all(v is None or type(v) is np.ndarray for v in values) else None
+
+
+def _normalized_now(x, ndims: int, eps: float):
+    """``(x - mean) / sqrt(var + eps)`` over the last ``ndims`` axes of a concrete float array, in three
+    passes over the data and one result buffer: the composition makes a new array at each of its
+    eight steps, and was 2x slower on a (64, 64, 512) float32 layer_norm."""
+    axes = tuple(range(x.ndim - ndims, x.ndim))
+    count = math.prod(x.shape[x.ndim - ndims:])
+    out = np.subtract(x, np.mean(x, axis=axes, keepdims=True))
+    rows = out.reshape(out.shape[:out.ndim - ndims] + (count,))
+    var = np.vecdot(rows, rows) / count  # real floats: no conjugate, and no squared copy of the data
+    out *= (1.0 / np.sqrt(var + eps)).astype(out.dtype, copy=False).reshape(var.shape + (1,) * ndims)
+    return out
+
+
+def _affine_now(out, weight, bias):
+    """``out * weight + bias`` (either None: left out), in place where the dtype allows."""
+    for value, op in ((weight, np.multiply), (bias, np.add)):
+        if value is not None:
+            same = np.result_type(out, value) == out.dtype
+            out = op(out, value, out=out) if same else op(out, value)
+    return out
 
 
 def _affine(normalised, weight, bias):
@@ -261,6 +295,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     _check_vector(weight, "weight", dims, what, hint)
     _check_vector(bias, "bias", dims, what, hint)
     eps = as_nonnegative_float(eps, "eps", what)
+    concrete = _concrete(input, weight, bias)
+    if concrete is not None:  # nothing to trace: a fused NumPy kernel
+        return _affine_now(_normalized_now(concrete[0], len(dims), eps), *concrete[1:])
     axes = tuple(range(len(shape) - len(dims), len(shape)))
     _, var, centred = _moments(input, axes)
     return _affine(centred * _inv_std(var, eps), weight, bias)
@@ -302,6 +339,12 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     _check_vector(weight, "weight", (channels,), what, hint)
     _check_vector(bias, "bias", (channels,), what, hint)
     eps = as_nonnegative_float(eps, "eps", what)
+    groups = (shape[0], int(num_groups), math.prod(shape[1:]) // int(num_groups))
+    concrete = _concrete(input, weight, bias)
+    if concrete is not None:  # nothing to trace: a fused NumPy kernel
+        normalised = _normalized_now(concrete[0].reshape(groups), 1, eps).reshape(shape)
+        return _affine_now(normalised, *(None if v is None else v.reshape((-1,) + (1,) * (len(shape) - 2))
+                                         for v in concrete[1:]))
     grouped = tnp.reshape(input, (shape[0], int(num_groups), math.prod(shape[1:]) // int(num_groups)))
     _, var, centred = _moments(grouped, (2,))
     normalised = tnp.reshape(centred * _inv_std(var, eps), shape)

@@ -1,5 +1,6 @@
-"""Indexing: ``x[idx]`` (basic, integer-array and boolean), its transpose ``index_add``, ``index_set``,
-the functional updates ``x.at[idx].set/add/get`` (JAX's spelling), ``take`` and ``take_along_axis``.
+"""Indexing: ``x[idx]`` (basic, integer-array and boolean), its transposes ``scatter_add`` (into zeros)
+and ``index_add``, ``index_set``, the functional updates ``x.at[idx].set/add/get`` (JAX's spelling),
+``take`` and ``take_along_axis``.
 
 An index is split into a hashable static spec (ints, slices, None, Ellipsis, and placeholders) and
 its index arrays, which travel as (non-differentiable) operands. Under vmap the batch rules rewrite
@@ -270,22 +271,115 @@ def _getitem_abstract_eval(x, *arrays, idx):
 
 
 getitem_p.def_abstract_eval(_getitem_abstract_eval)
-defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx:
-              bind(index_add_p, zeros_like(x), ct, *arrays, idx=idx) if argnum == 0 else None)
+defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx: bind(
+    scatter_add_p, ct, *arrays, idx=idx, shape=tuple(shape_of(x)), dtype=np.dtype(x.dtype)) if argnum == 0 else None)
 defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
               bind(getitem_p, t, *arrays, idx=idx) if argnum == 0 else None)
 defbatch(getitem_p, _getitem_batch)
 
 
 def _index_add_impl(x, y, *arrays, idx):
-    xp = namespace_of(x, y)
-    out = xp.array(x, copy=True)
-    index = decode_index(idx, arrays)
-    if _has_arrays(idx):  # repeated indices must accumulate: ufunc.at, not +=
-        xp.add.at(out, index, y)
-    else:
-        out[index] += y
+    out = namespace_of(x, y).array(x, copy=True)
+    _add_at(out, idx, arrays, y)
     return out
+
+
+# the fewest values for which the row path pays: it costs ~15 NumPy calls (20-30 us) where ``add.at``
+# on an n-d index costs ~10 ns a value (2048 x 128 values: 2.8 ms), and 1 us on a handful
+_ROWS_FROM = 4096
+
+
+def _add_at(out, idx, arrays, y) -> None:
+    """``out[idx] += y`` in place, repeated positions accumulating (``ufunc.at``'s meaning)."""
+    xp = namespace_of(out)
+    index = decode_index(idx, arrays)
+    if not _has_arrays(idx):  # a basic index names each element once: += is exact
+        out[index] += y
+    elif xp is np and out.flags.c_contiguous and np.size(y) >= _ROWS_FROM:
+        _scatter_add_rows(out, index, y)
+    else:
+        xp.add.at(out, index, y)
+
+
+def _scatter_add_rows(out, index, y) -> None:
+    """``np.add.at(out, index, y)`` by rows: the trailing axes the index leaves whole make contiguous
+    rows, and the index picks rows. Rows named once each, in increasing order (a mask, a sorted unique
+    index), take a plain ``+=``; repeated rows a few rounds of ``+=`` (:func:`_add_in_rounds`). What is
+    left goes to ``np.add.at`` with one 1-d index into ``out`` flattened, the only form with a fast
+    loop in NumPy (on Embedding's backward, 2048 rows of 128, 4x faster than ``add.at`` on the n-d
+    index, and 3x faster than summing sorted rows with ``add.reduceat``, which is slow along rows).
+    Each axis's coordinate comes from indexing a zero-stride ``arange`` the way ``out`` is indexed, so
+    NumPy itself resolves negative and out-of-range indices, masks, ints and where the fancy axes go."""
+    whole, head = _whole_trailing_axes(index, out.ndim)
+    lead, row_shape = out.shape[:out.ndim - whole], out.shape[out.ndim - whole:]
+    if not lead:  # only a 0-d mask names no axis: nothing to gain
+        np.add.at(out, index, y)
+        return
+    width = int(np.prod(row_shape, dtype=np.int64))
+    rows = np.zeros((), np.intp)
+    for axis, (size, step) in enumerate(zip(lead, _row_strides(lead))):
+        coordinate = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * (len(lead) - axis - 1))
+        rows = rows + np.broadcast_to(coordinate, lead)[head] * step
+    values = np.broadcast_to(y, rows.shape + row_shape).reshape(-1, width)
+    rows, table = rows.reshape(-1), out.reshape(-1, width)
+    if rows.size < 2 or bool((rows[1:] > rows[:-1]).all()):
+        table[rows] += values
+    elif width == 1 or not _add_in_rounds(table, rows, values):
+        if np.can_cast(values.dtype, out.dtype, "same_kind"):
+            values = values.astype(out.dtype, copy=False)  # the fast loop wants one dtype
+        if width > 1:
+            rows = (rows[:, None] * width + np.arange(width, dtype=np.intp)).reshape(-1)
+        np.add.at(out.reshape(-1), rows, values.reshape(-1))
+
+
+_MAX_ROUNDS = 16
+
+
+def _add_in_rounds(table, rows, values) -> bool:
+    """``table[rows] += values`` with repeated rows, as a few rounds of rows named once each: round
+    ``r`` adds every row's ``r``-th occurrence (in order of appearance, as ``ufunc.at`` sums). On
+    Embedding's backward (2048 rows of 128 drawn from 5000: 4 or 5 rounds) this takes half the time of
+    ``add.at`` on flat positions. False, having done nothing, when a row repeats more than
+    ``_MAX_ROUNDS`` times."""
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(np.append(starts, ordered.size)))
+    rounds = int(rank.max()) + 1
+    if rounds > _MAX_ROUNDS:
+        return False
+    for r in range(rounds):
+        pick = order[rank == r]
+        table[rows[pick]] += values[pick]
+    return True
+
+
+def _whole_trailing_axes(index, ndim: int):
+    """``(k, head)``: ``index`` leaves the last ``k`` axes of an ``ndim``-d array whole (full slices,
+    a final Ellipsis, axes it does not name), and ``head`` is ``index`` without those items."""
+    named = sum(0 if item is None or item is Ellipsis else
+                item.ndim if getattr(item, "dtype", None) == np.bool_ else 1 for item in index)
+    items = list(index)
+    whole = 0 if any(item is Ellipsis for item in items) else ndim - named
+    while items and (items[-1] is Ellipsis or _is_full_slice(items[-1])):
+        whole += (ndim - named) if items.pop() is Ellipsis else 1
+    return whole, tuple(items)
+
+
+def _is_full_slice(item) -> bool:
+    return isinstance(item, slice) and item == slice(None)
+
+
+def _row_strides(shape) -> list:
+    """How many rows apart consecutive entries of each axis of a C-ordered ``shape`` lie."""
+    steps, step = [], 1
+    for size in reversed(shape):
+        steps.append(step)
+        step *= size
+    return steps[::-1]
 
 
 def _index_set_impl(x, y, *arrays, idx):
@@ -352,6 +446,30 @@ defvjp_argnum(index_add_p, _update_vjp(is_set=False))
 defvjp_argnum(index_set_p, _update_vjp(is_set=True))
 defjvp_joint(index_add_p, _update_jvp(index_add_p))
 defjvp_joint(index_set_p, _update_jvp(index_set_p))
+
+
+# ---- scatter_add: zeros of x's shape with ``ct`` added at the index (getitem's transpose) ---------
+# ``index_add`` of zeros would do, but it copies its zeros: on Embedding's backward the copy of a
+# freshly allocated table (first touch of every page) cost more than the scatter itself.
+def _scatter_add_impl(ct, *arrays, idx, shape, dtype):
+    out = namespace_of(ct).zeros(shape, dtype)
+    _add_at(out, idx, arrays, ct)
+    return out
+
+
+def _scatter_add_batch(vals, dims, *, idx, shape, dtype):
+    """As ``index_add`` into zeros shared by every example."""
+    zeros = zeros_like(vals[0], shape, dtype)
+    return _update_batch(index_add_p)((zeros, *vals), (None, *dims), idx=idx)
+
+
+scatter_add_p = primitive("scatter_add", _scatter_add_impl,
+                          lambda ct, *arrays, idx, shape, dtype: ShapedArray(shape, dtype))
+defvjp_argnum(scatter_add_p, lambda argnum, ct, ans, c, *arrays, idx, shape, dtype:
+              bind(getitem_p, ct, *arrays, idx=idx) if argnum == 0 else None)
+defjvp_argnum(scatter_add_p, lambda argnum, t, ans, c, *arrays, idx, shape, dtype:
+              bind(scatter_add_p, t, *arrays, idx=idx, shape=shape, dtype=dtype) if argnum == 0 else None)
+defbatch(scatter_add_p, _scatter_add_batch)
 
 
 def _update_batch(prim):
