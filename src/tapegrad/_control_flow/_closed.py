@@ -92,10 +92,15 @@ def _stage_closed(fun, args) -> ClosedProgram:
     return ClosedProgram(program)
 
 
-def _is_differentiable(var) -> bool:
-    """Whether a branch input carries a derivative: a float or complex array (a weakly typed Python
+def _inexact(aval) -> bool:
+    """Whether values of ``aval`` carry derivatives: a float or complex array (a weakly typed Python
     scalar is a literal of the call, never a differentiated value)."""
-    return isinstance(var.aval.dtype, np.dtype) and var.aval.dtype.kind in "fc"
+    return isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "fc"
+
+
+def _is_differentiable(var) -> bool:
+    """Whether a branch input carries a derivative (:func:`_inexact` of its abstract value)."""
+    return _inexact(var.aval)
 
 
 def _like(ct, x):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import zeros_like
-from tapegrad._control_flow._closed import ClosedProgram, _cut, _is_differentiable, _like
+from tapegrad._control_flow._closed import ClosedProgram, _cut, _inexact, _is_differentiable, _like
 from tapegrad._jit.codegen import evaluate
 from tapegrad._jit.passes import dce
 from tapegrad._jit.program import Program, Var
@@ -102,7 +102,7 @@ def _split(body: ClosedProgram, n_carry: int, n_xs: int) -> BodySplit:
 
 
 def _float_outputs(body: ClosedProgram) -> list:
-    return [o for o, aval in enumerate(body.out_avals) if isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "fc"]
+    return [o for o, aval in enumerate(body.out_avals) if _inexact(aval)]
 
 
 def _joint(body: ClosedProgram):

@@ -27,6 +27,7 @@ from tapegrad._control_flow._closed import (
     _check_carry,
     _cut,
     _implicit_operands,
+    _inexact,
     _is_differentiable,
     _like,
     _operand_leaf,
@@ -138,10 +139,6 @@ def _stage_body(fun, carries, xs, consts) -> ClosedProgram:
 
 def _scan(carries, xs, consts, body, params):
     return bind(scan_p, *carries, *xs, *consts, body=body, **dict(params, n_carry=len(carries), n_xs=len(xs)))
-
-
-def _inexact(aval) -> bool:
-    return isinstance(aval.dtype, np.dtype) and aval.dtype.kind in "fc"
 
 
 def _scan_jvp(tangents, ans, *args, body, residuals=None, **params):
