@@ -25,6 +25,7 @@ from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._reductions import cumsum, normalize_axis
 from tapegrad.numpy._reductions import sum as sum_
+from tapegrad.numpy._searching import searchsorted
 from tapegrad.numpy._sorting import argsort
 from tapegrad.numpy._ufuncs import remainder
 
@@ -215,9 +216,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 1:  # a constant: every x gets fp[0] (left/right aside)
         f = ew.where(ew.equal(x, x), fp[0], fp[0])
     else:
-        # the segment [xp[i-1], xp[i]] holding x: searchsorted(xp, x, side='right'), clipped inside
-        i = sum_(ew.less_equal(xp, _shape.expand_dims(x, -1)), axis=-1)
-        i = ew.clip(i, 1, n - 1)
+        # the segment [xp[i-1], xp[i]] holding x, clipped inside: a binary search, O(size(x) log n)
+        i = ew.clip(searchsorted(ew.stop_gradient(xp), x, side="right"), 1, n - 1)
         lo_x, lo_f = take(xp, i - 1), take(fp, i - 1)
         dx, df = take(xp, i) - lo_x, take(fp, i) - lo_f
         repeated = ew.less_equal(ew.abs(dx), 0.0)  # a repeated knot: take its right value, as JAX
