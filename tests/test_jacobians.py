@@ -91,6 +91,25 @@ def test_jacobian_with_empty_arrays(jac):
 
 
 @pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_of_a_one_element_space_among_empty_leaves(jac):
+    """One basis vector (a scalar output for jacrev, a scalar input for jacfwd) takes a single pass
+    without a batch axis: the blocks of the empty leaves are zeros of the right shapes, the others the
+    derivatives."""
+    def h(p):
+        s = tnp.sum(tnp.sin(p["x"]) * p["w"])
+        return {"s": s, "e": p["e"] * s}
+    p = {"x": np.array(0.7), "w": np.array([2.0, 3.0]), "e": np.zeros((0, 2))}
+    J = jac(h)(p)
+    assert J["s"]["x"].shape == () and J["s"]["w"].shape == (2,) and J["s"]["e"].shape == (0, 2)
+    assert J["e"]["x"].shape == (0, 2) and J["e"]["e"].shape == (0, 2, 0, 2)
+    assert_close(J["s"]["x"], 5.0 * np.cos(0.7))
+    assert_close(J["s"]["w"], [np.sin(0.7)] * 2)
+    scalar = jac(lambda x: tnp.stack([tnp.sin(x), x * x]))(np.float32(0.5))
+    assert scalar.shape == (2,) and scalar.dtype == np.float32
+    assert_close(scalar, np.array([np.cos(0.5), 1.0], np.float32))
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
 def test_jacobian_keyword_arguments_pass_through(jac):
     J = jac(lambda x, scale=1.0: x * scale)(X, scale=3.0)
     assert_close(J, 3 * np.eye(3))

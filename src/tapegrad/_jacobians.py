@@ -134,6 +134,21 @@ def _sweep(fn, leaves, chunk_size, axis: int):
     return _tree.tree_unflatten(treedef, outs)
 
 
+def _single_basis(leaves) -> list:
+    """The one basis vector of a space of one element (a scalar among empty leaves), without a batch
+    axis: a one in the leaf of size 1, each other leaf empty."""
+    return [row[0] for row in _batched_basis(leaves, 0, 1)]
+
+
+def _unbatched_block(out_leaf, g, in_leaf):
+    """The Jacobian block of ``out_leaf`` and ``in_leaf`` from ``g``, the result of the single pass
+    of a one-element space: ``g`` itself, reshaped, where both leaves hold that element; zeros where
+    one of them is empty."""
+    if out_leaf.size == 0 or in_leaf.size == 0:
+        return _zero_block(out_leaf, in_leaf)
+    return reshape(g, tuple(out_leaf.shape) + tuple(in_leaf.shape))
+
+
 def _with_batch(shape, axis: int, total: int) -> tuple:
     """``shape`` with its batch axis (0 or -1) of size ``total``."""
     return (total,) + tuple(shape[1:]) if axis == 0 else tuple(shape[:-1]) + (total,)
@@ -199,6 +214,9 @@ def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
         offsets, total = _offsets(out_leaves)
         if total == 0:
             blocks = [_tree.tree_map(functools.partial(_zero_block, o), selected) for o in out_leaves]
+        elif total == 1:  # a scalar output: one plain backward pass, no batch axis to add and remove
+            cts = vjp_fn(_tree.tree_unflatten(out_tree, _single_basis(out_leaves)))
+            blocks = [_tree.tree_map(functools.partial(_unbatched_block, o), cts, selected) for o in out_leaves]
         else:  # batched backward passes for the basis cotangents (one, without chunk_size)
             cts = _sweep(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))), out_leaves,
                          chunk_size, 0)
@@ -232,6 +250,13 @@ def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
         out_leaves, out_tree = _tree.tree_flatten(out)
         if total == 0:
             columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
+        elif total == 1:  # a scalar input: one plain forward sweep
+            tangents = _tree.tree_unflatten(in_tree, _single_basis(in_leaves))
+            columns = _tree.tree_leaves(jvp_fn(*tangents))
+            blocks = [_tree.tree_unflatten(in_tree, [_unbatched_block(o, col, x) for x in in_leaves])
+                      for o, col in zip(out_leaves, columns)]
+            jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
+            return (jac, *aux) if has_aux else jac
         else:  # batched forward sweeps for the basis tangents (one, without chunk_size), batch axis last
             columns = _tree.tree_leaves(_sweep(lambda *ts: jvp_fn(*_tree.tree_unflatten(in_tree, list(ts))),
                                                in_leaves, chunk_size, -1))
