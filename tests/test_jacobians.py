@@ -184,3 +184,44 @@ def test_errors_at_the_call(jac):
     with pytest.raises(TypeError, match="grad_position 0"):
         jac(g)(np.arange(3), Y)
     assert trace_stack() == ()
+
+
+@pytest.mark.parametrize("jac", JACOBIANS)
+def test_jacobian_of_a_product_with_the_identity_basis_is_the_matrix_copied(jac):
+    """The basis of a vector input (jacfwd) or output (jacrev) is the identity, and a product with it
+    is taken as the other operand, without multiplying: the values, dtype and ownership must be those
+    of the product, and a non-finite entry stays itself (BLAS would give inf * 0 = nan)."""
+    M = A.copy()
+    M[1, 2] = np.inf
+    J = jac(lambda x: M @ x)(X)
+    assert_close(J, M)
+    assert not np.isnan(J).any()
+    J[0, 0] = 123.0
+    assert M[0, 0] == A[0, 0]  # the Jacobian is a buffer of its own
+    J = jac(lambda x: x @ A.T)(X)  # the basis on the left of the product
+    assert_close(J, A)
+    J = jac(lambda x: A @ x)(X.astype(np.float32))  # a float64 constant and a float32 input:
+    assert J.dtype == (np.float32 if jac is tg.jacrev else np.float64)  # the input's dtype, the product's
+    assert J.shape == (4, 3)
+    assert_close(J, A)
+    batched = jac(lambda x: Y @ A.T @ x)(np.ones(4))  # a (2, 3) @ (3, 4) constant, then the basis
+    assert_close(batched, Y @ A.T)
+
+
+def test_hessian_through_a_matrix_product_under_grad_and_jit():
+    """Where the matrix is traced (grad of a Hessian, jit) the product runs as a product; the values
+    agree with the closed form either way."""
+    def f(x, M):
+        return tnp.sum(tnp.tanh(M @ x))
+
+    def closed(x, M):
+        t = np.tanh(M @ x)
+        return M.T @ np.diag(-2 * t * (1 - t ** 2)) @ M
+    assert_close(tg.hessian(f)(X, A), closed(X, A), rtol=1e-12)
+    assert_close(tg.jit(tg.hessian(f))(X, A), closed(X, A), rtol=1e-12)
+    dM = tg.grad(lambda M: tnp.sum(tg.hessian(f)(X, M)))(A)
+    eps = 1e-6
+    E = np.zeros_like(A)
+    E[2, 1] = eps
+    numeric = (closed(X, A + E).sum() - closed(X, A - E).sum()) / (2 * eps)
+    assert_close(dM[2, 1], numeric, rtol=1e-6, atol=1e-8)

@@ -21,6 +21,8 @@ import functools
 import itertools
 import numbers
 
+import numpy as np
+
 from tapegrad import _tree
 from tapegrad._api import (
     _check_flag,
@@ -33,6 +35,7 @@ from tapegrad._api import (
     vjp,
 )
 from tapegrad._backend import zeros_like
+from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
 from tapegrad._vmap_api import vmap
@@ -98,6 +101,9 @@ def _batched_basis(leaves, start: int, stop: int):
     concatenated), as one batch: for each leaf an array of shape ``(stop - start,) + leaf.shape`` that
     holds the identity's entries in that leaf's columns and zeros elsewhere (constants of the leaf's
     dtype and backend)."""
+    if len(leaves) == 1 and len(leaves[0].shape) == 1 and start == 0 and stop == leaves[0].size \
+            and type(leaves[0]) is np.ndarray:  # the whole basis of one vector: the identity, known as such
+        return [identity_basis(stop, leaves[0].dtype)]
     batches = []
     for leaf, offset in zip(leaves, _offsets(leaves)[0]):
         n = leaf.size
