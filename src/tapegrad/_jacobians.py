@@ -34,7 +34,7 @@ from tapegrad._api import (
     value_and_grad,
     vjp,
 )
-from tapegrad._backend import zeros_like
+from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
@@ -102,7 +102,7 @@ def _batched_basis(leaves, start: int, stop: int):
     holds the identity's entries in that leaf's columns and zeros elsewhere (constants of the leaf's
     dtype and backend)."""
     if len(leaves) == 1 and len(leaves[0].shape) == 1 and start == 0 and stop == leaves[0].size \
-            and type(leaves[0]) is np.ndarray:  # the whole basis of one vector: the identity, known as such
+            and namespace_of(leaves[0]) is np:  # the whole basis of one vector: the identity, known as such
         return [identity_basis(stop, leaves[0].dtype)]
     batches = []
     for leaf, offset in zip(leaves, _offsets(leaves)[0]):
