@@ -226,7 +226,7 @@ def _multiply_vjp(argnum: int):
     def vjp(ct, ans, x, y):
         operand, other = (x, y) if argnum == 0 else (y, x)
         shape, out_shape = shape_of(operand), shape_of(ct)
-        if shape == out_shape or shape_of(other) != out_shape:
+        if shape == out_shape or shape_of(other) != out_shape:  # nothing to sum, or a broadcast other
             return _shape.unbroadcast(ct * other, operand)
         letters = string.ascii_letters[:len(out_shape)]
         lead = len(out_shape) - len(shape)
