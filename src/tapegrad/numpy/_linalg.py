@@ -80,9 +80,9 @@ def _matmul_batch(vals, dims):
     (x, y), (dx, dy) = vals, dims
     rx, ry = ndim_of(x) - (dx is not None), ndim_of(y) - (dy is not None)
     if dy is None and rx == 1 and _times_identity(x, y):  # e_b @ y for every basis vector e_b: y itself
-        return y.astype(np.result_type(x, y)), (0 if ry <= 2 else ry - 2)
+        return _as_product(y, x), (0 if ry <= 2 else ry - 2)
     if dx is None and ry == 1 and _times_identity(y, x):  # x @ e_b: x's columns, x itself
-        return x.astype(np.result_type(x, y)), (rx - 1 if rx > 1 else 0)
+        return _as_product(x, y), (rx - 1 if rx > 1 else 0)
     if dy is None and rx == 1:  # rows x_b @ y: (B, k) @ (..., k, n)
         return matmul(to_front(x, dx), y), (0 if ry <= 2 else ry - 2)
     if dx is None and ry == 1:  # x @ y_b for every b: x (..., m, k) @ (k, B)
@@ -109,10 +109,22 @@ def _matmul_batch(vals, dims):
 
 def _times_identity(basis, other) -> bool:
     """Whether ``basis`` is a Jacobian's identity basis and ``other`` a concrete NumPy array: then the
-    product is ``other`` (a copy of it, as a product would be: a result owns its buffer), exactly,
-    without the n-fold work of multiplying by ones and zeros (a non-finite entry stays itself where
-    BLAS would spread ``inf * 0 = nan`` over its row)."""
+    product is ``other`` (:func:`_as_product`), exactly, without the n-fold work of multiplying by ones
+    and zeros (a non-finite entry stays itself where BLAS would spread ``inf * 0 = nan`` over its row)."""
     return type(other) is np.ndarray and is_identity_basis(basis)
+
+
+def _as_product(other, basis):
+    """``other`` as the product with the identity ``basis``: in the product's dtype, and, where that is
+    its own, a read-only view of it rather than a copy (a fresh array of a Hessian's size costs its page
+    faults; no operation writes into its operands, and a transform copies a read-only result before
+    handing it back)."""
+    dtype = np.result_type(other, basis)
+    if other.dtype != dtype:
+        return other.astype(dtype)
+    view = other.view()
+    view.flags.writeable = False
+    return view
 
 
 defbatch(matmul_p, _matmul_batch)
