@@ -8,7 +8,6 @@ import string
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._batching import is_identity_basis
 from tapegrad._core import ShapedArray, bind
 from tapegrad.extend import (
     broadcast_shapes,
@@ -19,6 +18,7 @@ from tapegrad.extend import (
     defjvp_argnum,
     defvjp,
     defvjp_argnum,
+    is_identity_basis,
     lead_batch,
     ndim_of,
     primitive,
