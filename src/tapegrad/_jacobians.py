@@ -100,7 +100,8 @@ def _batched_basis(leaves, start: int, stop: int):
     """Rows ``start:stop`` of the standard basis of the space of ``leaves`` (flattened and
     concatenated), as one batch: for each leaf an array of shape ``(stop - start,) + leaf.shape`` that
     holds the identity's entries in that leaf's columns and zeros elsewhere (constants of the leaf's
-    dtype and backend)."""
+    dtype and backend). The whole basis of one NumPy vector is made by ``identity_basis``, so that a
+    matrix product with it is known to be its other operand."""
     if len(leaves) == 1 and len(leaves[0].shape) == 1 and start == 0 and stop == leaves[0].size \
             and namespace_of(leaves[0]) is np:  # the whole basis of one vector: the identity, known as such
         return [identity_basis(stop, leaves[0].dtype)]
@@ -256,20 +257,18 @@ def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
         out_leaves, out_tree = _tree.tree_flatten(out)
         if total == 0:
             columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
-        elif total == 1:  # a scalar input: one plain forward sweep
-            tangents = _tree.tree_unflatten(in_tree, _single_basis(in_leaves))
-            columns = _tree.tree_leaves(jvp_fn(*tangents))
-            blocks = [_tree.tree_unflatten(in_tree, [_unbatched_block(o, col, x) for x in in_leaves])
-                      for o, col in zip(out_leaves, columns)]
-            jac = _tree.tree_unflatten(out_tree, [b[0] if single else b for b in blocks])
-            return (jac, *aux) if has_aux else jac
+        elif total == 1:  # a scalar input: one plain forward sweep, its results without a batch axis
+            columns = _tree.tree_leaves(jvp_fn(*_tree.tree_unflatten(in_tree, _single_basis(in_leaves))))
         else:  # batched forward sweeps for the basis tangents (one, without chunk_size), batch axis last
             columns = _tree.tree_leaves(_sweep(lambda *ts: jvp_fn(*_tree.tree_unflatten(in_tree, list(ts))),
                                                in_leaves, chunk_size, -1))
         blocks = []
         for o, cols in zip(out_leaves, columns):
-            per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
-                         for x, off in zip(in_leaves, offsets)]
+            if total == 1:
+                per_input = [_unbatched_block(o, cols, x) for x in in_leaves]
+            else:
+                per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
+                             for x, off in zip(in_leaves, offsets)]
             per_position = _tree.tree_unflatten(in_tree, per_input)
             blocks.append(per_position[0] if single else per_position)
         jac = _tree.tree_unflatten(out_tree, blocks)
