@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import numpy as np
 
@@ -94,6 +95,25 @@ def lead_batch(x, d: int, ndim: int):
     if missing <= 0:
         return x
     return reshape(x, shape[:1] + (1,) * missing + shape[1:])
+
+
+# ---- the identity as a batch of basis vectors ------------------------------------------------------
+_IDENTITIES = weakref.WeakValueDictionary()  # id -> every live identity basis made by identity_basis
+
+
+def identity_basis(n: int, dtype):
+    """The ``n`` standard basis vectors of a space of ``n`` elements as one batch (the identity matrix,
+    a NumPy array of ``dtype``), remembered while it lives so that batch rules can recognise it
+    (:func:`is_identity_basis`): a product with it is its other operand, and needs no product."""
+    eye = np.eye(n, dtype=dtype)
+    _IDENTITIES[id(eye)] = eye
+    return eye
+
+
+def is_identity_basis(v) -> bool:
+    """Whether ``v`` is an array made by :func:`identity_basis` (so the identity, whichever axis
+    holds the batch)."""
+    return _IDENTITIES.get(id(v)) is v
 
 
 # ---- broadcasting: elementwise ops, and NumPy's stacked linalg -----------------------------------------

@@ -21,6 +21,8 @@ import functools
 import itertools
 import numbers
 
+import numpy as np
+
 from tapegrad import _tree
 from tapegrad._api import (
     _check_flag,
@@ -32,7 +34,8 @@ from tapegrad._api import (
     value_and_grad,
     vjp,
 )
-from tapegrad._backend import zeros_like
+from tapegrad._backend import namespace_of, zeros_like
+from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
 from tapegrad._vmap_api import vmap
@@ -97,7 +100,11 @@ def _batched_basis(leaves, start: int, stop: int):
     """Rows ``start:stop`` of the standard basis of the space of ``leaves`` (flattened and
     concatenated), as one batch: for each leaf an array of shape ``(stop - start,) + leaf.shape`` that
     holds the identity's entries in that leaf's columns and zeros elsewhere (constants of the leaf's
-    dtype and backend)."""
+    dtype and backend). The whole basis of one NumPy vector is made by ``identity_basis``, so that a
+    matrix product with it is known to be its other operand."""
+    if len(leaves) == 1 and len(leaves[0].shape) == 1 and start == 0 and stop == leaves[0].size \
+            and namespace_of(leaves[0]) is np:  # the whole basis of one vector: the identity, known as such
+        return [identity_basis(stop, leaves[0].dtype)]
     batches = []
     for leaf, offset in zip(leaves, _offsets(leaves)[0]):
         n = leaf.size
@@ -132,6 +139,21 @@ def _sweep(fn, leaves, chunk_size, axis: int):
         for out, leaf in zip(outs, piece):
             out[where] = leaf
     return _tree.tree_unflatten(treedef, outs)
+
+
+def _single_basis(leaves) -> list:
+    """The one basis vector of a space of one element (a scalar among empty leaves), without a batch
+    axis: a one in the leaf of size 1, each other leaf empty."""
+    return [row[0] for row in _batched_basis(leaves, 0, 1)]
+
+
+def _unbatched_block(out_leaf, g, in_leaf):
+    """The Jacobian block of ``out_leaf`` and ``in_leaf`` from ``g``, the result of the single pass
+    of a one-element space: ``g`` itself, reshaped, where both leaves hold that element; zeros where
+    one of them is empty."""
+    if out_leaf.size == 0 or in_leaf.size == 0:
+        return _zero_block(out_leaf, in_leaf)
+    return reshape(g, tuple(out_leaf.shape) + tuple(in_leaf.shape))
 
 
 def _with_batch(shape, axis: int, total: int) -> tuple:
@@ -199,6 +221,9 @@ def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
         offsets, total = _offsets(out_leaves)
         if total == 0:
             blocks = [_tree.tree_map(functools.partial(_zero_block, o), selected) for o in out_leaves]
+        elif total == 1:  # a scalar output: one plain backward pass, no batch axis to add and remove
+            cts = vjp_fn(_tree.tree_unflatten(out_tree, _single_basis(out_leaves)))
+            blocks = [_tree.tree_map(functools.partial(_unbatched_block, o), cts, selected) for o in out_leaves]
         else:  # batched backward passes for the basis cotangents (one, without chunk_size)
             cts = _sweep(lambda *rows: vjp_fn(_tree.tree_unflatten(out_tree, list(rows))), out_leaves,
                          chunk_size, 0)
@@ -232,13 +257,18 @@ def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
         out_leaves, out_tree = _tree.tree_flatten(out)
         if total == 0:
             columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
+        elif total == 1:  # a scalar input: one plain forward sweep, its results without a batch axis
+            columns = _tree.tree_leaves(jvp_fn(*_tree.tree_unflatten(in_tree, _single_basis(in_leaves))))
         else:  # batched forward sweeps for the basis tangents (one, without chunk_size), batch axis last
             columns = _tree.tree_leaves(_sweep(lambda *ts: jvp_fn(*_tree.tree_unflatten(in_tree, list(ts))),
                                                in_leaves, chunk_size, -1))
         blocks = []
         for o, cols in zip(out_leaves, columns):
-            per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
-                         for x, off in zip(in_leaves, offsets)]
+            if total == 1:
+                per_input = [_unbatched_block(o, cols, x) for x in in_leaves]
+            else:
+                per_input = [reshape(_rows_last(cols, off, x.size, total), tuple(o.shape) + tuple(x.shape))
+                             for x, off in zip(in_leaves, offsets)]
             per_position = _tree.tree_unflatten(in_tree, per_input)
             blocks.append(per_position[0] if single else per_position)
         jac = _tree.tree_unflatten(out_tree, blocks)

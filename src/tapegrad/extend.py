@@ -61,6 +61,7 @@ from tapegrad._batching import (
     defbatch_reduction,
     defbatch_single_axis,
     example_shape,
+    is_identity_basis,
     lead_batch,
     ndim_of,
     shape_of,
@@ -114,7 +115,8 @@ __all__ = [
     "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
     "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise", "defbatch_front",
     "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp",
-    "defvjp_argnum", "defvjp_fwd", "example_shape", "keep_reduced", "lead_batch", "ndim_of", "primitive", "primitives",
+    "defvjp_argnum", "defvjp_fwd", "example_shape", "is_identity_basis", "keep_reduced",
+    "lead_batch", "ndim_of", "primitive", "primitives",
     "reduction_abstract_eval", "register", "result_dtype", "shape_of", "strong_dtype", "summed_dtype", "to_front",
     "unary_abstract_eval", "unbroadcast",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import cmath
 import math
+import string
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
+from tapegrad._structural import shape_of
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
 from tapegrad.extend import (
@@ -40,6 +42,7 @@ from tapegrad.extend import (
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._complex import imag, is_complex, real
 from tapegrad.numpy._creation import as_operand, zeros_like
+from tapegrad.numpy._linalg import einsum_p
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)
@@ -212,6 +215,28 @@ add_p, add = _binary("add", lambda g, ans, x, y: g, lambda g, ans, x, y: g, fusi
 subtract_p, subtract = _binary("subtract", lambda g, ans, x, y: g, lambda g, ans, x, y: -g, fusion_ns=ARITHMETIC_NS)
 multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
                                fusion_ns=ARITHMETIC_NS)
+
+
+def _multiply_vjp(argnum: int):
+    """``multiply``'s vjp for operand ``argnum``: ``ct * other`` summed to the operand's shape. Where the
+    operand was broadcast against an ``other`` of the result's shape, that is one contraction (an
+    einsum), and the product never exists at the result's size: reverse over forward multiplies a
+    primal by a batch of tangents, and under the outer batch the product and its sum were
+    100 x 100 x 200 arrays (1.7 ms where the einsum takes 0.6)."""
+    def vjp(ct, ans, x, y):
+        operand, other = (x, y) if argnum == 0 else (y, x)
+        shape, out_shape = shape_of(operand), shape_of(ct)
+        if shape == out_shape or shape_of(other) != out_shape:  # nothing to sum, or a broadcast other
+            return _shape.unbroadcast(ct * other, operand)
+        letters = string.ascii_letters[:len(out_shape)]
+        lead = len(out_shape) - len(shape)
+        kept = "".join(letters[lead + i] for i, d in enumerate(shape) if d == out_shape[lead + i])
+        summed = bind(einsum_p, ct, other, subscripts=f"{letters},{letters}->{kept}", optimize=False)
+        return _shape.unbroadcast(_shape.reshape(summed, shape), operand)  # the operand's unit axes, dtype
+    return vjp
+
+
+defvjp(multiply_p, _multiply_vjp(0), _multiply_vjp(1))  # in place of _binary's product-then-sum
 divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y,
                            fusion_ns=(0.6, 0.55))
 true_divide = divide

@@ -18,6 +18,7 @@ from tapegrad.extend import (
     defjvp_argnum,
     defvjp,
     defvjp_argnum,
+    is_identity_basis,
     lead_batch,
     ndim_of,
     primitive,
@@ -45,6 +46,8 @@ def _matmul_vjp_y(ct, ans, x, y):
         return _shape.unbroadcast(ct * x, y)
     if _shape.ndim(x) == 1:  # (k,) @ (..., k, n): gy[..., k, n] = x[k] ct[..., n]
         return _shape.unbroadcast(_shape.expand_dims(x, -1) * _shape.expand_dims(ct, -2), y)
+    if _shape.ndim(y) == 1 and _shape.ndim(x) == 2:  # (m, k) @ (k,): gy = ct @ x, one product, no transpose
+        return _shape.unbroadcast(matmul(ct, x), y)
     if _shape.ndim(y) == 1:  # (..., m, k) @ (k,): gy[k] = sum x[..., m, k] ct[..., m]
         return _shape.unbroadcast(_shape.squeeze(matmul(_shape.swapaxes(x, -1, -2), _shape.expand_dims(ct, -1)), -1), y)
     return _shape.unbroadcast(matmul(_shape.swapaxes(x, -1, -2), ct), y)
@@ -76,6 +79,10 @@ def _matmul_batch(vals, dims):
     leads the stacked axes."""
     (x, y), (dx, dy) = vals, dims
     rx, ry = ndim_of(x) - (dx is not None), ndim_of(y) - (dy is not None)
+    if dy is None and rx == 1 and _times_identity(x, y):  # e_b @ y for every basis vector e_b: y itself
+        return _as_product(y, x), (0 if ry <= 2 else ry - 2)
+    if dx is None and ry == 1 and _times_identity(y, x):  # x @ e_b: x's columns, x itself
+        return _as_product(x, y), (rx - 1 if rx > 1 else 0)
     if dy is None and rx == 1:  # rows x_b @ y: (B, k) @ (..., k, n)
         return matmul(to_front(x, dx), y), (0 if ry <= 2 else ry - 2)
     if dx is None and ry == 1:  # x @ y_b for every b: x (..., m, k) @ (k, B)
@@ -98,6 +105,26 @@ def _matmul_batch(vals, dims):
     out = matmul(x, y)
     squeeze = tuple(a for a, r in ((-2, rx), (-1, ry)) if r == 1)
     return (_shape.squeeze(out, squeeze) if squeeze else out), 0
+
+
+def _times_identity(basis, other) -> bool:
+    """Whether ``basis`` is a Jacobian's identity basis and ``other`` a concrete NumPy array: then the
+    product is ``other`` (:func:`_as_product`), exactly, without the n-fold work of multiplying by ones
+    and zeros (a non-finite entry stays itself where BLAS would spread ``inf * 0 = nan`` over its row)."""
+    return type(other) is np.ndarray and is_identity_basis(basis)
+
+
+def _as_product(other, basis):
+    """``other`` as the product with the identity ``basis``: in the product's dtype, and, where that is
+    its own, a read-only view of it rather than a copy (a fresh array of a Hessian's size costs its page
+    faults; no operation writes into its operands, and a transform copies a read-only result before
+    handing it back)."""
+    dtype = np.result_type(other, basis)
+    if other.dtype != dtype:
+        return other.astype(dtype)
+    view = other.view()
+    view.flags.writeable = False
+    return view
 
 
 defbatch(matmul_p, _matmul_batch)
