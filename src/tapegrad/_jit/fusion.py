@@ -340,7 +340,9 @@ def _cone(program: Program, producer: dict, k: int, available: set, recompute, d
     for x in _var_inputs(eqn).values():
         if id(x) in available:
             continue
-        inner = _cone(program, producer, producer[id(x)], available, recompute, depth - 1) if id(x) in producer else None
+        if id(x) not in producer:  # a program input or constant the group does not read
+            return None
+        inner = _cone(program, producer, producer[id(x)], available, recompute, depth - 1)
         if inner is None:
             return None
         cone.update(inner)
