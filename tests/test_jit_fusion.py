@@ -237,6 +237,23 @@ def test_recomputation_stays_within_the_body_cap(always_pays, monkeypatch):
 
 
 @needs_numexpr
+def test_no_kernel_expands_past_the_tree_cap(always_pays):
+    """``x * x`` reads its operand twice, so the expression written out as a tree (what numexpr's
+    compiler builds, and the kernel's text) doubles at every step: 2**20 nodes here, which would take
+    the compiler minutes. Groups past ``MAX_TREE`` are left unfused, the result is the same."""
+    def fn(x):
+        for _ in range(20):
+            x = tnp.tanh(x * x) + 0.5
+        return x
+    x = np.linspace(-1.0, 1.0, 16)
+    program = tg.make_program(fn)(x)
+    fused = fusion.fuse(program)
+    kernels = [eqn.params["kernel"] for eqn in fused.eqns if eqn.prim.name == "fused"]
+    assert kernels and all(k.text.count("(") <= fusion.MAX_TREE for k in kernels)
+    assert_close(run(fused, (x,))[0], run(program, (x,))[0], rtol=TOL[np.float64])
+
+
+@needs_numexpr
 def test_program_outputs_are_not_absorbed(always_pays):
     rng = np.random.default_rng(0)
     x = rng.normal(size=8)

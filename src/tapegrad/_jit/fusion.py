@@ -76,6 +76,7 @@ MAX_INPUTS = 32
 MAX_OPS = 48
 MAX_BODY = 2 * MAX_OPS  # equations in one kernel, counting those it recomputes
 RECOMPUTE_DEPTH = 3  # how many equations deep a group may recompute one of its inputs
+MAX_TREE = 1024  # nodes in a kernel's expression written out as a tree (numexpr's compiler expands it)
 MAX_ELEMENTS = 2048  # numexpr runs serially below 2 * its block size (1024): no thread start-up
 OP_US = 0.27  # a NumPy ufunc call with its line of generated code, saved per fused equation
 CALL_US = 0.85  # one numexpr call, plus INPUT_US per input array
@@ -326,8 +327,22 @@ def _recompute_inputs(program: Program, group: _Group, consumers: dict, producer
         if cone is None or len(group.members) + len(group.copies) + len(cone) > MAX_BODY:
             continue
         group.copies.extend(cone)
-        del group.inputs[id(v)]
+        operand = group.inputs.pop(id(v))
+        if tree_size(program.eqns, group) > MAX_TREE:  # each reader of v would now expand v's cone
+            del group.copies[-len(cone):]
+            group.inputs[id(v)] = operand
+            continue
         available.update(id(program.eqns[j].out) for j in cone)
+
+
+def tree_size(eqns, group: _Group) -> int:
+    """How many nodes the group's expression has written out as a tree, as numexpr's compiler
+    writes it before merging repeats: an operand read twice counts twice, so a chain of ``x * x``
+    doubles at each step."""
+    size = {}
+    for k in group.body():
+        size[id(eqns[k].out)] = 1 + sum(size.get(id(x), 1) for x in eqns[k].inputs)
+    return size[id(eqns[group.root].out)]
 
 
 def _cone(program: Program, producer: dict, k: int, available: set, recompute, depth: int):
@@ -511,8 +526,8 @@ def _fuse_round(program: Program, compiled: dict, recompute):
     for group in groups(program, _fusible, recompute):
         root = program.eqns[group.root].out
         if root.backend is np:
-            if not _pays(program.eqns, group):
-                continue
+            if not _pays(program.eqns, group) or tree_size(program.eqns, group) > MAX_TREE:
+                continue  # (a larger tree takes numexpr's compiler seconds)
             try:
                 kernel = numexpr_kernel(program.eqns, group, compiled)
             except (TypeError, ValueError, NotImplementedError):  # numexpr refuses it: leave it unfused
