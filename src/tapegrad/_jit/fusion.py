@@ -9,6 +9,13 @@ leaves it and comes back) and its one output is the root's: the fused equation t
 place. A group is capped at ``MAX_INPUTS`` array inputs (numexpr's iterator takes at most 63) and
 ``MAX_OPS`` equations (numexpr builds its expression tree recursively).
 
+Recomputation. A group may compute again, inside its kernel, an input that a few fusible equations
+make from its other inputs, when that input is read outside the group too (``_recompute_inputs``):
+a gradient's backward group otherwise reads every forward value it covers, and those extra readers
+cut the forward chain into groups too small to pay. A second round then groups what is left, and the
+forward chain fuses. numexpr's compiler writes a kernel's expression out as a tree (an operand read
+twice is expanded twice), so a kernel whose tree would exceed ``MAX_TREE`` nodes is not built.
+
 Types. numexpr computes each operation in the larger "kind" of its operands, as NumPy does with
 arrays; Python scalars are the exception (NumPy 2 keeps them weak: ``float32 * 1.01`` is float32, while
 numexpr would make a float64 constant of ``1.01``). So every literal enters the expression as a constant
