@@ -195,6 +195,15 @@ def test_elementwise_equations_broadcast_for_themselves():
     assert [eqn.inputs[0] is elided.invars[0] for eqn in readers] == [False, True, False]
 
 
+def test_a_broadcast_python_scalar_keeps_its_broadcast():
+    """A Python float argument is weakly typed; broadcast, it is a float64 array, which promotes a
+    float32 operand: reading the scalar itself would give float32, so its broadcast stays."""
+    x = RNG.normal(size=3).astype(np.float32)
+    program = tg.make_program(lambda x, s: x * tnp.broadcast_to(s, (3,)))(x, 2.5)
+    elided = check_pass(passes.elide_broadcasts, program, (x, 2.5))
+    assert elided.eqns[-1].inputs[1] is program.eqns[-1].inputs[1]
+
+
 def test_optimize_shrinks_a_gradient_program():
     def f(x, y):
         h = tnp.tanh(x * y)

@@ -120,8 +120,9 @@ class _Entry:
         self._run = None
 
     def run(self, leaves):
-        inputs = leaves + self.captured + [p.value for p in self.params_read] if self.params_read or self.captured \
-            else leaves
+        inputs = leaves
+        if self.captured or self.params_read:
+            inputs = leaves + self.captured + [p.value for p in self.params_read]
         if _any_tracer(inputs):  # under an outer transform: primitives, via bind
             outs = evaluate(self.program, inputs)
         else:

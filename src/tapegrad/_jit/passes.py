@@ -200,11 +200,12 @@ def elide_broadcasts(program: Program) -> Program:
     broadcast to its own shape: the values are the same, and NumPy's ``broadcast_to`` is a Python
     function that costs a few microseconds a call. A gradient has one for each ``sum`` or ``mean``
     it goes back through. The ``broadcast_to`` stays for its other readers; :func:`dce` drops it if
-    there are none."""
+    there are none. Only a broadcast of an operand of the same dtype: a weakly typed Python scalar
+    read directly would promote as one (``float32 * 2.0`` stays float32)."""
     operand = {}  # id of a broadcast_to result -> the variable it broadcasts
     eqns = []
     for eqn in program.eqns:
-        if eqn.prim.name == "broadcast_to" and isinstance(eqn.inputs[0], Var):
+        if eqn.prim.name == "broadcast_to" and isinstance(eqn.inputs[0], Var) and _same_dtype(eqn.inputs[0], eqn.out):
             operand[id(eqn.out)] = eqn.inputs[0]
         elif eqn.prim.fusion is not None and any(isinstance(x, Var) and id(x) in operand for x in eqn.inputs):
             inputs = [operand.get(id(x), x) if isinstance(x, Var) else x for x in eqn.inputs]
@@ -213,3 +214,7 @@ def elide_broadcasts(program: Program) -> Program:
                 eqn = Eqn(eqn.prim, inputs, eqn.params, eqn.outs)
         eqns.append(eqn)
     return Program(list(program.invars), list(program.constvars), list(program.consts), eqns, list(program.outputs))
+
+
+def _same_dtype(x: Var, y: Var) -> bool:
+    return isinstance(x.aval.dtype, np.dtype) and x.aval.dtype == y.aval.dtype
