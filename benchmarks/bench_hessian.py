@@ -105,6 +105,7 @@ def tapegrad_hessians(A):
     f = make_f(A)
     return {
         "tapegrad hessian": tg.hessian(f),
+        "tapegrad jit(hessian)": tg.jit(tg.hessian(f)),
         FWD_OVER_REV: tg.jacfwd(tg.jacrev(f)),
         REV_OVER_REV: tg.jacrev(tg.jacrev(f)),
         "tapegrad jacrev(jacfwd)": tg.jacrev(tg.jacfwd(f)),

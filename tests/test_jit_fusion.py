@@ -17,7 +17,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from _tol import assert_close
 from tapegrad import _structural
-from tapegrad._jit import api, buffers, fusion
+from tapegrad._jit import api, buffers, fusion, passes
 from tapegrad._jit.codegen import compile_program, evaluate, source
 from tapegrad._rules import PRIMITIVES
 
@@ -189,6 +189,68 @@ def test_intermediates_read_outside_a_group_end_it(always_pays):
     assert prims(fused) == ["fused", "fused", "sum"]
     assert fused.eqns[2].inputs[0] is fused.eqns[0].out
     assert_fused_matches(fn, (x,), np.float64)
+
+
+@needs_numexpr
+def test_a_group_recomputes_an_input_it_can_make_from_its_other_inputs(always_pays):
+    """``v`` is read by ``w``'s group and by a ``sum``: the group computes it again from ``x`` (two
+    equations) instead of reading it, and the ``sum`` still reads the one computed once."""
+    def fn(x):
+        v = tnp.sin(x) * 2.0
+        return (tnp.cos(v) + x) * 3.0 - v, tnp.sum(v)
+    x = np.random.default_rng(0).normal(size=8)
+    fused = assert_fused_matches(fn, (x,), np.float64)
+    w = next(eqn for eqn in fused.eqns if eqn.out is fused.outputs[0])
+    assert w.inputs == [fused.invars[0]]
+    assert prims(fused) == ["fused", "fused", "sum"]
+
+
+def _steps(x, n):
+    for _ in range(n):
+        x = tnp.sin(x) * 1.01 + 0.1
+    return tnp.sum(x)
+
+
+@needs_numexpr
+def test_a_gradients_forward_chain_fuses_once_its_backward_group_recomputes_it():
+    """The real cost rule on 16 elements: the backward group of 16 steps reads one forward value
+    and recomputes the others, so the forward steps (each read by it before) fuse as well: no
+    NumPy call is left, and the gradient is the eager one to the rounding of 48 steps."""
+    steps = 48
+    x = np.linspace(-1.0, 1.0, 16, dtype=np.float32)
+    grad = tg.grad(lambda x: _steps(x, steps))
+    program = passes.optimize(tg.make_program(grad)(x))
+    assert set(prims(program)) == {"fused"}
+    assert len(program.eqns) <= 2 * steps // 16 + 2  # without recomputation: 3 NumPy calls a step
+    assert_close(tg.jit(grad)(x), grad(x), ulps=4 * steps)
+
+
+@needs_numexpr
+def test_recomputation_stays_within_the_body_cap(always_pays, monkeypatch):
+    """With room for no extra equation a group recomputes nothing, and the numbers are the same."""
+    monkeypatch.setattr(fusion, "MAX_BODY", fusion.MAX_OPS)
+    x = np.linspace(-1.0, 1.0, 16)
+    grad = tg.grad(lambda x: _steps(x, 20))
+    program = passes.optimize(tg.make_program(grad)(x))
+    assert max(len(eqn.inputs) for eqn in program.eqns if eqn.prim.name == "fused") > 2
+    assert_close(run(program, (x,))[0], grad(x))
+
+
+@needs_numexpr
+def test_no_kernel_expands_past_the_tree_cap(always_pays):
+    """``x * x`` reads its operand twice, so the expression written out as a tree (what numexpr's
+    compiler builds, and the kernel's text) doubles at every step: 2**20 nodes here, which would take
+    the compiler minutes. Groups past ``MAX_TREE`` are left unfused, the result is the same."""
+    def fn(x):
+        for _ in range(20):
+            x = tnp.tanh(x * x) + 0.5
+        return x
+    x = np.linspace(-1.0, 1.0, 16)
+    program = tg.make_program(fn)(x)
+    fused = fusion.fuse(program)
+    kernels = [eqn.params["kernel"] for eqn in fused.eqns if eqn.prim.name == "fused"]
+    assert kernels and all(k.text.count("(") <= fusion.MAX_TREE for k in kernels)
+    assert_close(run(fused, (x,))[0], run(program, (x,))[0], rtol=TOL[np.float64])
 
 
 @needs_numexpr

@@ -78,7 +78,8 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
-@pytest.mark.parametrize("pass_", [passes.dce, passes.cse, passes.fold_constants, passes.optimize])
+@pytest.mark.parametrize("pass_", [passes.dce, passes.cse, passes.fold_constants, passes.elide_broadcasts,
+                                   passes.optimize])
 def test_every_pass_keeps_the_meaning(pass_, name):
     fn, args = PROGRAMS[name]
     program = tg.make_program(fn)(*args)
@@ -172,6 +173,37 @@ def test_folding_leaves_large_results_outputs_and_errors_to_the_call():
 
 
 # ---- the pipeline ----------------------------------------------------------------------------------
+def test_elementwise_equations_broadcast_for_themselves():
+    """``sum``'s gradient broadcasts the cotangent before multiplying: the multiply reads the
+    cotangent itself, and the ``broadcast_to`` goes; one read by something else stays, and so does
+    one whose reader would not broadcast to its shape alone (``sin`` of a broadcast)."""
+    def fn(x, y):
+        return tnp.sum(tnp.tanh(x) * y, axis=1)
+    x, y = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
+    program = tg.make_program(tg.vjp(fn, x, y)[1])(RNG.normal(size=3))
+    assert "broadcast_to" in prims(program)
+    elided = check_pass(lambda p: passes.dce(passes.elide_broadcasts(p)), program, (RNG.normal(size=3),))
+    assert "broadcast_to" not in prims(elided)
+
+    def kept(x, y):
+        b = tnp.broadcast_to(x, (3, 4))
+        return tnp.sin(b), b * y, tnp.sum(b)
+    row = RNG.normal(size=4)
+    program = tg.make_program(kept)(row, M)
+    elided = check_pass(lambda p: passes.dce(passes.elide_broadcasts(p)), program, (row, M))
+    readers = [eqn for eqn in elided.eqns if eqn.prim.name != "broadcast_to"]
+    assert [eqn.inputs[0] is elided.invars[0] for eqn in readers] == [False, True, False]
+
+
+def test_a_broadcast_python_scalar_keeps_its_broadcast():
+    """A Python float argument is weakly typed; broadcast, it is a float64 array, which promotes a
+    float32 operand: reading the scalar itself would give float32, so its broadcast stays."""
+    x = RNG.normal(size=3).astype(np.float32)
+    program = tg.make_program(lambda x, s: x * tnp.broadcast_to(s, (3,)))(x, 2.5)
+    elided = check_pass(passes.elide_broadcasts, program, (x, 2.5))
+    assert elided.eqns[-1].inputs[1] is program.eqns[-1].inputs[1]
+
+
 def test_optimize_shrinks_a_gradient_program():
     def f(x, y):
         h = tnp.tanh(x * y)

@@ -60,13 +60,17 @@ def traceable(x):
     return None
 
 
-def _leaf(x, where: str):
-    """A traced argument leaf (:func:`traceable`), or a TypeError naming it."""
-    leaf = traceable(x)
-    if leaf is not None:
-        return leaf
-    raise TypeError(f"jit: {where} holds a {type(x).__name__}, which cannot be traced; mark that argument "
-                    f"static (static_argnums=...) or pass arrays{_tree.unregistered_container_hint(x)}")
+def _leaves(leaves) -> list:
+    """The traced argument leaves (:func:`traceable`), or a TypeError naming the first that is not."""
+    out = []
+    for k, x in enumerate(leaves):
+        leaf = x if type(x) is np.ndarray else traceable(x)  # the common case, without the probes
+        if leaf is None:
+            raise TypeError(f"jit: argument leaf {k} holds a {type(x).__name__}, which cannot be traced; mark "
+                            f"that argument static (static_argnums=...) or pass arrays"
+                            f"{_tree.unregistered_container_hint(x)}")
+        out.append(leaf)
+    return out
 
 
 def _signature(x):
@@ -95,6 +99,13 @@ class _Identity:
         return isinstance(other, _Identity) and other.obj is self.obj
 
 
+def _any_tracer(values) -> bool:
+    for x in values:
+        if type(x) is not np.ndarray and isinstance(x, Tracer):
+            return True
+    return False
+
+
 class _Entry:
     """One compiled program: the program, its executor, and what the call must supply and write."""
 
@@ -109,8 +120,10 @@ class _Entry:
         self._run = None
 
     def run(self, leaves):
-        inputs = list(leaves) + self.captured + [p.value for p in self.params_read]
-        if any(isinstance(x, Tracer) for x in inputs):  # under an outer transform: primitives, via bind
+        inputs = leaves
+        if self.captured or self.params_read:
+            inputs = leaves + self.captured + [p.value for p in self.params_read]
+        if _any_tracer(inputs):  # under an outer transform: primitives, via bind
             outs = evaluate(self.program, inputs)
         else:
             if self._run is None:
@@ -163,6 +176,7 @@ class _Jitted:
         functools.update_wrapper(self, fn, updated=())
         self.fn = fn
         self.static_nums, self.static_names = _static_positions(fn, static_argnums, static_argnames)
+        self._static_order = sorted(self.static_nums)
         self.donate_argnums = frozenset((donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums)
         self.cache_size = _check_cache_size(cache_size)
         self._cache = _Programs(self.cache_size)
@@ -230,21 +244,21 @@ class _Jitted:
         function's ``shared`` cache, the key holds the bound instance."""
         static = []
         dynamic_args = list(args)
-        for i in sorted(self.static_nums):
+        for i in self._static_order:
             if i >= len(args):  # passed by name (static_argnames has it too), or left to its default
                 continue
             _check_hashable(args[i], f"at position {i}")
             static.append((i, args[i]))
             dynamic_args[i] = None
         dynamic_kwargs = dict(kwargs)
-        for name in sorted(self.static_names & set(kwargs)):
+        for name in sorted(self.static_names & kwargs.keys()) if kwargs else ():
             _check_hashable(kwargs[name], f"{name!r}")
             static.append((name, kwargs[name]))
             dynamic_kwargs[name] = None
         leaves, treedef = _tree.tree_flatten((dynamic_args, dynamic_kwargs))
-        leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
+        leaves = _leaves(leaves)
         owner = tuple(_Identity(b) for b in bound) if shared else ()
-        key = (owner, treedef, tuple(_signature(x) for x in leaves), tuple(static))
+        key = (owner, treedef, tuple([_signature(x) for x in leaves]), tuple(static))
 
         def rebuild(traced):
             call_args, call_kwargs = _tree.tree_unflatten(treedef, list(traced))

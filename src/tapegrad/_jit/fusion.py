@@ -9,6 +9,13 @@ leaves it and comes back) and its one output is the root's: the fused equation t
 place. A group is capped at ``MAX_INPUTS`` array inputs (numexpr's iterator takes at most 63) and
 ``MAX_OPS`` equations (numexpr builds its expression tree recursively).
 
+Recomputation. A group may compute again, inside its kernel, an input that a few fusible equations
+make from its other inputs, when that input is read outside the group too (``_recompute_inputs``):
+a gradient's backward group otherwise reads every forward value it covers, and those extra readers
+cut the forward chain into groups too small to pay. A second round then groups what is left, and the
+forward chain fuses. numexpr's compiler writes a kernel's expression out as a tree (an operand read
+twice is expanded twice), so a kernel whose tree would exceed ``MAX_TREE`` nodes is not built.
+
 Types. numexpr computes each operation in the larger "kind" of its operands, as NumPy does with
 arrays; Python scalars are the exception (NumPy 2 keeps them weak: ``float32 * 1.01`` is float32, while
 numexpr would make a float64 constant of ``1.01``). So every literal enters the expression as a constant
@@ -74,10 +81,14 @@ def __getattr__(name: str):
 
 MAX_INPUTS = 32
 MAX_OPS = 48
+MAX_BODY = 2 * MAX_OPS  # equations in one kernel, counting those it recomputes
+RECOMPUTE_DEPTH = 3  # how many equations deep a group may recompute one of its inputs
+MAX_TREE = 1024  # nodes in a kernel's expression written out as a tree (numexpr's compiler expands it)
 MAX_ELEMENTS = 2048  # numexpr runs serially below 2 * its block size (1024): no thread start-up
 OP_US = 0.27  # a NumPy ufunc call with its line of generated code, saved per fused equation
 CALL_US = 0.85  # one numexpr call, plus INPUT_US per input array
 INPUT_US = 0.05
+RECOMPUTE_US = 0.05  # one more operation inside a numexpr call on a few elements
 
 
 # ---- the fused primitive ----------------------------------------------------------------------------
@@ -238,24 +249,32 @@ def _candidate(eqn) -> bool:
 
 # ---- grouping ----------------------------------------------------------------------------------------
 class _Group:
-    __slots__ = ("root", "members", "inputs")
+    __slots__ = ("root", "members", "inputs", "copies")
 
     def __init__(self, root: int):
         self.root, self.members, self.inputs = root, [], {}  # inputs: id(var) -> var, ordered
+        self.copies = []  # equations recomputed inside the group, which stay in the program too
+
+    def body(self) -> list:
+        """The indices of the equations the kernel computes, in program order."""
+        return sorted(self.members + self.copies) if self.copies else self.members
 
 
 def _var_inputs(eqn):
     return {id(x): x for x in eqn.inputs if isinstance(x, Var)}
 
 
-def groups(program: Program, fusible) -> list:
+def groups(program: Program, fusible, recompute=None) -> list:
     """The fusion groups of ``program`` (of 2 or more equations), as :class:`_Group` with their members'
-    indices in program order and their external inputs."""
-    consumers = {}
+    indices in program order and their external inputs. With ``recompute(eqn)`` (whether ``eqn`` may
+    be computed twice), each group then recomputes the inputs it can (:func:`_recompute_inputs`)."""
+    consumers, producer = {}, {}
     for k, eqn in enumerate(program.eqns):
         for x in eqn.inputs:
             if isinstance(x, Var):
                 consumers.setdefault(id(x), set()).add(k)
+        if len(eqn.outs) == 1:
+            producer[id(eqn.out)] = k
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
     group_of = {}
     for k in range(len(program.eqns) - 1, -1, -1):
@@ -273,6 +292,8 @@ def groups(program: Program, fusible) -> list:
     found = {id(g): g for g in group_of.values() if len(g.members) >= 2}
     for g in found.values():
         g.members.reverse()
+        if recompute is not None:
+            _recompute_inputs(program, g, consumers, producer, recompute)
     return sorted(found.values(), key=lambda g: g.root)
 
 
@@ -288,6 +309,66 @@ def _joinable_group(eqn, users, group_of, outputs):
         return None
     new_inputs = set(group.inputs) - {id(eqn.out)} | set(_var_inputs(eqn))
     return group if len(new_inputs) <= MAX_INPUTS else None
+
+
+# ---- recomputation -------------------------------------------------------------------------------------
+def _recompute_inputs(program: Program, group: _Group, consumers: dict, producer: dict, recompute) -> None:
+    """Let ``group`` compute again, from its other inputs, each input that at most ``RECOMPUTE_DEPTH``
+    equations make from them, when something outside the group reads that input too (its equations
+    stay in the program, so nothing computed once is lost). Each such input is one operand fewer; and
+    a value no group reads any more may join the group of its other readers in a second round.
+
+    The case this is for: a gradient's backward group reads the forward value of every step it
+    covers (``cos(x_k)`` for ``sin``), so each forward step ends a group of its own, three NumPy
+    calls that do not pay for a numexpr call. Recomputing ``x_k`` from ``x_(k-1)`` inside the
+    backward group (three operations, ~0.04 us each on a few elements) leaves one forward value per
+    group read outside the forward chain, which then fuses in long groups.
+    """
+    members = set(group.members)
+    available = set(group.inputs) | {id(program.eqns[k].out) for k in group.members}
+    for k in sorted(producer[i] for i in group.inputs if i in producer):
+        v = program.eqns[k].out
+        if consumers[id(v)] <= members:  # read only here: it would be computed twice for nothing
+            continue
+        cone = _cone(program, producer, k, available - {id(v)}, recompute, RECOMPUTE_DEPTH)
+        if cone is None or len(group.members) + len(group.copies) + len(cone) > MAX_BODY:
+            continue
+        group.copies.extend(cone)
+        operand = group.inputs.pop(id(v))
+        if tree_size(program.eqns, group) > MAX_TREE:  # each reader of v would now expand v's cone
+            del group.copies[-len(cone):]
+            group.inputs[id(v)] = operand
+            continue
+        available.update(id(program.eqns[j].out) for j in cone)
+
+
+def tree_size(eqns, group: _Group) -> int:
+    """How many nodes the group's expression has written out as a tree, as numexpr's compiler
+    writes it before merging repeats: an operand read twice counts twice, so a chain of ``x * x``
+    doubles at each step."""
+    size = {}
+    for k in group.body():
+        size[id(eqns[k].out)] = 1 + sum(size.get(id(x), 1) for x in eqns[k].inputs)
+    return size[id(eqns[group.root].out)]
+
+
+def _cone(program: Program, producer: dict, k: int, available: set, recompute, depth: int):
+    """The indices of the equations (``k`` and what it needs) that compute ``k``'s result from the
+    values in ``available``, at most ``depth`` deep, each allowed by ``recompute``; or None."""
+    eqn = program.eqns[k]
+    if depth == 0 or not recompute(eqn):
+        return None
+    cone = {k}
+    for x in _var_inputs(eqn).values():
+        if id(x) in available:
+            continue
+        if id(x) not in producer:  # a program input or constant the group does not read
+            return None
+        inner = _cone(program, producer, producer[id(x)], available, recompute, depth - 1)
+        if inner is None:
+            return None
+        cone.update(inner)
+    return cone
 
 
 # ---- numexpr (CPU) -----------------------------------------------------------------------------------
@@ -354,7 +435,7 @@ def numexpr_kernel(eqns, group, cache: dict) -> Kernel:
         names, env = {}, {}
         for v in group.inputs.values():
             _leaf(v, names)
-        for k in group.members:
+        for k in group.body():
             eqn = eqns[k]
             env[id(eqn.out)] = _node(eqn, lambda v: env[id(v)] if id(v) in env else _leaf(v, names))
         cache[key] = _compile(env[id(root)], names, list(group.inputs.values()))
@@ -365,7 +446,7 @@ def _text(eqns, group) -> str:
     """The group as a readable expression, ``add(multiply(sin(a0), 1.01), 0.1)``, for the printer (and,
     with the inputs' dtypes, the key under which its compiled program is shared)."""
     names = {id(v): f"a{i}" for i, v in enumerate(group.inputs.values())}
-    for k in group.members:
+    for k in group.body():
         eqn = eqns[k]
         args = [repr(x.value) if isinstance(x, Literal) else names[id(x)] for x in eqn.inputs]
         args = ", ".join(args + [f"{k}={v!r}" for k, v in sorted(eqn.params.items())])
@@ -380,9 +461,19 @@ def _pays(eqns, group) -> bool:
     if size >= MAX_ELEMENTS:
         return False
     column = 0 if aval.dtype == np.float32 else 1
-    extra_ns = sum(eqns[k].prim.fusion.extra_ns[column] for k in group.members)
-    saved_us = OP_US * len(group.members) - CALL_US - INPUT_US * len(group.inputs)
+    extra_ns = sum(eqns[k].prim.fusion.extra_ns[column] for k in group.body())
+    saved_us = OP_US * len(group.members) - CALL_US - INPUT_US * len(group.inputs) - RECOMPUTE_US * len(group.copies)
     return saved_us > size * extra_ns * 1e-3
+
+
+def _recomputable(eqn) -> bool:
+    """Whether a NumPy group may compute ``eqn`` again (``_recompute_inputs``): a candidate whose
+    numexpr cost on its elements stays under the NumPy call it would otherwise be."""
+    if eqn.out.backend is not np or not numexpr_fusible(eqn):
+        return False
+    size = int(np.prod(eqn.out.aval.shape))
+    column = 0 if eqn.out.aval.dtype == np.float32 else 1
+    return RECOMPUTE_US + size * eqn.prim.fusion.extra_ns[column] * 1e-3 < OP_US
 
 
 # ---- device fusion (CuPy's ``fuse``) -------------------------------------------------------------------
@@ -398,7 +489,7 @@ def device_kernel(eqns, group) -> Kernel:
     fusion template with the backend's functions, each literal is a NumPy scalar of the dtype NumPy 2
     gives it."""
     xp = eqns[group.root].out.backend
-    members = [eqns[k] for k in group.members]
+    members = [eqns[k] for k in group.body()]
     inputs = list(group.inputs.values())
 
     def body(*arrays):
@@ -426,14 +517,24 @@ def fuse(program: Program) -> Program:
 
     Returns ``program`` itself when nothing is fused (always, on CPU, when numexpr is not importable).
     The fused equation stands where the group's root stood and defines the root's variable, so the
-    program's inputs, outputs and other equations are unchanged.
+    program's inputs, outputs and other equations are unchanged. When a kernel recomputes some of its
+    inputs (``_recompute_inputs``), a second round groups what is left unfused: the values those
+    inputs were may now be read by one group only.
     """
-    replaced, drop, compiled = {}, set(), {}
-    for group in groups(program, _fusible):
+    compiled = {}
+    fused, recomputed = _fuse_round(program, compiled, _recomputable)
+    return _fuse_round(fused, compiled, None)[0] if recomputed else fused
+
+
+def _fuse_round(program: Program, compiled: dict, recompute):
+    """One grouping of ``program`` and the replacement of the groups that pay: ``(program, whether a
+    kernel recomputes an input)``."""
+    replaced, drop, recomputed = {}, set(), False
+    for group in groups(program, _fusible, recompute):
         root = program.eqns[group.root].out
         if root.backend is np:
-            if not _pays(program.eqns, group):
-                continue
+            if not _pays(program.eqns, group) or tree_size(program.eqns, group) > MAX_TREE:
+                continue  # (a larger tree takes numexpr's compiler seconds)
             try:
                 kernel = numexpr_kernel(program.eqns, group, compiled)
             except (TypeError, ValueError, NotImplementedError):  # numexpr refuses it: leave it unfused
@@ -442,7 +543,8 @@ def fuse(program: Program) -> Program:
             kernel = device_kernel(program.eqns, group)
         replaced[group.root] = Eqn(fused_p, list(group.inputs.values()), {"kernel": kernel}, [root])
         drop.update(group.members)
+        recomputed = recomputed or bool(group.copies)
     if not replaced:
-        return program
+        return program, False
     eqns = [replaced.get(k, eqn) for k, eqn in enumerate(program.eqns) if k in replaced or k not in drop]
-    return Program(program.invars, program.constvars, program.consts, eqns, program.outputs)
+    return Program(program.invars, program.constvars, program.consts, eqns, program.outputs), recomputed

@@ -3,6 +3,7 @@
 - :func:`dce` (dead-code elimination) drops the equations and constants no output needs;
 - :func:`cse` (common-subexpression elimination) computes each distinct equation once;
 - :func:`fold_constants` evaluates, at compile time, the equations whose operands are all constants;
+- :func:`elide_broadcasts` lets elementwise equations broadcast their operands themselves;
 - :func:`optimize` runs them in order.
 
 Programs are values: a pass builds a new :class:`Program` and never mutates the one it is given (``jit``
@@ -17,6 +18,8 @@ writes into its operands.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from tapegrad._jit import fusion
 from tapegrad._jit.program import Eqn, Literal, Program, Var
@@ -33,10 +36,11 @@ def optimize(program: Program) -> Program:
     Dead code goes first (a gradient's program carries forward values that nothing reads, and folding
     or comparing them would be wasted work); then duplicates are merged, so that a constant expression
     written twice is folded once; folding last leaves the constants it consumed unused, which the final
-    dead-code pass drops. Elementwise fusion comes last: the groups it forms depend on the use counts
+    dead-code pass drops, with the ``broadcast_to`` equations that elementwise equations no longer
+    read. Elementwise fusion comes last: the groups it forms depend on the use counts
     that the other passes settle.
     """
-    return fusion.fuse(dce(fold_constants(cse(dce(program)))))
+    return fusion.fuse(dce(elide_broadcasts(fold_constants(cse(dce(program))))))
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------
@@ -187,3 +191,30 @@ def _fold(eqn: Eqn, values: dict):
         return result if eqn.prim.multiple_results else [result]
     except Exception:  # noqa: BLE001 — any error is the call's to raise, at run time, as before folding
         return None
+
+
+# ---- broadcasts the elementwise equations do themselves -----------------------------------------------
+def elide_broadcasts(program: Program) -> Program:
+    """Let each elementwise equation (a primitive with a fusion template, which broadcasts as NumPy
+    does) read the operand of a ``broadcast_to`` instead of its result, where its operands still
+    broadcast to its own shape: the values are the same, and NumPy's ``broadcast_to`` is a Python
+    function that costs a few microseconds a call. A gradient has one for each ``sum`` or ``mean``
+    it goes back through. The ``broadcast_to`` stays for its other readers; :func:`dce` drops it if
+    there are none. Only a broadcast of an operand of the same dtype: a weakly typed Python scalar
+    read directly would promote as one (``float32 * 2.0`` stays float32)."""
+    operand = {}  # id of a broadcast_to result -> the variable it broadcasts
+    eqns = []
+    for eqn in program.eqns:
+        if eqn.prim.name == "broadcast_to" and isinstance(eqn.inputs[0], Var) and _same_dtype(eqn.inputs[0], eqn.out):
+            operand[id(eqn.out)] = eqn.inputs[0]
+        elif eqn.prim.fusion is not None and any(isinstance(x, Var) and id(x) in operand for x in eqn.inputs):
+            inputs = [operand.get(id(x), x) if isinstance(x, Var) else x for x in eqn.inputs]
+            shapes = [tuple(x.aval.shape) for x in inputs if isinstance(x, Var)]
+            if np.broadcast_shapes(*shapes) == tuple(eqn.out.aval.shape):
+                eqn = Eqn(eqn.prim, inputs, eqn.params, eqn.outs)
+        eqns.append(eqn)
+    return Program(list(program.invars), list(program.constvars), list(program.consts), eqns, list(program.outputs))
+
+
+def _same_dtype(x: Var, y: Var) -> bool:
+    return isinstance(x.aval.dtype, np.dtype) and x.aval.dtype == y.aval.dtype
