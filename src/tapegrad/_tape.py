@@ -104,15 +104,25 @@ class VJPTrace(Trace):
             primals, parents = (a, b), (pa, pb)
         else:
             primals, parents = self._operands(args)
-        if self.level == 1:  # no transform below this one: the primals are concrete arrays
-            ans = prim.impl(*primals, **params)
-        else:
+        if self.level != 1:  # a transform below this one: the primals may be its tracers
             ans = bind(prim, *primals, **params)
+        elif params:
+            ans = prim.impl(*primals, **params)
+        else:  # no transform below, no parameters (every arithmetic operation): the impl as it is
+            ans = prim.impl(*primals)
         if prim.nondiff:
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        out = VJPTracer(self, ans, prim, primals, params, parents)
+        # VJPTracer(...) spelled out: a Python __init__ call is half the cost of recording
+        out = _new(VJPTracer)
+        out._trace = self
+        out.primal = ans
+        out.prim = prim
+        out.primals = primals
+        out.params = params
+        out.parents = parents
+        out.ct = None
         self.tape.append(out)
         return out
 
@@ -158,6 +168,7 @@ class VJPTrace(Trace):
 
 
 _TAPED = frozenset([VJPTracer, ResultTracer])
+_new = object.__new__
 
 
 class _JointRules:
