@@ -213,7 +213,14 @@ def reduce_impl(name):
 
 sum_p = primitive("sum", reduce_impl("sum"))
 def_shape_rule(sum_p, reduction_abstract_eval(summed_dtype))
-defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims: broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
+def _sum_vjp(ct, ans, x, *, axis, keepdims):
+    """``ct`` broadcast back to ``x``; a whole sum's 0-d cotangent broadcasts as it is (no reshape)."""
+    if axis is not None:
+        ct = keep_reduced(ct, x.shape, axis, keepdims)
+    return broadcast_to(ct, x.shape)
+
+
+defvjp(sum_p, _sum_vjp)
 deflinear(sum_p)
 
 

@@ -18,7 +18,7 @@ import threading
 
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
-from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_of, is_inexact, new_main
+from tapegrad._core import PrimalTracer, Primitive, Trace, Tracer, bind, holds_tracers_of, is_inexact, new_main
 from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
 from tapegrad._structural import add_any
 
@@ -105,7 +105,11 @@ class VJPTrace(Trace):
         else:
             primals, parents = self._operands(args)
         if self.level != 1:  # a transform below this one: the primals may be its tracers
-            ans = bind(prim, *primals, **params)
+            below = primals[0]._trace if n == 1 and isinstance(primals[0], Tracer) else None
+            if below is not None and below.main.active:  # bind's search, for one operand: its trace
+                ans = below.process_primitive(prim, primals, params)
+            else:
+                ans = bind(prim, *primals, **params)
         elif params:
             ans = prim.impl(*primals, **params)
         else:  # no transform below, no parameters (every arithmetic operation): the impl as it is
