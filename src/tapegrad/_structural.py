@@ -205,8 +205,13 @@ def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
 
 
 def reduce_impl(name):
-    """The impl of the reduction ``xp.<name>(x, axis=, keepdims=)``."""
+    """The impl of the reduction ``xp.<name>(x, axis=, keepdims=)``; a NumPy array's sum calls
+    ``np.add.reduce``, what ``np.sum``'s Python wrapper calls after 2 us of its own."""
+    ufunc_reduce = np.add.reduce if name == "sum" else None
+
     def impl(x, *, axis, keepdims):
+        if ufunc_reduce is not None and type(x) is np.ndarray:
+            return ufunc_reduce(x, axis=axis, keepdims=keepdims)
         return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
     return impl
 
