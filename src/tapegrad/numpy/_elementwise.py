@@ -94,31 +94,29 @@ def summed_to_operand(rule, argnum: int):
     broadcasting is undone (and a real operand of a complex result keeps the real part).
 
     The common case, an operand of the result's shape and dtype, returns the product as it is, with no
-    further call; :func:`cotangent` as ``rule`` is not called at all (the vjp of ``add`` is one call).
+    further call, and :func:`cotangent` as ``rule`` is not called at all: the vjp of ``add`` is one
+    Python call, where a wrapper, the rule and ``unbroadcast`` were three.
     """
     if rule is None:
         return _zero
-    if rule is cotangent:
-        def vjp(ct, ans, *primals, **params):
-            x = primals[argnum]
-            return ct if ct.shape == x.shape and ct.dtype == x.dtype else _shape.unbroadcast(ct, x)
-        return vjp
 
     def vjp(ct, ans, *primals, **params):
-        g = rule(ct, ans, *primals, **params)
-        if g is None:
-            return None
+        if rule is cotangent:
+            g = ct
+        else:
+            g = rule(ct, ans, *primals, **params)
+            if g is None:
+                return None
         x = primals[argnum]
         return g if g.shape == x.shape and g.dtype == x.dtype else _shape.unbroadcast(g, x)
     return vjp
 
 
-def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None, vjps=None):
+def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
     """A binary ufunc primitive (NumPy broadcasting) and its public function.
 
     ``dx(g, ans, x, y)`` is ``g * df/dx`` elementwise (``dy`` likewise); None means ``f`` does not
-    depend on that operand. The jvp uses them as they are; the vjp sums them to the operand's shape,
-    unless ``vjps`` gives the two vjp rules themselves (``multiply``'s, one call each on the hot path).
+    depend on that operand. The jvp uses them as they are; the vjp sums them to the operand's shape.
     ``fusion_ns``: as for :func:`_unary`.
     """
     prim = primitive(name, _ufunc_impl(name))
@@ -128,7 +126,7 @@ def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None, vjps=Non
     if nondiff:
         def_nondiff(prim)
     else:
-        defvjp(prim, *(vjps or (summed_to_operand(dx, 0), summed_to_operand(dy, 1))))
+        defvjp(prim, summed_to_operand(dx, 0), summed_to_operand(dy, 1))
         defjvp(prim, dx, dy)
 
     def fn(x, y):
@@ -226,21 +224,10 @@ around = round
 
 
 # ---- binary --------------------------------------------------------------------------------------
-def _multiply_vjp_x(ct, ans, x, y):
-    """``ct * y`` summed to ``x``'s shape: :func:`summed_to_operand` of ``g * y`` in one call."""
-    g = ct * y
-    return g if g.shape == x.shape and g.dtype == x.dtype else _shape.unbroadcast(g, x)
-
-
-def _multiply_vjp_y(ct, ans, x, y):
-    g = ct * x
-    return g if g.shape == y.shape and g.dtype == y.dtype else _shape.unbroadcast(g, y)
-
-
 add_p, add = _binary("add", cotangent, cotangent, fusion_ns=ARITHMETIC_NS)
 subtract_p, subtract = _binary("subtract", cotangent, lambda g, ans, x, y: -g, fusion_ns=ARITHMETIC_NS)
 multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
-                               fusion_ns=ARITHMETIC_NS, vjps=(_multiply_vjp_x, _multiply_vjp_y))
+                               fusion_ns=ARITHMETIC_NS)
 divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y,
                            fusion_ns=(0.6, 0.55))
 true_divide = divide
