@@ -27,19 +27,11 @@ class VJPTracer(PrimalTracer):
     """A taped value with one result, and the tape's record of the operation that made it: its
     primitive (None for a leaf, a differentiated input), the operands' primals, the parameters, and
     ``parents``, one per operand: the operand's tracer where it is taped by this trace, else None.
-    ``ct`` holds its cotangent while a backward pass runs (None: none has reached it yet).
+    ``ct`` holds its cotangent while a backward pass runs (None: none has reached it yet). Made by
+    :func:`_taped`, not by calling the class.
     """
 
     __slots__ = ("prim", "primals", "params", "parents", "ct")
-
-    def __init__(self, trace, primal, prim, primals, params, parents):
-        self._trace = trace
-        self.primal = primal
-        self.prim = prim
-        self.primals = primals
-        self.params = params
-        self.parents = parents
-        self.ct = None
 
     def __repr__(self):
         return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -118,15 +110,7 @@ class VJPTrace(Trace):
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        # VJPTracer(...) spelled out: a Python __init__ call is half the cost of recording
-        out = _new(VJPTracer)
-        out._trace = self
-        out.primal = ans
-        out.prim = prim
-        out.primals = primals
-        out.params = params
-        out.parents = parents
-        out.ct = None
+        out = _taped(self, ans, prim, primals, params, parents)
         self.tape.append(out)
         return out
 
@@ -173,6 +157,21 @@ class VJPTrace(Trace):
 
 _TAPED = frozenset([VJPTracer, ResultTracer])
 _new = object.__new__
+
+
+def _taped(trace, primal, prim, primals, params, parents) -> VJPTracer:
+    """A new ``VJPTracer`` (a record of ``trace``'s tape, or a leaf where ``prim`` is None). Its slots
+    are set here rather than by an ``__init__``: calling a class with a Python ``__init__`` was half of
+    the cost of recording an operation."""
+    out = _new(VJPTracer)
+    out._trace = trace
+    out.primal = primal
+    out.prim = prim
+    out.primals = primals
+    out.params = params
+    out.parents = parents
+    out.ct = None
+    return out
 
 
 class _JointRules:
@@ -343,7 +342,7 @@ def record_flat(fun, primals) -> Tape:
     with new_main(VJPTrace) as main:
         trace = main.trace
         try:
-            leaves = [VJPTracer(trace, x, None, None, None, ()) for x in primals]
+            leaves = [_taped(trace, x, None, None, None, ()) for x in primals]
             outs = fun(*leaves)
             out_primals, out_tracers = [], []
             for out in outs:
