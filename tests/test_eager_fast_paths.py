@@ -1,7 +1,7 @@
 """The eager tape's short cuts give the numbers of the general path.
 
-Each short cut (``add``/``subtract``/``multiply``'s one-call vjp rules, which skip ``unbroadcast``
-where the operand has the cotangent's shape and dtype; an array on the left of an operator, which
+Each short cut (the binary vjp rules, which skip ``unbroadcast`` where the operand has the
+cotangent's shape and dtype, and ``add``'s, which is one call; an array on the left of an operator, which
 ``__array_ufunc__`` binds directly; one operand bound straight to its trace below; a whole sum's
 cotangent broadcast without a reshape) has a case where it applies and one where it must not, each
 checked against a closed form.
