@@ -194,9 +194,13 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
                             "with has_aux=True")
     in_cts = pullback([ones_like(o) for o in out_primals], free=True)
     grads = [ct if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
-    out_primals, grads, aux = _owned_trees([out_primals, grads, box["aux"]], caller=primals)
-    value = _tree.tree_unflatten(box["treedef"], out_primals)
-    return value, aux, _assemble(spec, in_trees, grads, params)
+    # the value's and the gradients' leaves are flat lists already: only aux is a tree to flatten
+    aux_leaves, aux_treedef = _tree.tree_flatten(box["aux"])
+    leaves = owned(out_primals + grads + aux_leaves, caller=primals)
+    n_out, n_grads = len(out_primals), len(grads)
+    value = _tree.tree_unflatten(box["treedef"], leaves[:n_out])
+    aux = _tree.tree_unflatten(aux_treedef, leaves[n_out + n_grads:])
+    return value, aux, _assemble(spec, in_trees, leaves[n_out:n_out + n_grads], params)
 
 
 def _split_aux(out, has_aux: bool, api: str):

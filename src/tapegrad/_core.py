@@ -313,16 +313,27 @@ class PrimalTracer(Tracer):
 
     __slots__ = ("primal",)
 
+    # a primal may be a tracer of the transform outside (nested grad): the loops reach the innermost
+    # value in one frame, where a property per level would cost one call per level
     @property
     def shape(self):
-        return self.primal.shape
+        primal = self.primal
+        while isinstance(primal, PrimalTracer):
+            primal = primal.primal
+        return primal.shape
 
     @property
     def dtype(self):
-        return self.primal.dtype
+        primal = self.primal
+        while isinstance(primal, PrimalTracer):
+            primal = primal.primal
+        return primal.dtype
 
     def array_namespace(self):
-        return namespace_of(self.primal)
+        primal = self.primal
+        while isinstance(primal, PrimalTracer):
+            primal = primal.primal
+        return namespace_of(primal)
 
     def concrete_value(self):
         primal = self.primal

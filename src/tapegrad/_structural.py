@@ -205,15 +205,27 @@ def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
 
 
 def reduce_impl(name):
-    """The impl of the reduction ``xp.<name>(x, axis=, keepdims=)``."""
+    """The impl of the reduction ``xp.<name>(x, axis=, keepdims=)``; a NumPy array's sum calls
+    ``np.add.reduce``, what ``np.sum``'s Python wrapper calls after 2 us of its own."""
+    ufunc_reduce = np.add.reduce if name == "sum" else None
+
     def impl(x, *, axis, keepdims):
+        if ufunc_reduce is not None and type(x) is np.ndarray:
+            return ufunc_reduce(x, axis=axis, keepdims=keepdims)
         return getattr(namespace_of(x), name)(x, axis=axis, keepdims=keepdims)
     return impl
 
 
 sum_p = primitive("sum", reduce_impl("sum"))
 def_shape_rule(sum_p, reduction_abstract_eval(summed_dtype))
-defvjp(sum_p, lambda ct, ans, x, *, axis, keepdims: broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape))
+def _sum_vjp(ct, ans, x, *, axis, keepdims):
+    """``ct`` broadcast back to ``x``; a whole sum's 0-d cotangent broadcasts as it is (no reshape)."""
+    if axis is not None:
+        ct = keep_reduced(ct, x.shape, axis, keepdims)
+    return broadcast_to(ct, x.shape)
+
+
+defvjp(sum_p, _sum_vjp)
 deflinear(sum_p)
 
 

@@ -18,7 +18,7 @@ import threading
 
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
-from tapegrad._core import PrimalTracer, Primitive, Trace, bind, holds_tracers_of, is_inexact, new_main
+from tapegrad._core import PrimalTracer, Primitive, Trace, Tracer, bind, holds_tracers_of, is_inexact, new_main
 from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
 from tapegrad._structural import add_any
 
@@ -27,19 +27,11 @@ class VJPTracer(PrimalTracer):
     """A taped value with one result, and the tape's record of the operation that made it: its
     primitive (None for a leaf, a differentiated input), the operands' primals, the parameters, and
     ``parents``, one per operand: the operand's tracer where it is taped by this trace, else None.
-    ``ct`` holds its cotangent while a backward pass runs (None: none has reached it yet).
+    ``ct`` holds its cotangent while a backward pass runs (None: none has reached it yet). Made by
+    :func:`_taped`, not by calling the class.
     """
 
     __slots__ = ("prim", "primals", "params", "parents", "ct")
-
-    def __init__(self, trace, primal, prim, primals, params, parents):
-        self._trace = trace
-        self.primal = primal
-        self.prim = prim
-        self.primals = primals
-        self.params = params
-        self.parents = parents
-        self.ct = None
 
     def __repr__(self):
         return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -104,15 +96,21 @@ class VJPTrace(Trace):
             primals, parents = (a, b), (pa, pb)
         else:
             primals, parents = self._operands(args)
-        if self.level == 1:  # no transform below this one: the primals are concrete arrays
+        if self.level != 1:  # a transform below this one: the primals may be its tracers
+            below = primals[0]._trace if n == 1 and isinstance(primals[0], Tracer) else None
+            if below is not None and below.main.active:  # bind's search, for one operand: its trace
+                ans = below.process_primitive(prim, primals, params)
+            else:
+                ans = bind(prim, *primals, **params)
+        elif params:
             ans = prim.impl(*primals, **params)
-        else:
-            ans = bind(prim, *primals, **params)
+        else:  # no transform below, no parameters (every arithmetic operation): the impl as it is
+            ans = prim.impl(*primals)
         if prim.nondiff:
             return ans
         if prim.vjp_rules is None:
             raise NotImplementedError(f"vjp rule for '{prim.name}' is not defined")
-        out = VJPTracer(self, ans, prim, primals, params, parents)
+        out = _taped(self, ans, prim, primals, params, parents)
         self.tape.append(out)
         return out
 
@@ -158,6 +156,22 @@ class VJPTrace(Trace):
 
 
 _TAPED = frozenset([VJPTracer, ResultTracer])
+_new = object.__new__
+
+
+def _taped(trace, primal, prim, primals, params, parents) -> VJPTracer:
+    """A new ``VJPTracer`` (a record of ``trace``'s tape, or a leaf where ``prim`` is None). Its slots
+    are set here rather than by an ``__init__``: calling a class with a Python ``__init__`` was half of
+    the cost of recording an operation."""
+    out = _new(VJPTracer)
+    out._trace = trace
+    out.primal = primal
+    out.prim = prim
+    out.primals = primals
+    out.params = params
+    out.parents = parents
+    out.ct = None
+    return out
 
 
 class _JointRules:
@@ -328,7 +342,7 @@ def record_flat(fun, primals) -> Tape:
     with new_main(VJPTrace) as main:
         trace = main.trace
         try:
-            leaves = [VJPTracer(trace, x, None, None, None, ()) for x in primals]
+            leaves = [_taped(trace, x, None, None, None, ()) for x in primals]
             outs = fun(*leaves)
             out_primals, out_tracers = [], []
             for out in outs:

@@ -87,15 +87,31 @@ def _zero(*args, **params):
     return None
 
 
+def cotangent(g, ans, *primals, **params):
+    """The partial-derivative rule ``g * 1`` (``add``, ``subtract``'s first operand): ``g`` itself."""
+    return g
+
+
 def summed_to_operand(rule, argnum: int):
     """The vjp rule made of a partial-derivative rule ``rule(g, ans, *primals) = g * df/dx_argnum``:
-    broadcasting is undone (and a real operand of a complex result keeps the real part)."""
+    broadcasting is undone (and a real operand of a complex result keeps the real part).
+
+    The common case, an operand of the result's shape and dtype, returns the product as it is, with no
+    further call, and :func:`cotangent` as ``rule`` is not called at all: the vjp of ``add`` is one
+    Python call, where a wrapper, the rule and ``unbroadcast`` were three.
+    """
     if rule is None:
         return _zero
 
     def vjp(ct, ans, *primals, **params):
-        g = rule(ct, ans, *primals, **params)
-        return None if g is None else _shape.unbroadcast(g, primals[argnum])
+        if rule is cotangent:
+            g = ct
+        else:
+            g = rule(ct, ans, *primals, **params)
+            if g is None:
+                return None
+        x = primals[argnum]
+        return g if g.shape == x.shape and g.dtype == x.dtype else _shape.unbroadcast(g, x)
     return vjp
 
 
@@ -211,8 +227,8 @@ around = round
 
 
 # ---- binary --------------------------------------------------------------------------------------
-add_p, add = _binary("add", lambda g, ans, x, y: g, lambda g, ans, x, y: g, fusion_ns=ARITHMETIC_NS)
-subtract_p, subtract = _binary("subtract", lambda g, ans, x, y: g, lambda g, ans, x, y: -g, fusion_ns=ARITHMETIC_NS)
+add_p, add = _binary("add", cotangent, cotangent, fusion_ns=ARITHMETIC_NS)
+subtract_p, subtract = _binary("subtract", cotangent, lambda g, ans, x, y: -g, fusion_ns=ARITHMETIC_NS)
 multiply_p, multiply = _binary("multiply", lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
                                fusion_ns=ARITHMETIC_NS)
 
@@ -226,7 +242,10 @@ def _multiply_vjp(argnum: int):
     def vjp(ct, ans, x, y):
         operand, other = (x, y) if argnum == 0 else (y, x)
         shape, out_shape = shape_of(operand), shape_of(ct)
-        if shape == out_shape or shape_of(other) != out_shape:  # nothing to sum, or a broadcast other
+        if shape == out_shape:  # nothing to sum (the hot path: one product, as summed_to_operand's)
+            g = ct * other
+            return g if g.dtype == operand.dtype else _shape.unbroadcast(g, operand)
+        if shape_of(other) != out_shape:  # a broadcast other: the product is no bigger than needed
             return _shape.unbroadcast(ct * other, operand)
         letters = string.ascii_letters[:len(out_shape)]
         lead = len(out_shape) - len(shape)

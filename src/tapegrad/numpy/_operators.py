@@ -141,6 +141,10 @@ class ArrayOperators:
             f"{_foreign_hint()}")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and method == "__call__":  # an array times a tracer (a rule's g * cos(x)): bind
+            prim = _UFUNC_PRIMITIVES.get(ufunc)
+            if prim is not None:
+                return bind(prim, *inputs)
         if kwargs.get("out") is not None:
             raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on traced values; "
                             "use the returned array (tapegrad never writes into arrays)")
@@ -297,6 +301,13 @@ _UFUNCS = {
     "logaddexp2": uf.logaddexp2, "remainder": uf.remainder, "fmod": uf.fmod, "hypot": uf.hypot,
     "copysign": uf.copysign,
 }
+
+
+# NumPy's arithmetic ufuncs whose tapegrad function is the primitive's bind itself: __array_ufunc__
+# binds them with no lookup by name (an array on the left of an operator lands there, not in __rmul__)
+_UFUNC_PRIMITIVES = {getattr(np, prim.name): prim for prim in (
+    ew.add_p, ew.subtract_p, ew.multiply_p, ew.divide_p, ew.power_p, ew.negative_p, ew.exp_p, ew.log_p,
+    ew.sin_p, ew.cos_p, ew.tanh_p, ew.sqrt_p, ew.maximum_p, ew.minimum_p)}
 
 
 def register_ufuncs(namespace: dict) -> None:

@@ -32,6 +32,7 @@ from tapegrad.numpy._elementwise import (
     _unary,
     abs,
     cos,
+    cotangent,
     equal,
     floor,
     is_complex,
@@ -99,9 +100,9 @@ fmax_p, fmax = _binary("fmax", *TIE_SPLIT_RULES)
 fmin_p, fmin = _binary("fmin", *TIE_SPLIT_RULES)
 logaddexp2_p, logaddexp2 = _binary("logaddexp2", lambda g, ans, x, y: g * exp2(x - ans),
                                    lambda g, ans, x, y: g * exp2(y - ans))
-remainder_p, remainder = _binary("remainder", lambda g, ans, x, y: g, lambda g, ans, x, y: -g * floor(x / y))
+remainder_p, remainder = _binary("remainder", cotangent, lambda g, ans, x, y: -g * floor(x / y))
 mod = remainder
-fmod_p, fmod = _binary("fmod", lambda g, ans, x, y: g, lambda g, ans, x, y: -g * trunc(x / y))
+fmod_p, fmod = _binary("fmod", cotangent, lambda g, ans, x, y: -g * trunc(x / y))
 
 
 def _hypot_partial(g, ans, x):
