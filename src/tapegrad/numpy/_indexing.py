@@ -18,6 +18,7 @@ from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (
     ShapeRule,
+    aval_of,
     batch_size,
     broadcast_shapes,
     def_shape_rule,
@@ -575,12 +576,23 @@ class IndexUpdateRef:
         return getitem(self.array, self.index)
 
     def set(self, values):
-        """A copy of the array with ``values`` written at the index (broadcast as in assignment)."""
+        """A copy of the array with ``values`` written at the index (broadcast as in assignment).
+
+        Raises:
+            TypeError: ``values``' dtype does not cast to the array's by NumPy's ``same_kind`` rule
+                (complex into real, float into integer): see :func:`_check_cast`.
+        """
+        _check_cast(self.array, values, "set")
         spec, arrays = encode_index(self.index)
         return bind(index_set_p, self.array, values, *arrays, idx=spec)
 
     def add(self, values):
-        """A copy of the array with ``values`` added at the index; repeated indices accumulate."""
+        """A copy of the array with ``values`` added at the index; repeated indices accumulate.
+
+        Raises:
+            TypeError: as :meth:`set`.
+        """
+        _check_cast(self.array, values, "add")
         spec, arrays = encode_index(self.index)
         return bind(index_add_p, self.array, values, *arrays, idx=spec)
 
@@ -600,8 +612,10 @@ class IndexUpdateRef:
     def _combine(self, values, name):
         """``x.at[idx].set(op(x[idx], values))``: exact when each position is written once, so
         repeated integer indices (which JAX would combine one by one) are refused."""
+        method = name.replace("imum", "")
+        _check_cast(self.array, values, method)
         spec, arrays = encode_index(self.index)
-        method = f"x.at[idx].{name.replace('imum', '')}(v)"
+        method = f"x.at[idx].{method}(v)"
         if _has_arrays(spec):
             unique = surviving_writes(self.array, arrays, spec).all()
             try:
@@ -614,6 +628,25 @@ class IndexUpdateRef:
                 raise ValueError(f"{method}: the index repeats a position; use unique indices (or .add for sums)")
         combined = getattr(_elementwise, name)(self.get(), values)
         return bind(index_set_p, self.array, combined, *arrays, idx=spec)
+
+
+def _check_cast(x, values, method: str) -> None:
+    """Refuse ``values`` whose dtype does not cast to ``x``'s by NumPy's ``same_kind`` rule, the rule
+    of ``np.add(x, v, out=x)``: otherwise a complex value would lose its imaginary part and a float
+    its fraction, silently, where NumPy's ``x[idx] += v`` raises (and ``x[idx] = v`` only warns for
+    complex values, JAX's ``.at`` only with a FutureWarning). Python scalars are weak (``x.at[i].set(1)``
+    on a float ``x`` is fine), and a float64 value into a float32 ``x`` is the same kind: allowed."""
+    value = aval_of(values if isinstance(values, (bool, int, float, complex)) or hasattr(values, "dtype")
+                    else np.asarray(values))
+    target, wanted = np.dtype(x.dtype), result_dtype(aval_of(x), value)
+    if np.can_cast(wanted, target, "same_kind"):
+        return
+    loss = {"c": "the imaginary part", "f": "the fractional part"}.get(wanted.kind, "the values out of range")
+    given = f"a Python {type(values).__name__}" if isinstance(value.dtype, type) else f"values of dtype {value.dtype}"
+    raise TypeError(
+        f"x.at[idx].{method}(values): {given} cannot be written into x of dtype {target} "
+        f"without losing {loss} (NumPy's 'same_kind' casting rule, as in x[idx] += values). Cast x first "
+        f"(x.astype({wanted.name})), or cast the values to {target.name} if dropping {loss} is meant.")
 
 
 class IndexUpdateHelper:
