@@ -333,6 +333,7 @@ def _scatter_add_rows(out, index, y, zeros: bool = False) -> None:
     rows = _row_numbers(head, lead)
     values = np.broadcast_to(y, rows.shape + row_shape).reshape(-1, width)
     rows, table = rows.reshape(-1), out.reshape(-1, width)
+    zeros = zeros and values.dtype == out.dtype  # an assignment would cast where += raises (complex)
     if rows.size < 2 or bool((rows[1:] > rows[:-1]).all()):
         if zeros:
             table[rows] = values
