@@ -313,3 +313,11 @@ def test_sort_gradient_moves_each_cotangent_to_its_element(route, axis):
         fn = tg.grad(loss) if route == "grad" else tg.jit(tg.grad(loss))
         got = np.stack([fn(x) for x in xs])
     assert_close(got, np.stack(expected))
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), 0), ((0, 3), 1), ((3, 0), 1), ((2, 0, 3), -1)])
+def test_sort_of_an_empty_array_and_its_gradient(shape, axis):
+    x = np.zeros(shape)
+    assert tnp.sort(x, axis=axis).shape == shape
+    assert tg.grad(lambda x: tnp.sum(tnp.sort(x, axis=axis)))(x).shape == shape
+    assert tg.vmap(lambda x: tnp.sort(x, axis=axis))(np.zeros((2,) + shape)).shape == (2,) + shape

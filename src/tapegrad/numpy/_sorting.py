@@ -49,6 +49,8 @@ def _flat_positions(perm, axis: int):
     in the C-ordered flattening of an array of ``perm``'s shape: the lane's offset plus the entry times
     the axis's stride. The offsets are summed on the small shape that has 1 at ``axis`` first."""
     xp, shape = namespace_of(perm), tuple(perm.shape)
+    if not perm.size:  # an empty axis elsewhere makes the strides 0 (and arange's step with them)
+        return perm
     strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
     positions = perm if strides[axis] == 1 else perm * strides[axis]
     offsets = None
