@@ -356,7 +356,7 @@ def _row_numbers(head, lead):
         if rows.size and rows.min() >= 0 and rows.max() < lead[0]:
             return rows
     rows = np.zeros((), np.intp)
-    for axis, (size, step) in enumerate(zip(lead, _row_strides(lead))):
+    for axis, (size, step) in enumerate(zip(lead, row_strides(lead))):
         coordinate = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * (len(lead) - axis - 1))
         rows = rows + np.broadcast_to(coordinate, lead)[head] * step
     return rows
@@ -423,8 +423,9 @@ def _is_full_slice(item) -> bool:
     return isinstance(item, slice) and item == slice(None)
 
 
-def _row_strides(shape) -> list:
-    """How many rows apart consecutive entries of each axis of a C-ordered ``shape`` lie."""
+def row_strides(shape) -> list:
+    """How many items (elements, or rows of a table) apart consecutive entries of each axis of a
+    C-ordered ``shape`` lie: its strides counted in items."""
     steps, step = [], 1
     for size in reversed(shape):
         steps.append(step)

@@ -31,6 +31,7 @@ from tapegrad.extend import (
 )
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
+from tapegrad.numpy._indexing import row_strides
 from tapegrad.numpy._reductions import normalize_axis
 
 # ---- index primitives ----------------------------------------------------------------------------
@@ -51,7 +52,7 @@ def _flat_positions(perm, axis: int):
     xp, shape = namespace_of(perm), tuple(perm.shape)
     if not perm.size:  # an empty axis elsewhere makes the strides 0 (and arange's step with them)
         return perm
-    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    strides = row_strides(shape)
     positions = perm if strides[axis] == 1 else perm * strides[axis]
     offsets = None
     for d, n in enumerate(shape):
