@@ -190,6 +190,7 @@ NORM_CASES = [
     ("weight only", np.float32, np.float32, True, False),
     ("bias only", np.float64, np.float64, False, True),
     ("float32 input, float64 weights", np.float32, np.float64, True, True),
+    ("float16", np.float16, np.float16, True, True),
 ]
 
 

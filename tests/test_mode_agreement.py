@@ -131,6 +131,8 @@ CASES = [
     _unary("getitem", lambda x: x[1, ::2], dtypes=ALL),
     _unary("getitem-int-array", lambda x: x[np.array([1, 0, 1])], dtypes=ALL),
     _binary("index_add", lambda x, y: x.at[0].add(y), dtypes=ALL),
+    _unary("permute", lambda x: tnp.sort(x, axis=0), dtypes=ALL),  # and unpermute, its transpose
+    _unary("permute-partition", lambda x: tnp.partition(x, 1, axis=-1), dtypes=ALL),
     _binary("index_set", lambda x, y: x.at[np.array([1, 0])].set(y), shapes=((2, 3), (2, 3)), dtypes=ALL),
     # products
     _binary("matmul", tnp.matmul, shapes=((2, 3), (3, 4)), dtypes=ALL),

@@ -288,3 +288,36 @@ def test_errors():
         tnp.sort(x, order="f")
     with pytest.raises(NotImplementedError, match="out="):
         tnp.median(x, out=np.empty(3))
+
+
+@pytest.mark.parametrize("route", ["grad", "jit(grad)", "vmap(grad)"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_sort_gradient_moves_each_cotangent_to_its_element(route, axis):
+    """The vjp of a stable sort (ties included, a non-contiguous input) puts cotangent slot ``k`` on
+    the element the sort put there: NumPy's ``put_along_axis`` by the stable ``argsort``."""
+    rng = np.random.default_rng(3)
+    xs = np.round(rng.standard_normal((3, 5, 4, 6)), 1)[..., ::2]  # ties, strided
+    w = rng.standard_normal(xs.shape[1:])
+
+    def loss(x):
+        return tnp.sum(tnp.sort(x, axis=axis, kind="stable") * w)
+
+    expected = []
+    for x in xs:
+        g = np.empty_like(x)
+        np.put_along_axis(g, np.argsort(x, axis=axis, kind="stable"), w, axis=axis)
+        expected.append(g)
+    if route == "vmap(grad)":
+        got = tg.vmap(tg.grad(loss))(xs)
+    else:
+        fn = tg.grad(loss) if route == "grad" else tg.jit(tg.grad(loss))
+        got = np.stack([fn(x) for x in xs])
+    assert_close(got, np.stack(expected))
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), 0), ((0, 3), 1), ((3, 0), 1), ((2, 0, 3), -1)])
+def test_sort_of_an_empty_array_and_its_gradient(shape, axis):
+    x = np.zeros(shape)
+    assert tnp.sort(x, axis=axis).shape == shape
+    assert tg.grad(lambda x: tnp.sum(tnp.sort(x, axis=axis)))(x).shape == shape
+    assert tg.vmap(lambda x: tnp.sort(x, axis=axis))(np.zeros((2,) + shape)).shape == (2,) + shape
