@@ -78,3 +78,14 @@ def test_same_kind_values_still_cast(route):
     want[..., 3] = np.maximum(want[..., 3], 1)
     assert got.dtype == np.float32
     assert_close(got, want)
+
+
+def test_a_list_of_traced_values_is_stacked_differentiably():
+    """``x.at[i:j].set([t1, t2])`` (and ``.add``, ``.max``) stack the list as ``tnp.array`` does."""
+    def f(x, a):
+        return (tnp.sum(x.at[0:2].set([a, a * 2]) * tnp.arange(4.0)) + tnp.sum(x.at[2:4].add((a, a)))
+                + tnp.sum(x.at[1:3].max([a, 0.0])))
+    gx, ga = tg.grad(f, (0, 1))(np.ones(4), 3.0)
+    np.testing.assert_array_equal(gx, [2.0, 1.0, 4.0, 5.0])  # closed form: the positions each term keeps
+    assert ga == 5.0  # 0 * 1 + 1 * 2 from set, 2 from add, 1 from max(1, a)
+    assert tg.jit(lambda x, a: tg.value_and_grad(f, (0, 1))(x, a))(np.ones(4), 3.0)[0] == 27.0  # 11 + 10 + 6

@@ -632,6 +632,7 @@ class IndexUpdateRef:
             TypeError: ``values``' dtype does not cast to the array's by NumPy's ``same_kind`` rule
                 (complex into real, float into integer): see :func:`_check_cast`.
         """
+        values = as_operand(values)  # a list of traced values is stacked, differentiably
         _check_cast(self.array, values, "set")
         spec, arrays = encode_index(self.index)
         return bind(index_set_p, self.array, values, *arrays, idx=spec)
@@ -642,6 +643,7 @@ class IndexUpdateRef:
         Raises:
             TypeError: as :meth:`set`.
         """
+        values = as_operand(values)
         _check_cast(self.array, values, "add")
         spec, arrays = encode_index(self.index)
         return bind(index_add_p, self.array, values, *arrays, idx=spec)
@@ -663,6 +665,7 @@ class IndexUpdateRef:
         """``x.at[idx].set(op(x[idx], values))``: exact when each position is written once, so
         repeated integer indices (which JAX would combine one by one) are refused."""
         method = name.replace("imum", "")
+        values = as_operand(values)
         _check_cast(self.array, values, method)
         spec, arrays = encode_index(self.index)
         method = f"x.at[idx].{method}(v)"
