@@ -241,8 +241,55 @@ def _shift_output(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial):
     laid[(slice(None),) + taps] = w.transpose((1,) + tuple(range(2, 2 + nd)) + (0,))
     shifted = xp.lib.stride_tricks.as_strided(xt, tuple(out_spatial) + (n, depth),
                                               tuple(st * item for st in steps) + (length * item, item))
-    y = xp.matmul(shifted, laid.reshape(length, o)[:depth])             # (*out, N, O)
+    y = _reduction_matmul(xp, shifted, laid.reshape(length, o)[:depth])  # (*out, N, O)
     return y.transpose((nd, nd + 1) + tuple(range(nd)))
+
+
+# ---- threads for the products BLAS cannot split ----------------------------------------------------
+# A kernel gradient's products have a tiny result (positions x examples x features) and a huge reduction
+# (channels x image); BLAS threads split the result, not the reduction, so they run on one core.
+# With NumPy's BLAS allowed several threads, the reduction is cut into that many slices, multiplied in
+# as many Python threads (matmul releases the GIL) and the partial products summed.
+
+_MIN_SPLIT_MACS = 1 << 22  # below ~4M multiply-adds a thread's start costs more than it saves
+_threading = {}            # "controller": threadpoolctl's (None without it), "pool": the executor
+
+
+def _blas_threads() -> int:
+    """NumPy's BLAS thread count now (``threadpool_limits`` and OPENBLAS_NUM_THREADS both show), read
+    through threadpoolctl; 1 when it is not installed."""
+    if "controller" not in _threading:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _threading["controller"] = ThreadpoolController().select(user_api="blas")
+        except ImportError:
+            _threading["controller"] = None
+    controller = _threading["controller"]
+    if controller is None:
+        return 1
+    return max((lib.num_threads for lib in controller.lib_controllers), default=1)
+
+
+def _reduction_matmul(xp, a, b):
+    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes, on as many threads as
+    NumPy's BLAS may use."""
+    depth = a.shape[-1]
+    macs = math.prod(a.shape) * b.shape[-1]
+    parts = min(_blas_threads(), depth // 1024) if xp is np and macs >= _MIN_SPLIT_MACS else 1
+    if parts <= 1:
+        return xp.matmul(a, b)
+    from concurrent.futures import ThreadPoolExecutor
+    if _threading.get("workers", 0) < parts - 1:  # grown, never shrunk: idle workers cost nothing
+        _threading["pool"] = ThreadPoolExecutor(parts - 1, thread_name_prefix="tapegrad-conv")
+        _threading["workers"] = parts - 1
+    pool = _threading["pool"]
+    bounds = [depth * i // parts for i in range(parts + 1)]
+    slices = [(a[..., lo:hi], b[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+    futures = [pool.submit(xp.matmul, *pair) for pair in slices[1:]]
+    out = xp.matmul(*slices[0])
+    for future in futures:
+        out += future.result()
+    return out
 
 
 def _conv_numpy(xp, x, w, window_strides, padding, lhs_dilation, rhs_dilation, groups, batch_groups):
