@@ -11,11 +11,14 @@ lhs-dilated cotangent, and the cotangent of a grouped convolution's kernel is a 
 convolution. The rule structure (which operand becomes which, and the padding formulas) is that of
 JAX's ``jax/_src/lax/convolution.py``.
 
-On NumPy (and CuPy without cuDNN) the impl is im2col: a strided window view of the padded input,
-copied once into a (groups, rows, window) matrix, times the kernel as one batched GEMM. That is
-the fastest of the strategies measured for the small channel counts of this library's workloads
-(see benchmarks/bench_gp.py); on CuPy, 2-D and 3-D convolutions without lhs dilation or batch groups go
-through cuDNN.
+On NumPy (and CuPy without cuDNN) the impl is im2col. Unit-stride convolutions with one group (every
+convolution of a gradient penalty through a plain CNN, transposes included) read the flattened padded
+input at shifted offsets: one copy of contiguous runs and one GEMM whose long axis is examples x
+positions, or, for a kernel's gradient (a small result, a long reduction), one GEMM per output position
+on shifted views with no copy, its reduction split over NumPy's BLAS thread count. Other convolutions
+copy a strided window view of the padded input into a (groups, rows, window) matrix, times the kernel
+as one batched GEMM (see benchmarks/bench_gp.py and benchmarks/README.md for the measurements). On
+CuPy, 2-D and 3-D convolutions without lhs dilation or batch groups go through cuDNN.
 """
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     return ShapedArray(tuple(shape), np.result_type(lhs.dtype, rhs.dtype))
 
 
-# ---- the NumPy impl: im2col and one batched GEMM ---------------------------------------------------
+# ---- the NumPy impl: im2col and one batched GEMM (any strides and groups) --------------------------
 
 def _dilate_and_pad(xp, x, lhs_dilation, padding, layout=None):
     """``x`` (N, C, *spatial) with ``d - 1`` zeros between neighbours and (lo, hi) zeros around each
