@@ -256,12 +256,15 @@ def _shift_output(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial):
     return y.transpose((nd, nd + 1) + tuple(range(nd)))
 
 
-# ---- threads for the products BLAS cannot split ----------------------------------------------------
+# ---- the products of a kernel gradient: blocks and threads -----------------------------------------
 # A kernel gradient's products have a tiny result (positions x examples x features) and a huge reduction
-# (channels x image); BLAS threads split the result, not the reduction, so they run on one core.
-# With NumPy's BLAS allowed several threads, the reduction is cut into that many slices, multiplied in
-# as many Python threads (matmul releases the GIL) and the partial products summed.
+# (channels x image). Cut into blocks of 4096 along the reduction, each block's operands stay in cache
+# across the output positions (0.5-0.9x the time of one product per position, measured on OpenBLAS with
+# 1 to 32 examples). BLAS threads split the result, not the reduction, so they left these products on
+# one core: with NumPy's BLAS allowed several threads, the blocks are dealt to that many Python threads
+# (matmul releases the GIL) and their partial sums added.
 
+_BLOCK = 4096
 _MIN_SPLIT_MACS = 1 << 22  # below ~4M multiply-adds a thread's start costs more than it saves
 _threading = {}            # "blas": threadpoolctl's controllers of NumPy's BLAS, "pool", "workers"
 
@@ -281,23 +284,31 @@ def _blas_threads() -> int:
     return max((lib.num_threads for lib in _threading["blas"]), default=1)
 
 
+def _blocked_matmul(a, b, lo: int, hi: int):
+    """``a[..., lo:hi] @ b[lo:hi]``, one block of the reduction at a time."""
+    out = None
+    for start in range(lo, hi, _BLOCK):
+        part = np.matmul(a[..., start:min(start + _BLOCK, hi)], b[start:min(start + _BLOCK, hi)])
+        out = part if out is None else np.add(out, part, out=out)
+    return out
+
+
 def _reduction_matmul(xp, a, b):
-    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes, on as many threads as
-    NumPy's BLAS may use."""
-    depth = a.shape[-1]
-    macs = math.prod(a.shape) * b.shape[-1]
-    parts = min(_blas_threads(), depth // 1024) if xp is np and macs >= _MIN_SPLIT_MACS else 1
-    if parts <= 1:
+    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes: on NumPy in blocks, dealt
+    to as many threads as NumPy's BLAS may use."""
+    if xp is not np:
         return xp.matmul(a, b)
-    from concurrent.futures import ThreadPoolExecutor
-    if _threading.get("workers", 0) < parts - 1:  # grown, never shrunk: idle workers cost nothing
+    depth = a.shape[-1]
+    blocks = -(-depth // _BLOCK)
+    parts = min(_blas_threads(), blocks) if math.prod(a.shape) * b.shape[-1] >= _MIN_SPLIT_MACS else 1
+    bounds = [min(_BLOCK * (blocks * i // parts), depth) for i in range(parts + 1)]
+    if parts > 1 and _threading.get("workers", 0) < parts - 1:  # grown, never shrunk: idle threads cost nothing
+        from concurrent.futures import ThreadPoolExecutor
         _threading["pool"] = ThreadPoolExecutor(parts - 1, thread_name_prefix="tapegrad-conv")
         _threading["workers"] = parts - 1
-    pool = _threading["pool"]
-    bounds = [depth * i // parts for i in range(parts + 1)]
-    slices = [(a[..., lo:hi], b[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
-    futures = [pool.submit(xp.matmul, *pair) for pair in slices[1:]]
-    out = xp.matmul(*slices[0])
+    futures = [_threading["pool"].submit(_blocked_matmul, a, b, lo, hi)
+               for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    out = _blocked_matmul(a, b, bounds[0], bounds[1])
     for future in futures:
         out += future.result()
     return out
