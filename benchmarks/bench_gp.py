@@ -310,7 +310,7 @@ def run(quick: bool = False):
         timings = {}
         for group in (cands, spinning):  # PyTorch's spinning workers would slow whatever runs next
             if group:
-                    timings.update(interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in group.items()},
+                timings.update(interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in group.items()},
                                            repeat=3 if quick else 9, target_s=0.1 if quick else 0.3))
         # ~0.1 s a call: a few single calls, after the others (not interleaved with them)
         timings.update(interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in slow.items()},
