@@ -15,7 +15,7 @@ On NumPy (and CuPy without cuDNN) the impl is im2col. Unit-stride convolutions w
 convolution of a gradient penalty through a plain CNN, transposes included) read the flattened padded
 input at shifted offsets: one copy of contiguous runs and one GEMM whose long axis is examples x
 positions, or, for a kernel's gradient (a small result, a long reduction), one GEMM per output position
-on shifted views with no copy, its reduction split over NumPy's BLAS thread count. Other convolutions
+on shifted views with no copy, in cache-sized blocks of the reduction. Other convolutions
 copy a strided window view of the padded input into a (groups, rows, window) matrix, times the kernel
 as one batched GEMM (see benchmarks/bench_gp.py and benchmarks/README.md for the measurements). On
 CuPy, 2-D and 3-D convolutions without lhs dilation or batch groups go through cuDNN.
@@ -256,61 +256,25 @@ def _shift_output(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial):
     return y.transpose((nd, nd + 1) + tuple(range(nd)))
 
 
-# ---- the products of a kernel gradient: blocks and threads -----------------------------------------
+# ---- the products of a kernel gradient, in blocks ----------------------------------------------------
 # A kernel gradient's products have a tiny result (positions x examples x features) and a huge reduction
 # (channels x image). Cut into blocks of 4096 along the reduction, each block's operands stay in cache
-# across the output positions (0.5-0.9x the time of one product per position, measured on OpenBLAS with
-# 1 to 32 examples). BLAS threads split the result, not the reduction, so they left these products on
-# one core: with NumPy's BLAS allowed several threads, the blocks are dealt to that many Python threads
-# (matmul releases the GIL) and their partial sums added.
+# across the output positions: 0.5-0.9x the time of one product per position, measured on OpenBLAS with
+# 1 to 32 examples. (BLAS threads split the result, not the reduction; dealing the blocks to Python
+# threads was measured too, and lost 5-10% inside a gradient-penalty step at 2 BLAS threads.)
 
 _BLOCK = 4096
-_MIN_SPLIT_MACS = 1 << 22  # below ~4M multiply-adds a thread's start costs more than it saves
-_threading = {}            # "blas": threadpoolctl's controllers of NumPy's BLAS, "pool", "workers"
-
-
-def _blas_threads() -> int:
-    """NumPy's BLAS thread count now (``threadpool_limits`` and OPENBLAS_NUM_THREADS both show), read
-    through threadpoolctl; 1 when it is not installed. The BLAS loaded from NumPy's own folder is
-    preferred over others (SciPy's wheel bundles a second OpenBLAS)."""
-    if "blas" not in _threading:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _threading["blas"] = []
-        else:
-            libs = ThreadpoolController().select(user_api="blas").lib_controllers
-            _threading["blas"] = [lib for lib in libs if "numpy" in lib.filepath] or libs
-    return max((lib.num_threads for lib in _threading["blas"]), default=1)
-
-
-def _blocked_matmul(a, b, lo: int, hi: int):
-    """``a[..., lo:hi] @ b[lo:hi]``, one block of the reduction at a time."""
-    out = None
-    for start in range(lo, hi, _BLOCK):
-        part = np.matmul(a[..., start:min(start + _BLOCK, hi)], b[start:min(start + _BLOCK, hi)])
-        out = part if out is None else np.add(out, part, out=out)
-    return out
 
 
 def _reduction_matmul(xp, a, b):
-    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes: on NumPy in blocks, dealt
-    to as many threads as NumPy's BLAS may use."""
-    if xp is not np:
-        return xp.matmul(a, b)
+    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes: on NumPy one block of the
+    reduction at a time, the partial products summed."""
     depth = a.shape[-1]
-    blocks = -(-depth // _BLOCK)
-    parts = min(_blas_threads(), blocks) if math.prod(a.shape) * b.shape[-1] >= _MIN_SPLIT_MACS else 1
-    bounds = [min(_BLOCK * (blocks * i // parts), depth) for i in range(parts + 1)]
-    if parts > 1 and _threading.get("workers", 0) < parts - 1:  # grown, never shrunk: idle threads cost nothing
-        from concurrent.futures import ThreadPoolExecutor
-        _threading["pool"] = ThreadPoolExecutor(parts - 1, thread_name_prefix="tapegrad-conv")
-        _threading["workers"] = parts - 1
-    futures = [_threading["pool"].submit(_blocked_matmul, a, b, lo, hi)
-               for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    out = _blocked_matmul(a, b, bounds[0], bounds[1])
-    for future in futures:
-        out += future.result()
+    if xp is not np or depth <= _BLOCK:
+        return xp.matmul(a, b)
+    out = np.matmul(a[..., :_BLOCK], b[:_BLOCK])
+    for start in range(_BLOCK, depth, _BLOCK):
+        out += np.matmul(a[..., start:start + _BLOCK], b[start:start + _BLOCK])
     return out
 
 
