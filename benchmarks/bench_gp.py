@@ -19,6 +19,10 @@ Contestants, all from the same float32 initial weights (``U(-1/sqrt(fan_in), 1/s
 - ``torch eager``: ``torch.autograd.grad(loss, params, create_graph=True)``, the penalty, then
   ``torch.autograd.grad`` of ``loss + gp`` (one intra-op thread, see ``_timing.one_torch_thread``; the
   time includes ``torch.from_numpy`` of the inputs and ``.numpy()`` of the results);
+- ``torch eager, all cores``: the same at every core's intra-op thread (``torch.set_num_threads``), timed
+  in a group of its own after the others (PyTorch's OpenMP workers spin after a call and take the cores
+  from whatever runs next). Compare it with the tapegrad rows of ``--threads N`` at the same N, both
+  using the machine's cores (issue 16's target: GP step eager <= 1.2x);
 - ``jax jit``: ``jax.jit(jax.grad(penalised))`` with ``jax.value_and_grad`` inside,
   ``lax.conv_general_dilated`` and ``lax.reduce_window`` (max) for the pooling; inputs put on JAX's
   device once, each call waits with ``block_until_ready`` (XLA keeps its own thread pool: ``--threads``
@@ -47,13 +51,22 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, format_table, interleaved, one_torch_thread, standalone_main, try_import  # noqa: E402
+from _timing import (  # noqa: E402
+    apply_thread_flag,
+    blas_threads,
+    format_table,
+    interleaved,
+    one_torch_thread,
+    standalone_main,
+    try_import,
+)
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
 
 import numpy as np  # noqa: E402
 from bench_chain import on_device  # noqa: E402  (after apply_thread_flag: bench_chain imports NumPy)
+from bench_kernels import CORES, _torch_threads  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
@@ -63,9 +76,11 @@ BATCH, CHANNELS, IMAGE, CLASSES = 32, 3, 32, 10
 FLAT = 16 * (IMAGE // 4) ** 2
 KEYS = ("conv1", "conv2", "fc")  # the canonical order of the six arrays: (w, b) of each layer
 TARGET_RATIO = 2.0
+ALL_CORES_TARGET = 1.2  # issue 16: GP step eager against PyTorch, both at every core
 GP, FIRST = "gp", "first"
 EAGER, JIT, MODULES = "tapegrad eager", "tapegrad jit", "tapegrad eager, nn modules weights="
 TORCH, JAX, AUTOGRAD = "torch eager", "jax jit", "autograd (im2col)"
+TORCH_ALL = f"torch eager, all cores ({CORES} threads)"
 MODULE_NAMES = ("Conv2d", "MaxPool2d", "Flatten", "Dense", "Sequential", "ReLU")
 
 
@@ -224,6 +239,12 @@ def make_autograd(autograd):
     return autograd.grad(penalised)
 
 
+def _all_cores(torch, step):
+    """``step`` run with PyTorch's intra-op pool at every core (restored afterwards)."""
+    wrap = _torch_threads(torch, CORES)
+    return lambda *args: wrap(lambda: step(*args))()
+
+
 def contestants(params, quick: bool = False):
     """``(kind, name) -> callable(params, x, labels)``; ``kind`` is ``"gp"`` or ``"first"``."""
     out = {(GP, EAGER): gp_step, (GP, JIT): tg.jit(gp_step)}
@@ -233,6 +254,9 @@ def contestants(params, quick: bool = False):
     torch = try_import("torch")
     if torch is not None:
         out[(GP, TORCH)], firsts[(FIRST, TORCH)] = make_torch(torch)
+        if CORES > 1:
+            out[(GP, TORCH_ALL)] = _all_cores(torch, out[(GP, TORCH)])
+            firsts[(FIRST, TORCH_ALL)] = _all_cores(torch, firsts[(FIRST, TORCH)])
     jax = try_import("jax")
     if jax is not None:
         out[(GP, JAX)], firsts[(FIRST, JAX)] = make_jax(jax)
@@ -282,8 +306,12 @@ def run(quick: bool = False):
     try:
         checks = check(cands, args)
         slow = {key: cands.pop(key) for key in list(cands) if key[1] == AUTOGRAD}
-        timings = interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in cands.items()},
-                              repeat=3 if quick else 9, target_s=0.1 if quick else 0.3)
+        spinning = {key: cands.pop(key) for key in list(cands) if key[1] == TORCH_ALL}
+        timings = {}
+        for group in (cands, spinning):  # PyTorch's spinning workers would slow whatever runs next
+            if group:
+                timings.update(interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in group.items()},
+                                           repeat=3 if quick else 9, target_s=0.1 if quick else 0.3))
         # ~0.1 s a call: a few single calls, after the others (not interleaved with them)
         timings.update(interleaved({key: (lambda fn=fn: fn(*args)) for key, fn in slow.items()},
                                    repeat=3, warmup=1, number=1))
@@ -293,12 +321,13 @@ def run(quick: bool = False):
     results = []
     for key in checks:
         t = timings[key]
-        torch_t = timings.get((key[0], TORCH))
+        torch_t, torch_all = timings.get((key[0], TORCH)), timings.get((key[0], TORCH_ALL))
         err, dtype, first = checks[key]
         first = fresh.get(key, first)
         results.append({
             "bench": "gp", "kind": key[0], "name": key[1], "best_ms": t.best * 1e3, "median_ms": t.median * 1e3,
             "ratio_to_torch": None if torch_t is None else t.best / torch_t.best,
+            "ratio_to_torch_all_cores": None if torch_all is None else t.best / torch_all.best,
             "first_call_extra_ms": (first - t.best) * 1e3 if "jit" in key[1] else None,
             "rel_err": err, "dtype": dtype,
         })
@@ -319,9 +348,10 @@ def _ratio(r) -> str:
 
 def table(results) -> str:
     rows = [[_label(r), f"{r['best_ms']:.2f}", f"{r['median_ms']:.2f}", _ratio(r),
-             _opt(r["first_call_extra_ms"], ".0f"), f"{r['rel_err']:.1e}", r["dtype"]] for r in results]
+             _opt(r["ratio_to_torch_all_cores"], ".2f"), _opt(r["first_call_extra_ms"], ".0f"),
+             f"{r['rel_err']:.1e}", r["dtype"]] for r in results]
     return format_table([f"gp: CNN B={BATCH} {CHANNELS}x{IMAGE}x{IMAGE} f32", "ms best", "ms median",
-                         "vs torch", "1st call +ms", "rel err", "dtype"], rows)
+                         "vs torch", f"vs torch {CORES} thr", "1st call +ms", "rel err", "dtype"], rows)
 
 
 def compact_rows(results):
@@ -349,6 +379,13 @@ def verdict(results) -> str:
                       if r["name"] in (MODULES, JAX, AUTOGRAD) and r["ratio_to_torch"] is not None)
     if peers:
         lines.append(f"gp (no target), ratios to PyTorch eager: {peers}")
+    eager = by[(GP, EAGER)]
+    if eager["ratio_to_torch_all_cores"] is not None:
+        ok = "MET" if eager["ratio_to_torch_all_cores"] <= ALL_CORES_TARGET else "MISSED"
+        lines.append(f"gp target GP step eager <= {ALL_CORES_TARGET}x PyTorch eager at all cores ({CORES} threads; "
+                     f"meaningful with --threads {CORES}, BLAS now {blas_threads()}): {ok} "
+                     f"({eager['ratio_to_torch_all_cores']:.2f}x: {eager['best_ms']:.2f} ms vs "
+                     f"{by[(GP, TORCH_ALL)]['best_ms']:.2f} ms)")
     bad = [_label(r) for r in results if r["rel_err"] > 1e-4 or r["dtype"] != "float32"]
     if bad:
         lines.append(f"gp: WRONG results (rel err > 1e-4 or not float32): {', '.join(bad)}")

@@ -293,6 +293,13 @@ def _asarray(a, dtype=None, order=None, *, copy=None):
     return DeviceArray(np.array(_unwrap_sequence(a), dtype=dtype, order=order or "K", copy=True))
 
 
+def _ascontiguousarray(a, dtype=None):
+    """CuPy's: a C-contiguous device array, copied when ``a`` is not one (code that views the memory
+    with ``as_strided`` relies on the layout)."""
+    out = _asarray(a, dtype)
+    return out if out._data.flags.c_contiguous else DeviceArray(np.ascontiguousarray(out._data))
+
+
 def _array(a, dtype=None, copy=True, order="K", ndmin=0):
     data = a._data if type(a) is DeviceArray else _unwrap_sequence(a)
     return DeviceArray(np.array(data, dtype=dtype, copy=True, order=order, ndmin=ndmin))
@@ -356,7 +363,7 @@ for _n in _CONSTANTS + _TYPES:
     setattr(xp, _n, getattr(np, _n))
 xp.ndarray = DeviceArray
 xp.asarray, xp.array, xp.asnumpy, xp.result_type = _asarray, _array, _asnumpy, _result_type
-xp.ascontiguousarray = lambda a, dtype=None: _asarray(a, dtype, order="C")
+xp.ascontiguousarray = _ascontiguousarray
 xp.linalg = _module("devicearray.linalg", _LINALG, np.linalg)
 xp.fft = _module("devicearray.fft", _FFT, np.fft)
 xp.lib = types.ModuleType("devicearray.lib")

@@ -270,16 +270,47 @@ def test_conv_general_dilated_matches_naive_reference(case):
 @pytest.mark.parametrize("case", [c for c in GENERAL_CASES if c[4] == c[5] == (1,) * len(c[2])
                                   and c[2] == (1,) * len(c[2]) and c[6] == c[7] == 1], ids=_general_id)
 def test_both_impl_strategies_agree(case):
-    """im2col over the input and over the kernel (``_conv_kernel_as_image``) give the same values, whichever
-    the impl picks for these shapes."""
+    """im2col over the input, over the kernel (``_conv_kernel_as_image``) and the shifted slices of the flat
+    padded grid (``_conv_flat``, over the kernel's offsets or over the output's positions) give the same
+    values, whichever the impl picks for these shapes."""
     from tapegrad.nn import _conv
     x_shape, w_shape, strides, padding, lhs_d, rhs_d, _, _ = case
     x, w = _draw(x_shape), _draw(w_shape, seed=1)
     if isinstance(padding, str):
         padding = tuple(zip(*[(0,) * len(strides)] * 2))
     args = (np, x, w, strides, padding, lhs_d, rhs_d, 1, 1)
-    assert_close(_conv._conv_kernel_as_image(*args), _conv._conv_canonical(*args), rtol=1e-12,
-                 atol=1e-12)
+    reference = _conv._conv_canonical(*args)
+    assert_close(_conv._conv_kernel_as_image(*args), reference, rtol=1e-12, atol=1e-12)
+    for shift in (_conv._shift_kernel, _conv._shift_output):  # both, whichever _conv_flat would pick
+        assert_close(shift(np, x, w, padding, lhs_d, rhs_d, reference.shape[2:]), reference, rtol=1e-12,
+                     atol=1e-12)
+
+
+# unit strides, one group, with the dilations and negative paddings the flat-grid shifts must handle
+FLAT_CASES = [
+    ((2, 3, 7), (4, 3, 3), ((-1, 2),), (2,), (1,)),
+    ((2, 3, 7), (4, 3, 2), ((2, 0),), (1,), (3,)),
+    ((3, 2, 5, 6), (4, 2, 3, 2), ((1, -1), (2, 0)), (2, 1), (1, 2)),
+    ((1, 3, 4, 5), (2, 3, 4, 5), ((1, 1), (0, 2)), (1, 1), (1, 1)),        # output smaller than the kernel
+    ((5, 2, 4, 5), (3, 2, 3, 4), ((1, 0), (0, 1)), (1, 1), (2, 1)),        # the same with 4 or more examples
+    ((2, 2, 4, 3, 5), (3, 2, 2, 1, 3), ((0, 1), (1, 1), (-1, 0)), (1, 1, 2), (2, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", FLAT_CASES, ids=str)
+def test_flat_grid_shifts_match_the_naive_reference(case):
+    """Both flat-grid strategies (shifts over the kernel's offsets, shifts over the output's positions),
+    whichever ``_conv_flat`` picks, against the naive convolution, in float64 and float32."""
+    from tapegrad.nn import _conv
+    x_shape, w_shape, padding, lhs_d, rhs_d = case
+    x, w = _draw(x_shape), _draw(w_shape, seed=1)
+    ones = (1,) * len(padding)
+    reference = naive_conv(x, w, ones, padding, lhs_d, rhs_d, 1, 1)
+    for dtype in (np.float64, np.float32):
+        xd, wd = x.astype(dtype), w.astype(dtype)
+        for shift in (_conv._shift_kernel, _conv._shift_output):
+            _close(shift(np, xd, wd, padding, lhs_d, rhs_d, reference.shape[2:]), reference.astype(dtype), dtype)
+        _close(_conv._conv_flat(np, xd, wd, padding, lhs_d, rhs_d), reference.astype(dtype), dtype)
 
 
 def test_conv_general_dilated_complex():
@@ -570,3 +601,15 @@ def test_cupy_conv2d_forward_and_backward_match_numpy():
     xs, ws = _draw(GENERAL_CASES[6][0]), _draw(GENERAL_CASES[6][1], seed=1)
     fn = _general(GENERAL_CASES[6])
     assert_close(cupy.asnumpy(fn(cupy.asarray(xs), cupy.asarray(ws))), fn(xs, ws), rtol=1e-12)
+
+
+@pytest.mark.parametrize("block", [512, 4096])
+def test_kernel_gradient_in_blocks(monkeypatch, block):
+    """A kernel gradient's long reduction (3,442 long here) cut into blocks (7 of 512, or one) gives the
+    einsum of the input's windows with the cotangent."""
+    from tapegrad.nn import _conv
+    monkeypatch.setattr(_conv, "_BLOCK", block)
+    x, w, ct = _draw((2, 3, 40, 40)), _draw((4, 3, 3, 3), seed=1), _draw((2, 4, 40, 40), seed=2)
+    grad_w = tg.grad(lambda w: tnp.sum(conv2d(x, w, padding=1) * ct))(w)
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), (2, 3))
+    _close(grad_w, np.einsum("nohw,nchwij->ocij", ct, windows), np.float64)

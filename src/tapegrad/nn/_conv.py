@@ -11,11 +11,14 @@ lhs-dilated cotangent, and the cotangent of a grouped convolution's kernel is a 
 convolution. The rule structure (which operand becomes which, and the padding formulas) is that of
 JAX's ``jax/_src/lax/convolution.py``.
 
-On NumPy (and CuPy without cuDNN) the impl is im2col: a strided window view of the padded input,
-copied once into a (groups, rows, window) matrix, times the kernel as one batched GEMM. That is
-the fastest of the strategies measured for the small channel counts of this library's workloads
-(see benchmarks/bench_gp.py); on CuPy, 2-D and 3-D convolutions without lhs dilation or batch groups go
-through cuDNN.
+On NumPy (and CuPy without cuDNN) the impl is im2col. Unit-stride convolutions with one group (every
+convolution of a gradient penalty through a plain CNN, transposes included) read the flattened padded
+input at shifted offsets: one copy of contiguous runs and one GEMM whose long axis is examples x
+positions, or, for a kernel's gradient (a small result, a long reduction), one GEMM per output position
+on shifted views with no copy, in cache-sized blocks of the reduction. Other convolutions
+copy a strided window view of the padded input into a (groups, rows, window) matrix, times the kernel
+as one batched GEMM (see benchmarks/bench_gp.py and benchmarks/README.md for the measurements). On
+CuPy, 2-D and 3-D convolutions without lhs dilation or batch groups go through cuDNN.
 """
 from __future__ import annotations
 
@@ -72,16 +75,20 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     return ShapedArray(tuple(shape), np.result_type(lhs.dtype, rhs.dtype))
 
 
-# ---- the NumPy impl: im2col and one batched GEMM ---------------------------------------------------
+# ---- the NumPy impl: im2col and one batched GEMM (any strides and groups) --------------------------
 
-def _dilate_and_pad(xp, x, lhs_dilation, padding):
+def _dilate_and_pad(xp, x, lhs_dilation, padding, layout=None):
     """``x`` (N, C, *spatial) with ``d - 1`` zeros between neighbours and (lo, hi) zeros around each
-    spatial axis; negative padding crops."""
+    spatial axis; negative padding crops. With ``layout`` (an axis order) the new buffer is allocated
+    in that order, so ``result.transpose(layout)`` is contiguous: the padding and the change of layout
+    cost one copy, not two. ``x`` itself when there is nothing to insert."""
     if all(d == 1 for d in lhs_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
         return x
     dilated = dilate_shape(x.shape[2:], lhs_dilation)
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
-    out = xp.zeros(x.shape[:2] + tuple(d + lo + hi for d, (lo, hi) in zip(dilated, grow)), x.dtype)
+    shape = x.shape[:2] + tuple(d + lo + hi for d, (lo, hi) in zip(dilated, grow))
+    layout = tuple(range(x.ndim)) if layout is None else tuple(layout)
+    out = xp.zeros(tuple(shape[i] for i in layout), x.dtype).transpose(tuple(np.argsort(layout).tolist()))
     out[(slice(None),) * 2 + tuple(slice(lo, lo + d, s) for d, (lo, _), s
                                    in zip(dilated, grow, lhs_dilation))] = x
     crop = tuple(slice(max(-lo, 0), out.shape[2 + i] - max(-hi, 0)) for i, (lo, hi) in enumerate(padding))
@@ -163,8 +170,124 @@ def _conv_kernel_as_image(xp, x, w, window_strides, padding, lhs_dilation, rhs_d
         low = p - 1 - lo
         pads.append((low, p - 1 + j - k - low))
     ones = (1,) * nd
-    y = _conv_canonical(xp, w, x, ones, tuple(pads), ones, ones, 1, 1)      # (O, N, *reversed positions)
+    y = _conv_numpy(xp, w, x, ones, tuple(pads), ones, ones, 1, 1)          # (O, N, *reversed positions)
     return y.transpose((1, 0) + tuple(range(2, nd + 2)))[(slice(None),) * 2 + (slice(None, None, -1),) * nd]
+
+
+# ---- unit strides, one group: shifted views of the flattened padded grid -------------------------
+# With unit window strides a window element at kernel offset k sits at a fixed distance from the
+# window's origin in the flattened padded input, the same for every window (and for every example, when
+# the examples follow one another). So the windows of one kernel offset form a single shifted slice of
+# the flat input: im2col copies long contiguous runs instead of gathering rows of a few elements, and
+# when the output is smaller than the kernel the shifted slices feed the products with no copy at all.
+# The outputs are computed at every grid position where a window fits and the valid ones are viewed out.
+
+def _grid_strides(grid) -> tuple:
+    """The element strides of a C-ordered array of shape ``grid``."""
+    return tuple(math.prod(grid[i + 1:]) for i in range(len(grid)))
+
+
+def _flat_applies(x, w, window_strides, groups, batch_groups) -> bool:
+    """Unit window strides, one group, nothing empty (any lhs dilation is inserted as zeros first)."""
+    return (all(s == 1 for s in window_strides) and groups == batch_groups == 1 and x.size > 0
+            and w.size > 0)
+
+
+def _conv_flat(xp, x, w, padding, lhs_dilation, rhs_dilation):
+    """The convolution of ``x`` (N, C, *spatial) with ``w`` (O, C, *kernel) at unit strides, one group:
+    shifts over the kernel's offsets (one im2col of contiguous runs, one GEMM with the examples and
+    positions as its long axis) when the kernel has no more positions than the output, shifts over the
+    output's positions otherwise (a kernel gradient: the "kernel" is a whole image)."""
+    nd = x.ndim - 2
+    out_spatial = conv_out_spatial(x.shape[2:], w.shape[2:], (1,) * nd, padding, lhs_dilation, rhs_dilation)
+    if 0 in out_spatial:
+        return None
+    if math.prod(w.shape[2:]) <= math.prod(out_spatial):
+        return _shift_kernel(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial)
+    return _shift_output(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial)
+
+
+def _shift_kernel(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial):
+    """``y[o, n*L + j] = sum_{k, c} w[o, c, k] xt[c, n*L + j + shift(k)]`` over the flat (C, N*L) input
+    (L positions per padded image): ``cols`` stacks one contiguous slice per (k, c), one GEMM."""
+    nd = x.ndim - 2
+    n, c, o, kernel = x.shape[0], x.shape[1], w.shape[0], w.shape[2:]
+    layout = (1, 0) + tuple(range(2, 2 + nd))
+    xt = xp.ascontiguousarray(_dilate_and_pad(xp, x, lhs_dilation, padding, layout).transpose(layout))
+    grid = xt.shape[2:]
+    size, item = n * math.prod(grid), xt.itemsize
+    steps = [g * d for g, d in zip(_grid_strides(grid), rhs_dilation)]
+    rows = size - sum(st * (k - 1) for st, k in zip(steps, kernel))  # positions whose window fits
+    cols = xp.lib.stride_tricks.as_strided(xt, tuple(kernel) + (c, rows),
+                                           tuple(st * item for st in steps) + (size * item, item))
+    cols = cols.reshape(math.prod(kernel) * c, rows)                      # the one copy
+    kernel_matrix = w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(o, -1)
+    y = xp.matmul(kernel_matrix, cols)                                    # (O, rows)
+    grid_strides = tuple(g * y.itemsize for g in _grid_strides(grid))
+    return xp.lib.stride_tricks.as_strided(y, (n, o) + tuple(out_spatial),
+                                           (math.prod(grid) * y.itemsize, rows * y.itemsize) + grid_strides)
+
+
+def _shift_output(xp, x, w, padding, lhs_dilation, rhs_dilation, out_spatial):
+    """``y[p, n, o] = sum_q x[n, q + shift(p)] we[q, o]`` over the flat (N, C*L) input, ``we`` the kernel
+    laid on the padded grid (zeros between and around its taps): one GEMM per output position, each
+    reading a shifted view of the input, nothing gathered. The layout of ``we`` follows what OpenBLAS
+    (0.3, Haswell kernels) was measured to multiply fastest: with 1 to 3 examples the products take
+    0.35-0.7x the time with ``we`` stored (O, C*L) and read transposed, with 4 or more 1.4-2.5x."""
+    nd = x.ndim - 2
+    n, c, o, kernel = x.shape[0], x.shape[1], w.shape[0], w.shape[2:]
+    xt = xp.ascontiguousarray(_dilate_and_pad(xp, x, lhs_dilation, padding))
+    grid = xt.shape[2:]
+    length, item = c * math.prod(grid), xt.itemsize
+    steps = _grid_strides(grid)
+    depth = length - sum(st * (p - 1) for st, p in zip(steps, out_spatial))
+    taps = tuple(slice(0, d * (k - 1) + 1, d) for k, d in zip(kernel, rhs_dilation))
+    if n <= 3:  # (O, C, *grid): copied in runs of the kernel's rows, read transposed
+        laid = xp.zeros((o, c) + grid, w.dtype)
+        laid[(slice(None),) * 2 + taps] = w
+        laid = laid.reshape(o, length)[:, :depth].T
+    else:       # (C, *grid, O): the layout OpenBLAS multiplies fastest with 4 or more examples
+        laid = xp.zeros((c,) + grid + (o,), w.dtype)
+        laid[(slice(None),) + taps] = w.transpose((1,) + tuple(range(2, 2 + nd)) + (0,))
+        laid = laid.reshape(length, o)[:depth]
+    shifted = xp.lib.stride_tricks.as_strided(xt, tuple(out_spatial) + (n, depth),
+                                              tuple(st * item for st in steps) + (length * item, item))
+    y = _reduction_matmul(xp, shifted, laid)                             # (*out, N, O)
+    return y.transpose((nd, nd + 1) + tuple(range(nd)))
+
+
+# ---- the products of a kernel gradient, in blocks ----------------------------------------------------
+# A kernel gradient's products have a tiny result (positions x examples x features) and a huge reduction
+# (channels x image). Cut into blocks of 4096 along the reduction, each block's operands stay in cache
+# across the output positions: 0.5-0.9x the time of one product per position, measured on OpenBLAS with
+# 1 to 32 examples. (BLAS threads split the result, not the reduction; dealing the blocks to Python
+# threads was measured too, and lost 5-10% inside a gradient-penalty step at 2 BLAS threads.)
+
+_BLOCK = 4096
+
+
+def _reduction_matmul(xp, a, b):
+    """``xp.matmul(a, b)`` for a reduction far longer than the result's axes: on NumPy one block of the
+    reduction at a time, the partial products summed."""
+    depth = a.shape[-1]
+    if xp is not np or depth <= _BLOCK:
+        return xp.matmul(a, b)
+    out = np.matmul(a[..., :_BLOCK], b[:_BLOCK])
+    for start in range(_BLOCK, depth, _BLOCK):
+        out += np.matmul(a[..., start:start + _BLOCK], b[start:start + _BLOCK])
+    return out
+
+
+def _conv_numpy(xp, x, w, window_strides, padding, lhs_dilation, rhs_dilation, groups, batch_groups):
+    """The im2col strategies, for NumPy and for CuPy where cuDNN does not apply."""
+    args = (x, w, window_strides, padding, lhs_dilation, rhs_dilation, groups, batch_groups)
+    if _kernel_outgrows_input(*args):
+        return _conv_kernel_as_image(xp, *args)
+    if _flat_applies(x, w, window_strides, groups, batch_groups):
+        y = _conv_flat(xp, x, w, padding, lhs_dilation, rhs_dilation)
+        if y is not None:
+            return y
+    return _conv_canonical(xp, *args)
 
 
 def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
@@ -178,7 +301,7 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     args = (x, w, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count, batch_group_count)
     y = _cudnn_conv(xp, *args) if xp is not np else None
     if y is None:
-        y = _conv_kernel_as_image(xp, *args) if _kernel_outgrows_input(*args) else _conv_canonical(xp, *args)
+        y = _conv_numpy(xp, *args)
     return y.transpose(tuple(np.argsort(out_spec).tolist()))  # axes as ints: CuPy takes no host array
 
 
