@@ -80,6 +80,12 @@ def table(results) -> str:
                          for r in results])
 
 
+def compact_rows(results):
+    """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, error, dtype."""
+    return [["staging", r["name"], f"{r['us_per_eqn']:.1f} us/eqn", "", "", f"{r['eqns']} equations", "", ""]
+            for r in results]
+
+
 def verdict(results) -> str:
     worst = max(results, key=lambda r: r["us_per_eqn"])
     met = "MET" if worst["us_per_eqn"] <= TARGET_US else "MISSED"
