@@ -69,28 +69,28 @@ def run(quick: bool = False):
     results = []
     for name, (fn, args) in programs().items():
         wall, cpu, n = staging_us(fn, args, 2 if quick else REPEAT)
-        results.append({"bench": "staging", "name": name, "kind": "staging", "us_per_eqn": wall,
+        results.append({"bench": "staging", "name": name, "kind": "staging", "best_us_per_eqn": wall,
                         "cpu_us_per_eqn": cpu, "eqns": n})
     return results
 
 
 def table(results) -> str:
     return format_table(["program staged", "equations", "us per equation", "CPU us per equation"],
-                        [[r["name"], r["eqns"], f"{r['us_per_eqn']:.1f}", f"{r['cpu_us_per_eqn']:.1f}"]
+                        [[r["name"], r["eqns"], f"{r['best_us_per_eqn']:.1f}", f"{r['cpu_us_per_eqn']:.1f}"]
                          for r in results])
 
 
 def compact_rows(results):
     """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, error, dtype."""
-    return [["staging", r["name"], f"{r['us_per_eqn']:.1f} us/eqn", "", "", f"{r['eqns']} equations", "", ""]
+    return [["staging", r["name"], f"{r['best_us_per_eqn']:.1f} us/eqn", "", "", f"{r['eqns']} equations", "", ""]
             for r in results]
 
 
 def verdict(results) -> str:
-    worst = max(results, key=lambda r: r["us_per_eqn"])
-    met = "MET" if worst["us_per_eqn"] <= TARGET_US else "MISSED"
+    worst = max(results, key=lambda r: r["best_us_per_eqn"])
+    met = "MET" if worst["best_us_per_eqn"] <= TARGET_US else "MISSED"
     return (f"staging target <= {TARGET_US:.0f} us per equation: {met} "
-            f"(worst {worst['us_per_eqn']:.1f} us wall, {worst['cpu_us_per_eqn']:.1f} us CPU, {worst['name']})")
+            f"(worst {worst['best_us_per_eqn']:.1f} us wall, {worst['cpu_us_per_eqn']:.1f} us CPU, {worst['name']})")
 
 
 if __name__ == "__main__":
