@@ -140,6 +140,19 @@ def test_python_scalars_are_traced_with_weak_types():
     assert "multiply a b" in str(tg.make_program(lambda x, s: x * s)(x32, 2.0))
 
 
+def test_an_integer_literal_of_a_mixed_type_ufunc_keeps_its_own_type():
+    """``ldexp``'s loops take a float and an int (``fi->f``): the literal exponent must reach NumPy as
+    the Python int it is, not cast to the float operand's dtype (which ``ldexp`` refuses)."""
+    from tapegrad.extend import def_nondiff, primitive
+    ldexp_p = primitive("test_jit.ldexp", np.ldexp)  # the ufunc itself as the impl, as a user would
+    def_nondiff(ldexp_p)
+    x32 = X.astype(np.float32)
+    out = tg.jit(lambda x: tg.extend.bind(ldexp_p, x, 3))(x32)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.ldexp(x32, 3))  # exact: a power of two
+    np.testing.assert_array_equal(tg.jit(lambda x: tnp.ldexp(x, 3))(x32), np.ldexp(x32, 3))
+
+
 def test_unhashable_static_arguments_are_a_value_error():
     with pytest.raises(ValueError, match="at position 1.*not hashable"):
         tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, [1])

@@ -42,12 +42,23 @@ def _bound_impl(eqn):
     return functools.partial(eqn.prim.impl, **eqn.params) if eqn.params else eqn.prim.impl
 
 
+@functools.cache
+def _one_input_type(ufunc: np.ufunc) -> bool:
+    """Whether each of ``ufunc``'s loops takes one type for all its inputs (``ff->f``): then a weak
+    scalar operand computes in the arrays' type. A mixed loop (``ldexp``'s ``fi->f``) wants the scalar
+    in a type of its own, which only NumPy's own resolution of the Python scalar finds."""
+    numeric = [t.split("->")[0] for t in ufunc.types if not set(t) & set("OmM")]  # objects, datetimes aside
+    return all(len(set(inputs)) == 1 for inputs in numeric)
+
+
 def _literal(eqn, position: int):
     """The value passed for the literal operand at ``position``: a 0-d array of NumPy 2's dtype for it
-    when the impl is a NumPy ufunc over float (or complex) arrays, else the Python scalar itself."""
+    when the impl is a NumPy ufunc with one input type per loop over float (or complex) arrays, else
+    the Python scalar itself."""
     value = eqn.inputs[position].value
     variables = [x for x in eqn.inputs if isinstance(x, Var)]
-    if (isinstance(eqn.prim.impl, np.ufunc) and variables and type(value) in (bool, int, float)
+    if (isinstance(eqn.prim.impl, np.ufunc) and _one_input_type(eqn.prim.impl) and variables
+            and type(value) in (bool, int, float)
             and all(v.backend is np and isinstance(v.aval.dtype, np.dtype) and v.aval.dtype.kind in "fc"
                     for v in variables)):
         return np.asarray(value, literal_dtype(eqn, position))

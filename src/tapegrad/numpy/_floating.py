@@ -29,19 +29,11 @@ from tapegrad.numpy._ufuncs import remainder, trunc
 
 
 # ---- scaling by powers of two --------------------------------------------------------------------
-def _ldexp_impl(x, e):
-    """NumPy's ``ldexp`` through a function, not the ufunc object: jit's executor hands a Python
-    scalar operand of a binary ufunc over as a 0-d array of the float operand's dtype (NumPy 2's weak
-    scalars), which ``ldexp``'s integer exponent refuses; :func:`ldexp` passes the exponent as an
-    integer array instead."""
-    return np.ldexp(x, e)
-
-
 def _ldexp_dx(g, ans, x, e):
     return ldexp(g, e)
 
 
-ldexp_p = primitive("ldexp", _ldexp_impl)
+ldexp_p = primitive("ldexp", np.ldexp)
 defvjp(ldexp_p, summed_to_operand(_ldexp_dx, 0), None)
 defjvp(ldexp_p, _ldexp_dx, None)
 defbatch_elementwise(ldexp_p)
@@ -54,10 +46,7 @@ def ldexp(x1, x2):
     Raises:
         TypeError: a float exponent (NumPy's rule).
     """
-    x1, x2 = as_operand(x1), as_operand(x2)
-    if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
-        x2 = np.asarray(x2)  # an integer array, never a weak float literal under jit
-    return bind(ldexp_p, x1, x2)
+    return bind(ldexp_p, as_operand(x1), as_operand(x2))
 
 
 frexp_exponent_p = primitive("frexp_exponent", lambda x: np.frexp(x)[1])
