@@ -391,7 +391,7 @@ xp.fuse = Fused
 
 # SciPy's functions that ``cupyx.scipy`` also has (tapegrad finds them as ``<module>x.scipy.<name>``)
 _SPECIAL = """betaln xlog1py xlogy polygamma digamma entr erf erfc erfcx erfinv gamma gammaln i0 i0e i1 i1e
-log_ndtr ndtr ndtri expit logit""".split()
+log_ndtr ndtr ndtri expit logit j0 j1 y0 y1 k0 k1 k0e k1e zeta gammainc gammaincc beta""".split()
 _SCIPY_LINALG = ["solve_triangular", "expm"]
 
 

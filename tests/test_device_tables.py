@@ -13,6 +13,7 @@ import tapegrad.numpy as tnp
 import tapegrad.numpy.fft as tfft
 import tapegrad.scipy.linalg as tsl
 import test_array_functions as arrays
+import test_cov_special as cov_special
 import test_fft as fft_table
 import test_linalg as linalg_table
 import test_nn as nn_table
@@ -20,6 +21,7 @@ import test_scipy_linalg as scipy_linalg_table
 import test_special as special_table
 import test_ufuncs as ufunc_table
 from _device_check import check_route, grid, run_route
+from _tol import assert_close
 
 DTYPES = [np.float64, np.float32]
 DTYPE_IDS = lambda d: np.dtype(d).name  # noqa: E731
@@ -113,3 +115,28 @@ def test_fft(name, kind, kwargs, route):
 def test_functional(spec, shape, dtype, route):
     x = spec.domain(np.random.default_rng(0), shape).astype(dtype)
     check_route(route, spec.fn, (x,))
+
+
+# the SciPy special functions that cupyx.scipy.special also has (the double's list): every route of each.
+# j0, j1, y0 and y1 run on the device too, but their derivatives past the first are written with jv/yv,
+# which cupyx lacks: test_bessel_derivatives_need_jv_on_the_device pins that down.
+DEVICE_SPECIAL = {"beta", "gammainc", "gammaincc", "zeta", "zeta-x-q", "k0", "k1", "k0e", "k1e"}
+
+
+@pytest.mark.parametrize("spec,dtype,route", grid([s for s in cov_special.SPECS if s.name in DEVICE_SPECIAL],
+                                                  DTYPES, ids=(repr, DTYPE_IDS)))
+def test_special_on_cupyx(spec, dtype, route):
+    rng = np.random.default_rng(zlib.crc32(spec.name.encode()))
+    check_route(route, spec.op, tuple(cov_special._draw(d, (3, 2), dtype, rng) for d in spec.domains))
+
+
+def test_bessel_derivatives_need_jv_on_the_device():
+    """``j1``'s derivative is written with ``jv`` (SciPy's order-n function), which ``cupyx`` lacks: on
+    device arrays it fails loudly, naming the missing kernel, rather than computing on the host."""
+    import tapegrad as tg
+    from _device_check import to_device
+    spec = next(s for s in cov_special.SPECS if s.name == "j1")
+    x = to_device(cov_special._draw("pos", (3,), np.float64, np.random.default_rng(0)))
+    assert_close(spec.op(x).get(), spec.ref(x.get()))  # the value runs on the device
+    with pytest.raises(NotImplementedError, match="jv has no kernel for devicearray"):
+        tg.grad(lambda x: tnp.sum(spec.op(x)))(x)
