@@ -173,14 +173,23 @@ def test_max_min_ties_split_evenly():
     assert_close(fwd, rev)
 
 
-# ---- forward-only: what the reverse rules do not cover yet ---------------------------------------
-def test_einsum_jvp_with_a_repeated_index():
+# ---- a repeated index within one operand (a diagonal): both modes -------------------------------------
+def test_einsum_with_a_repeated_index():
     a = _rand((3, 3), np.float64)
-    for subscripts in ("ii->i", "ii", "ij,jj->i"):
-        fn = (lambda a, s=subscripts: tnp.einsum(s, a)) if "," not in subscripts else \
-            (lambda a: tnp.einsum("ij,jj->i", a, a))
-        check_grads(fn, (a,), order=2, modes=("fwd",), name=f"einsum {subscripts}")
+    b = _rand((3, 3, 4), np.float64)
+    for subscripts in ("ii->i", "ii", "ij,jj->i", "iij->ij", "iij,ij->j"):
+        if subscripts == "ij,jj->i":
+            fn, args = (lambda a: tnp.einsum("ij,jj->i", a, a)), (a,)
+        elif subscripts == "iij,ij->j":
+            fn, args = (lambda b, a: tnp.einsum("iij,ij->j", b, a[:, :1] * np.ones(4))), (b, a)
+        else:
+            fn, args = (lambda x, s=subscripts: tnp.einsum(s, x)), ((b,) if "j" in subscripts else (a,))
+        check_grads(fn, args, order=2, name=f"einsum {subscripts}")
     assert_close(tg.jvp(lambda a: tnp.einsum("ii", a), (a,), (np.eye(3),))[1], 3.0)
+    # the trace's gradient is the identity; the diagonal's vjp writes the cotangent onto the diagonal
+    np.testing.assert_array_equal(tg.grad(lambda a: tnp.einsum("ii", a))(a), np.eye(3))
+    np.testing.assert_array_equal(tg.vjp(lambda a: tnp.einsum("ii->i", a), a)[1](np.array([1.0, 2.0, 3.0]))[0],
+                                  np.diag([1.0, 2.0, 3.0]))
 
 
 def test_integer_and_boolean_outputs_have_zero_tangents():

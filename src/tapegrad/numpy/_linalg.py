@@ -184,19 +184,38 @@ def _einsum_vjp(argnum, ct, ans, *operands, subscripts, optimize):
     ins, out = subscripts.split("->")
     ins = ins.split(",")
     target = ins[argnum]
-    if len(set(target)) != len(target):
-        raise NotImplementedError(f"einsum vjp: operand {argnum} repeats an index ({target!r}); take the "
-                                  "diagonal with tnp.diagonal or an index array first")
+    unique = "".join(dict.fromkeys(target))  # a repeated letter (a diagonal, "ii") once
     others = [s for j, s in enumerate(ins) if j != argnum]
     present = set(out).union(*others)
-    kept = "".join(c for c in target if c in present)
+    kept = "".join(c for c in unique if c in present)
     g = einsum(",".join([out] + others) + "->" + kept, ct, *[o for j, o in enumerate(operands) if j != argnum],
                optimize=optimize)
-    shape = tuple(operands[argnum].shape)
-    if kept != target:  # letters only this operand has were summed out: broadcast back along them
-        g = _shape.broadcast_to(_shape.reshape(g, tuple(d if c in present else 1 for c, d in zip(target, shape))),
-                                shape)
-    return _shape.unbroadcast(g, operands[argnum])
+    x = operands[argnum]
+    sizes = dict(zip(target, x.shape))
+    if kept != unique:  # letters only this operand has were summed out: broadcast back along them
+        g = _shape.broadcast_to(_shape.reshape(g, tuple(sizes[c] if c in present else 1 for c in unique)),
+                                tuple(sizes[c] for c in unique))
+    if unique != target:
+        g = _onto_diagonals(g, unique, target, sizes, x)
+    return _shape.unbroadcast(g, x)
+
+
+def _onto_diagonals(g, unique: str, target: str, sizes: dict, x):
+    """``g`` (letters ``unique``) written onto the diagonals of an array with letters ``target``, where a
+    letter repeats (``"ii"``) and zeros elsewhere: each later occurrence of a letter gets a fresh letter
+    tied to the first by an identity matrix, so it is one einsum, linear in ``g``."""
+    free = iter(c for c in string.ascii_letters if c not in target)
+    renamed, eyes, seen = [], [], set()
+    for c in target:
+        if c in seen:
+            fresh = next(free)
+            renamed.append(fresh)
+            eyes.append((c + fresh, namespace_of(x).eye(sizes[c], dtype=x.dtype)))
+        else:
+            seen.add(c)
+            renamed.append(c)
+    subscripts = ",".join([unique] + [s for s, _ in eyes]) + "->" + "".join(renamed)
+    return einsum(subscripts, g, *[e for _, e in eyes])
 
 
 einsum_p = primitive("einsum", lambda *ops, subscripts, optimize:
