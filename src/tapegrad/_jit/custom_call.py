@@ -29,9 +29,17 @@ def _impl(*args, call):
 
 
 def _abstract_eval(*avals, call):
-    """The output types of ``call.fun``, staged on ``avals`` (on NumPy: only the types are kept)."""
+    """The output types of ``call.fun``, staged on ``avals`` (on NumPy: only the types are kept), or
+    the ones :func:`stages_whole` found for the same ``avals`` (a call it accepted is typed next)."""
+    cached = getattr(call, "staged_types", None)
+    if cached is not None and cached[0] == avals:
+        return list(cached[1])
     from tapegrad._jit.staging import stage  # staging stages this primitive: imported at use
     program, _ = stage(call.fun, avals, [np] * len(avals))
+    return _output_types(program)
+
+
+def _output_types(program) -> list:
     return [x.aval if isinstance(x, Var) else ShapedArray((), type(x.value)) for x in program.outputs]
 
 
@@ -73,5 +81,6 @@ def stages_whole(call, args) -> bool:
     an outer transform and reads or writes no Parameter."""
     from tapegrad._jit.staging import abstractify, stage
     avals, backends = zip(*[abstractify(a) for a in args]) if args else ((), ())
-    _, builder = stage(call.fun, avals, backends)
+    program, builder = stage(call.fun, avals, backends)
+    call.staged_types = (tuple(avals), tuple(_output_types(program)))  # for _abstract_eval, next
     return not (builder.captured or builder.params or builder.writes)
