@@ -116,7 +116,7 @@ def _op_program(name, x, y):
     op = getattr(tnp, name, None) or getattr(_structural, name)  # add_any: the spine's, not tnp's
     if name == "where":
         return lambda x, y: -op(x > y, x, y)
-    if name in ("logical_and", "logical_or"):
+    if name in ("logical_and", "logical_or", "bitwise_and", "bitwise_or"):  # the bitwise ones: on bools only
         return lambda x, y: tnp.logical_not(op(x > 0, y > 0))
     if name == "logical_not":
         return lambda x, y: tnp.logical_not(op(x > y))

@@ -95,6 +95,11 @@ def logic(flag, count, b):
     return flag, count + tnp.where(flag, 1.0, 0.0) + tnp.astype(both, np.float64), both, b >= 0.25
 
 
+def operators(flag, b):  # Python's | and & on traced bools bind bitwise_or / bitwise_and
+    flag = (flag & (b < 0.8)) | (b > 0.95)
+    return flag, flag | (b < 0.1), (b > 0.2) & (b < 0.4)
+
+
 def casts(a, b):
     return tg.stop_gradient(a) * 0.5 + tnp.astype(b > 0.5, np.float64), tnp.astype(b, np.bool_)
 
@@ -105,6 +110,7 @@ EXACT = {
     "selects": (selects, [0.1], [uniform(-1, 1)], []),
     "roots": (roots, [2.0], [uniform(0.5, 3)], []),
     "logic": (logic, [np.bool_(True), 0.0], [uniform(0, 1)], []),
+    "operators": (operators, [np.bool_(True)], [uniform(0, 1)], []),
     "casts": (casts, [1.0], [np.concatenate([uniform(0, 1, 20), [0.0, -0.0]])], []),
 }
 

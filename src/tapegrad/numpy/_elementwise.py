@@ -329,6 +329,9 @@ logical_or_p, logical_or = _binary("logical_or", nondiff=True, fusion_ns=ARITHME
 logical_xor_p, logical_xor = _binary("logical_xor", nondiff=True)
 bitwise_and_p, bitwise_and = _binary("bitwise_and", nondiff=True)
 bitwise_or_p, bitwise_or = _binary("bitwise_or", nondiff=True)
+# jit fuses only float and bool operands, and on bools ``&`` and ``|`` are the logical operations
+def_fusion(bitwise_and_p, lambda f, x, y: x & y)
+def_fusion(bitwise_or_p, lambda f, x, y: x | y)
 bitwise_xor_p, bitwise_xor = _binary("bitwise_xor", nondiff=True)
 invert_p, invert = _unary("invert")
 
