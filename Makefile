@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint test-matrix test-device fuzz bench clean
+.PHONY: demo test docs lint test-matrix test-device fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: $(VENV)/.installed-examples
 # OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order
 test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
+
+# the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial and executable page run anew,
+# every warning an error; open docs/_build/html/index.html
+docs: $(VENV)/.installed-docs
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks examples
@@ -50,4 +55,4 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/plot.py benchmarks/results.json benchmarks/results.png
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache .hypothesis
+	rm -rf $(VENV) docs/_build demo_output .pytest_cache .hypothesis

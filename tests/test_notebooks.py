@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "docs" / "tutorials").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
