@@ -37,9 +37,22 @@ nb_execution_show_tb = True
 # the API reference: Google-style docstrings, signatures as written, members in the order of __all__
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+napoleon_use_ivar = True  # a class's "Attributes:" as fields: a property of the same name is then not described twice
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
 html_theme = "furo"
 html_title = f"tapegrad {release}"
+
+
+def _skip_foreign(app, what, name, obj, skip, options):
+    """Leave NumPy's own objects that ``tapegrad.numpy`` re-exports (dtypes, constants, ``mgrid``) out
+    of the reference: their NumPy docstrings describe NumPy, and the API page names them in a list."""
+    if what == "module" and not getattr(obj, "__module__", "tapegrad").startswith("tapegrad"):
+        return True
+    return skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign)
