@@ -528,7 +528,7 @@ class TestErrorsAtCallTime:
     def test_integer_parameter_in_weights(self):
         p = tg.Parameter(np.array([1, 2]), name="counts")
         gf = tg.grad(lambda x: (x * p).sum(), grad_position=None, weights=p)
-        with pytest.raises(TypeError, match=r"(?s)(?=.*counts)(?=.*int64)"):
+        with pytest.raises(TypeError, match=r"(?s)(?=.*counts)(?=.*int64)(?=.*out of weights)"):
             gf(f32([1.0, 2.0]))
 
     @pytest.mark.parametrize("fn", [
@@ -640,7 +640,8 @@ class TestVjp:
         assert _core.trace_stack() == ()
 
     def test_integer_primal_is_type_error(self):
-        with pytest.raises(TypeError, match=r"int64"):
+        # the remedy is vjp's own (vjp has no grad_position to leave the primal out of)
+        with pytest.raises(TypeError, match=r"(?s)(?=.*int64)(?=.*close over it)"):
             tg.vjp(lambda x: x * 2, np.array([1, 2]))
 
     def test_vjp_results_are_differentiable(self):

@@ -120,8 +120,11 @@ class _GradSpec:
 
 
 # ---- leaves ------------------------------------------------------------------------------------
-def _differentiable_leaf(leaf, where: str):
-    """A leaf at a differentiated position as a float or complex array; Python scalars become 0-d arrays."""
+def _differentiable_leaf(leaf, where: str, remedy: str = "leave it out of grad_position"):
+    """A leaf at a differentiated position as a float or complex array; Python scalars become 0-d arrays.
+
+    ``remedy`` ends the error for an integer or non-array leaf: the way out that the caller's API has.
+    """
     if isinstance(leaf, Boxed):
         leaf = leaf.unbox()
     if isinstance(leaf, (float, complex)):
@@ -129,11 +132,11 @@ def _differentiable_leaf(leaf, where: str):
     if isinstance(leaf, (bool, int)) or not hasattr(leaf, "dtype"):
         kind = type(leaf).__name__
         raise TypeError(f"{where} is a {kind}; gradients need floating-point arrays. Pass a float "
-                        "array (e.g. np.asarray(x, dtype=np.float32)) or leave it out of grad_position"
+                        f"array (e.g. np.asarray(x, dtype=np.float32)) or {remedy}"
                         f"{_tree.unregistered_container_hint(leaf)}")
     if np.dtype(leaf.dtype).kind not in "fc":
         raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating (or complex) dtype. "
-                        "Cast it (x.astype(np.float32)) or leave it out of grad_position")
+                        f"Cast it (x.astype(np.float32)) or {remedy}")
     return leaf
 
 
@@ -172,7 +175,7 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
         primals += [_differentiable_leaf(leaf, f"the input at grad_position {p}") for leaf in leaves]
         in_trees.append((p, treedef, len(leaves)))
     params = spec.weights.params if spec.weights else []
-    primals += [_differentiable_leaf(prm.value, f"Parameter {prm.name!r}") for prm in params]
+    primals += [_differentiable_leaf(prm.value, f"Parameter {prm.name!r}", "leave it out of weights") for prm in params]
     box = {}
 
     def flat_fun(*tracers):
@@ -352,7 +355,8 @@ class _FlatFun:
         self.leaves, self.in_trees = [], []
         for i, primal in enumerate(primals):
             leaves, treedef = _tree.tree_flatten(primal)
-            self.leaves += [_differentiable_leaf(leaf, f"primal {i}") for leaf in leaves]
+            self.leaves += [_differentiable_leaf(
+                leaf, f"primal {i}", "close over it in fn instead of passing it as a primal") for leaf in leaves]
             self.in_trees.append((treedef, len(leaves)))
         self.out_treedef = self.aux = None
 
