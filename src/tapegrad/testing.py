@@ -19,6 +19,8 @@ from tapegrad import _tree
 from tapegrad._api import jvp, vjp
 from tapegrad._backend import namespace_of
 
+__all__ = ["check_grads"]
+
 # eps and tolerances by the lowest float precision among the inputs
 _SETTINGS = {
     np.dtype(np.float16): dict(eps=3e-2, rtol=1e-1, atol=1e-1),

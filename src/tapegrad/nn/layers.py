@@ -16,6 +16,8 @@ from tapegrad.nn._args import as_int
 from tapegrad.nn._module import Module
 from tapegrad.nn._norm import embedding, padding_index
 
+__all__ = ["Dense", "Embedding", "Flatten", "ReLU", "Sequential", "Sigmoid", "Tanh"]
+
 _ACTIVATIONS = {
     "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "gelu": F.gelu, "silu": F.silu, "swish": F.silu,
     "elu": F.elu, "leaky_relu": F.leaky_relu, "softplus": F.softplus, "softmax": F.softmax,

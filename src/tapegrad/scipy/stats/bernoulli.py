@@ -12,6 +12,8 @@ import tapegrad.numpy as tnp
 from tapegrad.scipy.special import xlog1py, xlogy
 from tapegrad.scipy.stats._support import NEG_INF, constant, lattice, log_probability, promoted
 
+__all__ = ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf", "ppf"]
+
 
 @promoted
 def logpmf(k, p, loc=0):

@@ -16,6 +16,8 @@ from tapegrad.scipy.special import betainc, betaln, xlog1py, xlogy
 from tapegrad.scipy.stats._scipy_valued import betainccinv_p, betaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _z(x, loc, scale):
     z = standardize(x, loc, scale)

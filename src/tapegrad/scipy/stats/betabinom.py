@@ -12,6 +12,8 @@ from tapegrad.scipy.special import betaln
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, lattice, promoted
 
+__all__ = ["logpmf", "pmf", "ppf"]
+
 
 @promoted
 def logpmf(k, n, a, b, loc=0):

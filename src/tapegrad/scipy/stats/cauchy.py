@@ -12,6 +12,8 @@ import math
 import tapegrad.numpy as tnp
 from tapegrad.scipy.stats._support import LOG_PI, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, loc=0.0, scale=1.0):

@@ -18,6 +18,8 @@ import tapegrad.numpy as tnp
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._support import NEG_INF, guard
 
+__all__ = ["logpdf", "pdf"]
+
 
 def _components(x, alpha):
     """``x`` with its last component, and ``alpha`` shaped to broadcast along ``x``'s first axis."""

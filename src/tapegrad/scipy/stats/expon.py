@@ -10,6 +10,8 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.scipy.stats._support import NEG_INF, guard, log, log1mexp, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _z(x, loc, scale):
     z = standardize(x, loc, scale)

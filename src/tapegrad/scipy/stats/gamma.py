@@ -17,6 +17,8 @@ from tapegrad.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from tapegrad.scipy.stats._scipy_valued import gammainccinv_p, gammaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _z(x, loc, scale):
     z = standardize(x, loc, scale)

@@ -16,6 +16,8 @@ from tapegrad.scipy.special import gammaincc, gammaln
 from tapegrad.scipy.stats._scipy_valued import gammainccinv_p
 from tapegrad.scipy.stats._support import LOG_2, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf"]
+
 
 def _abs_power(z, beta):
     """``|z|**beta``, 0 at ``z = 0`` with finite derivatives in ``beta`` there."""

@@ -15,6 +15,8 @@ from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import xlog1py
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log1mexp, promoted
 
+__all__ = ["logpmf", "pmf", "logsf", "sf", "cdf", "logcdf", "ppf"]
+
 
 @promoted
 def logpmf(k, p, loc=0):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from tapegrad.scipy.stats import gumbel_r
 from tapegrad.scipy.stats._support import promoted
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, loc=0.0, scale=1.0):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.scipy.stats._support import LOG_2, guard, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, loc=0.0, scale=1.0):

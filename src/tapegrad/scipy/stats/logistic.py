@@ -9,6 +9,8 @@ from __future__ import annotations
 from tapegrad.scipy.special import expit, log_expit, logit
 from tapegrad.scipy.stats._support import log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, loc=0.0, scale=1.0):

@@ -15,6 +15,8 @@ import tapegrad.numpy as tnp
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._support import NEG_INF, guard, is_integer
 
+__all__ = ["logpmf", "pmf"]
+
 
 def logpmf(x, n, p):
     """``gammaln(n + 1) + sum(x log(p) - gammaln(x + 1))`` over the last axis.

@@ -32,6 +32,8 @@ from tapegrad.scipy.linalg import solve_triangular
 from tapegrad.scipy.special import ndtr, ndtri
 from tapegrad.scipy.stats import _singular, norm
 
+__all__ = ["logpdf", "pdf", "entropy", "cdf", "logcdf"]
+
 _LOG_2PI = math.log(2.0 * math.pi)
 
 

@@ -15,6 +15,8 @@ from tapegrad.scipy.special import betainc, gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
+__all__ = ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf", "ppf"]
+
 
 @promoted
 def logpmf(k, n, p, loc=0):

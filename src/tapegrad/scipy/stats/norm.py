@@ -13,6 +13,8 @@ import math
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.scipy.special import log_ndtr, ndtr, ndtri
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 

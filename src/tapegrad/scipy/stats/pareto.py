@@ -9,6 +9,8 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.scipy.stats._support import NEG_INF, guard, log, log1mexp, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "logsf", "sf", "cdf", "logcdf", "ppf", "isf"]
+
 
 def _log_z(x, loc, scale):
     z = standardize(x, loc, scale)

@@ -17,6 +17,8 @@ from tapegrad.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
+__all__ = ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf", "entropy", "ppf"]
+
 
 @promoted
 def logpmf(k, mu, loc=0):

@@ -15,6 +15,8 @@ from tapegrad.scipy.special import gammaln
 from tapegrad.scipy.stats._scipy_valued import stdtr_p, stdtrit_p
 from tapegrad.scipy.stats._support import LOG_PI, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, df, loc=0.0, scale=1.0):

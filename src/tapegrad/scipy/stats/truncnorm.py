@@ -15,6 +15,8 @@ from tapegrad.scipy.special import log_ndtr, ndtr, ndtri
 from tapegrad.scipy.stats import norm
 from tapegrad.scipy.stats._support import LOG_2, NEG_INF, constant, guard, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "logcdf", "logsf", "cdf", "sf", "ppf", "isf"]
+
 
 def _log_diff(log_p, log_q):
     """``log(p - q)`` from ``log p > log q``."""

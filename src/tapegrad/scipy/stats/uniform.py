@@ -11,6 +11,8 @@ from __future__ import annotations
 import tapegrad.numpy as tnp
 from tapegrad.scipy.stats._support import NEG_INF, constant, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _inside(x, loc, scale):
     z = standardize(x, loc, scale)

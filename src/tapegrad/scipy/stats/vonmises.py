@@ -24,6 +24,8 @@ from tapegrad.scipy.special import i0e
 from tapegrad.scipy.special._impl import float_dtype
 from tapegrad.scipy.stats._support import LOG_2PI, host_only, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "sf"]
+
 
 @promoted
 def logpdf(x, kappa, loc=0.0, scale=1.0):

@@ -22,6 +22,8 @@ from tapegrad.scipy.stats._support import (
     standardize,
 )
 
+__all__ = ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, c, loc=0.0, scale=1.0):
