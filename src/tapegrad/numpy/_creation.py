@@ -59,10 +59,16 @@ def asarray(a, dtype=None):
 
 
 def zeros(shape, dtype=float):
+    """An array of zeros of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.zeros``; a constant, never traced.
+    """
     return default_namespace().zeros(shape, dtype)
 
 
 def ones(shape, dtype=float):
+    """An array of ones of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.ones``; a constant, never traced.
+    """
     return default_namespace().ones(shape, dtype)
 
 
@@ -81,18 +87,30 @@ def _shape_tuple(shape) -> tuple:
 
 
 def empty(shape, dtype=float):
+    """An uninitialised array of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.empty``; a constant, never traced.
+    """
     return default_namespace().empty(shape, dtype)
 
 
 def eye(N, M=None, k=0, dtype=float):
+    """The ``N x M`` (``M`` defaults to ``N``) array with ones on diagonal ``k`` and zeros elsewhere, as
+    ``numpy.eye``, on the default backend; a constant, never traced.
+    """
     return default_namespace().eye(N, M, k, dtype=dtype)
 
 
 def identity(n, dtype=float):
+    """The ``n x n`` identity matrix in ``dtype`` (default float64), as ``numpy.identity``, on the
+    default backend; a constant, never traced.
+    """
     return default_namespace().identity(n, dtype=dtype)
 
 
 def arange(*args, **kwargs):
+    """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (the same arguments), on the
+    default backend; a constant, never traced.
+    """
     return default_namespace().arange(*args, **kwargs)
 
 
@@ -121,5 +139,8 @@ def full_like(a, fill_value, dtype=None, shape=None):
 
 
 def empty_like(a, dtype=None, shape=None):
+    """An uninitialised array with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if
+    given), as ``numpy.empty_like``; a constant, never traced (also for a traced ``a``).
+    """
     xp, shape, dtype = _like_args(a, dtype, shape)
     return xp.empty(shape, dtype)

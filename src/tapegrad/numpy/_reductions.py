@@ -228,20 +228,32 @@ def _single_axis(axis, a):
 
 
 def argmax(a, axis=None, keepdims=False):
+    """Index of the largest element along ``axis`` (None: of the flattened array), as ``numpy.argmax``:
+    an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
+    """
     a = as_operand(a)
     return bind(argmax_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
 
 
 def argmin(a, axis=None, keepdims=False):
+    """Index of the smallest element along ``axis`` (None: of the flattened array), as ``numpy.argmin``:
+    an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
+    """
     a = as_operand(a)
     return bind(argmin_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
 
 
 def all(a, axis=None, keepdims=False):
+    """Whether every element along ``axis`` (None: all) is true, as ``numpy.all``: a bool array;
+    not differentiable.
+    """
     return _reduce(all_p, a, axis, keepdims)
 
 
 def any(a, axis=None, keepdims=False):
+    """Whether any element along ``axis`` (None: all) is true, as ``numpy.any``: a bool array;
+    not differentiable.
+    """
     return _reduce(any_p, a, axis, keepdims)
 
 

@@ -24,10 +24,14 @@ def shape(a) -> tuple:
 
 
 def ndim(a) -> int:
+    """The number of axes of ``a`` (also of a traced value), a Python int, as ``numpy.ndim``."""
     return len(shape_of(a))
 
 
 def size(a, axis=None) -> int:
+    """The number of elements of ``a``, or its length along ``axis`` (also of a traced value), a
+    Python int, as ``numpy.size``.
+    """
     dims = shape_of(a)
     if axis is not None:
         return dims[axis]
@@ -51,6 +55,7 @@ def reshape(a, shape, order="C"):
 
 
 def ravel(a):
+    """``a`` flattened to 1-D in C order, as ``numpy.ravel``; differentiable (a reshape)."""
     a = as_operand(a)
     return reshape(a, (-1,))
 
@@ -61,6 +66,9 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    """``a`` with axes ``axis1`` and ``axis2`` interchanged, as ``numpy.swapaxes``; differentiable (a
+    transpose).
+    """
     a = as_operand(a)
     ndim = len(shape_of(a))
     perm = list(range(ndim))
@@ -79,6 +87,9 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
+    """``a`` without its unit axes (those of ``axis`` only, if given), as ``numpy.squeeze``;
+    differentiable (a reshape). An ``axis`` of length other than 1 is a ``ValueError``.
+    """
     a = as_operand(a)
     shape = shape_of(a)
     if axis is None:
@@ -97,6 +108,9 @@ def broadcast_to(array, shape):
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape, as ``numpy.broadcast_arrays``; returns a list
+    (NumPy 2 returns a tuple); each entry differentiable in its argument.
+    """
     args = [as_operand(a) for a in args]
     shape = np.broadcast_shapes(*(shape_of(a) for a in args))
     return [broadcast_to(a, shape) for a in args]
