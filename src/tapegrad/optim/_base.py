@@ -102,8 +102,7 @@ class Optimizer(Stateful):
             (PyTorch's ``param_group["initial_lr"]``); None before any.
         params: the ``ParameterTuple`` that ``step`` updates (None in the functional style).
         state_params: the state as the subclass's state NamedTuple of Parameters (``requires_grad=False``),
-            which ``step`` assigns (None in the functional style).
-        state: the same NamedTuple with the Parameters' current arrays; assignable.
+            which ``step`` assigns (None in the functional style); :attr:`state` reads their arrays.
 
     Raises:
         TypeError: ``params`` holds something that is not a Parameter.
