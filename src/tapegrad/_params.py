@@ -100,6 +100,13 @@ class Parameter(Boxed):
 
     It behaves as its value in expressions (operators, ``tnp`` and ``np`` functions); outside
     transforms ``np.asarray(p)`` is the array. Parameters hash and compare by identity in dicts.
+    ``p.value`` reads the current value (inside a transform that substitutes ``p``, its traced
+    value); ``p.assign(v)`` replaces it, keeping shape and dtype. In-place operators (``p += v``)
+    raise ``TypeError``: write ``p.assign(p.value + v)``.
+
+    Raises:
+        TypeError: ``name`` is not a str or None; ``value`` is a traced value (return the new value
+            from the transformed function and assign it outside).
     """
 
     __slots__ = ("_data", "_name", "_auto_named", "_name_owner", "requires_grad", "__weakref__")
@@ -233,6 +240,12 @@ class Parameter(Boxed):
 class ParameterTuple(tuple):
     """An ordered tuple of Parameters (MindSpore's ``ParameterTuple``): ``weights=`` gives a tuple of
     gradients in this order.
+
+    ``in``, ``index`` and ``count`` compare by identity (``==`` on Parameters is elementwise, as on
+    arrays). ``nn.Module.trainable_params()`` returns one.
+
+    Args:
+        params: an iterable of Parameters (a list, a tuple, a generator); empty by default.
 
     Raises:
         TypeError: an element is not a Parameter.
