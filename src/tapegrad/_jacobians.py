@@ -204,11 +204,11 @@ def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
 
     Returns:
         A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
-        ``has_aux``. The Jacobian has the output's pytree structure, each output leaf ``o`` replaced by its blocks:
-        for an int ``grad_position`` a pytree shaped like that input, for a tuple a tuple of such
-        pytrees, one per position; the block for output leaf ``o`` and input leaf ``x`` has shape
-        ``o.shape + x.shape`` (JAX's layout; a scalar output and one array input give
-        ``x.shape``) and the dtype of ``x``'s gradient.
+        ``has_aux``. The Jacobian has the output's pytree structure, each output leaf ``o``
+        replaced by its blocks: for an int ``grad_position`` a pytree shaped like that input, for a
+        tuple a tuple of such pytrees, one per position. The block for output leaf ``o`` and input
+        leaf ``x`` has shape ``o.shape + x.shape`` (JAX's layout; a scalar output and one array
+        input give ``x.shape``) and the dtype of ``x``'s gradient.
 
     Raises:
         ValueError: ``grad_position`` None, negative, repeated or an empty tuple; ``chunk_size`` not a
@@ -265,11 +265,10 @@ def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
 
     Returns:
         A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
-        ``has_aux``; the same structure, shapes and values as :func:`jacrev`'s. The Jacobian has the output's pytree structure, each output leaf ``o`` replaced by its blocks:
-        for an int ``grad_position`` a pytree shaped like that input, for a tuple a tuple of such
-        pytrees, one per position; the block for output leaf ``o`` and input leaf ``x`` has shape
-        ``o.shape + x.shape`` (JAX's layout; a scalar output and one array input give
-        ``x.shape``) and the dtype of ``x``'s gradient.
+        ``has_aux``; the structure, shapes and values of :func:`jacrev`'s: the output's pytree
+        structure, each output leaf ``o`` replaced by its blocks (for an int ``grad_position`` a
+        pytree shaped like that input, for a tuple a tuple of such pytrees), the block for output
+        leaf ``o`` and input leaf ``x`` of shape ``o.shape + x.shape``.
 
     Raises:
         ValueError: as :func:`jacrev`.
