@@ -118,7 +118,8 @@ deflinear(astype_p)
 
 
 def astype(x, dtype):
-    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient.
+    """``x`` converted to ``dtype``, as ``numpy.astype`` (``x.astype(dtype)``). Converting to an
+    integer or boolean dtype stops the gradient.
 
     Complex to real keeps the real part (as NumPy, without its warning), so its derivative is the
     real part of the tangent, and a real-to-complex cast gets the real part of the cotangent.

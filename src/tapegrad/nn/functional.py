@@ -132,7 +132,9 @@ def silu(x):
 
 
 def tanh(x):
-    """Hyperbolic tangent, elementwise."""
+    """Hyperbolic tangent, elementwise (``torch.nn.functional.tanh``, ``numpy.tanh``); same shape and
+    dtype as ``x``.
+    """
     return tnp.tanh(x)
 
 
@@ -145,12 +147,17 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 
 def log_softmax(x, axis: int = -1):
-    """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape as ``x``."""
+    """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape and dtype
+    as ``x`` (``jax.nn.log_softmax``; PyTorch's ``torch.nn.functional.log_softmax`` with ``dim``).
+    """
     return special.log_softmax(x, axis=axis)
 
 
 def softmax(x, axis: int = -1):
-    """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))`` (no overflow)."""
+    """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))`` (no overflow); same
+    shape and dtype as ``x`` (``jax.nn.softmax``; PyTorch's ``torch.nn.functional.softmax`` with
+    ``dim``).
+    """
     return tnp.exp(log_softmax(x, axis))
 
 

@@ -54,7 +54,7 @@ def as_operand(a):
 
 
 def asarray(a, dtype=None):
-    """As :func:`array`, without copying an array that already has ``dtype``."""
+    """As :func:`array` (``numpy.asarray``), without copying an array that already has ``dtype``."""
     return array(a, dtype=dtype, copy=None)
 
 
@@ -123,17 +123,23 @@ def _like_args(a, dtype, shape):
 
 
 def zeros_like(a, dtype=None, shape=None):
-    """Zeros with ``a``'s shape, dtype and backend; a constant, never traced (also for a tracer ``a``)."""
+    """Zeros with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.zeros_like``; a constant, never traced (also for a tracer ``a``).
+    """
     return _backend.zeros_like(_unboxed(a), shape, dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
-    """Ones with ``a``'s shape, dtype and backend; a constant, never traced."""
+    """Ones with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.ones_like``; a constant, never traced.
+    """
     return _backend.ones_like(_unboxed(a), shape, dtype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    """``fill_value`` with ``a``'s shape, dtype and backend; a constant, never traced."""
+    """``fill_value`` with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.full_like``; a constant, never traced.
+    """
     xp, shape, dtype = _like_args(a, dtype, shape)
     return xp.full(shape, fill_value, dtype)
 

@@ -42,7 +42,9 @@ def size(a, axis=None) -> int:
 
 
 def result_type(*arrays_and_dtypes):
-    """NumPy's ``result_type``, with traced values standing for their dtype."""
+    """The dtype NumPy's promotion gives the arguments, as ``numpy.result_type``, with traced values
+    standing for their dtype.
+    """
     return np.result_type(*[a.dtype if isinstance(a, (Tracer, Boxed)) else a for a in arrays_and_dtypes])
 
 
@@ -189,7 +191,9 @@ def tile(A, reps):
 
 
 def flip(m, axis=None):
-    """Reverse the order of elements along ``axis`` (None: all axes)."""
+    """Reverse the order of elements along ``axis`` (None: all axes), as ``numpy.flip``; differentiable
+    (a strided view).
+    """
     m = as_operand(m)
     ndim = len(shape_of(m))
     axes = range(ndim) if axis is None else normalize_axis(axis, ndim)

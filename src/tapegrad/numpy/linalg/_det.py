@@ -49,7 +49,14 @@ def det(a):
 
 # ---- slogdet -------------------------------------------------------------------------------------
 class SlogdetResult(NamedTuple):
-    """``slogdet``'s result, named as NumPy 2 names it."""
+    """``slogdet``'s result, a NamedTuple ``(sign, logabsdet)`` named as ``numpy.linalg.slogdet``'s
+    result is in NumPy 2: ``det = sign * exp(logabsdet)``.
+
+    Args:
+        sign: the sign of the determinant (a unit-modulus complex number for complex input; 0 for a
+            singular matrix).
+        logabsdet: ``log(abs(det))`` (``-inf`` for a singular matrix), real.
+    """
 
     sign: Any
     logabsdet: Any

@@ -45,7 +45,13 @@ from tapegrad.numpy.linalg._solve import solve
 
 
 class EigResult(NamedTuple):
-    """``eig``'s result, named as NumPy 2 names it."""
+    """``eig``'s result, a NamedTuple ``(eigenvalues, eigenvectors)`` named as ``numpy.linalg.eig``'s
+    result is in NumPy 2.
+
+    Args:
+        eigenvalues: ``(..., n)``, complex.
+        eigenvectors: ``(..., n, n)``, complex; column ``i`` belongs to ``eigenvalues[..., i]``.
+    """
 
     eigenvalues: Any
     eigenvectors: Any

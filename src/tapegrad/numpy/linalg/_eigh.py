@@ -48,7 +48,14 @@ from tapegrad.numpy.linalg._common import (
 
 
 class EighResult(NamedTuple):
-    """``eigh``'s result, named as NumPy 2 names it."""
+    """``eigh``'s result, a NamedTuple ``(eigenvalues, eigenvectors)`` named as ``numpy.linalg.eigh``'s
+    result is in NumPy 2.
+
+    Args:
+        eigenvalues: ``(..., n)``, real, in ascending order.
+        eigenvectors: ``(..., n, n)``, orthonormal columns; column ``i`` belongs to
+            ``eigenvalues[..., i]``.
+    """
 
     eigenvalues: Any
     eigenvectors: Any

@@ -34,13 +34,14 @@ entr_p = unary("entr", lambda x, ans: -(1.0 + ew.log(x)))
 
 
 def expit(x):
-    """The logistic sigmoid ``1 / (1 + exp(-x))``, computed as ``exp(-logaddexp(0, -x))`` so that it
-    keeps full relative precision in both tails. Derivative ``expit(x) * (1 - expit(x))``."""
+    """The logistic sigmoid ``1 / (1 + exp(-x))``, as ``scipy.special.expit``, computed as
+    ``exp(-logaddexp(0, -x))`` so that it keeps full relative precision in both tails. Derivative
+    ``expit(x) * (1 - expit(x))``."""
     return bind(expit_p, x)
 
 
 def logit(x):
-    """``log(x / (1 - x))``, the inverse of :func:`expit`."""
+    """``log(x / (1 - x))``, the inverse of :func:`expit`, as ``scipy.special.logit``."""
     return ew.log(x) - ew.log1p(-x)
 
 

@@ -49,7 +49,8 @@ defbatch(mode_p, _batch)
 
 
 def mode(a, axis=0, nan_policy="propagate", keepdims=False):
-    """The most frequent value of ``a`` along ``axis`` (the smallest one among ties), and its count.
+    """The most frequent value of ``a`` along ``axis`` (the smallest one among ties), and its count,
+    as ``scipy.stats.mode``.
 
     Args:
         a: the data.
