@@ -161,7 +161,7 @@ def batch_axis_map(axis, d: int) -> int:
         d: the batch axis of the batched array.
 
     Returns:
-        ``axis + 1`` if ``axis >= d``, else ``axis``: the batch axis shifts the axes at and after it.
+        ``axis + 1`` if ``axis >= d``, else ``axis`` (the batch axis shifts the axes at and after it).
     """
     return axis + (axis >= d)
 

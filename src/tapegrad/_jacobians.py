@@ -359,7 +359,7 @@ def hvp(fn, primals, tangents, has_aux=False):
         has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
 
     Returns:
-        ``(out, hvp_out)`` or ``(out, hvp_out, aux)`` (torch.func's order): ``out`` is ``fn(*primals)``,
+        ``(out, hvp_out)`` or ``(out, hvp_out, aux)`` (torch.func's order); ``out`` is ``fn(*primals)``,
         ``hvp_out`` a tuple with one entry per primal, shaped like it: the second derivatives of ``out``
         contracted with the tangents, ``sum_j H[i, j] @ tangents[j]``. The gradient itself is not
         returned (``jax.jvp(jax.grad(f), ...)`` gives it first; ``value_and_grad`` has it).

@@ -236,7 +236,7 @@ def aval_of(x) -> ShapedArray:
         x: an array, a tracer or a Python scalar.
 
     Returns:
-        A :class:`ShapedArray`: ``(x.shape, x.dtype)``, or ``((), type(x))`` for a Python ``bool``,
+        A :class:`ShapedArray` ``(x.shape, x.dtype)``, or ``((), type(x))`` for a Python ``bool``,
         ``int``, ``float`` or ``complex``.
     """
     if isinstance(x, (bool, int, float, complex)):
@@ -406,7 +406,7 @@ def reduction_abstract_eval(dtype_of):
             :func:`summed_dtype` for ``sum``.
 
     Returns:
-        ``rule(aval, *, axis, keepdims) -> ShapedArray``: the reduced shape (None reduces every axis;
+        ``rule(aval, *, axis, keepdims) -> ShapedArray``, the reduced shape (None reduces every axis;
         an int axis, ``argmax``'s, counts as a 1-tuple; an axis out of range declines, None).
     """
     def rule(aval, *, axis, keepdims):

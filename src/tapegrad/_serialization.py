@@ -217,7 +217,7 @@ def load(path):
         path: the file (str or ``os.PathLike``), one :func:`save` wrote or any safetensors file.
 
     Returns:
-        For a file :func:`save` wrote: the saved pytree, same structure, each leaf a NumPy array (a
+        For a file :func:`save` wrote, the saved pytree, same structure, each leaf a NumPy array (a
         scalar comes back as a 0-d array, a Parameter as its array); a dict's keys come back in sorted
         order (optree's), which ``==`` on dicts does not see. For a file without tapegrad's
         metadata (written by PyTorch's or Hugging Face's ``safetensors``): a flat ``dict`` of tensor

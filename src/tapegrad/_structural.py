@@ -298,7 +298,7 @@ def unbroadcast(ct, x):
         x: the operand (an array or tracer; its ``shape`` and ``dtype`` are read).
 
     Returns:
-        The cotangent of ``x``: ``x``'s shape and dtype.
+        The cotangent of ``x``, ``x``'s shape and dtype.
     """
     shape, ct_shape = x.shape, ct.shape
     if ct_shape != shape:

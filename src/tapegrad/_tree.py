@@ -23,7 +23,7 @@ def tree_flatten(tree, none_is_leaf: bool = False):
             entries mean "ones").
 
     Returns:
-        ``(leaves, treedef)``: a list of the leaves and an ``optree.PyTreeSpec``, which
+        ``(leaves, treedef)``, a list of the leaves and an ``optree.PyTreeSpec``, which
         :func:`tree_unflatten` turns back into a pytree.
     """
     return optree.tree_flatten(tree, none_is_leaf=none_is_leaf, namespace=NAMESPACE)
@@ -53,7 +53,7 @@ def tree_leaves(tree):
         tree: a pytree.
 
     Returns:
-        A list of the leaves: ``tree_flatten(tree)[0]``.
+        A list of the leaves (``tree_flatten(tree)[0]``).
     """
     return optree.tree_leaves(tree, namespace=NAMESPACE)
 
@@ -86,7 +86,7 @@ def tree_structure(tree):
         tree: a pytree.
 
     Returns:
-        An ``optree.PyTreeSpec``: ``tree_flatten(tree)[1]``.
+        An ``optree.PyTreeSpec`` (``tree_flatten(tree)[1]``).
     """
     return optree.tree_structure(tree, namespace=NAMESPACE)
 

@@ -51,7 +51,7 @@ def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=N
         ValueError: an unknown mode.
 
     Returns:
-        None: the check passed for every route.
+        None; the check passed for every route.
     """
     if not isinstance(args, tuple):
         args = (args,)

@@ -359,7 +359,7 @@ def make_program(fn, static_argnums=()):
             traced; they appear in the program as literals (``power a 3``).
 
     Returns:
-        A function of ``fn``'s arguments returning a ``Program``: its inputs (one variable per array
+        A function of ``fn``'s arguments returning a ``Program`` that lists its inputs (one variable per array
         leaf, with shape and dtype), its equations (one primitive each) and its outputs.
         ``str(program)`` prints them (``{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b) }``);
         ``program.typecheck()`` checks every equation against its primitive's abstract evaluation.

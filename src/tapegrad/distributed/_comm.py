@@ -103,7 +103,7 @@ def size() -> int:
     ``hvd.size()``).
 
     Returns:
-        An int ``>= 1``: what ``mpiexec -n`` was given, 1 without ``mpiexec``.
+        An int ``>= 1`` (what ``mpiexec -n`` was given; 1 without ``mpiexec``).
 
     Raises:
         ImportError: mpi4py is not installed.

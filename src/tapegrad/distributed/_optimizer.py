@@ -24,7 +24,7 @@ def broadcast_parameters(obj, root: int = 0, comm=None) -> None:
         comm: a :class:`Communicator` or mpi4py communicator; None is the job's.
 
     Returns:
-        None: on every rank, ``obj``'s Parameters hold ``root``'s values (assigned in place).
+        None; on every rank, ``obj``'s Parameters hold ``root``'s values (assigned in place).
 
     Raises:
         TypeError: ``obj`` is none of those.

@@ -426,7 +426,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
             or None.
 
     Returns:
-        The loss: a 0-d array for ``"mean"``/``"sum"``, input's shape for ``"none"``.
+        The loss, a 0-d array for ``"mean"``/``"sum"``, input's shape for ``"none"``.
 
     Raises:
         ValueError: input and target shapes differ (as PyTorch), an unknown ``reduction``.

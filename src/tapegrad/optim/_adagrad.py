@@ -79,7 +79,7 @@ class Adagrad(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`AdagradState` (its ``step`` one higher; each array keeps its dtype).
 
         Raises:

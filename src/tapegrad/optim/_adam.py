@@ -92,7 +92,7 @@ class Adam(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`AdamState` (its ``step`` one higher; each array keeps its dtype).
 
         Raises:

@@ -198,7 +198,7 @@ class LossScaler(Stateful):
                 (the tuple ``grad(..., weights=optimizer.params)`` returns).
 
         Returns:
-            Whether the step was taken: a 0-d bool array (``bool(stepped)`` eagerly; traced under
+            Whether the step was taken, a 0-d bool array (``bool(stepped)`` eagerly; traced under
             ``jit``, where it can be returned from the jitted function).
 
         Raises:

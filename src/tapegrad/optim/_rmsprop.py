@@ -82,7 +82,7 @@ class RMSprop(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`RMSpropState` (each array keeps its dtype).
 
         Raises:

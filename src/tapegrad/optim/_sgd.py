@@ -74,7 +74,7 @@ class SGD(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`SGDState` (each buffer keeps its dtype).
 
         Raises:

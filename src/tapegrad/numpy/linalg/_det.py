@@ -99,7 +99,7 @@ def slogdet(a):
         a: ``(..., n, n)``, real or complex.
 
     Returns:
-        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``: ``sign`` with ``a``'s dtype (for
+        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``; ``sign`` with ``a``'s dtype (for
         complex ``a`` a complex number of modulus 1, else +-1 with derivative zero), ``logabsdet``
         with its real counterpart.
 

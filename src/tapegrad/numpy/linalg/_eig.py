@@ -108,7 +108,7 @@ def eig(a):
         a: real or complex ``(..., n, n)`` (integers are promoted to float64).
 
     Returns:
-        ``EigResult(eigenvalues, eigenvectors)``: ``(..., n)`` and ``(..., n, n)`` (eigenvectors in the
+        ``EigResult(eigenvalues, eigenvectors)`` of shapes ``(..., n)`` and ``(..., n, n)`` (eigenvectors in the
         columns, each of unit Euclidean norm), always complex (complex64 for float32/complex64 input,
         else complex128), as in JAX; NumPy returns real arrays when every eigenvalue is real. The
         order is LAPACK's (``geev``), as NumPy's.

@@ -104,7 +104,7 @@ def eigh(a, UPLO="L", *, symmetrize_input=True):
             also for a non-symmetric ``a`` and gradients live on that triangle.
 
     Returns:
-        ``EighResult(eigenvalues, eigenvectors)``: ``(..., n)`` real eigenvalues (``a``'s real
+        ``EighResult(eigenvalues, eigenvectors)`` with ``(..., n)`` real eigenvalues (``a``'s real
         dtype) and ``(..., n, n)`` eigenvectors in the columns (``a``'s dtype).
 
     Derivatives need distinct eigenvalues for the eigenvectors (see the module notes); each
