@@ -189,7 +189,17 @@ class custom_vjp:
             functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd, bwd):
-        """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(*nondiff, residuals, g) -> cts``."""
+        """Set the rule (JAX's ``custom_vjp.defvjp``).
+
+        Args:
+            fwd: ``fwd(*args) -> (out, residuals)``: the primal output and what ``bwd`` needs (any
+                pytree), with the same arguments as the function.
+            bwd: ``bwd(*nondiff_args, residuals, g) -> cts``: ``g`` has the output's structure; ``cts``
+                is a tuple with one cotangent per differentiable argument, each shaped like it (None: zero).
+
+        Returns:
+            The ``custom_vjp`` object itself.
+        """
         self.fwd, self.bwd = fwd, bwd
         return self
 
@@ -276,8 +286,17 @@ class custom_jvp:
             functools.update_wrapper(self, fun)
 
     def defjvp(self, jvp_rule):
-        """Set the rule ``jvp_rule(*nondiff_args, primals, tangents) -> (out, tangent_out)``; returns
-        it, so ``@f.defjvp`` works as a decorator."""
+        """Set the rule (JAX's ``custom_jvp.defjvp``).
+
+        Args:
+            jvp_rule: ``jvp_rule(*nondiff_args, primals, tangents) -> (out, tangent_out)``: ``primals``
+                and ``tangents`` are tuples with one entry per differentiable argument (zero tangents as
+                zero arrays); ``tangent_out`` has the output's structure and shapes, and is linear in
+                ``tangents``.
+
+        Returns:
+            ``jvp_rule`` itself, so that ``@f.defjvp`` works as a decorator.
+        """
         self.jvp_rule = jvp_rule
         return jvp_rule
 

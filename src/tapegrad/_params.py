@@ -170,11 +170,22 @@ class Parameter(Boxed):
         return self.value
 
     def assign(self, value) -> Parameter:
-        """Replace the stored array (same shape and dtype); returns the Parameter.
+        """Replace the stored array, keeping shape and dtype (MindSpore's ``Parameter.set_data``).
+
+        Inside ``jit`` a value computed by the jitted function is allowed: it becomes an output of the
+        program, written back at each call (``optimizer.step`` under ``jit`` works this way).
+
+        Args:
+            value: an array (or scalar, list) of the Parameter's shape and dtype; it is stored as given
+                (no copy), on its own backend.
+
+        Returns:
+            The Parameter itself.
 
         Raises:
-            ValueError: ``value`` has another shape or dtype (make a new Parameter instead).
-            TypeError: ``value`` is a traced value.
+            ValueError: ``value`` has another shape or dtype (cast it, or make a new Parameter).
+            TypeError: ``value`` is a traced value of ``grad``/``vjp``/``vmap`` (return it from the
+                transformed function and assign it outside).
         """
         builder = _staging_builder()
         # inside jit, a staged value: the new value becomes an output that the call writes back

@@ -65,8 +65,19 @@ class DistributedOptimizer:
         self.optimizer, self.comm, self.op = optimizer, resolve(comm), op
 
     def step(self, grads) -> None:
-        """Average ``grads`` (one per Parameter, as ``grad(..., weights=opt.params)`` returns them) over the
-        ranks, then ``optimizer.step`` them."""
+        """Average (or, with ``op="sum"``, sum) ``grads`` over the ranks with one ``MPI_Allreduce`` per
+        dtype, then ``optimizer.step`` them. Runs outside ``jit``, on every rank.
+
+        Args:
+            grads: one gradient per Parameter, as ``grad(..., weights=opt.params)`` returns them.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: as ``optimizer.step``.
+            ValueError: as ``optimizer.step``.
+        """
         self.optimizer.step(allreduce(tuple(grads) if isinstance(grads, list) else grads, self.op, self.comm))
 
     def __call__(self, grads) -> None:

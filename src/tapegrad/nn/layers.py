@@ -172,7 +172,17 @@ class Sequential(Module):
         return x
 
     def append(self, layer) -> Sequential:
-        """Add ``layer`` at the end; returns ``self``."""
+        """Add ``layer`` at the end (PyTorch's ``nn.Sequential.append``).
+
+        Args:
+            layer: a Module or a callable.
+
+        Returns:
+            The Sequential itself.
+
+        Raises:
+            TypeError: ``layer`` is not callable.
+        """
         if not callable(layer):
             raise TypeError(f"Sequential.append: a {type(layer).__name__} is not callable")
         self.layers.append(layer)
