@@ -111,7 +111,8 @@ def gelu(x, approximate: str = "none"):
 
 
 def sigmoid(x):
-    """The logistic function ``1 / (1 + exp(-x))``, accurate in both tails (``scipy.special.expit``)."""
+    """The logistic function ``1 / (1 + exp(-x))``, accurate in both tails (``torch.nn.functional.sigmoid``,
+    computed as ``scipy.special.expit``)."""
     return special.expit(x)
 
 

@@ -62,7 +62,8 @@ def _max_shift(a, axis):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False):
-    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability.
+    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability, as
+    ``scipy.special.logsumexp`` (without its ``return_sign``).
 
     The shift goes through ``stop_gradient``: the result does not depend on it, so its gradient is
     exactly ``softmax(a)`` (times ``b``). An empty reduction gives ``-inf``, as SciPy's.
