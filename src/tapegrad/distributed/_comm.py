@@ -27,6 +27,9 @@ class Communicator:
         comm: the mpi4py communicator.
         rank: this process's index, ``0 <= rank < size``.
         size: the number of processes.
+
+    Raises:
+        ImportError: mpi4py is not installed (``pip install 'tapegrad[distributed]'``).
     """
 
     def __init__(self, comm=None):
