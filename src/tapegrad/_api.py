@@ -251,7 +251,7 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
             ``(param.name, g)``; :func:`get_grad` picks one out.
 
     Returns:
-        A function of ``fn``'s arguments returning, by ``grad_position`` / ``weights``,
+        A function of ``fn``'s arguments whose result, by ``grad_position`` / ``weights``, is
 
         - int ``i`` / None: the gradient of input ``i``, a pytree shaped like it;
         - tuple ``(i, j, ...)`` / None: a tuple of those, in that order (a 1-tuple stays a 1-tuple);
@@ -307,7 +307,7 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
             ``(param.name, g)``, as in :func:`grad`.
 
     Returns:
-        A function of ``fn``'s arguments returning a pair,
+        A function of ``fn``'s arguments that returns a pair
 
         - ``has_aux=False``: ``(value, gradients)``, ``value`` being ``fn``'s output (its pytree, as
           ``fn`` returned it, leaves in their dtypes);
