@@ -254,7 +254,7 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
             ``(param.name, g)``; :func:`get_grad` picks one out.
 
     Returns:
-        A function of ``fn``'s arguments returning, by ``grad_position`` / ``weights``:
+        A function of ``fn``'s arguments whose result, by ``grad_position`` / ``weights``, is
 
         - int ``i`` / None: the gradient of input ``i``, a pytree shaped like it;
         - tuple ``(i, j, ...)`` / None: a tuple of those, in that order (a 1-tuple stays a 1-tuple);
@@ -294,14 +294,48 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
 
 
 def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **kwargs):
-    """``fn``'s value and its gradient (arguments as :func:`grad`).
+    """``fn``'s value and its gradient in one pass, as MindSpore's ``value_and_grad``.
+
+    ``fn`` runs once on the tape; the value is its output and the gradients are :func:`grad`'s (the
+    gradient of the sum of all output elements, for the inputs and Parameters selected).
+
+    Args:
+        fn: a function of pytrees of arrays returning a pytree of float arrays (with ``has_aux``, a
+            tuple ``(out, aux1, ...)`` of which only ``out`` is differentiated).
+        grad_position: which positional inputs: an int, a tuple of ints, or None (weights only).
+        weights: Parameters to differentiate: one ``Parameter``, a ``ParameterTuple``/list/tuple, or a
+            pytree of Parameters.
+        has_aux: ``fn`` returns ``(out, aux1, ...)``; the aux outputs pass through ``stop_gradient``.
+        return_ids: each input gradient becomes ``(position, g)`` and each weight gradient
+            ``(param.name, g)``, as in :func:`grad`.
 
     Returns:
-        A function returning ``(value, gradients)``; with ``has_aux=True``,
-        ``((out, aux1, ...), gradients)``. ``gradients`` has :func:`grad`'s structure.
+        A function of ``fn``'s arguments that returns a pair
+
+        - ``has_aux=False``: ``(value, gradients)``, ``value`` being ``fn``'s output (its pytree, as
+          ``fn`` returned it, leaves in their dtypes);
+        - ``has_aux=True``: ``((out, aux1, ...), gradients)``, the whole tuple ``fn`` returned, with
+          the aux outputs through ``stop_gradient``.
+
+        ``gradients`` has :func:`grad`'s structure for ``grad_position`` / ``weights``: the gradient
+        of one input (an int position), a tuple of them (a tuple of positions), one Parameter's
+        gradient, a tuple for a ``ParameterTuple``/list/tuple, the weights' own structure for a dict
+        or other pytree, or ``(inputs_part, weights_part)`` when both are given; with
+        ``return_ids=True`` each gradient is an ``(id, g)`` pair (see :func:`get_grad`).
 
     Raises:
-        as :func:`grad`.
+        ValueError: ``grad_position`` and ``weights`` both None; a negative or repeated position; an
+            empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
+        TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
+            are not Parameters; ``has_aux``/``return_ids`` not a bool; a keyword it does not take (a
+            peer's ``argnums``: the message names ``grad_position``); (at the call) an integer, bool
+            or non-numeric leaf at a differentiated position, or a non-float output.
+        IndexError: (at the call) a position beyond the arguments given.
+
+    Example:
+        >>> import numpy as np, tapegrad as tg
+        >>> tg.value_and_grad(lambda x: (x ** 2).sum())(np.array([1., 2.]))
+        (array(5.), array([2., 4.]))
     """
     refuse_unknown_keywords("value_and_grad", kwargs)
     spec = _GradSpec(grad_position, weights, has_aux, return_ids)
@@ -314,14 +348,25 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
 
 
 def get_grad(gradients, identifier):
-    """One gradient from a ``return_ids=True`` result.
+    """One gradient from a ``return_ids=True`` result, as MindSpore's ``get_grad``.
+
+    The search goes through the nested tuples, lists and dicts of ``gradients`` for the first
+    ``(identifier, g)`` pair whose identifier equals ``identifier`` (with the same type: a position
+    never matches a name).
 
     Args:
-        gradients: what ``grad(..., return_ids=True)`` returned.
-        identifier: a position (int), a Parameter, or a Parameter's name.
+        gradients: what ``grad(..., return_ids=True)`` or ``value_and_grad(..., return_ids=True)``
+            returned (its gradients part).
+        identifier: a position (an int or NumPy integer), a Parameter (looked up by its name), or a
+            Parameter's name (a str).
+
+    Returns:
+        The gradient ``g`` of that pair, an input's gradient (a pytree shaped like the input) or a
+        Parameter's (an array of its shape and dtype).
 
     Raises:
-        RuntimeError: no gradient with that identifier is in ``gradients``.
+        RuntimeError: no gradient with that identifier is in ``gradients`` (not selected by
+            ``grad_position``/``weights``, or ``return_ids`` was False).
     """
     key = identifier.name if isinstance(identifier, Parameter) else identifier
     if isinstance(key, np.integer):
@@ -563,5 +608,15 @@ def _check_cotangent(c, o, i):
 
 
 def stop_gradient(x):
-    """``x`` (a pytree) unchanged, seen by every transform as a constant: no gradient flows back."""
+    """``x`` unchanged, seen by every transform as a constant: no gradient flows back through it (JAX's
+    ``lax.stop_gradient``, MindSpore's ``ops.stop_gradient``; Paddle's ``no_grad_vars``).
+
+    Args:
+        x: a pytree of arrays, traced values or Python scalars.
+
+    Returns:
+        A pytree of ``x``'s structure, each leaf with its value, shape and dtype; its derivatives (in
+        reverse and forward mode, at every order) are zero, and under ``vmap`` and ``jit`` it is the
+        identity.
+    """
     return _tree.tree_map(_stop_gradient_leaf, x)

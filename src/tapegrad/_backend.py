@@ -135,6 +135,11 @@ def set_backend(backend) -> None:
         ValueError: any other name.
         TypeError: neither a name nor a module.
         ImportError: ``"cupy"`` without CuPy installed (``pip install tapegrad[cupy]``).
+
+    Returns:
+        None. The choice is process-wide (not per thread), and starts from the ``TAPEGRAD_BACKEND``
+        environment variable (``"numpy"`` if unset); arrays made before keep their device, and
+        operations on existing arrays run where their operands are.
     """
     global _default_backend
     if isinstance(backend, str):

@@ -23,33 +23,78 @@ from tapegrad._structural import broadcast_to, expand_dims, moveaxis, reshape, s
 
 
 def defbatch(prim: Primitive, rule) -> None:
-    """Give ``prim`` its batch rule ``rule(vals, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the
-    batch axis of ``vals[i]`` (None: shared by every example); ``out`` is the batched result, with its
-    batch axis at ``out_dim``."""
+    """Give ``prim`` its batch rule, the rule ``vmap`` applies it with.
+
+    Args:
+        prim: the primitive.
+        rule: ``rule(vals, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the batch axis of
+            ``vals[i]`` (None: shared by every example); ``out`` is the batched result, with its batch
+            axis at ``out_dim`` (for several results, a list of results and a list of axes). Written
+            in tapegrad operations (``bind`` of primitives), so that it nests under other transforms.
+
+    Returns:
+        None; ``prim.batch_rule`` is set.
+    """
     prim.batch_rule = rule
 
 
 def bind_batched(prim: Primitive, vals, out_dim: int, **params):
-    """``(out, out_dim)`` of ``prim`` bound on batched ``vals`` whose every result has its batch axis
-    at ``out_dim``: for a primitive with several results (the stack axes of ``eigh``'s eigenvalues and
-    eigenvectors lead alike), the list of results and ``out_dim`` for each."""
+    """``prim`` bound on already-batched operands whose results all carry the batch axis at
+    ``out_dim``, in a batch rule's return form.
+
+    Args:
+        prim: the primitive.
+        vals: the operands, batched as ``prim`` expects them.
+        out_dim: where each result has its batch axis.
+        **params: ``prim``'s static parameters.
+
+    Returns:
+        ``(out, out_dim)``; for a primitive with several results (the stack axes of ``eigh``'s
+        eigenvalues and eigenvectors lead alike), the list of results and ``[out_dim] * len(out)``.
+    """
     out = bind(prim, *vals, **params)
     return (out, [out_dim] * len(out)) if prim.multiple_results else (out, out_dim)
 
 
 def ndim_of(x) -> int:
-    """The number of axes of an array or tracer (0 for a Python scalar)."""
+    """The number of axes of an array or tracer (0 for a Python scalar).
+
+    Args:
+        x: an array, a tracer or a Python scalar.
+
+    Returns:
+        An int.
+    """
     return getattr(x, "ndim", 0)
 
 
 def example_shape(x, d) -> tuple:
-    """The shape of one example of ``x`` whose batch axis is ``d``."""
+    """The shape of one example of ``x`` whose batch axis is ``d``.
+
+    Args:
+        x: an array or tracer.
+        d: its batch axis, or None (shared: every example is ``x``).
+
+    Returns:
+        ``x``'s shape without axis ``d`` (all of it when ``d`` is None), a tuple.
+    """
     shape = shape_of(x)
     return shape if d is None else shape[:d] + shape[d + 1:]
 
 
 def batch_size(vals, dims) -> int:
-    """The number of examples: the length of the first batched operand's batch axis."""
+    """The number of examples: the length of the first batched operand's batch axis.
+
+    Args:
+        vals: a batch rule's operands.
+        dims: their batch axes (None: shared).
+
+    Returns:
+        An int.
+
+    Raises:
+        ValueError: no operand is batched (every entry of ``dims`` is None).
+    """
     for v, d in zip(vals, dims):
         if d is not None:
             return shape_of(v)[d]
@@ -57,7 +102,15 @@ def batch_size(vals, dims) -> int:
 
 
 def to_front(x, d):
-    """``x`` with its batch axis ``d`` moved to 0."""
+    """``x`` with its batch axis ``d`` moved to 0 (``x`` itself when ``d`` is 0).
+
+    Args:
+        x: an array or tracer.
+        d: its batch axis, an int.
+
+    Returns:
+        ``moveaxis(x, d, 0)``, same dtype.
+    """
     if d == 0:
         return x
     return moveaxis(x, d, 0)
@@ -65,7 +118,17 @@ def to_front(x, d):
 
 def at_front(x, d, size: int):
     """``x`` with a batch axis at 0: moved there, or (``d`` None) the shared value broadcast to
-    ``size`` examples."""
+    ``size`` examples.
+
+    Args:
+        x: an array, tracer or Python scalar.
+        d: its batch axis, or None for a shared operand.
+        size: the number of examples (:func:`batch_size`), used when ``d`` is None.
+
+    Returns:
+        An array of shape ``(size,) + example_shape(x, d)``, ``x``'s dtype (a Python scalar's as
+        NumPy makes it an array).
+    """
     if d is not None:
         return to_front(x, d)
     if not hasattr(x, "shape"):  # a Python scalar
@@ -74,21 +137,49 @@ def at_front(x, d, size: int):
 
 
 def all_at_front(vals, dims):
-    """Every operand with its batch axis at 0, the shared ones broadcast."""
+    """Every operand with its batch axis at 0, the shared ones broadcast (:func:`at_front` of each).
+
+    Args:
+        vals: a batch rule's operands.
+        dims: their batch axes (None: shared); at least one is batched.
+
+    Returns:
+        A list of arrays, each with the batch size as its leading axis.
+
+    Raises:
+        ValueError: no operand is batched.
+    """
     size = batch_size(vals, dims)
     return [at_front(v, d, size) for v, d in zip(vals, dims)]
 
 
 def batch_axis_map(axis, d: int) -> int:
-    """Where an example's axis ``axis`` (non-negative) sits in the batched array whose batch axis is
-    ``d``."""
+    """Where an example's axis ``axis`` sits in the batched array whose batch axis is ``d``.
+
+    Args:
+        axis: an axis of one example, non-negative.
+        d: the batch axis of the batched array.
+
+    Returns:
+        ``axis + 1`` if ``axis >= d``, else ``axis`` (the batch axis shifts the axes at and after it).
+    """
     return axis + (axis >= d)
 
 
 def lead_batch(x, d: int, ndim: int):
     """``x`` with its batch axis ``d`` moved to 0, then unit axes after it until one example has
     ``ndim`` axes: NumPy broadcasting aligns examples of different rank from the right, and this keeps
-    the batch axis of every operand in the same place."""
+    the batch axis of every operand in the same place.
+
+    Args:
+        x: a batched array or tracer.
+        d: its batch axis.
+        ndim: the rank each example should have (the longest operand's).
+
+    Returns:
+        ``x`` reshaped to ``(B, 1, ..., 1) + example_shape``, ``ndim + 1`` axes (unchanged rank when an
+        example has ``ndim`` axes or more).
+    """
     x = to_front(x, d)
     shape = shape_of(x)
     missing = ndim + 1 - len(shape)
@@ -111,8 +202,16 @@ def identity_basis(n: int, dtype):
 
 
 def is_identity_basis(v) -> bool:
-    """Whether ``v`` is an array made by :func:`identity_basis` (so the identity, whichever axis
-    holds the batch)."""
+    """Whether ``v`` is an identity matrix made by ``jacrev``/``jacfwd`` for their basis (so a batch rule
+    may skip a product with it, whichever axis holds the batch).
+
+    Args:
+        v: any value.
+
+    Returns:
+        True only for the very array object the Jacobians made (an identity check, not a comparison of
+        values), while it lives.
+    """
     return _IDENTITIES.get(id(v)) is v
 
 
@@ -127,6 +226,16 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
     ``d``: the op runs as it is and the output's batch axis is ``d``. Otherwise each batched operand
     gets its batch axis at 0 and unit axes up to the longest operand (:func:`lead_batch`), so the
     shared operands broadcast against the example axes only; the output's batch axis is 0.
+
+    Args:
+        prim: the primitive.
+        vals: its operands, batched or shared.
+        dims: their batch axes (None: shared).
+        core: the number of trailing axes of each operand that do not broadcast.
+        **params: ``prim``'s static parameters.
+
+    Returns:
+        ``(out, out_dim)`` (for several results, the list of results and a list of axes).
     """
     ranks, rank, batch_axis, uniform = [], 0, None, True
     for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
@@ -153,7 +262,14 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
 
 def defbatch_elementwise(*prims: Primitive) -> None:
     """Give each of ``prims`` (NumPy-broadcasting operations of any number of operands) the rule
-    :func:`broadcast_batch`."""
+    :func:`broadcast_batch` (with ``core=0``).
+
+    Args:
+        *prims: the primitives.
+
+    Returns:
+        None; each ``prim.batch_rule`` is set.
+    """
     for prim in prims:
         prim.batch_rule = functools.partial(broadcast_batch, prim)
 
@@ -171,8 +287,15 @@ def _reduction_rule(prim):
 
 
 def defbatch_reduction(*prims: Primitive) -> None:
-    """Give each of ``prims`` (reductions with static ``axis``, None or a sorted tuple, and
-    ``keepdims``) a rule that keeps the batch axis in place and renumbers the reduced axes."""
+    """Give each of ``prims`` a rule that keeps the batch axis in place and renumbers the reduced axes.
+
+    Args:
+        *prims: reductions with the static parameters ``axis`` (None or a sorted tuple of
+            non-negative axes of one example) and ``keepdims``, as ``sum`` or ``amax``.
+
+    Returns:
+        None; each ``prim.batch_rule`` is set.
+    """
     for prim in prims:
         prim.batch_rule = _reduction_rule(prim)
 
@@ -198,8 +321,16 @@ def _single_axis_rule(prim):
 
 
 def defbatch_single_axis(*prims: Primitive) -> None:
-    """Give each of ``prims`` (one static ``axis``, an int or None for the flattened example: the
-    scans, sorts and ``argmax``) its batch rule."""
+    """Give each of ``prims`` its batch rule: the batch axis stays put (one place lower when
+    ``keepdims=False`` removes an axis before it), and ``axis=None`` flattens each example first.
+
+    Args:
+        *prims: primitives with one static ``axis``, an int or None for the flattened example (the
+            scans, the sorts, ``argmax``), and optionally ``keepdims``.
+
+    Returns:
+        None; each ``prim.batch_rule`` is set.
+    """
     for prim in prims:
         prim.batch_rule = _single_axis_rule(prim)
 
@@ -215,7 +346,17 @@ def _front_rule(prim, shift_params):
 
 def defbatch_front(prim: Primitive, shift_params=lambda params: params) -> None:
     """A batch rule for a primitive that works on any leading axes once its static parameters are
-    shifted past the batch axis at 0."""
+    shifted past the batch axis at 0: every operand gets its batch axis at 0 (:func:`all_at_front`)
+    and ``prim`` is bound with ``shift_params(params)``.
+
+    Args:
+        prim: the primitive.
+        shift_params: ``params -> params`` for the batched arrays (an ``axis`` plus one, say); the
+            identity by default.
+
+    Returns:
+        None; ``prim.batch_rule`` is set, and its results have the batch axis at 0.
+    """
     prim.batch_rule = _front_rule(prim, shift_params)
 
 

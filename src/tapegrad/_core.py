@@ -25,7 +25,14 @@ from tapegrad.errors import ConcretizationError
 
 
 class ShapedArray(NamedTuple):
-    """The abstract value of an array: what staging (jit) knows of it."""
+    """The abstract value of an array: what staging (jit) knows of it (JAX's ``ShapedArray``), a
+    NamedTuple.
+
+    Args:
+        shape: a tuple of ints.
+        dtype: a ``numpy.dtype``, or the Python type ``bool``/``int``/``float``/``complex`` for a
+            weakly typed Python scalar.
+    """
 
     shape: tuple
     dtype: Any
@@ -64,6 +71,14 @@ class Primitive:
 
     Integer results never carry a tangent or a cotangent. ``jit`` never gives such a primitive an
     ``out=`` buffer (``out_impl`` is for single results).
+
+    Args:
+        name: the name programs, messages and the registry use (``"mylib.logcosh"``).
+        multiple_results: whether it has a list of results.
+
+    :func:`tapegrad.extend.primitive` makes one with its impl and abstract eval and registers it;
+    ``Primitive(...)`` alone does neither (:func:`tapegrad.extend.register` registers it).
+    ``prim.bind(*args, **params)`` is ``bind(prim, *args, **params)``.
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
@@ -418,9 +433,23 @@ _CONCRETE_TYPES = frozenset([numpy.ndarray, float, int, bool, complex, numpy.flo
 
 
 def bind(prim: Primitive, *args, **params):
-    """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``.
+    """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``
+    (Autodidax's ``bind``); with no traced operand, ``prim.impl`` runs on the arrays.
 
-    Returns its result, or the list of its results for a primitive with ``multiple_results``."""
+    Args:
+        prim: the primitive.
+        *args: its array operands (arrays, tracers, Parameters, Python scalars; lists and tuples are
+            converted to arrays).
+        **params: its static parameters, keyword-only and hashable.
+
+    Returns:
+        Its result (an array, or a tracer inside a transform), or the list of its results for a
+        primitive with ``multiple_results``.
+
+    Raises:
+        RuntimeError: an operand is a tracer of a transform that is no longer running (a value
+            leaked out of ``grad``/``vjp``: the message names the primitive that met it).
+    """
     top = eval_trace
     for arg in args:
         if type(arg) in _CONCRETE_TYPES:  # the common case, decided with one set lookup

@@ -160,14 +160,26 @@ class custom_vjp:
     With ``nondiff_argnums`` (e.g. ``@functools.partial(tg.custom_vjp, nondiff_argnums=(0,))`` or
     ``tg.custom_vjp(nondiff_argnums=(0,))``) those arguments are passed to ``bwd`` first,
     ``bwd(*nondiff_args, residuals, g)``, and get no cotangent. ``g`` has the output's structure.
+    Keyword arguments of a call are moved to their positions first (as JAX does).
 
     Write ``fwd`` and ``bwd`` in tapegrad operations: then the function has every derivative: grad of
     grad differentiates ``bwd``, and forward mode (``jvp``, ``jacfwd``, ``hessian``) uses the transpose
     of ``bwd``, which must therefore be linear in ``g`` (it always is for a correct rule).
 
+    Args:
+        fun: the primal function, of pytrees of arrays; left None (``tg.custom_vjp(nondiff_argnums=...)``)
+            the object is a decorator that wraps the function it is applied to.
+        nondiff_argnums: an int or a tuple of ints: positions of arguments that are not differentiated
+            (static values, functions), passed to ``bwd`` before the residuals.
+
+    Calling the object runs ``fun`` eagerly (``fwd`` and ``bwd`` run under a derivative transform) and
+    returns ``fun``'s output, a pytree.
+
     Raises:
-        TypeError: calling before ``defvjp``; ``fwd`` not returning a pair; ``bwd`` not returning one
-            entry per differentiable argument. ValueError: a ``bwd`` entry shaped unlike its argument.
+        TypeError: ``nondiff_argnums`` not non-negative ints (at construction); calling before
+            ``defvjp``; a keyword argument that has no position in ``fun``'s signature; ``fwd`` not
+            returning a pair; ``bwd`` not returning one entry per differentiable argument.
+        ValueError: a ``bwd`` entry shaped unlike its argument.
     """
 
     def __init__(self, fun=None, nondiff_argnums=()):
@@ -177,7 +189,17 @@ class custom_vjp:
             functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd, bwd):
-        """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(*nondiff, residuals, g) -> cts``."""
+        """Set the rule (JAX's ``custom_vjp.defvjp``).
+
+        Args:
+            fwd: ``fwd(*args) -> (out, residuals)``: the primal output and what ``bwd`` needs (any
+                pytree), with the same arguments as the function.
+            bwd: ``bwd(*nondiff_args, residuals, g) -> cts``: ``g`` has the output's structure; ``cts``
+                is a tuple with one cotangent per differentiable argument, each shaped like it (None: zero).
+
+        Returns:
+            The ``custom_vjp`` object itself.
+        """
         self.fwd, self.bwd = fwd, bwd
         return self
 
@@ -241,9 +263,20 @@ class custom_jvp:
     tangent map (which is linear in ``tangents``); write the rule in tapegrad operations so that
     every order works.
 
+    Args:
+        fun: the primal function, of pytrees of arrays; left None (``tg.custom_jvp(nondiff_argnums=...)``)
+            the object is a decorator that wraps the function it is applied to.
+        nondiff_argnums: an int or a tuple of ints: positions of arguments that are not differentiated,
+            passed to the rule before ``primals``.
+
+    Calling the object returns ``fun``'s output (a pytree); under a derivative transform the rule's
+    ``out`` is used and its ``tangent_out`` (the output's structure and shapes) is the derivative.
+
     Raises:
-        TypeError: calling before ``defjvp``; a rule not returning a pair. ValueError: a tangent whose
-            structure differs from the output's.
+        TypeError: ``nondiff_argnums`` not non-negative ints (at construction); calling before
+            ``defjvp``; a keyword argument that has no position in ``fun``'s signature; a rule not
+            returning a pair ``(out, tangent_out)``.
+        ValueError: a ``tangent_out`` whose structure or shapes differ from the output's.
     """
 
     def __init__(self, fun=None, nondiff_argnums=()):
@@ -253,8 +286,17 @@ class custom_jvp:
             functools.update_wrapper(self, fun)
 
     def defjvp(self, jvp_rule):
-        """Set the rule ``jvp_rule(*nondiff_args, primals, tangents) -> (out, tangent_out)``; returns
-        it, so ``@f.defjvp`` works as a decorator."""
+        """Set the rule (JAX's ``custom_jvp.defjvp``).
+
+        Args:
+            jvp_rule: ``jvp_rule(*nondiff_args, primals, tangents) -> (out, tangent_out)``: ``primals``
+                and ``tangents`` are tuples with one entry per differentiable argument (zero tangents as
+                zero arrays); ``tangent_out`` has the output's structure and shapes, and is linear in
+                ``tangents``.
+
+        Returns:
+            ``jvp_rule`` itself, so that ``@f.defjvp`` works as a decorator.
+        """
         self.jvp_rule = jvp_rule
         return jvp_rule
 

@@ -184,28 +184,41 @@ def _check_chunk_size(chunk_size, api: str):
 
 
 def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
-    """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``.
+    """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``
+    (``argnums`` is ``grad_position`` here, as in MindSpore's ``jacrev``).
+
+    ``fn`` runs once on the tape; the backward passes for every basis cotangent run batched (``vmap``
+    of the vjp). The result is made of tapegrad operations, so it is differentiable again. It is the
+    cheaper Jacobian when the outputs have fewer elements than the selected inputs.
 
     Args:
         fn: a function of pytrees of arrays returning a pytree of arrays (with ``has_aux``,
             ``(out, aux...)``).
-        grad_position: int or tuple of ints: which positional arguments to differentiate.
-        has_aux: as in ``vjp``: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``.
+        grad_position: an int or a tuple of ints: which positional arguments to differentiate.
+        has_aux: as in :func:`vjp`: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``,
+            more a tuple.
         chunk_size: at most this many basis vectors (rows of the Jacobian) per batched pass
             (torch.func's ``chunk_size``): bounds the memory of the batched intermediates and of the
             basis at the price of one pass per chunk; None (the default) sweeps them all at once.
             The results are the same.
 
     Returns:
-        A function of ``fn``'s arguments returning the Jacobian (module docstring: the output's
-        structure, each leaf a pytree, or with a tuple ``grad_position`` a tuple of pytrees, of blocks
-        of shape ``out_leaf.shape + in_leaf.shape`` and the input's dtype), or ``(jacobian, aux)``.
+        A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
+        ``has_aux``. The Jacobian has the output's pytree structure, each output leaf ``o``
+        replaced by its blocks: for an int ``grad_position`` a pytree shaped like that input, for a
+        tuple a tuple of such pytrees, one per position. The block for output leaf ``o`` and input
+        leaf ``x`` has shape ``o.shape + x.shape`` (JAX's layout; a scalar output and one array
+        input give ``x.shape``) and the dtype of ``x``'s gradient.
 
     Raises:
-        TypeError, ValueError: a bad ``grad_position``, ``has_aux`` or ``chunk_size`` (a positive int
-            or None), or a keyword it does not take
-            (a peer's ``argnums`` names ``grad_position``), at ``jacrev(...)``, as ``grad``.
-        IndexError: a position past the arguments; TypeError: a non-float input there (at the call).
+        ValueError: ``grad_position`` None, negative, repeated or an empty tuple; ``chunk_size`` not a
+            positive int or None (at ``jacrev(...)``); with ``has_aux``, ``fn`` returning fewer than
+            two outputs (at the call).
+        TypeError: ``grad_position`` not an int or tuple of ints (bools included); ``has_aux`` not a
+            bool; a keyword it does not take (a peer's ``argnums``: the message names
+            ``grad_position``) (at ``jacrev(...)``); an integer, bool or non-numeric leaf at a
+            differentiated position (at the call).
+        IndexError: a position beyond the arguments given (at the call).
     """
     refuse_unknown_keywords("jacrev", kwargs)
     positions, single = _jac_positions(grad_position, "jacrev")
@@ -235,12 +248,32 @@ def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
 
 
 def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
-    """The Jacobian of ``fn`` by forward mode: ``linearize`` once, then one forward sweep per input
-    element, as JAX's ``jacfwd``.
+    """The Jacobian of ``fn`` by forward mode, as JAX's ``jacfwd``: ``fn`` runs once on the tape
+    (:func:`linearize`), then every basis tangent is swept forward through the recorded operations,
+    batched.
 
-    Arguments (``chunk_size`` counting basis tangents, the Jacobian's columns), return structure and
-    errors are those of :func:`jacrev`; ``jacfwd`` is the cheaper of the two when the selected inputs
-    have fewer elements than the outputs.
+    It is the cheaper Jacobian when the selected inputs have fewer elements than the outputs, and the
+    result is differentiable again.
+
+    Args:
+        fn: a function of pytrees of arrays returning a pytree of arrays (with ``has_aux``,
+            ``(out, aux...)``).
+        grad_position: an int or a tuple of ints: which positional arguments to differentiate.
+        has_aux: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``, more a tuple.
+        chunk_size: at most this many basis tangents (columns of the Jacobian) per batched sweep;
+            None (the default) sweeps them all at once. The results are the same.
+
+    Returns:
+        A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
+        ``has_aux``; the structure, shapes and values of :func:`jacrev`'s: the output's pytree
+        structure, each output leaf ``o`` replaced by its blocks (for an int ``grad_position`` a
+        pytree shaped like that input, for a tuple a tuple of such pytrees), the block for output
+        leaf ``o`` and input leaf ``x`` of shape ``o.shape + x.shape``.
+
+    Raises:
+        ValueError: as :func:`jacrev`.
+        TypeError: as :func:`jacrev`.
+        IndexError: a position beyond the arguments given (at the call).
     """
     refuse_unknown_keywords("jacfwd", kwargs)
     positions, single = _jac_positions(grad_position, "jacfwd")
@@ -282,15 +315,29 @@ def _rows_last(batched, offset: int, size: int, total: int):
 
 
 def hessian(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
-    """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse (JAX's choice: one
+    """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse, as JAX's ``hessian`` (one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).
 
-    For a scalar output and one input ``x`` the result has shape ``x.shape + x.shape``; in general the
-    structure nests as the module docstring says, twice: with ``grad_position=(0, 1)``,
-    ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and ``j``.
-    Arguments and errors are those of :func:`jacrev`; with ``has_aux`` the result is ``(H, aux)``.
-    ``chunk_size`` bounds both sweeps: at most that many basis vectors at once in the outer forward
-    sweep and, within each of them, in the inner reverse sweep.
+    Args:
+        fn: a function of pytrees of arrays returning a pytree of arrays, usually a scalar (with
+            ``has_aux``, ``(out, aux...)``).
+        grad_position: an int or a tuple of ints: which positional arguments to differentiate.
+        has_aux: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``, more a tuple.
+        chunk_size: bounds both sweeps: at most that many basis vectors at once in the outer forward
+            sweep and, within each of them, in the inner reverse sweep. None: all at once.
+
+    Returns:
+        A function of ``fn``'s arguments returning the Hessian, or ``(H, aux)`` with ``has_aux``.
+        :func:`jacrev`'s structure nested twice: for a scalar output and an int ``grad_position`` of
+        an array ``x``, an array of shape ``x.shape + x.shape``; for an output leaf ``o``, blocks of
+        shape ``o.shape + x.shape + y.shape``; with ``grad_position=(0, 1)``,
+        ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and
+        ``j``.
+
+    Raises:
+        ValueError: as :func:`jacrev`.
+        TypeError: as :func:`jacrev`.
+        IndexError: a position beyond the arguments given (at the call).
     """
     refuse_unknown_keywords("hessian", kwargs)
     _check_chunk_size(chunk_size, "hessian")
@@ -312,7 +359,7 @@ def hvp(fn, primals, tangents, has_aux=False):
         has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
 
     Returns:
-        ``(out, hvp_out)`` or ``(out, hvp_out, aux)`` (torch.func's order): ``out`` is ``fn(*primals)``,
+        ``(out, hvp_out)`` or ``(out, hvp_out, aux)`` (torch.func's order); ``out`` is ``fn(*primals)``,
         ``hvp_out`` a tuple with one entry per primal, shaped like it: the second derivatives of ``out``
         contracted with the tangents, ``sum_j H[i, j] @ tangents[j]``. The gradient itself is not
         returned (``jax.jvp(jax.grad(f), ...)`` gives it first; ``value_and_grad`` has it).

@@ -100,6 +100,13 @@ class Parameter(Boxed):
 
     It behaves as its value in expressions (operators, ``tnp`` and ``np`` functions); outside
     transforms ``np.asarray(p)`` is the array. Parameters hash and compare by identity in dicts.
+    ``p.value`` reads the current value (inside a transform that substitutes ``p``, its traced
+    value); ``p.assign(v)`` replaces it, keeping shape and dtype. In-place operators (``p += v``)
+    raise ``TypeError``: write ``p.assign(p.value + v)``.
+
+    Raises:
+        TypeError: ``name`` is not a str or None; ``value`` is a traced value (return the new value
+            from the transformed function and assign it outside).
     """
 
     __slots__ = ("_data", "_name", "_auto_named", "_name_owner", "requires_grad", "__weakref__")
@@ -163,11 +170,22 @@ class Parameter(Boxed):
         return self.value
 
     def assign(self, value) -> Parameter:
-        """Replace the stored array (same shape and dtype); returns the Parameter.
+        """Replace the stored array, keeping shape and dtype (MindSpore's ``Parameter.set_data``).
+
+        Inside ``jit`` a value computed by the jitted function is allowed: it becomes an output of the
+        program, written back at each call (``optimizer.step`` under ``jit`` works this way).
+
+        Args:
+            value: an array (or scalar, list) of the Parameter's shape and dtype; it is stored as given
+                (no copy), on its own backend.
+
+        Returns:
+            The Parameter itself.
 
         Raises:
-            ValueError: ``value`` has another shape or dtype (make a new Parameter instead).
-            TypeError: ``value`` is a traced value.
+            ValueError: ``value`` has another shape or dtype (cast it, or make a new Parameter).
+            TypeError: ``value`` is a traced value of ``grad``/``vjp``/``vmap`` (return it from the
+                transformed function and assign it outside).
         """
         builder = _staging_builder()
         # inside jit, a staged value: the new value becomes an output that the call writes back
@@ -233,6 +251,12 @@ class Parameter(Boxed):
 class ParameterTuple(tuple):
     """An ordered tuple of Parameters (MindSpore's ``ParameterTuple``): ``weights=`` gives a tuple of
     gradients in this order.
+
+    ``in``, ``index`` and ``count`` compare by identity (``==`` on Parameters is elementwise, as on
+    arrays). ``nn.Module.trainable_params()`` returns one.
+
+    Args:
+        params: an iterable of Parameters (a list, a tuple, a generator); empty by default.
 
     Raises:
         TypeError: an element is not a Parameter.

@@ -66,9 +66,18 @@ def _default_abstract_eval(prim: Primitive):
 
 
 def defvjp(prim: Primitive, *rules) -> None:
-    """Give ``prim`` one vjp rule per operand, ``rule(ct, ans, *primals, **params) -> cotangent of that
-    operand`` (``cts`` and the list ``ans`` for a primitive with several results); a None rule (or a
-    rule returning None) means a zero cotangent for that operand."""
+    """Give ``prim`` one vjp rule per operand (autograd's ``defvjp``, with the cotangent as an argument).
+
+    Args:
+        prim: the primitive.
+        *rules: one per operand, in order: ``rule(ct, ans, *primals, **params) -> cotangent of that
+            operand`` (for a primitive with several results, ``cts``, one per result, and the list
+            ``ans``). A None rule, or a rule returning None, means a zero cotangent for that operand.
+            Write them in tapegrad operations; undo broadcasting with :func:`unbroadcast`.
+
+    Returns:
+        None; ``prim.vjp_rules`` is set.
+    """
     prim.vjp_rules = tuple(_no_cotangent if rule is None else rule for rule in rules)
 
 
@@ -78,26 +87,48 @@ def _no_cotangent(ct, ans, *primals, **params):
 
 
 def defjvp(prim: Primitive, *rules) -> None:
-    """Give ``prim`` one jvp rule per operand: ``rule(t, ans, *primals, **params)`` is the tangent of
-    the output due to operand ``i``'s tangent ``t`` (a list, one per result, for a primitive with several
-    results); the contributions are summed. A None rule means the output does not depend on that
-    operand (an index, a mask)."""
+    """Give ``prim`` one jvp rule per operand; the output tangent is the sum of their contributions.
+
+    Args:
+        prim: the primitive.
+        *rules: one per operand: ``rule(t, ans, *primals, **params)`` is the tangent of the output
+            due to that operand's tangent ``t`` (a list, one per result, for a primitive with several
+            results). A None rule means the output does not depend on that operand (an index, a mask).
+
+    Returns:
+        None; ``prim.jvp_rule`` is set.
+    """
     prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(rules)
 
 
 def defjvp_argnum(prim: Primitive, rule) -> None:
-    """One jvp rule for every operand of a variadic primitive: ``rule(argnum, t, ans, *primals,
-    **params)``."""
+    """One jvp rule for every operand of a variadic primitive; the contributions are summed.
+
+    Args:
+        prim: the primitive.
+        rule: ``rule(argnum, t, ans, *primals, **params)``: the output tangent due to the tangent ``t``
+            of operand ``argnum``.
+
+    Returns:
+        None; ``prim.jvp_rule`` is set.
+    """
     prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(_ArgnumRules(rule))
 
 
 def defvjp_fwd(prim: Primitive, fwd) -> None:
     """How reverse mode applies ``prim`` (a primitive with several results) when it records it:
-    ``fwd(*primals, **params) -> (ans, residuals)`` returns the results and what the vjp rule will need
-    (any pytree), computed with ``bind`` so that outer transforms see them; the rule then gets
-    ``residuals=`` among its keyword arguments (and so does the jvp rule of a recorded application,
-    which may ignore it). ``custom_vjp``'s ``fwd``, for a primitive: ``scan`` keeps each step's
-    intermediates this way, instead of recomputing the step in the backward pass.
+    ``custom_vjp``'s ``fwd``, for a primitive. ``scan`` keeps each step's intermediates this way,
+    instead of recomputing the step in the backward pass.
+
+    Args:
+        prim: a primitive declared with ``multiple_results=True``.
+        fwd: ``fwd(*primals, **params) -> (ans, residuals)``: the results and what the vjp rule will
+            need (any pytree), computed with ``bind`` so that outer transforms see them. The vjp rule
+            then gets ``residuals=`` among its keyword arguments (and so does the jvp rule of a
+            recorded application, which may ignore it).
+
+    Returns:
+        None; ``prim.vjp_fwd`` is set.
 
     Raises:
         ValueError: ``prim`` has a single result (its tape path has no such hook: it is every
@@ -110,16 +141,32 @@ def defvjp_fwd(prim: Primitive, fwd) -> None:
 
 
 def defjvp_joint(prim: Primitive, rule) -> None:
-    """A jvp rule that sees every tangent at once: ``rule(tangents, ans, *primals, **params)``, with
-    None in ``tangents`` for a zero tangent. For primitives whose output tangent is not a sum of
+    """A jvp rule that sees every tangent at once. For primitives whose output tangent is not a sum of
     per-operand terms, or is cheaper computed jointly (``concatenate``, ``where``), and for primitives
-    with several results, whose rule returns one tangent per result (None: zero)."""
+    with several results.
+
+    Args:
+        prim: the primitive.
+        rule: ``rule(tangents, ans, *primals, **params)``, with None in ``tangents`` for a zero
+            tangent; returns the output tangent, or one per result for several results (None: zero).
+
+    Returns:
+        None; ``prim.jvp_rule`` is set.
+    """
     prim.jvp_rule = rule
 
 
 def deflinear(prim: Primitive) -> None:
-    """``prim`` is linear in its operands jointly (``negative``, ``reshape``, ``sum``, ``concatenate``,
-    ``getitem``): its jvp is ``prim`` itself applied to the tangents, zeros standing for missing ones."""
+    """Declare ``prim`` linear in its operands jointly (``negative``, ``reshape``, ``sum``,
+    ``concatenate``, ``getitem``): its jvp is ``prim`` itself applied to the tangents, zeros standing
+    for missing ones.
+
+    Args:
+        prim: the primitive.
+
+    Returns:
+        None; ``prim.jvp_rule`` is set. Its vjp rules are still to give (:func:`defvjp`).
+    """
     def jvp(tangents, ans, *primals, **params):
         return prim.bind(*[zeros_like(p) if t is None else t for t, p in zip(tangents, primals)], **params)
     prim.jvp_rule = jvp
@@ -167,14 +214,31 @@ class _SummedJVPs(_SummedJVP):
 
 
 def def_nondiff(prim: Primitive) -> None:
-    """``prim``'s derivative is zero everywhere (or it returns integers/booleans): tape nothing."""
+    """Declare ``prim``'s derivative zero everywhere (comparisons, ``floor``, ``argmax``, or any primitive
+    returning integers or booleans): reverse mode tapes nothing for it, and its outputs carry no
+    tangent.
+
+    Args:
+        prim: the primitive.
+
+    Returns:
+        None; ``prim.nondiff`` is set.
+    """
     prim.nondiff = True
 
 
 # ---- abstract evaluation -------------------------------------------------------------------------
 
 def aval_of(x) -> ShapedArray:
-    """Shape and dtype of an operand (Python scalars are weak: they take NumPy 2's promotion)."""
+    """The abstract value of an operand (Python scalars are weak: they take NumPy 2's promotion).
+
+    Args:
+        x: an array, a tracer or a Python scalar.
+
+    Returns:
+        A :class:`ShapedArray` ``(x.shape, x.dtype)``, or ``((), type(x))`` for a Python ``bool``,
+        ``int``, ``float`` or ``complex``.
+    """
     if isinstance(x, (bool, int, float, complex)):
         return ShapedArray((), type(x))
     return ShapedArray(tuple(x.shape), np.dtype(x.dtype))
@@ -205,12 +269,19 @@ def _abstract_eval_by_dummies(prim: Primitive):
 
 
 class ShapeRule:
-    """A primitive's abstract eval from a shape/dtype rule, with the dummy evaluation behind it.
+    """A primitive's abstract eval from a shape/dtype rule, with the dummy evaluation behind it
+    (:func:`def_shape_rule` makes one).
 
     ``rule(*avals, **params)`` returns the ``ShapedArray`` (a list for several results), or None for
     operands it does not cover; where it declines, or raises (operands NumPy would refuse), the impl
     runs on dummies, so the answer or the error is NumPy's own. A rule is a few microseconds where the
     dummy evaluation of a product runs the product (milliseconds for a 512 x 512 matmul).
+
+    Args:
+        rule: the shape/dtype rule.
+        prim: the primitive whose impl the dummy evaluation runs.
+
+    Calling it, ``shape_rule(*avals, **params)``, returns the ``ShapedArray`` (or list of them).
     """
 
     __slots__ = ("rule", "dummies")
@@ -228,8 +299,18 @@ class ShapeRule:
 
 
 def def_shape_rule(prim: Primitive, rule) -> None:
-    """Give ``prim`` the abstract eval ``rule(*avals, **params) -> ShapedArray or None`` (None: not
-    covered), backed by the dummy evaluation (:class:`ShapeRule`)."""
+    """Give ``prim`` an abstract eval from a shape/dtype rule, backed by the dummy evaluation
+    (:class:`ShapeRule`): where the rule declines (None) or raises, the impl runs on zero-stride
+    dummies.
+
+    Args:
+        prim: the primitive.
+        rule: ``rule(*avals, **params) -> ShapedArray`` (a list for several results), or None for
+            operands it does not cover.
+
+    Returns:
+        None; ``prim.abstract_eval`` is set.
+    """
     prim.def_abstract_eval(ShapeRule(rule, prim))
 
 
@@ -246,12 +327,27 @@ def operand_dtype(aval: ShapedArray):
 
 
 def strong_dtype(aval: ShapedArray) -> np.dtype:
-    """The NumPy dtype of an operand, a Python scalar's as NumPy makes it an array (float -> float64)."""
+    """The NumPy dtype of an operand, a Python scalar's as NumPy makes it an array.
+
+    Args:
+        aval: a :class:`ShapedArray`.
+
+    Returns:
+        A ``numpy.dtype`` (a Python ``float`` gives float64, ``int`` int64, ``bool`` bool).
+    """
     return np.dtype(aval.dtype)
 
 
 def result_dtype(*avals) -> np.dtype:
-    """``numpy.result_type`` of the operands, Python scalars weak (as NumPy 2 types them in a call)."""
+    """``numpy.result_type`` of the operands, Python scalars weak (as NumPy 2 types them in a call:
+    ``float32 array + 1.0`` stays float32).
+
+    Args:
+        *avals: :class:`ShapedArray` values.
+
+    Returns:
+        A ``numpy.dtype``.
+    """
     return np.result_type(*[a.dtype(0) if _is_weak(a) else np.dtype(a.dtype) for a in avals])
 
 
@@ -260,7 +356,14 @@ def _is_weak(aval: ShapedArray) -> bool:
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """NumPy's broadcast of ``shapes``, with the common cases (all equal, scalars) first.
+    """NumPy's broadcast of ``shapes`` (``numpy.broadcast_shapes``), with the common cases (all equal,
+    scalars) first.
+
+    Args:
+        *shapes: tuples of ints.
+
+    Returns:
+        The broadcast shape, a tuple.
 
     Raises:
         ValueError: the shapes do not broadcast.
@@ -296,8 +399,16 @@ def reduced_shape(shape: tuple, axis, keepdims: bool) -> tuple:
 
 
 def reduction_abstract_eval(dtype_of):
-    """The shape rule of a reduction ``xp.<name>(x, axis=, keepdims=)``: ``dtype_of(x_dtype)`` gives
-    the result's dtype (None: not covered). An int axis (``argmax``'s) counts as a 1-tuple."""
+    """The shape rule of a reduction ``xp.<name>(x, axis=, keepdims=)``, for :func:`def_shape_rule`.
+
+    Args:
+        dtype_of: ``dtype_of(x_dtype) -> numpy.dtype`` of the result (None: not covered), e.g.
+            :func:`summed_dtype` for ``sum``.
+
+    Returns:
+        ``rule(aval, *, axis, keepdims) -> ShapedArray``, the reduced shape (None reduces every axis;
+        an int axis, ``argmax``'s, counts as a 1-tuple; an axis out of range declines, None).
+    """
     def rule(aval, *, axis, keepdims):
         if axis is not None and not isinstance(axis, tuple):
             axis = (axis,)
@@ -309,8 +420,15 @@ def reduction_abstract_eval(dtype_of):
 
 
 def summed_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype ``numpy.sum``/``numpy.prod`` give without ``dtype=``: booleans and integers narrower than
-    the platform's widen to it (signed, or unsigned for unsigned ones); others keep theirs."""
+    """The dtype ``numpy.sum``/``numpy.prod`` give without ``dtype=``.
+
+    Args:
+        dtype: the operand's ``numpy.dtype``.
+
+    Returns:
+        Booleans and integers narrower than the platform's ``int_`` widen to it (unsigned ones to
+        ``uint``); other dtypes are kept.
+    """
     if dtype.kind == "b":
         return np.dtype(np.int_)
     if dtype.kind == "i" and dtype.itemsize < np.dtype(np.int_).itemsize:
@@ -321,7 +439,15 @@ def summed_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
-    """Elementwise float functions: integers and booleans promote as NumPy does (to float64)."""
+    """The abstract eval of an elementwise float function (``sin``, ``log``): same shape; integers and
+    booleans promote as NumPy does.
+
+    Args:
+        aval: the operand's :class:`ShapedArray`.
+
+    Returns:
+        ``ShapedArray(aval.shape, dtype)``, the dtype kept when floating or complex, else float64.
+    """
     dtype = np.dtype(aval.dtype)
     return ShapedArray(aval.shape, dtype if dtype.kind in "fc" else np.dtype(np.float64))
 
@@ -329,11 +455,21 @@ def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
 
 
 def defvjp_argnum(prim: Primitive, rule, operands=None) -> None:
-    """One rule for every operand of a primitive with any number of them (``concatenate``,
-    ``einsum``): ``rule(argnum, ct, ans, *primals, **params)`` (``cts`` for several results).
-    ``operands(argnums, ct, ans, primals, **params) -> [cotangent of each operand in argnums]``, where
-    given, serves the backward pass: one call per node, so a node of N operands costs O(N), not the
-    O(N^2) of N calls each unpacking all N primals (``stack`` of 10^5 scalars)."""
+    """One vjp rule for every operand of a primitive with any number of them (``concatenate``,
+    ``einsum``).
+
+    Args:
+        prim: the primitive.
+        rule: ``rule(argnum, ct, ans, *primals, **params)``: the cotangent of operand ``argnum``
+            (``cts`` for several results; None: zero).
+        operands: optional ``operands(argnums, ct, ans, primals, **params) -> [cotangent of each
+            operand in argnums]``, which the backward pass then calls once per node, so a node of N
+            operands costs O(N), not the O(N^2) of N calls each unpacking all N primals (``stack`` of
+            10^5 scalars).
+
+    Returns:
+        None; ``prim.vjp_rules`` is set.
+    """
     prim.vjp_rules = _ArgnumRules(rule, operands)
 
 
@@ -360,9 +496,21 @@ class _ArgnumRules:
 # ---- the registry, out= forms and fusion templates ---------------------------------------------------
 
 def register(prim: Primitive) -> None:
-    """Add ``prim`` to the registry (:data:`PRIMITIVES`), refusing a second primitive of the same name:
+    """Add ``prim`` to the registry (:func:`primitives`), refusing a second primitive of the same name:
     jit's programs, printed programs and error messages name primitives, so two of one name would be
-    confused. Nothing is added when it raises."""
+    confused. Nothing is added when it raises. :func:`primitive` registers what it makes; this is for
+    a :class:`Primitive` made directly.
+
+    Args:
+        prim: the primitive.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: a primitive of that name is registered already (the message names it and its
+            impl).
+    """
     _register(prim, sys._getframe(1).f_globals.get("__name__", ""))
 
 
@@ -401,12 +549,21 @@ def def_out_impl(prim: Primitive, out_impl) -> None:
             possibly one of ``arrays`` itself, read whole: read the operands before writing, as a ufunc
             does), or None (allocate). Called only for equations without static parameters, on NumPy
             arrays. A NumPy ufunc impl needs none: it is its own.
+
+    Returns:
+        None; ``prim.out_impl`` is set.
     """
     prim.out_impl = out_impl
 
 
 class Fusion(NamedTuple):
-    """How jit's elementwise fusion computes a primitive (see :func:`def_fusion`)."""
+    """How jit's elementwise fusion computes a primitive (a NamedTuple, set by :func:`def_fusion`).
+
+    Args:
+        template: a NumPy elementwise function's name (``"sin"``), or
+            ``template(f, *operands, **params)`` building the result from ``f``'s functions.
+        extra_ns: numexpr's extra time per element over NumPy's, ``(float32, float64)``, in ns.
+    """
 
     template: object  # a NumPy function name (str) or ``template(f, *operands, **params)``
     extra_ns: tuple   # numexpr's extra time per element over NumPy's: (float32, float64), in ns
@@ -431,5 +588,8 @@ def def_fusion(prim: Primitive, template, extra_ns: tuple = ARITHMETIC_NS) -> No
 
     A template is checked when first used on each operand dtype: one that numexpr cannot compile, or
     computes in another dtype than NumPy's result, is left unfused.
+
+    Returns:
+        None; ``prim.fusion`` is set to a :class:`Fusion`.
     """
     prim.fusion = Fusion(template, tuple(extra_ns))

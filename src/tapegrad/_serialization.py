@@ -73,6 +73,9 @@ def save(path, tree) -> None:
         ValueError: two leaves get the same key (``{"a.b": x, "a": {"b": y}}``), or a leaf's dtype
             cannot be stored (complex, float128): the message names the key and what to do.
         ImportError: safetensors is not installed (``pip install tapegrad[checkpoint]``).
+
+    Returns:
+        None.
     """
     st = _safetensors()
     keys, leaves, structure = _flatten(tree)
@@ -210,8 +213,11 @@ def _fsync_folder(folder: str) -> None:
 def load(path):
     """Read a safetensors file into NumPy arrays.
 
+    Args:
+        path: the file (str or ``os.PathLike``), one :func:`save` wrote or any safetensors file.
+
     Returns:
-        For a file :func:`save` wrote: the saved pytree, same structure, each leaf a NumPy array (a
+        For a file :func:`save` wrote, the saved pytree, same structure, each leaf a NumPy array (a
         scalar comes back as a 0-d array, a Parameter as its array); a dict's keys come back in sorted
         order (optree's), which ``==`` on dicts does not see. For a file without tapegrad's
         metadata (written by PyTorch's or Hugging Face's ``safetensors``): a flat ``dict`` of tensor
@@ -296,8 +302,15 @@ def save_checkpoint(obj, path) -> None:
             ``"optimizer.adam.step"``), or a plain pytree of arrays.
         path: the file to write.
 
+    Returns:
+        None; ``path`` holds one tensor per state entry, keyed by its dotted name.
+
     Raises:
-        The errors of :func:`save`; ``ValueError`` when two objects' state names collide.
+        TypeError: as :func:`save` (a leaf that is not an array, scalar or Parameter; a non-str dict
+            key; a custom pytree node).
+        ValueError: two entries get the same key (two objects' state names collide), or a dtype
+            safetensors cannot store.
+        ImportError: safetensors is not installed (``pip install tapegrad[checkpoint]``).
     """
     save(path, _states(obj))
 

@@ -40,7 +40,14 @@ from tapegrad._rules import (
 
 
 def shape_of(x) -> tuple:
-    """The shape of an array, a tracer or a Python scalar."""
+    """The shape of an array, a tracer or a Python scalar.
+
+    Args:
+        x: an array, a tracer, or anything ``numpy.shape`` accepts.
+
+    Returns:
+        A tuple of ints (``()`` for a Python scalar).
+    """
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
@@ -118,7 +125,8 @@ deflinear(astype_p)
 
 
 def astype(x, dtype):
-    """``x`` converted to ``dtype``. Converting to an integer or boolean dtype stops the gradient.
+    """``x`` converted to ``dtype``, as ``numpy.astype`` (``x.astype(dtype)``). Converting to an
+    integer or boolean dtype stops the gradient.
 
     Complex to real keeps the real part (as NumPy, without its warning), so its derivative is the
     real part of the tangent, and a real-to-complex cast gets the real part of the cotangent.
@@ -196,7 +204,18 @@ def moveaxis(a, source, destination):
 
 # ---- sum and broadcast_to: each the other's transpose ----------------------------------------------
 def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
-    """``ct`` of a reduction, reshaped so that it broadcasts against the operand (size-1 reduced axes)."""
+    """The cotangent of a reduction, reshaped so that it broadcasts against the operand: the reduced
+    axes come back with length 1 (the helper of every reduction's vjp).
+
+    Args:
+        ct: the reduction's cotangent (or its result).
+        x_shape: the operand's shape.
+        axis: the reduced axes: None (all) or a tuple of non-negative ints.
+        keepdims: the reduction's ``keepdims`` (then ``ct`` already has the right rank).
+
+    Returns:
+        ``ct``, reshaped to ``x_shape`` with 1 at the reduced axes.
+    """
     if keepdims:
         return ct
     if axis is None:
@@ -273,6 +292,13 @@ def unbroadcast(ct, x):
 
     Undoes NumPy broadcasting in every binary vjp: leading axes ``x`` lacks are summed away, and so
     are axes where ``x`` has length 1.
+
+    Args:
+        ct: a cotangent of the broadcast result.
+        x: the operand (an array or tracer; its ``shape`` and ``dtype`` are read).
+
+    Returns:
+        The cotangent of ``x``, ``x``'s shape and dtype.
     """
     shape, ct_shape = x.shape, ct.shape
     if ct_shape != shape:

@@ -200,12 +200,15 @@ def vmap(fn, in_axes=0, out_axes=0, axis_size=None, chunk_size=None):
         batch size inserted at its ``out_axes`` entry; dtypes are ``fn``'s.
 
     Raises:
-        ValueError, naming the path of the offending entry: mapped arguments of different sizes; an
-        ``in_axes`` tuple whose length is not the number of positional arguments, or that is not a
-        pytree prefix of an argument; an axis out of range for its array (a Python scalar has rank 0,
-        so it cannot be mapped); ``out_axes`` None for an output that varies over the batch; nothing
-        mapped and no ``axis_size``. TypeError: an ``in_axes``/``out_axes`` entry that is not an int
-        or None.
+        ValueError: the message names the path of the offending entry. Mapped arguments of different
+            sizes (or not of ``axis_size``); an ``in_axes`` tuple whose length is not the number of
+            positional arguments, or that is not a pytree prefix of an argument; an axis out of range
+            for its array (a Python scalar has rank 0, so it cannot be mapped); ``out_axes`` None for
+            an output that varies over the batch; nothing mapped and no ``axis_size``; an
+            ``axis_size`` or ``chunk_size`` that is not a positive int.
+        TypeError: an ``in_axes``/``out_axes`` entry that is not an int or None; a mapped leaf that
+            is not an array or a Python number (an unregistered container: the message says how to
+            register it).
 
     ``vmap`` composes with every transform: ``vmap(grad(f))`` gives per-example gradients,
     ``grad(lambda x: vmap(f)(x).sum())`` differentiates through the batch, ``vmap(vmap(f))`` maps

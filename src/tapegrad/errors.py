@@ -1,5 +1,7 @@
 """Exceptions tapegrad raises for misuse of traced values."""
 
+__all__ = ["ConcretizationError", "TracerArrayConversionError"]
+
 
 class ConcretizationError(TypeError):
     """A traced value was needed as a concrete Python or NumPy value.

@@ -102,7 +102,7 @@ def primitives() -> tuple:
     """The registry: every primitive declared with :func:`primitive` (or :func:`register`).
 
     Returns:
-        tuple of :class:`Primitive`: tapegrad's own (``tapegrad.numpy``, ``scipy``, ``nn``, ``random``)
+        A tuple of :class:`Primitive` objects, tapegrad's own (``tapegrad.numpy``, ``scipy``, ``nn``, ``random``)
         and the user's, in declaration order; their names are all different. A new tuple each call:
         changing it changes nothing.
     """

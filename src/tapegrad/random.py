@@ -141,7 +141,7 @@ def fold_in(key, data):
             ``uint64`` (wrapping negative values, as JAX's cast to ``uint32`` does).
 
     Returns:
-        A key: ``uint64`` of shape ``(2,)``, on ``key``'s backend.
+        A ``uint64`` key of shape ``(2,)``, on ``key``'s backend.
 
     Raises:
         TypeError: ``key`` is not a key; ``data`` is not an integer.
@@ -338,7 +338,7 @@ def permutation(key, x, axis: int = 0):
         axis: the axis of ``x`` to permute (negative counts from the end).
 
     Returns:
-        For an int: an int64 array of shape ``(n,)`` on ``key``'s backend (JAX gives int32). For an
+        For an int, an int64 array of shape ``(n,)`` on ``key``'s backend (JAX gives int32). For an
         array: ``x``'s shape and dtype.
 
     Raises:

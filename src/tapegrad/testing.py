@@ -19,6 +19,8 @@ from tapegrad import _tree
 from tapegrad._api import jvp, vjp
 from tapegrad._backend import namespace_of
 
+__all__ = ["check_grads"]
+
 # eps and tolerances by the lowest float precision among the inputs
 _SETTINGS = {
     np.dtype(np.float16): dict(eps=3e-2, rtol=1e-1, atol=1e-1),
@@ -47,6 +49,9 @@ def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=N
         AssertionError: a mismatch; the message names the route (e.g. ``"jvp of vjp of tanh"``), the
             analytic and the numeric values.
         ValueError: an unknown mode.
+
+    Returns:
+        None; the check passed for every route.
     """
     if not isinstance(args, tuple):
         args = (args,)

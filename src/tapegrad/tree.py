@@ -5,13 +5,37 @@ transform (optree's ``register_pytree_node`` with ``namespace="tapegrad"``).
 """
 from __future__ import annotations
 
-import functools
-
 import optree
 
 from tapegrad._tree import NAMESPACE, tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
-register_node = functools.partial(optree.register_pytree_node, namespace=NAMESPACE)
+
+def register_node(cls, /, flatten_func, unflatten_func, *, path_entry_type=optree.AutoEntry, namespace=NAMESPACE):
+    """Make ``cls`` a pytree node for every tapegrad transform: ``optree.register_pytree_node`` with
+    ``namespace="tapegrad"`` (JAX's ``jax.tree_util.register_pytree_node``).
+
+    After it, the fields ``flatten_func`` returns are leaves (or subtrees) that transforms trace and
+    differentiate, and results of that type are rebuilt with ``unflatten_func``.
+
+    Args:
+        cls: the container class.
+        flatten_func: ``obj -> (children, metadata)`` or ``(children, metadata, entries)``: an
+            iterable of children (flattened further), hashable metadata kept in the treedef (static:
+            part of ``jit``'s cache key), and optional path entries.
+        unflatten_func: ``(metadata, children) -> obj``.
+        path_entry_type: optree's path entry class for the children (``optree.AutoEntry``).
+        namespace: the optree namespace; tapegrad's transforms read only ``"tapegrad"``.
+
+    Returns:
+        ``cls`` itself.
+
+    Raises:
+        TypeError: ``cls`` is not a class.
+        ValueError: ``cls`` is already registered in the namespace.
+    """
+    return optree.register_pytree_node(cls, flatten_func, unflatten_func, path_entry_type=path_entry_type,
+                                       namespace=namespace)
+
 
 __all__ = ["register_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure",
            "tree_unflatten", "NAMESPACE"]

@@ -298,7 +298,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             bodies, a longer first call); the results do not depend on it, up to float rounding.
 
     Returns:
-        ``(carry, ys)``: the final carry and the ``y`` of every step stacked on a new leading axis.
+        ``(carry, ys)``, the final carry and the ``y`` of every step stacked on a new leading axis.
 
     Raises:
         TypeError: ``f`` is not callable, a leaf is not an array, ``f`` does not return a pair, or its

@@ -339,9 +339,10 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
 
     Raises:
         ValueError: an unhashable static argument, or a ``cache_size`` that is neither None nor an
-        int >= 0. TypeError: an argument leaf that is neither an array nor a Python scalar.
+            int >= 0.
+        TypeError: an argument leaf that is neither an array nor a Python scalar.
         ConcretizationError: Python control flow on a traced value (the message suggests
-        ``static_argnums`` or ``tnp.where``).
+            ``static_argnums`` or ``tnp.where``).
     """
     if fn is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
@@ -350,8 +351,26 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
 
 
 def make_program(fn, static_argnums=()):
-    """``make_program(fn)(*args)``: the program ``jit`` stages for these arguments, printable (JAX's
-    ``make_jaxpr``). ``str(program)`` lists its equations; ``program.typecheck()`` checks it."""
+    """The program ``jit`` stages for given arguments, printable: JAX's ``make_jaxpr``.
+
+    Args:
+        fn: a function of pytrees of arrays and Python scalars, as for :func:`jit`.
+        static_argnums: an int or tuple of ints: positional arguments that are Python values, not
+            traced; they appear in the program as literals (``power a 3``).
+
+    Returns:
+        A function of ``fn``'s arguments returning a ``Program`` that lists its inputs (one variable per array
+        leaf, with shape and dtype), its equations (one primitive each) and its outputs.
+        ``str(program)`` prints them (``{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b) }``);
+        ``program.typecheck()`` checks every equation against its primitive's abstract evaluation.
+        Nothing runs: only shapes and dtypes of the arguments are used.
+
+    Raises:
+        ValueError: a static argument that is not hashable.
+        TypeError: an argument leaf that is neither an array nor a Python scalar.
+        ConcretizationError: Python control flow or ``float()`` on a traced value inside ``fn`` (the
+            message suggests ``static_argnums`` or ``tnp.where``).
+    """
     jitted = _Jitted(fn, static_argnums, (), ())
 
     @functools.wraps(fn)

@@ -80,7 +80,7 @@ def broadcast(tree, root: int = 0, comm=None):
         comm: a :class:`Communicator` or mpi4py communicator; None is the job's.
 
     Returns:
-        A new tree with ``root``'s values (on ``root`` too: copies of its own arrays).
+        A new tree with ``root``'s values (on ``root`` too, as copies of its own arrays).
 
     Raises:
         ValueError: ``root`` out of range; ranks whose trees differ (on every rank, naming the leaf).

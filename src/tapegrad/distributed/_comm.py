@@ -27,6 +27,9 @@ class Communicator:
         comm: the mpi4py communicator.
         rank: this process's index, ``0 <= rank < size``.
         size: the number of processes.
+
+    Raises:
+        ImportError: mpi4py is not installed (``pip install 'tapegrad[distributed]'``).
     """
 
     def __init__(self, comm=None):
@@ -66,6 +69,10 @@ def init(comm=None) -> Communicator:
         comm: an ``mpi4py.MPI.Comm`` for the first call (None: ``MPI.COMM_WORLD``); refused afterwards if
             it is another one.
 
+    Returns:
+        The job's :class:`Communicator` (``.rank``, ``.size``, ``.comm``), the same object at every
+        call.
+
     Raises:
         ImportError: mpi4py is not installed.
         ValueError: a later call passes another communicator.
@@ -83,12 +90,27 @@ def init(comm=None) -> Communicator:
 
 
 def rank() -> int:
-    """This process's rank in the job (``init().rank``)."""
+    """This process's rank in the job, ``init().rank`` (MPI's ``Comm.Get_rank``; Horovod's ``hvd.rank()``).
+
+    Returns:
+        An int, ``0 <= rank() < size()``; 0 in a job of one process.
+
+    Raises:
+        ImportError: mpi4py is not installed.
+    """
     return init().rank
 
 
 def size() -> int:
-    """The number of processes in the job (``init().size``)."""
+    """The number of processes in the job, ``init().size`` (MPI's ``Comm.Get_size``; Horovod's
+    ``hvd.size()``).
+
+    Returns:
+        An int ``>= 1`` (what ``mpiexec -n`` was given; 1 without ``mpiexec``).
+
+    Raises:
+        ImportError: mpi4py is not installed.
+    """
     return init().size
 
 

@@ -30,10 +30,23 @@ def install_excepthook(comm) -> None:
 
 @contextlib.contextmanager
 def abort_on_error(comm=None):
-    """Within the block, an exception on this rank prints its traceback and ends the job.
+    """Within the block, an exception on this rank prints its traceback and ends the job (``MPI_Abort``).
 
     ``init()`` installs the same behaviour for uncaught exceptions (``sys.excepthook``); this is for code
-    that would catch them (a notebook, a test runner, a ``try`` around a training loop).
+    that would catch them (a notebook, a test runner, a ``try`` around a training loop). With a single
+    process the exception propagates as usual: nobody waits on it.
+
+    Args:
+        comm: a :class:`Communicator` or mpi4py communicator whose processes are ended; None is the
+            job's (:func:`init`).
+
+    Yields:
+        The :class:`Communicator` (``with abort_on_error() as comm:``).
+
+    Raises:
+        BaseException: with one process, whatever the block raised, unchanged. With more, nothing
+            returns: the job ends with exit code 1.
+        ImportError: mpi4py is not installed.
 
     Example:
         >>> with abort_on_error():            # doctest: +SKIP

@@ -23,6 +23,9 @@ def broadcast_parameters(obj, root: int = 0, comm=None) -> None:
         root: the rank whose values everyone gets.
         comm: a :class:`Communicator` or mpi4py communicator; None is the job's.
 
+    Returns:
+        None; on every rank, ``obj``'s Parameters hold ``root``'s values (assigned in place).
+
     Raises:
         TypeError: ``obj`` is none of those.
         ValueError: the ranks' states differ in names, shapes or dtypes (the message names the first).
@@ -62,8 +65,19 @@ class DistributedOptimizer:
         self.optimizer, self.comm, self.op = optimizer, resolve(comm), op
 
     def step(self, grads) -> None:
-        """Average ``grads`` (one per Parameter, as ``grad(..., weights=opt.params)`` returns them) over the
-        ranks, then ``optimizer.step`` them."""
+        """Average (or, with ``op="sum"``, sum) ``grads`` over the ranks with one ``MPI_Allreduce`` per
+        dtype, then ``optimizer.step`` them. Runs outside ``jit``, on every rank.
+
+        Args:
+            grads: one gradient per Parameter, as ``grad(..., weights=opt.params)`` returns them.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: as ``optimizer.step``.
+            ValueError: as ``optimizer.step``.
+        """
         self.optimizer.step(allreduce(tuple(grads) if isinstance(grads, list) else grads, self.op, self.comm))
 
     def __call__(self, grads) -> None:
@@ -83,6 +97,14 @@ class DistributedGradReducer:
         mean: divide the sum by ``degree`` (MindSpore's default depends on its parallel context; here True).
         degree: the divisor; None is the number of ranks.
         comm: a :class:`Communicator` or mpi4py communicator; None is the job's.
+
+    ``reducer(grads)`` takes a pytree of gradient arrays (the same structure, shapes and dtypes on
+    every rank) and returns the reduced pytree in its structure and dtypes. It must run outside
+    ``jit``, on every rank.
+
+    Raises:
+        ValueError: ``degree < 1``.
+        ImportError: mpi4py is not installed.
     """
 
     def __init__(self, parameters=None, mean: bool = True, degree: int | None = None, comm=None):

@@ -23,6 +23,20 @@ class Module(Stateful):
     Parameter by its path, frozen ones included (BatchNorm's running statistics, Dropout's key);
     ``tg.save_checkpoint(net, path)`` / ``tg.load_checkpoint(path, net)`` write and read them as files.
 
+    A subclass calls ``super().__init__()``, assigns Parameters and sub-modules (alone or in lists,
+    tuples and dicts) as attributes, and defines ``__call__`` (a ``forward`` or MindSpore's
+    ``construct`` is called if it does not). An unnamed Parameter takes its dotted attribute path as
+    name (``"fc1.weight"``); ``trainable_params()`` lists those with ``requires_grad=True`` in
+    attribute-definition order, depth first, as a ``ParameterTuple``. ``train()`` / ``eval()`` set
+    the ``training`` flag of the module and every sub-module.
+
+    Raises:
+        NotImplementedError: calling a module that defines none of ``__call__``, ``forward`` and
+            ``construct``.
+        KeyError: ``load_state_dict`` under ``strict`` with missing or unexpected keys.
+        ValueError: ``load_state_dict`` with an array of another shape (or dtype without ``cast``).
+        TypeError: ``load_state_dict`` given something that is not a mapping of name -> array.
+
     Example:
         >>> import numpy as np, tapegrad as tg
         >>> class Affine(tg.nn.Module):

@@ -128,15 +128,57 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm1d(_BatchNorm):
-    """:class:`BatchNorm2d` for a 2-d input ``(N, C)`` or a 3-d input ``(N, C, L)``
-    (``torch.nn.BatchNorm1d``): the statistics are over ``N`` (and ``L``). Same arguments."""
+    """Batch normalisation of a 2-d input ``(N, C)`` or a 3-d input ``(N, C, L)``
+    (``torch.nn.BatchNorm1d``): the statistics are over ``N`` (and ``L``), per channel; training and
+    evaluation modes, running statistics and updates as :class:`BatchNorm2d`. Output of the input's
+    shape and of the result dtype of the input and the Parameters.
+
+    Args:
+        num_features: ``C``.
+        eps: added to the variance before the square root.
+        momentum: the weight of the new batch statistic; None averages all batches so far with equal
+            weights, as PyTorch.
+        affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), each ``(C,)``; False leaves
+            both None.
+        track_running_stats: whether to keep ``running_mean``, ``running_var`` and
+            ``num_batches_tracked`` (Parameters with ``requires_grad=False``); False always normalises
+            with the batch statistics.
+        dtype: of ``weight``, ``bias`` and the running statistics (float32 by default).
+
+    Raises:
+        ValueError: a non-positive ``num_features``; a negative ``eps`` or ``momentum``; (at the call) an
+            input of another rank or another channel count, or, in training, one value per channel.
+        TypeError: a ``num_features`` that is not an int; (at the call, in training) an update under
+            ``vmap``.
+    """
 
     _ranks = (2, 3)
 
 
 class BatchNorm3d(_BatchNorm):
-    """:class:`BatchNorm2d` for a 5-d input ``(N, C, D, H, W)`` (``torch.nn.BatchNorm3d``). Same
-    arguments."""
+    """Batch normalisation of a 5-d input ``(N, C, D, H, W)`` (``torch.nn.BatchNorm3d``): the statistics
+    are over every axis but the channel axis 1; training and evaluation modes, running statistics and
+    updates as :class:`BatchNorm2d`. Output of the input's shape and of the result dtype of the input
+    and the Parameters.
+
+    Args:
+        num_features: ``C``.
+        eps: added to the variance before the square root.
+        momentum: the weight of the new batch statistic; None averages all batches so far with equal
+            weights, as PyTorch.
+        affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), each ``(C,)``; False leaves
+            both None.
+        track_running_stats: whether to keep ``running_mean``, ``running_var`` and
+            ``num_batches_tracked`` (Parameters with ``requires_grad=False``); False always normalises
+            with the batch statistics.
+        dtype: of ``weight``, ``bias`` and the running statistics (float32 by default).
+
+    Raises:
+        ValueError: a non-positive ``num_features``; a negative ``eps`` or ``momentum``; (at the call) an
+            input of another rank or another channel count, or, in training, one value per channel.
+        TypeError: a ``num_features`` that is not an int; (at the call, in training) an update under
+            ``vmap``.
+    """
 
     _ranks = (5,)
 

@@ -1,5 +1,5 @@
 """Pooling modules (PyTorch's ``nn.MaxPool2d``, ``nn.AvgPool2d``, ... with the same arguments): thin
-holders of the arguments of the functions in :mod:`tapegrad.nn._pool`. They have no Parameters.
+holders of the arguments of the pooling functions of :mod:`tapegrad.nn.functional`. They have no Parameters.
 
 The arguments are checked when the module is built (types and signs), and again against the input's
 shape at the call.
@@ -43,12 +43,26 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """1-d max pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.MaxPool1d``).
+    """1-d max pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.MaxPool1d``):
+    ``self(x)`` is :func:`tapegrad.nn.functional.max_pool1d` with these arguments. No Parameters.
 
-    Args: as :func:`tapegrad.nn._pool.max_pool1d` (``stride=None`` means ``kernel_size``).
+    Args:
+        kernel_size: the window length, an int or a 1-tuple.
+        stride: an int or a 1-tuple; None (the default) means ``kernel_size``.
+        padding: ``-inf`` padding on both ends, at most ``kernel_size // 2``.
+        dilation: the spacing between window elements.
+        ceil_mode: round the output length up (PyTorch's rule).
+
+    Input ``(N, C, L)`` or ``(C, L)``, float or integer; output ``(N, C, L_out)`` or ``(C, L_out)`` of the
+    input's dtype, ``L_out = floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1``
+    (``ceil`` in ceil mode). The gradient goes to each window's first maximum.
 
     Raises:
-        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+        ValueError: a non-positive ``kernel_size``, stride or dilation, a negative padding or one above
+            ``kernel_size // 2`` (at construction); an input of the wrong rank or too small for one
+            window (at the call).
+        TypeError: sizes that are not ints or tuples of ints (at construction); a boolean or complex input
+            (at the call).
     """
 
     _n = 1
@@ -56,7 +70,8 @@ class MaxPool1d(_MaxPoolNd):
 
 
 class MaxPool2d(_MaxPoolNd):
-    """2-d max pooling over the last two axes of ``(N, C, H, W)`` or ``(C, H, W)`` (``torch.nn.MaxPool2d``).
+    """2-d max pooling over the last two axes of ``(N, C, H, W)`` or ``(C, H, W)`` (``torch.nn.MaxPool2d``):
+    ``self(x)`` is :func:`tapegrad.nn.functional.max_pool2d` with these arguments. No Parameters.
 
     Args:
         kernel_size: the window, an int or ``(kh, kw)``.
@@ -65,10 +80,16 @@ class MaxPool2d(_MaxPoolNd):
         dilation: the spacing between window elements.
         ceil_mode: round the output size up (PyTorch's rule).
 
-    See :func:`tapegrad.nn._pool.max_pool2d` for the output shape and the gradient's tie rule.
+    Input ``(N, C, H, W)`` or ``(C, H, W)``, float or integer; output ``(N, C, H_out, W_out)`` or
+    ``(C, H_out, W_out)`` of the input's dtype (see :func:`tapegrad.nn.functional.max_pool2d` for the
+    output size and the gradient's tie rule).
 
     Raises:
-        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+        ValueError: a non-positive ``kernel_size``, stride or dilation, a negative padding or one above
+            ``kernel_size // 2`` (at construction); an input of the wrong rank or too small for one
+            window (at the call).
+        TypeError: sizes that are not ints or tuples of ints (at construction); a boolean or complex input
+            (at the call).
     """
 
 
@@ -87,12 +108,25 @@ class _AvgPoolNd(Module):
 
 
 class AvgPool1d(_AvgPoolNd):
-    """1-d average pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.AvgPool1d``).
+    """1-d average pooling over the last axis of ``(N, C, L)`` or ``(C, L)`` (``torch.nn.AvgPool1d``):
+    ``self(x)`` is :func:`tapegrad.nn.functional.avg_pool1d` with these arguments. No Parameters.
 
-    Args: as :func:`tapegrad.nn._pool.avg_pool1d`.
+    Args:
+        kernel_size: the window length, an int or a 1-tuple.
+        stride: an int or a 1-tuple; None (the default) means ``kernel_size``.
+        padding: zero padding on both ends, at most ``kernel_size // 2``.
+        ceil_mode: round the output length up (PyTorch's rule).
+        count_include_pad: count the padding in each window's divisor.
+
+    Input ``(N, C, L)`` or ``(C, L)``, floating-point; output ``(N, C, L_out)`` or ``(C, L_out)`` of the
+    input's dtype.
 
     Raises:
-        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+        ValueError: a non-positive ``kernel_size`` or stride, a negative padding or one above
+            ``kernel_size // 2`` (at construction); an input of the wrong rank or too small for one
+            window (at the call).
+        TypeError: sizes that are not ints or tuples of ints (at construction); an input that is not floating-point
+            (at the call).
     """
 
     _n = 1
@@ -104,7 +138,8 @@ class AvgPool1d(_AvgPoolNd):
 
 class AvgPool2d(_AvgPoolNd):
     """2-d average pooling over the last two axes of ``(N, C, H, W)`` or ``(C, H, W)``
-    (``torch.nn.AvgPool2d``).
+    (``torch.nn.AvgPool2d``): ``self(x)`` is :func:`tapegrad.nn.functional.avg_pool2d` with these
+    arguments. No Parameters.
 
     Args:
         kernel_size: the window, an int or ``(kh, kw)``.
@@ -114,10 +149,15 @@ class AvgPool2d(_AvgPoolNd):
         count_include_pad: count the padding in each window's divisor.
         divisor_override: a non-zero int to divide every window's sum by, or None.
 
-    See :func:`tapegrad.nn._pool.avg_pool2d`.
+    Input ``(N, C, H, W)`` or ``(C, H, W)``, floating-point; output ``(N, C, H_out, W_out)`` or
+    ``(C, H_out, W_out)`` of the input's dtype.
 
     Raises:
-        TypeError, ValueError: bad sizes, at construction; an input of the wrong rank, at the call.
+        ValueError: a non-positive ``kernel_size`` or stride, a negative padding or one above
+            ``kernel_size // 2`` (at construction); an input of the wrong rank or too small for one
+            window (at the call).
+        TypeError: sizes that are not ints or tuples of ints (at construction); an input that is not floating-point
+            (at the call).
     """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -143,8 +183,21 @@ class _AdaptiveAvgPoolNd(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
-    """Adaptive average pooling to length ``output_size`` (``torch.nn.AdaptiveAvgPool1d``); see
-    :func:`tapegrad.nn._pool.adaptive_avg_pool1d`."""
+    """Adaptive average pooling to length ``output_size`` (``torch.nn.AdaptiveAvgPool1d``): ``self(x)`` is
+    :func:`tapegrad.nn.functional.adaptive_avg_pool1d`. No Parameters.
+
+    Args:
+        output_size: the output length ``L_out``, an int or a 1-tuple; None keeps ``L``.
+
+    Input ``(N, C, L)`` or ``(C, L)``, floating-point; output ``(N, C, L_out)`` or ``(C, L_out)`` of the
+    input's dtype.
+
+    Raises:
+        ValueError: a non-positive ``output_size`` (at construction); an input that is not 2-d or 3-d
+            (at the call).
+        TypeError: an ``output_size`` that is not an int, a tuple of ints or None (at construction); an
+            input that is not floating-point (at the call).
+    """
 
     _n = 1
 
@@ -153,8 +206,22 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
-    """Adaptive average pooling to ``output_size = (H_out, W_out)`` (an int for both; None keeps an input
-    size) (``torch.nn.AdaptiveAvgPool2d``); see :func:`tapegrad.nn._pool.adaptive_avg_pool2d`."""
+    """Adaptive average pooling to ``output_size = (H_out, W_out)`` (``torch.nn.AdaptiveAvgPool2d``):
+    ``self(x)`` is :func:`tapegrad.nn.functional.adaptive_avg_pool2d`, PyTorch's windows. No Parameters.
+
+    Args:
+        output_size: ``(H_out, W_out)``, one int for both, or a pair with None for a size kept as the
+            input's.
+
+    Input ``(N, C, H, W)`` or ``(C, H, W)``, floating-point; output ``(N, C, H_out, W_out)`` or
+    ``(C, H_out, W_out)`` of the input's dtype.
+
+    Raises:
+        ValueError: a non-positive output size (at construction); an input that is not 3-d or 4-d (at
+            the call).
+        TypeError: an ``output_size`` that is not an int or a tuple of ints and None (at construction);
+            an input that is not floating-point (at the call).
+    """
 
     def __call__(self, x):
         return _pool.adaptive_avg_pool2d(x, self.output_size)

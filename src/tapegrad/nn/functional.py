@@ -111,7 +111,8 @@ def gelu(x, approximate: str = "none"):
 
 
 def sigmoid(x):
-    """The logistic function ``1 / (1 + exp(-x))``, accurate in both tails (``scipy.special.expit``)."""
+    """The logistic function ``1 / (1 + exp(-x))``, accurate in both tails (``torch.nn.functional.sigmoid``,
+    computed as ``scipy.special.expit``)."""
     return special.expit(x)
 
 
@@ -132,7 +133,9 @@ def silu(x):
 
 
 def tanh(x):
-    """Hyperbolic tangent, elementwise."""
+    """Hyperbolic tangent, elementwise (``torch.nn.functional.tanh``, ``numpy.tanh``); same shape and
+    dtype as ``x``.
+    """
     return tnp.tanh(x)
 
 
@@ -145,12 +148,17 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 
 def log_softmax(x, axis: int = -1):
-    """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape as ``x``."""
+    """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape and dtype
+    as ``x`` (``jax.nn.log_softmax``; PyTorch's ``torch.nn.functional.log_softmax`` with ``dim``).
+    """
     return special.log_softmax(x, axis=axis)
 
 
 def softmax(x, axis: int = -1):
-    """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))`` (no overflow)."""
+    """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))`` (no overflow); same
+    shape and dtype as ``x`` (``jax.nn.softmax``; PyTorch's ``torch.nn.functional.softmax`` with
+    ``dim``).
+    """
     return tnp.exp(log_softmax(x, axis))
 
 
@@ -419,7 +427,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
             or None.
 
     Returns:
-        The loss: a 0-d array for ``"mean"``/``"sum"``, input's shape for ``"none"``.
+        The loss, a 0-d array for ``"mean"``/``"sum"``, input's shape for ``"none"``.
 
     Raises:
         ValueError: input and target shapes differ (as PyTorch), an unknown ``reduction``.

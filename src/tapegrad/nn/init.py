@@ -57,17 +57,17 @@ def calculate_gain(nonlinearity: str = "leaky_relu", param: float | None = None)
 
 
 def zeros(shape, dtype=np.float32, rng=None):
-    """All zeros."""
+    """All zeros (``torch.nn.init.zeros_``, returning a new array)."""
     return np.zeros(_shape(shape), dtype)
 
 
 def ones(shape, dtype=np.float32, rng=None):
-    """All ones."""
+    """All ones (``torch.nn.init.ones_``, returning a new array)."""
     return np.ones(_shape(shape), dtype)
 
 
 def constant(shape, dtype=np.float32, rng=None, value: float = 0.0):
-    """Every element equal to ``value``."""
+    """Every element equal to ``value`` (``torch.nn.init.constant_``, returning a new array)."""
     return np.full(_shape(shape), value, dtype)
 
 
@@ -77,7 +77,9 @@ def uniform(shape, dtype=np.float32, rng=None, low: float = 0.0, high: float = 1
 
 
 def normal(shape, dtype=np.float32, rng=None, mean: float = 0.0, std: float = 1.0):
-    """Normal with mean ``mean`` and standard deviation ``std``."""
+    """Normal with mean ``mean`` and standard deviation ``std`` (``torch.nn.init.normal_``, returning a
+    new array).
+    """
     return _rng(rng).normal(mean, std, _shape(shape)).astype(dtype)
 
 
@@ -103,18 +105,33 @@ def kaiming_uniform(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str
 
 def kaiming_normal(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str = "fan_in",
                    nonlinearity: str = "leaky_relu"):
-    """He et al. (2015) normal: ``N(0, std**2)`` with ``std = gain / sqrt(fan)``."""
+    """He et al. (2015) normal: ``N(0, std**2)`` with ``std = gain / sqrt(fan)``
+    (``torch.nn.init.kaiming_normal_``: the same ``a``, ``mode`` and ``nonlinearity``).
+
+    Raises:
+        ValueError: a shape of fewer than 2 dimensions; an unknown ``mode`` or ``nonlinearity``.
+    """
     return normal(shape, dtype, rng, 0.0, _kaiming_std(shape, a, mode, nonlinearity))
 
 
 def xavier_uniform(shape, dtype=np.float32, rng=None, gain: float = 1.0):
-    """Glorot & Bengio (2010) uniform: ``U(-b, b)`` with ``b = gain * sqrt(6 / (fan_in + fan_out))``."""
+    """Glorot & Bengio (2010) uniform: ``U(-b, b)`` with ``b = gain * sqrt(6 / (fan_in + fan_out))``
+    (``torch.nn.init.xavier_uniform_``).
+
+    Raises:
+        ValueError: a shape of fewer than 2 dimensions.
+    """
     fan_in, fan_out = _fans(shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform(shape, dtype, rng, -bound, bound)
 
 
 def xavier_normal(shape, dtype=np.float32, rng=None, gain: float = 1.0):
-    """Glorot & Bengio (2010) normal: ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    """Glorot & Bengio (2010) normal: ``N(0, std**2)`` with ``std = gain * sqrt(2 / (fan_in + fan_out))``
+    (``torch.nn.init.xavier_normal_``).
+
+    Raises:
+        ValueError: a shape of fewer than 2 dimensions.
+    """
     fan_in, fan_out = _fans(shape)
     return normal(shape, dtype, rng, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))

@@ -16,6 +16,8 @@ from tapegrad.nn._args import as_int
 from tapegrad.nn._module import Module
 from tapegrad.nn._norm import embedding, padding_index
 
+__all__ = ["Dense", "Embedding", "Flatten", "ReLU", "Sequential", "Sigmoid", "Tanh"]
+
 _ACTIVATIONS = {
     "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "gelu": F.gelu, "silu": F.silu, "swish": F.silu,
     "elu": F.elu, "leaky_relu": F.leaky_relu, "softplus": F.softplus, "softmax": F.softmax,
@@ -170,7 +172,17 @@ class Sequential(Module):
         return x
 
     def append(self, layer) -> Sequential:
-        """Add ``layer`` at the end; returns ``self``."""
+        """Add ``layer`` at the end (PyTorch's ``nn.Sequential.append``).
+
+        Args:
+            layer: a Module or a callable.
+
+        Returns:
+            The Sequential itself.
+
+        Raises:
+            TypeError: ``layer`` is not callable.
+        """
         if not callable(layer):
             raise TypeError(f"Sequential.append: a {type(layer).__name__} is not callable")
         self.layers.append(layer)

@@ -54,15 +54,21 @@ def as_operand(a):
 
 
 def asarray(a, dtype=None):
-    """As :func:`array`, without copying an array that already has ``dtype``."""
+    """As :func:`array` (``numpy.asarray``), without copying an array that already has ``dtype``."""
     return array(a, dtype=dtype, copy=None)
 
 
 def zeros(shape, dtype=float):
+    """An array of zeros of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.zeros``; a constant, never traced.
+    """
     return default_namespace().zeros(shape, dtype)
 
 
 def ones(shape, dtype=float):
+    """An array of ones of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.ones``; a constant, never traced.
+    """
     return default_namespace().ones(shape, dtype)
 
 
@@ -81,18 +87,30 @@ def _shape_tuple(shape) -> tuple:
 
 
 def empty(shape, dtype=float):
+    """An uninitialised array of ``shape`` and ``dtype`` (default float64) on the default backend, as
+    ``numpy.empty``; a constant, never traced.
+    """
     return default_namespace().empty(shape, dtype)
 
 
 def eye(N, M=None, k=0, dtype=float):
+    """The ``N x M`` (``M`` defaults to ``N``) array with ones on diagonal ``k`` and zeros elsewhere, as
+    ``numpy.eye``, on the default backend; a constant, never traced.
+    """
     return default_namespace().eye(N, M, k, dtype=dtype)
 
 
 def identity(n, dtype=float):
+    """The ``n x n`` identity matrix in ``dtype`` (default float64), as ``numpy.identity``, on the
+    default backend; a constant, never traced.
+    """
     return default_namespace().identity(n, dtype=dtype)
 
 
 def arange(*args, **kwargs):
+    """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (the same arguments), on the
+    default backend; a constant, never traced.
+    """
     return default_namespace().arange(*args, **kwargs)
 
 
@@ -105,21 +123,30 @@ def _like_args(a, dtype, shape):
 
 
 def zeros_like(a, dtype=None, shape=None):
-    """Zeros with ``a``'s shape, dtype and backend; a constant, never traced (also for a tracer ``a``)."""
+    """Zeros with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.zeros_like``; a constant, never traced (also for a tracer ``a``).
+    """
     return _backend.zeros_like(_unboxed(a), shape, dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
-    """Ones with ``a``'s shape, dtype and backend; a constant, never traced."""
+    """Ones with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.ones_like``; a constant, never traced.
+    """
     return _backend.ones_like(_unboxed(a), shape, dtype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    """``fill_value`` with ``a``'s shape, dtype and backend; a constant, never traced."""
+    """``fill_value`` with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
+    ``numpy.full_like``; a constant, never traced.
+    """
     xp, shape, dtype = _like_args(a, dtype, shape)
     return xp.full(shape, fill_value, dtype)
 
 
 def empty_like(a, dtype=None, shape=None):
+    """An uninitialised array with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if
+    given), as ``numpy.empty_like``; a constant, never traced (also for a traced ``a``).
+    """
     xp, shape, dtype = _like_args(a, dtype, shape)
     return xp.empty(shape, dtype)

@@ -217,7 +217,7 @@ def _matrix_shape(arr, name):
 
 
 def tril_indices_from(arr, k=0):
-    """``tril_indices`` for the shape of the 2-D ``arr``.
+    """``tril_indices`` for the shape of the 2-D ``arr``, as ``numpy.tril_indices_from``.
 
     Raises:
         ValueError: ``arr`` is not 2-D.
@@ -227,7 +227,7 @@ def tril_indices_from(arr, k=0):
 
 
 def triu_indices_from(arr, k=0):
-    """``triu_indices`` for the shape of the 2-D ``arr``.
+    """``triu_indices`` for the shape of the 2-D ``arr``, as ``numpy.triu_indices_from``.
 
     Raises:
         ValueError: ``arr`` is not 2-D.
@@ -244,7 +244,8 @@ def diag_indices(n, ndim=2):
 
 
 def diag_indices_from(arr):
-    """``diag_indices`` for ``arr``, whose axes must all have the same length.
+    """``diag_indices`` for ``arr``, whose axes must all have the same length, as
+    ``numpy.diag_indices_from``.
 
     Raises:
         ValueError: ``arr`` has fewer than 2 dimensions or unequal ones.

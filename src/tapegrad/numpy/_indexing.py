@@ -714,7 +714,9 @@ class IndexUpdateHelper:
 
 # ---- gathers -------------------------------------------------------------------------------------
 def take(a, indices, axis=None):
-    """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``)."""
+    """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``), as ``numpy.take``;
+    differentiable in ``a`` (the cotangent is scattered back, summed over repeated indices).
+    """
     a = as_operand(a)
     if axis is None:
         return getitem(_shape.ravel(a), indices)

@@ -327,5 +327,7 @@ def outer(a, b):
 
 
 def vdot(a, b):
-    """Dot product of the flattened arrays (real inputs)."""
+    """Dot product of the flattened arrays, as ``numpy.vdot`` for real inputs (it does not conjugate
+    ``a``), a 0-d array.
+    """
     return dot(_shape.ravel(a), _shape.ravel(b))

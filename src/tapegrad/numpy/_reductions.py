@@ -75,12 +75,16 @@ defjvp(amin_p, _minmax_jvp)
 
 
 def amax(a, axis=None, keepdims=False):
-    """Maximum over ``axis``; ties share the gradient evenly."""
+    """Maximum over ``axis`` (None: all), as ``numpy.max`` (``numpy.amax``; ``tnp.max`` is this
+    function); ties share the gradient evenly (as autograd and JAX).
+    """
     return _reduce(amax_p, a, axis, keepdims)
 
 
 def amin(a, axis=None, keepdims=False):
-    """Minimum over ``axis``; ties share the gradient evenly."""
+    """Minimum over ``axis`` (None: all), as ``numpy.min`` (``numpy.amin``; ``tnp.min`` is this
+    function); ties share the gradient evenly (as autograd and JAX).
+    """
     return _reduce(amin_p, a, axis, keepdims)
 
 
@@ -130,7 +134,9 @@ defjvp(prod_p, _prod_jvp)
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
-    """Product over ``axis``; its gradient is exact where ``a`` has zeros, at every order."""
+    """Product over ``axis`` (None: all), as ``numpy.prod``; ``dtype`` converts ``a`` first. Its
+    gradient is exact where ``a`` has zeros, at every order.
+    """
     if dtype is not None:
         a = ew.astype(as_operand(a), dtype)
     return _reduce(prod_p, a, axis, keepdims)
@@ -228,20 +234,32 @@ def _single_axis(axis, a):
 
 
 def argmax(a, axis=None, keepdims=False):
+    """Index of the largest element along ``axis`` (None: of the flattened array), as ``numpy.argmax``:
+    an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
+    """
     a = as_operand(a)
     return bind(argmax_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
 
 
 def argmin(a, axis=None, keepdims=False):
+    """Index of the smallest element along ``axis`` (None: of the flattened array), as ``numpy.argmin``:
+    an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
+    """
     a = as_operand(a)
     return bind(argmin_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
 
 
 def all(a, axis=None, keepdims=False):
+    """Whether every element along ``axis`` (None: all) is true, as ``numpy.all``: a bool array;
+    not differentiable.
+    """
     return _reduce(all_p, a, axis, keepdims)
 
 
 def any(a, axis=None, keepdims=False):
+    """Whether any element along ``axis`` (None: all) is true, as ``numpy.any``: a bool array;
+    not differentiable.
+    """
     return _reduce(any_p, a, axis, keepdims)
 
 
@@ -257,7 +275,7 @@ def _count(a, axis) -> int:
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over ``axis``: ``sum / count`` (float32 stays float32). As NumPy, float16
+    """Arithmetic mean over ``axis``, as ``numpy.mean``: ``sum / count`` (float32 stays float32). As NumPy, float16
     input is summed in float32 and the mean cast back to float16 (a float16 sum of two 65504s would
     be inf)."""
     a = as_operand(a)

@@ -24,10 +24,14 @@ def shape(a) -> tuple:
 
 
 def ndim(a) -> int:
+    """The number of axes of ``a`` (also of a traced value), a Python int, as ``numpy.ndim``."""
     return len(shape_of(a))
 
 
 def size(a, axis=None) -> int:
+    """The number of elements of ``a``, or its length along ``axis`` (also of a traced value), a
+    Python int, as ``numpy.size``.
+    """
     dims = shape_of(a)
     if axis is not None:
         return dims[axis]
@@ -38,7 +42,9 @@ def size(a, axis=None) -> int:
 
 
 def result_type(*arrays_and_dtypes):
-    """NumPy's ``result_type``, with traced values standing for their dtype."""
+    """The dtype NumPy's promotion gives the arguments, as ``numpy.result_type``, with traced values
+    standing for their dtype.
+    """
     return np.result_type(*[a.dtype if isinstance(a, (Tracer, Boxed)) else a for a in arrays_and_dtypes])
 
 
@@ -51,6 +57,7 @@ def reshape(a, shape, order="C"):
 
 
 def ravel(a):
+    """``a`` flattened to 1-D in C order, as ``numpy.ravel``; differentiable (a reshape)."""
     a = as_operand(a)
     return reshape(a, (-1,))
 
@@ -61,6 +68,9 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    """``a`` with axes ``axis1`` and ``axis2`` interchanged, as ``numpy.swapaxes``; differentiable (a
+    transpose).
+    """
     a = as_operand(a)
     ndim = len(shape_of(a))
     perm = list(range(ndim))
@@ -79,6 +89,9 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
+    """``a`` without its unit axes (those of ``axis`` only, if given), as ``numpy.squeeze``;
+    differentiable (a reshape). An ``axis`` of length other than 1 is a ``ValueError``.
+    """
     a = as_operand(a)
     shape = shape_of(a)
     if axis is None:
@@ -97,6 +110,9 @@ def broadcast_to(array, shape):
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape, as ``numpy.broadcast_arrays``; returns a list
+    (NumPy 2 returns a tuple); each entry differentiable in its argument.
+    """
     args = [as_operand(a) for a in args]
     shape = np.broadcast_shapes(*(shape_of(a) for a in args))
     return [broadcast_to(a, shape) for a in args]
@@ -175,7 +191,9 @@ def tile(A, reps):
 
 
 def flip(m, axis=None):
-    """Reverse the order of elements along ``axis`` (None: all axes)."""
+    """Reverse the order of elements along ``axis`` (None: all axes), as ``numpy.flip``; differentiable
+    (a strided view).
+    """
     m = as_operand(m)
     ndim = len(shape_of(m))
     axes = range(ndim) if axis is None else normalize_axis(axis, ndim)

@@ -114,7 +114,7 @@ def array_split(ary, indices_or_sections, axis=0):
         axis: the axis to split.
 
     Returns:
-        A list of arrays (views' equivalents: slices, so the gradient of each lands in its place).
+        A list of arrays (views' equivalents are slices, so the gradient of each lands in its place).
 
     Raises:
         ValueError: a number of sections ``<= 0``.

@@ -343,7 +343,7 @@ def rfft(a, n=None, axis=-1, norm=None):
         norm: as :func:`fft`.
 
     Returns:
-        The non-negative frequency terms: a complex array with length ``n // 2 + 1`` along ``axis``
+        The non-negative frequency terms, a complex array with length ``n // 2 + 1`` along ``axis``
         (complex64 for float32 input, else complex128).
 
     Raises:

@@ -11,8 +11,14 @@ from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 
 class AdagradState(NamedTuple):
-    """``Adagrad``'s state: the number of updates done (a 0-d int32 array), and the sums of squared
-    gradients ``sum`` (a pytree like the parameters, in their dtypes; PyTorch's name)."""
+    """``Adagrad``'s state (a NamedTuple, a pytree), as :meth:`Adagrad.init` makes it and
+    :meth:`Adagrad.update` returns it.
+
+    Args:
+        step: the number of updates done, a 0-d int32 array.
+        sum: the sums of squared gradients (PyTorch's name), a pytree like the parameters, in their
+            dtypes.
+    """
 
     step: Any
     sum: Any
@@ -73,7 +79,7 @@ class Adagrad(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`AdagradState` (its ``step`` one higher; each array keeps its dtype).
 
         Raises:

@@ -19,8 +19,14 @@ from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 # ---- Adam ----------------------------------------------------------------------------------------
 class AdamState(NamedTuple):
-    """``Adam``'s state: the number of updates done (a 0-d int32 array), and the first and second
-    moment estimates ``exp_avg`` and ``exp_avg_sq`` (pytrees like the parameters, in their dtypes)."""
+    """``Adam``'s (and ``AdamW``'s) state (a NamedTuple, a pytree), as :meth:`Adam.init` makes it and
+    :meth:`Adam.update` returns it.
+
+    Args:
+        step: the number of updates done, a 0-d int32 array.
+        exp_avg: the first moment estimates, a pytree like the parameters, in their dtypes.
+        exp_avg_sq: the second moment estimates, a pytree like the parameters, in their dtypes.
+    """
 
     step: Any
     exp_avg: Any
@@ -86,7 +92,7 @@ class Adam(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`AdamState` (its ``step`` one higher; each array keeps its dtype).
 
         Raises:

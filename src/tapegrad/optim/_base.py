@@ -102,8 +102,7 @@ class Optimizer(Stateful):
             (PyTorch's ``param_group["initial_lr"]``); None before any.
         params: the ``ParameterTuple`` that ``step`` updates (None in the functional style).
         state_params: the state as the subclass's state NamedTuple of Parameters (``requires_grad=False``),
-            which ``step`` assigns (None in the functional style).
-        state: the same NamedTuple with the Parameters' current arrays; assignable.
+            which ``step`` assigns (None in the functional style); :attr:`state` reads their arrays.
 
     Raises:
         TypeError: ``params`` holds something that is not a Parameter.
@@ -196,19 +195,46 @@ class Optimizer(Stateful):
         return [(p.name, p) for p in (self.learning_rate, *state)]
 
     def init(self, params):
-        """The initial optimiser state for the pytree ``params``."""
+        """The initial optimiser state for the pytree ``params`` (functional style); each subclass defines it.
+
+        Args:
+            params: a pytree of arrays (or Parameters' values).
+
+        Returns:
+            The subclass's state NamedTuple (:class:`SGDState`, :class:`AdamState`, ...), its arrays shaped
+            like ``params``.
+        """
         raise NotImplementedError
 
     def update(self, grads, state, params, learning_rate=None):
-        """``(new_params, new_state)``; see the subclass. ``learning_rate`` (a float or 0-d array)
-        replaces ``self.learning_rate`` for this update."""
+        """One update in the functional style; each subclass defines it (see its docstring for the rule).
+
+        Args:
+            grads: gradients, a pytree with the structure of ``params``.
+            state: the state from :meth:`init` or the previous update.
+            params: the current parameters, a pytree of arrays.
+            learning_rate: the rate for this update (a float or 0-d array); None reads
+                ``self.learning_rate``.
+
+        Returns:
+            ``(new_params, new_state)``, the new parameters in ``params``' structure and dtypes and the
+            new state. Nothing is assigned.
+        """
         raise NotImplementedError
 
     def step(self, grads) -> None:
-        """Update the Parameters given at construction in place, from ``grads`` (one per Parameter, in
-        their order, as ``grad(..., weights=opt.params)`` returns them), and the state Parameters.
+        """Update the Parameters given at construction in place, and the state Parameters (the stateful
+        style: MindSpore's ``optimizer(grads)``, PyTorch's ``opt.step()`` with the gradients passed).
 
-        Inside ``jit`` the new values become outputs of the program, written back at each call.
+        Parameters and state are assigned together, all or none. Inside ``jit`` the new values become
+        outputs of the program, written back at each call.
+
+        Args:
+            grads: one gradient per Parameter, in their order, as ``grad(..., weights=opt.params)``
+                returns them (a tuple or list; a single array for one Parameter).
+
+        Returns:
+            None.
 
         Raises:
             RuntimeError: the optimiser was built without ``params``.

@@ -38,7 +38,7 @@ def clip_grad_norm(grads, max_norm: float, norm_type: float = 2.0, error_if_nonf
             ``jit`` or ``vmap`` it raises ``ConcretizationError``; the default False works anywhere.
 
     Returns:
-        ``(clipped_grads, total_norm)``: the gradients in ``grads``' structure, each leaf in its dtype,
+        ``(clipped_grads, total_norm)``, the gradients in ``grads``' structure, each leaf in its dtype,
         and the global norm before clipping, a 0-d array in the gradients' result dtype (float32 for
         float16 gradients, whose norm would overflow past 65504; float64 for no leaves).
 

@@ -9,7 +9,12 @@ from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 
 class LionState(NamedTuple):
-    """``Lion``'s state: the momentum ``exp_avg`` (a pytree like the parameters, in their dtypes)."""
+    """``Lion``'s state (a NamedTuple, a pytree), as :meth:`Lion.init` makes it and :meth:`Lion.update`
+    returns it.
+
+    Args:
+        exp_avg: the momentum, a pytree like the parameters, in their dtypes.
+    """
 
     exp_avg: Any
 
@@ -65,7 +70,7 @@ class Lion(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`LionState` (each array keeps its dtype).
 
         Raises:

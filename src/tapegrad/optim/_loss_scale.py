@@ -124,8 +124,16 @@ class LossScaler(Stateful):
         """A fixed scale, as MindSpore's ``FixedLossScaleManager(loss_scale=128.0,
         drop_overflow_update=True)``: ``LossScaler(loss_scale, dynamic=False, drop_overflow_update=...)``.
 
+        Args:
+            loss_scale: the scale, a finite number ``>= 1``.
+            drop_overflow_update: whether :meth:`step` skips a step whose gradients are not finite.
+
+        Returns:
+            A new :class:`LossScaler`.
+
         Raises:
             ValueError: ``loss_scale`` not finite or below 1.
+            TypeError: ``loss_scale`` not a number, or ``drop_overflow_update`` not a bool.
         """
         _check_scale("loss_scale", loss_scale)
         return cls(loss_scale, dynamic=False, drop_overflow_update=drop_overflow_update)
@@ -140,31 +148,58 @@ class LossScaler(Stateful):
 
     def scale(self, inputs):
         """``inputs * scale`` for each array of the pytree ``inputs`` (the loss, usually), inside the
-        function being differentiated.
+        function being differentiated (MindSpore's ``DynamicLossScaler.scale``).
 
         The scale is a float32 array, so a float16 loss becomes float32 (NumPy's promotion), where a
         large scale still fits; float32 and float64 keep their dtype. The cotangents flowing back into
         float16 operations carry the scale, in float16: that is where an overflow shows up as inf.
+
+        Args:
+            inputs: a pytree of arrays (Parameters are read as their values).
+
+        Returns:
+            The scaled pytree, in ``inputs``' structure.
         """
         return tree_map(lambda x: x * self.scale_value.value, _plain(inputs))
 
     def unscale(self, grads):
-        """``grads / scale`` for each array of the pytree ``grads``, multiplied by ``1 / scale`` in float32
-        (or the gradient's wider dtype) and cast back to the gradient's dtype. An inf or NaN stays so."""
+        """``grads / scale`` for each array of the pytree ``grads`` (MindSpore's
+        ``DynamicLossScaler.unscale``): multiplied by ``1 / scale`` in float32 (or the gradient's wider
+        dtype) and cast back to the gradient's dtype. An inf or NaN stays so.
+
+        Args:
+            grads: a pytree of gradient arrays of the scaled loss.
+
+        Returns:
+            The unscaled gradients, in ``grads``' structure and dtypes.
+        """
         inverse = 1.0 / self.scale_value.value
         return tree_map(lambda g: _cast_like(g * inverse, g), _plain(grads))
 
     def all_finite(self, grads):
-        """Whether every element of every array of the pytree ``grads`` is finite (neither inf nor NaN):
-        a 0-d bool array (traced under a transform), as ``mindspore.amp.all_finite``."""
+        """Whether every element of every array of the pytree ``grads`` is finite (neither inf nor NaN), as
+        ``mindspore.amp.all_finite``.
+
+        Args:
+            grads: a pytree of arrays.
+
+        Returns:
+            A 0-d bool array (traced under a transform); True for an empty pytree.
+        """
         leaves = tree_leaves(_plain(grads))
         flags = [tnp.all(tnp.isfinite(g)) for g in leaves]
         return functools.reduce(tnp.logical_and, flags) if flags else tnp.asarray(True)
 
     def adjust(self, grads_finite):
-        """Update the scale and the counter from this step's ``grads_finite`` (a 0-d bool array, as
-        :meth:`all_finite` returns it; MindSpore's ``DynamicLossScaler.adjust``). Does nothing for a
-        fixed scale. Returns ``grads_finite``."""
+        """Update the scale and the counter from this step's result (MindSpore's
+        ``DynamicLossScaler.adjust``); does nothing for a fixed scale.
+
+        Args:
+            grads_finite: a 0-d bool array, as :meth:`all_finite` returns it.
+
+        Returns:
+            ``grads_finite``.
+        """
         if not self.dynamic:
             return grads_finite
         scale, counter = self.scale_value.value, self.counter.value
@@ -198,7 +233,7 @@ class LossScaler(Stateful):
                 (the tuple ``grad(..., weights=optimizer.params)`` returns).
 
         Returns:
-            Whether the step was taken: a 0-d bool array (``bool(stepped)`` eagerly; traced under
+            Whether the step was taken, a 0-d bool array (``bool(stepped)`` eagerly; traced under
             ``jit``, where it can be returned from the jitted function).
 
         Raises:

@@ -9,9 +9,16 @@ from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 
 class RMSpropState(NamedTuple):
-    """``RMSprop``'s state, pytrees like the parameters (in their dtypes): the running average of the
-    squared gradients ``square_avg``, the momentum buffers (None without momentum) and the running
-    average of the gradients ``grad_avg`` (None unless ``centered``)."""
+    """``RMSprop``'s state (a NamedTuple, a pytree), as :meth:`RMSprop.init` makes it and
+    :meth:`RMSprop.update` returns it.
+
+    Args:
+        square_avg: the running average of the squared gradients, a pytree like the parameters, in
+            their dtypes.
+        momentum_buffer: the momentum buffers, the same kind of pytree; None without momentum.
+        grad_avg: the running average of the gradients, the same kind of pytree; None unless
+            ``centered``.
+    """
 
     square_avg: Any
     momentum_buffer: Any
@@ -75,7 +82,7 @@ class RMSprop(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`RMSpropState` (each array keeps its dtype).
 
         Raises:

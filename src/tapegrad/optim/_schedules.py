@@ -77,8 +77,15 @@ class LRScheduler(Stateful):
         self._set_rate(self.last_epoch.value)  # PyTorch's initial step: the rate at step 0
 
     def rate(self, step):
-        """The learning rate after ``step`` calls of :meth:`step`: a 0-d float64 array (a tracer inside
-        a transform). ``step`` is an int or a 0-d integer array, traced or not."""
+        """The learning rate after ``step`` calls of :meth:`step`; each schedule defines it (its formula is in
+        its class docstring).
+
+        Args:
+            step: an int or a 0-d integer array, traced or not.
+
+        Returns:
+            A 0-d float64 array (a tracer inside a transform).
+        """
         raise NotImplementedError
 
     def step(self) -> None:

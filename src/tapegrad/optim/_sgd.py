@@ -10,8 +10,13 @@ from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
 # ---- SGD -----------------------------------------------------------------------------------------
 class SGDState(NamedTuple):
-    """``SGD``'s state: the momentum buffers (a pytree like the parameters, each buffer keeping the dtype
-    :meth:`SGD.init` gave it; None without momentum)."""
+    """``SGD``'s state (a NamedTuple, a pytree), as :meth:`SGD.init` makes it and :meth:`SGD.update`
+    returns it.
+
+    Args:
+        momentum_buffer: the momentum buffers, a pytree like the parameters (each buffer keeping the
+            dtype :meth:`SGD.init` gave it); None without momentum.
+    """
 
     momentum_buffer: Any
 
@@ -69,7 +74,7 @@ class SGD(Optimizer):
                 ``opt.learning_rate``.
 
         Returns:
-            ``(new_params, new_state)``: new parameters in ``params``' structure and dtypes, and the
+            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
             new :class:`SGDState` (each buffer keeps its dtype).
 
         Raises:
@@ -98,7 +103,20 @@ class Momentum(SGD):
 
     ``accum = momentum * accum + g``; ``p -= learning_rate * accum``, or with ``use_nesterov``
     ``p -= learning_rate * (g + momentum * accum)`` (the same rule as ``SGD(momentum=...)``).
-    ``weight_decay`` adds ``weight_decay * p`` to the gradient.
+    ``weight_decay`` adds ``weight_decay * p`` to the gradient. The state is an :class:`SGDState`;
+    both styles are :class:`SGD`'s. MindSpore's ``loss_scale`` argument has no counterpart here: use
+    :class:`LossScaler`.
+
+    Args:
+        params: Parameters for the stateful style (``opt.step(grads)``), or None.
+        learning_rate: the learning rate (SGD's ``lr``).
+        momentum: the momentum factor (MindSpore requires it; 0.9 by default here).
+        weight_decay: L2 penalty coefficient, added to the gradient.
+        use_nesterov: Nesterov momentum (SGD's ``nesterov``; needs ``momentum > 0``).
+
+    Raises:
+        ValueError: a negative ``learning_rate``, ``momentum`` or ``weight_decay``; ``use_nesterov``
+            with ``momentum == 0``.
     """
 
     def __init__(self, params=None, learning_rate: float = 0.01, momentum: float = 0.9,

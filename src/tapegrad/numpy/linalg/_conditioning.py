@@ -66,7 +66,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
             ``max(m, n) * eps`` of ``A``'s precision. Give ``tol`` or ``rtol``, not both.
 
     Returns:
-        ``(...)`` int64 ranks. Integer-valued: no derivative (a gradient through it is zero).
+        ``(...)`` int64 ranks. Integer-valued, so no derivative (a gradient through it is zero).
 
     Raises:
         ValueError: both ``tol`` and ``rtol`` given.

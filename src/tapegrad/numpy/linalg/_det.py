@@ -49,7 +49,14 @@ def det(a):
 
 # ---- slogdet -------------------------------------------------------------------------------------
 class SlogdetResult(NamedTuple):
-    """``slogdet``'s result, named as NumPy 2 names it."""
+    """``slogdet``'s result, a NamedTuple ``(sign, logabsdet)`` named as ``numpy.linalg.slogdet``'s
+    result is in NumPy 2: ``det = sign * exp(logabsdet)``.
+
+    Args:
+        sign: the sign of the determinant (a unit-modulus complex number for complex input; 0 for a
+            singular matrix).
+        logabsdet: ``log(abs(det))`` (``-inf`` for a singular matrix), real.
+    """
 
     sign: Any
     logabsdet: Any
@@ -92,7 +99,7 @@ def slogdet(a):
         a: ``(..., n, n)``, real or complex.
 
     Returns:
-        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``: ``sign`` with ``a``'s dtype (for
+        ``SlogdetResult(sign, logabsdet)``, each of shape ``(...)``; ``sign`` with ``a``'s dtype (for
         complex ``a`` a complex number of modulus 1, else +-1 with derivative zero), ``logabsdet``
         with its real counterpart.
 

@@ -45,7 +45,13 @@ from tapegrad.numpy.linalg._solve import solve
 
 
 class EigResult(NamedTuple):
-    """``eig``'s result, named as NumPy 2 names it."""
+    """``eig``'s result, a NamedTuple ``(eigenvalues, eigenvectors)`` named as ``numpy.linalg.eig``'s
+    result is in NumPy 2.
+
+    Args:
+        eigenvalues: ``(..., n)``, complex.
+        eigenvectors: ``(..., n, n)``, complex; column ``i`` belongs to ``eigenvalues[..., i]``.
+    """
 
     eigenvalues: Any
     eigenvectors: Any
@@ -102,7 +108,7 @@ def eig(a):
         a: real or complex ``(..., n, n)`` (integers are promoted to float64).
 
     Returns:
-        ``EigResult(eigenvalues, eigenvectors)``: ``(..., n)`` and ``(..., n, n)`` (eigenvectors in the
+        ``EigResult(eigenvalues, eigenvectors)`` of shapes ``(..., n)`` and ``(..., n, n)`` (eigenvectors in the
         columns, each of unit Euclidean norm), always complex (complex64 for float32/complex64 input,
         else complex128), as in JAX; NumPy returns real arrays when every eigenvalue is real. The
         order is LAPACK's (``geev``), as NumPy's.

@@ -48,7 +48,14 @@ from tapegrad.numpy.linalg._common import (
 
 
 class EighResult(NamedTuple):
-    """``eigh``'s result, named as NumPy 2 names it."""
+    """``eigh``'s result, a NamedTuple ``(eigenvalues, eigenvectors)`` named as ``numpy.linalg.eigh``'s
+    result is in NumPy 2.
+
+    Args:
+        eigenvalues: ``(..., n)``, real, in ascending order.
+        eigenvectors: ``(..., n, n)``, orthonormal columns; column ``i`` belongs to
+            ``eigenvalues[..., i]``.
+    """
 
     eigenvalues: Any
     eigenvectors: Any
@@ -97,7 +104,7 @@ def eigh(a, UPLO="L", *, symmetrize_input=True):
             also for a non-symmetric ``a`` and gradients live on that triangle.
 
     Returns:
-        ``EighResult(eigenvalues, eigenvectors)``: ``(..., n)`` real eigenvalues (``a``'s real
+        ``EighResult(eigenvalues, eigenvectors)`` with ``(..., n)`` real eigenvalues (``a``'s real
         dtype) and ``(..., n, n)`` eigenvectors in the columns (``a``'s dtype).
 
     Derivatives need distinct eigenvalues for the eigenvectors (see the module notes); each

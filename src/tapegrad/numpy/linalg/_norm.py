@@ -121,7 +121,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         ord: a vector order of :func:`norm` (2, 1, inf, -inf, 0 or any p).
 
     Returns:
-        The norms: ``x``'s real float dtype, ``x``'s shape less the reduced axes.
+        The norms, in ``x``'s real float dtype, of ``x``'s shape less the reduced axes.
     """
     x = float_operand(x)
     shape = list(_shape.shape(x))

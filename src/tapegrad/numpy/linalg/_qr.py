@@ -36,7 +36,13 @@ from tapegrad.numpy.linalg._solve import solve
 
 
 class QRResult(NamedTuple):
-    """``qr``'s result, named as NumPy 2 names it."""
+    """``qr``'s result, a NamedTuple ``(Q, R)`` named as ``numpy.linalg.qr``'s result is in NumPy 2:
+    ``a = Q @ R``.
+
+    Args:
+        Q: orthonormal columns.
+        R: upper triangular.
+    """
 
     Q: Any
     R: Any

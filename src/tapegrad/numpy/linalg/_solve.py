@@ -165,7 +165,7 @@ def lstsq(a, b, rcond=None):
             ``eps * max(m, n)`` with float64's ``eps`` (NumPy's default: it computes in double).
 
     Returns:
-        ``(x, residuals, rank, s)`` as NumPy: ``x`` of shape ``(n,)`` or ``(n, k)``; ``residuals``
+        ``(x, residuals, rank, s)`` as NumPy; ``x`` of shape ``(n,)`` or ``(n, k)``; ``residuals``
         the squared 2-norms (real, also for complex input) of the columns of ``b - a @ x`` (shape
         ``(1,)`` or ``(k,)``) when ``rank == n < m``, else an empty array; ``rank`` an int; ``s`` the
         singular values of ``a``.

@@ -50,7 +50,14 @@ from tapegrad.numpy.linalg._common import (
 
 
 class SVDResult(NamedTuple):
-    """``svd``'s result, named as NumPy 2 names it."""
+    """``svd``'s result, a NamedTuple ``(U, S, Vh)`` named as ``numpy.linalg.svd``'s result is in NumPy
+    2: ``a = U @ diag(S) @ Vh``.
+
+    Args:
+        U: left singular vectors (columns).
+        S: singular values, real, in descending order.
+        Vh: right singular vectors (rows), conjugate-transposed.
+    """
 
     U: Any
     S: Any

@@ -242,7 +242,7 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
         hmax: the largest step.
 
     Returns:
-        The states at the times ``t``: ``y0``'s structure, each leaf with ``len(t)`` in front.
+        The states at the times ``t``, in ``y0``'s structure, each leaf with ``len(t)`` in front.
 
     Derivatives: reverse mode, in ``y0``, ``t`` and ``args``, by the adjoint method (module notes); the
     adjoint is solved with the same tolerances, so gradients are as accurate as the solution.

@@ -134,7 +134,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     """The LU decomposition packed as LAPACK returns it, as ``scipy.linalg.lu_factor``.
 
     Returns:
-        ``(lu, piv)``: ``lu`` holds ``U`` and, below the diagonal, ``L``'s strict lower part;
+        ``(lu, piv)``; ``lu`` holds ``U`` and, below the diagonal, ``L``'s strict lower part;
         ``piv`` (int32, ``(..., k)``) says row ``i`` was interchanged with row ``piv[i]``.
         Differentiable in ``a`` (square matrices) through ``lu``; ``piv`` is piecewise constant.
     """

@@ -119,7 +119,7 @@ def polar(a, side="right"):
         side: ``'right'`` (``p`` is ``(n, n)``) or ``'left'`` (``p`` is ``(m, m)``).
 
     Returns:
-        ``(u, p)``, from the reduced SVD ``a = W diag(s) Vh``: ``u = W Vh``, ``p = Vh^T diag(s) Vh``
+        ``(u, p)``, from the reduced SVD ``a = W diag(s) Vh`` as ``u = W Vh``, ``p = Vh^T diag(s) Vh``
         (or ``W diag(s) W^T``). Derivatives are the SVD's: they need distinct non-zero singular
         values (JAX computes ``polar`` by QDWH, with the same values).
 

@@ -57,7 +57,8 @@ def erf(x):
 
 
 def erfc(x):
-    """The complementary error function ``1 - erf(x)``, accurate where ``erf(x)`` is close to 1.
+    """The complementary error function ``1 - erf(x)``, as ``scipy.special.erfc``: accurate where
+    ``erf(x)`` is close to 1.
 
     Runs on SciPy, or ``math.erfc`` elementwise without it.
     """
@@ -65,7 +66,8 @@ def erfc(x):
 
 
 def erfcx(x):
-    """The scaled complementary error function ``exp(x**2) * erfc(x)`` (needs SciPy).
+    """The scaled complementary error function ``exp(x**2) * erfc(x)``, as ``scipy.special.erfcx``
+    (needs SciPy).
 
     Finite where ``erfc`` underflows (``erfcx(x) ~ 1 / (x sqrt(pi))`` for large ``x``); its derivative
     ``2 x erfcx(x) - 2/sqrt(pi)`` keeps that property.
@@ -74,7 +76,8 @@ def erfcx(x):
 
 
 def erfinv(y):
-    """The inverse of :func:`erf` on ``(-1, 1)``; ``±inf`` at ``±1`` (needs SciPy).
+    """The inverse of :func:`erf` on ``(-1, 1)``, as ``scipy.special.erfinv``; ``±inf`` at ``±1``
+    (needs SciPy).
 
     Derivative ``sqrt(pi)/2 * exp(erfinv(y)**2)``, from the inverse-function rule.
     """
@@ -91,7 +94,8 @@ def erfcinv(y):
 
 
 def ndtr(x):
-    """The standard normal CDF ``Phi(x) = (1 + erf(x / sqrt(2))) / 2`` (needs SciPy).
+    """The standard normal CDF ``Phi(x) = (1 + erf(x / sqrt(2))) / 2``, as ``scipy.special.ndtr``
+    (needs SciPy).
 
     Derivative: the standard normal density ``exp(-x**2 / 2) / sqrt(2 pi)``.
     """
@@ -99,7 +103,7 @@ def ndtr(x):
 
 
 def log_ndtr(x):
-    """``log(ndtr(x))``, accurate far into both tails (needs SciPy).
+    """``log(ndtr(x))``, as ``scipy.special.log_ndtr``: accurate far into both tails (needs SciPy).
 
     The value is ``scipy.special.log_ndtr``. The derivative is the inverse Mills ratio
     ``phi(x) / Phi(x)``; left of 0 it is computed as ``sqrt(2/pi) / erfcx(-x / sqrt 2)``, the exact
@@ -113,7 +117,8 @@ def log_ndtr(x):
 
 
 def ndtri(q):
-    """The inverse of :func:`ndtr` (the standard normal quantile) on ``(0, 1)`` (needs SciPy).
+    """The inverse of :func:`ndtr` (the standard normal quantile) on ``(0, 1)``, as
+    ``scipy.special.ndtri`` (needs SciPy).
 
     Derivative ``sqrt(2 pi) * exp(ndtri(q)**2 / 2)`` (the inverse-function rule).
     """

@@ -36,8 +36,8 @@ def gammaln(x):
 
 
 def digamma(x):
-    """The digamma function ``psi(x) = gamma'(x) / gamma(x)`` (needs SciPy). Derivative:
-    ``polygamma(1, x)``."""
+    """The digamma function ``psi(x) = gamma'(x) / gamma(x)``, as ``scipy.special.digamma`` (and
+    ``scipy.special.psi``, which ``psi`` here also is; needs SciPy). Derivative: ``polygamma(1, x)``."""
     return bind(digamma_p, x)
 
 

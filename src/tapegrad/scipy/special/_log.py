@@ -34,13 +34,14 @@ entr_p = unary("entr", lambda x, ans: -(1.0 + ew.log(x)))
 
 
 def expit(x):
-    """The logistic sigmoid ``1 / (1 + exp(-x))``, computed as ``exp(-logaddexp(0, -x))`` so that it
-    keeps full relative precision in both tails. Derivative ``expit(x) * (1 - expit(x))``."""
+    """The logistic sigmoid ``1 / (1 + exp(-x))``, as ``scipy.special.expit``, computed as
+    ``exp(-logaddexp(0, -x))`` so that it keeps full relative precision in both tails. Derivative
+    ``expit(x) * (1 - expit(x))``."""
     return bind(expit_p, x)
 
 
 def logit(x):
-    """``log(x / (1 - x))``, the inverse of :func:`expit`."""
+    """``log(x / (1 - x))``, the inverse of :func:`expit`, as ``scipy.special.logit``."""
     return ew.log(x) - ew.log1p(-x)
 
 
@@ -61,7 +62,8 @@ def _max_shift(a, axis):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False):
-    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability.
+    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability, as
+    ``scipy.special.logsumexp`` (without its ``return_sign``).
 
     The shift goes through ``stop_gradient``: the result does not depend on it, so its gradient is
     exactly ``softmax(a)`` (times ``b``). An empty reduction gives ``-inf``, as SciPy's.

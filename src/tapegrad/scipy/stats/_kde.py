@@ -29,7 +29,7 @@ def _gaussian_log_mass(diff, cov):
 
 
 class gaussian_kde:  # noqa: N801 (SciPy's name)
-    """A Gaussian kernel density estimate of ``dataset``.
+    """A Gaussian kernel density estimate of ``dataset``, as ``scipy.stats.gaussian_kde``.
 
     Args:
         dataset: ``(d, n)`` data points (``(n,)`` for one dimension).

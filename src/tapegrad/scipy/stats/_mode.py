@@ -49,7 +49,8 @@ defbatch(mode_p, _batch)
 
 
 def mode(a, axis=0, nan_policy="propagate", keepdims=False):
-    """The most frequent value of ``a`` along ``axis`` (the smallest one among ties), and its count.
+    """The most frequent value of ``a`` along ``axis`` (the smallest one among ties), and its count,
+    as ``scipy.stats.mode``.
 
     Args:
         a: the data.
@@ -59,7 +60,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
         keepdims: keep the reduced axis, with length 1.
 
     Returns:
-        ``ModeResult(mode, count)``: the modes, in ``a``'s dtype, and their counts (int64), both of
+        ``ModeResult(mode, count)``, the modes, in ``a``'s dtype, and their counts (int64), both of
         ``a``'s shape without ``axis`` (with it as 1 for ``keepdims=True``; 0-d for ``axis=None``).
         The mode's derivative is the gather's: 1 for the element chosen (its first occurrence).
 

@@ -28,7 +28,8 @@ defbatch_single_axis(rankdata_p)
 
 
 def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
-    """The ranks of ``a``'s entries, from 1, along ``axis`` (``None``: of the flattened array).
+    """The ranks of ``a``'s entries, from 1, along ``axis`` (``None``: of the flattened array), as
+    ``scipy.stats.rankdata``.
 
     Args:
         a: the data.

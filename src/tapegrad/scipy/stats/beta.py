@@ -16,6 +16,8 @@ from tapegrad.scipy.special import betainc, betaln, xlog1py, xlogy
 from tapegrad.scipy.stats._scipy_valued import betainccinv_p, betaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _z(x, loc, scale):
     z = standardize(x, loc, scale)
@@ -25,50 +27,51 @@ def _z(x, loc, scale):
 
 @promoted
 def logpdf(x, a, b, loc=0.0, scale=1.0):
-    """The log density ``(a-1) log(z) + (b-1) log(1-z) - betaln(a, b) - log(scale)``."""
+    """The log density ``(a-1) log(z) + (b-1) log(1-z) - betaln(a, b) - log(scale)``. As ``scipy.stats.beta.logpdf``."""
     z, inside, _ = _z(x, loc, scale)
     return tnp.where(inside, xlogy(a - 1.0, z) + xlog1py(b - 1.0, -z) - betaln(a, b) - log(scale), NEG_INF)
 
 
 @promoted
 def pdf(x, a, b, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, a, b, loc, scale))``."""
+    """The density ``exp(logpdf(x, a, b, loc, scale))``. As ``scipy.stats.beta.pdf``."""
     return tnp.exp(logpdf(x, a, b, loc, scale))
 
 
 @promoted
 def cdf(x, a, b, loc=0.0, scale=1.0):
-    """``betainc(a, b, z)``; 0 left of the support, 1 right of it."""
+    """``betainc(a, b, z)``; 0 left of the support, 1 right of it. As ``scipy.stats.beta.cdf``."""
     z, inside, raw = _z(x, loc, scale)
     return tnp.where(inside, betainc(a, b, z), constant(raw < 0, 0.0, 1.0, z))
 
 
 @promoted
 def logcdf(x, a, b, loc=0.0, scale=1.0):
-    """``log(cdf(x, a, b, loc, scale))``."""
+    """``log(cdf(x, a, b, loc, scale))``. As ``scipy.stats.beta.logcdf``."""
     return log_probability(cdf(x, a, b, loc, scale))
 
 
 @promoted
 def sf(x, a, b, loc=0.0, scale=1.0):
-    """``betainc(b, a, 1 - z)`` (no cancellation near the right end); 1 left of the support, 0 right."""
+    """``betainc(b, a, 1 - z)`` (no cancellation near the right end); 1 left of the support, 0 right.
+    As ``scipy.stats.beta.sf``."""
     z, inside, raw = _z(x, loc, scale)
     return tnp.where(inside, betainc(b, a, 1.0 - z), constant(raw < 0, 1.0, 0.0, z))
 
 
 @promoted
 def logsf(x, a, b, loc=0.0, scale=1.0):
-    """``log(sf(x, a, b, loc, scale))``."""
+    """``log(sf(x, a, b, loc, scale))``. As ``scipy.stats.beta.logsf``."""
     return log_probability(sf(x, a, b, loc, scale))
 
 
 @promoted
 def ppf(q, a, b, loc=0.0, scale=1.0):
-    """The quantile function ``loc + scale * betaincinv(a, b, q)``."""
+    """The quantile function ``loc + scale * betaincinv(a, b, q)``. As ``scipy.stats.beta.ppf``."""
     return loc + scale * bind(betaincinv_p, a, b, q)
 
 
 @promoted
 def isf(q, a, b, loc=0.0, scale=1.0):
-    """The inverse survival function ``loc + scale * betainccinv(a, b, q)``."""
+    """The inverse survival function ``loc + scale * betainccinv(a, b, q)``. As ``scipy.stats.beta.isf``."""
     return loc + scale * bind(betainccinv_p, a, b, q)

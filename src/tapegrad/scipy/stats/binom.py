@@ -17,10 +17,13 @@ from tapegrad.scipy.special import betainc, gammaln, xlog1py, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, constant, guard, lattice, log_probability, promoted
 
+__all__ = ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf", "ppf"]
+
 
 @promoted
 def logpmf(k, n, p, loc=0):
-    """``log C(n, k) + k log(p) + (n - k) log(1 - p)`` on the support, ``-inf`` elsewhere."""
+    """``log C(n, k) + k log(p) + (n - k) log(1 - p)`` on the support, ``-inf`` elsewhere.
+    As ``scipy.stats.binom.logpmf``."""
     k, inside = lattice(k, loc, 0, n)
     log_choose = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
     return tnp.where(inside, log_choose + xlogy(k, p) + xlog1py(n - k, -p), NEG_INF)
@@ -28,7 +31,7 @@ def logpmf(k, n, p, loc=0):
 
 @promoted
 def pmf(k, n, p, loc=0):
-    """``exp(logpmf(k, n, p, loc))``."""
+    """``exp(logpmf(k, n, p, loc))``. As ``scipy.stats.binom.pmf``."""
     return tnp.exp(logpmf(k, n, p, loc))
 
 
@@ -42,7 +45,7 @@ def _count(k, n, loc):
 
 @promoted
 def cdf(k, n, p, loc=0):
-    """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``."""
+    """``P(X <= k) = betainc(n - k, k + 1, 1 - p)`` at ``k = floor(k - loc)``. As ``scipy.stats.binom.cdf``."""
     count, between, k = _count(k, n, loc)
     value = betainc(n - count, count + 1.0, 1.0 - p)
     return tnp.where(between, value, constant(k < 0, 0.0, 1.0, value))
@@ -50,7 +53,7 @@ def cdf(k, n, p, loc=0):
 
 @promoted
 def sf(k, n, p, loc=0):
-    """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail)."""
+    """``P(X > k) = betainc(k + 1, n - k, p)`` (no cancellation in the right tail). As ``scipy.stats.binom.sf``."""
     count, between, k = _count(k, n, loc)
     value = betainc(count + 1.0, n - count, p)
     return tnp.where(between, value, constant(k < 0, 1.0, 0.0, value))
@@ -58,18 +61,18 @@ def sf(k, n, p, loc=0):
 
 @promoted
 def logcdf(k, n, p, loc=0):
-    """``log(cdf(k, n, p, loc))``."""
+    """``log(cdf(k, n, p, loc))``. As ``scipy.stats.binom.logcdf``."""
     return log_probability(cdf(k, n, p, loc))
 
 
 @promoted
 def logsf(k, n, p, loc=0):
-    """``log(sf(k, n, p, loc))``."""
+    """``log(sf(k, n, p, loc))``. As ``scipy.stats.binom.logsf``."""
     return log_probability(sf(k, n, p, loc))
 
 
 @promoted
 def ppf(q, n, p, loc=0):
     """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's values: ``loc - 1`` at ``q = 0``); integer
-    valued, not differentiable (zero derivative)."""
+    valued, not differentiable (zero derivative). As ``scipy.stats.binom.ppf``."""
     return discrete_ppf("binom", q, n, p) + loc

@@ -18,6 +18,8 @@ import tapegrad.numpy as tnp
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._support import NEG_INF, guard
 
+__all__ = ["logpdf", "pdf"]
+
 
 def _components(x, alpha):
     """``x`` with its last component, and ``alpha`` shaped to broadcast along ``x``'s first axis."""
@@ -35,7 +37,7 @@ def _components(x, alpha):
 
 
 def logpdf(x, alpha):
-    """``sum((alpha - 1) log x) + gammaln(sum alpha) - sum(gammaln(alpha))``.
+    """``sum((alpha - 1) log x) + gammaln(sum alpha) - sum(gammaln(alpha))``. As ``scipy.stats.dirichlet.logpdf``.
 
     Args:
         x: points, ``(K,)`` or ``(K, N)`` (or ``K - 1`` rows).
@@ -57,5 +59,5 @@ def logpdf(x, alpha):
 
 
 def pdf(x, alpha):
-    """``exp(logpdf(x, alpha))``; shapes as :func:`logpdf`."""
+    """``exp(logpdf(x, alpha))``; shapes as :func:`logpdf`. As ``scipy.stats.dirichlet.pdf``."""
     return tnp.exp(logpdf(x, alpha))

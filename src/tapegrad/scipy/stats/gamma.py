@@ -17,6 +17,8 @@ from tapegrad.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from tapegrad.scipy.stats._scipy_valued import gammainccinv_p, gammaincinv_p
 from tapegrad.scipy.stats._support import NEG_INF, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+
 
 def _z(x, loc, scale):
     z = standardize(x, loc, scale)
@@ -26,51 +28,52 @@ def _z(x, loc, scale):
 
 @promoted
 def logpdf(x, a, loc=0.0, scale=1.0):
-    """The log density ``(a - 1) log(z) - z - gammaln(a) - log(scale)``; ``-inf`` for ``x < loc``."""
+    """The log density ``(a - 1) log(z) - z - gammaln(a) - log(scale)``; ``-inf`` for ``x < loc``.
+    As ``scipy.stats.gamma.logpdf``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, xlogy(a - 1.0, z) - z - gammaln(a) - log(scale), NEG_INF)
 
 
 @promoted
 def pdf(x, a, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, a, loc, scale))``."""
+    """The density ``exp(logpdf(x, a, loc, scale))``. As ``scipy.stats.gamma.pdf``."""
     return tnp.exp(logpdf(x, a, loc, scale))
 
 
 @promoted
 def cdf(x, a, loc=0.0, scale=1.0):
-    """``gammainc(a, z)``, 0 for ``x < loc``."""
+    """``gammainc(a, z)``, 0 for ``x < loc``. As ``scipy.stats.gamma.cdf``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, gammainc(a, z), 0.0)
 
 
 @promoted
 def logcdf(x, a, loc=0.0, scale=1.0):
-    """``log(cdf(x, a, loc, scale))``."""
+    """``log(cdf(x, a, loc, scale))``. As ``scipy.stats.gamma.logcdf``."""
     return log_probability(cdf(x, a, loc, scale))
 
 
 @promoted
 def sf(x, a, loc=0.0, scale=1.0):
-    """``gammaincc(a, z)`` (no cancellation in the right tail), 1 for ``x < loc``."""
+    """``gammaincc(a, z)`` (no cancellation in the right tail), 1 for ``x < loc``. As ``scipy.stats.gamma.sf``."""
     z, inside = _z(x, loc, scale)
     return tnp.where(inside, gammaincc(a, z), 1.0)
 
 
 @promoted
 def logsf(x, a, loc=0.0, scale=1.0):
-    """``log(sf(x, a, loc, scale))``."""
+    """``log(sf(x, a, loc, scale))``. As ``scipy.stats.gamma.logsf``."""
     return log_probability(sf(x, a, loc, scale))
 
 
 @promoted
 def ppf(q, a, loc=0.0, scale=1.0):
-    """The quantile function ``loc + scale * gammaincinv(a, q)``."""
+    """The quantile function ``loc + scale * gammaincinv(a, q)``. As ``scipy.stats.gamma.ppf``."""
     return loc + scale * bind(gammaincinv_p, a, q)
 
 
 @promoted
 def isf(q, a, loc=0.0, scale=1.0):
     """The inverse survival function ``loc + scale * gammainccinv(a, q)`` (keeps a small ``q``'s
-    precision)."""
+    precision). As ``scipy.stats.gamma.isf``."""
     return loc + scale * bind(gammainccinv_p, a, q)

@@ -16,6 +16,8 @@ from tapegrad.scipy.special import gammaincc, gammaln
 from tapegrad.scipy.stats._scipy_valued import gammainccinv_p
 from tapegrad.scipy.stats._support import LOG_2, guard, log, log_probability, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf"]
+
 
 def _abs_power(z, beta):
     """``|z|**beta``, 0 at ``z = 0`` with finite derivatives in ``beta`` there."""
@@ -25,14 +27,15 @@ def _abs_power(z, beta):
 
 @promoted
 def logpdf(x, beta, loc=0.0, scale=1.0):
-    """The log density ``log(beta) - log 2 - gammaln(1/beta) - |z|**beta - log(scale)``."""
+    """The log density ``log(beta) - log 2 - gammaln(1/beta) - |z|**beta - log(scale)``.
+    As ``scipy.stats.gennorm.logpdf``."""
     z = standardize(x, loc, scale)
     return log(beta) - LOG_2 - gammaln(1.0 / beta) - _abs_power(z, beta) - log(scale)
 
 
 @promoted
 def pdf(x, beta, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, beta, loc, scale))``."""
+    """The density ``exp(logpdf(x, beta, loc, scale))``. As ``scipy.stats.gennorm.pdf``."""
     return tnp.exp(logpdf(x, beta, loc, scale))
 
 
@@ -43,27 +46,28 @@ def _tail(z, beta):
 
 @promoted
 def cdf(x, beta, loc=0.0, scale=1.0):
-    """The tail ``gammaincc(1/beta, |z|**beta) / 2`` left of ``loc``, one minus it right of it."""
+    """The tail ``gammaincc(1/beta, |z|**beta) / 2`` left of ``loc``, one minus it right of it.
+    As ``scipy.stats.gennorm.cdf``."""
     z = standardize(x, loc, scale)
     return tnp.where(z < 0, _tail(z, beta), 1.0 - _tail(z, beta))
 
 
 @promoted
 def sf(x, beta, loc=0.0, scale=1.0):
-    """``cdf`` mirrored: ``1 - cdf`` without cancellation in the right tail."""
+    """``cdf`` mirrored: ``1 - cdf`` without cancellation in the right tail. As ``scipy.stats.gennorm.sf``."""
     z = standardize(x, loc, scale)
     return tnp.where(z > 0, _tail(z, beta), 1.0 - _tail(z, beta))
 
 
 @promoted
 def logcdf(x, beta, loc=0.0, scale=1.0):
-    """``log(cdf(x, beta, loc, scale))``."""
+    """``log(cdf(x, beta, loc, scale))``. As ``scipy.stats.gennorm.logcdf``."""
     return log_probability(cdf(x, beta, loc, scale))
 
 
 @promoted
 def logsf(x, beta, loc=0.0, scale=1.0):
-    """``log(sf(x, beta, loc, scale))``."""
+    """``log(sf(x, beta, loc, scale))``. As ``scipy.stats.gennorm.logsf``."""
     return log_probability(sf(x, beta, loc, scale))
 
 
@@ -82,11 +86,12 @@ def _standard_ppf(q, beta):
 
 @promoted
 def ppf(q, beta, loc=0.0, scale=1.0):
-    """The quantile function ``loc + scale * F^-1(q)``."""
+    """The quantile function ``loc + scale * F^-1(q)``. As ``scipy.stats.gennorm.ppf``."""
     return loc + scale * _standard_ppf(q, beta)
 
 
 @promoted
 def isf(q, beta, loc=0.0, scale=1.0):
-    """The inverse survival function ``loc - scale * F^-1(q)`` (the distribution is symmetric)."""
+    """The inverse survival function ``loc - scale * F^-1(q)`` (the distribution is symmetric).
+    As ``scipy.stats.gennorm.isf``."""
     return loc - scale * _standard_ppf(q, beta)

@@ -15,17 +15,19 @@ from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.scipy.special import xlog1py
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log1mexp, promoted
 
+__all__ = ["logpmf", "pmf", "logsf", "sf", "cdf", "logcdf", "ppf"]
+
 
 @promoted
 def logpmf(k, p, loc=0):
-    """``(k - 1) log(1 - p) + log(p)`` on the support, ``-inf`` elsewhere."""
+    """``(k - 1) log(1 - p) + log(p)`` on the support, ``-inf`` elsewhere. As ``scipy.stats.geom.logpmf``."""
     k, inside = lattice(k, loc, 1)
     return tnp.where(inside, xlog1py(k - 1.0, -p) + tnp.log(p), NEG_INF)
 
 
 @promoted
 def pmf(k, p, loc=0):
-    """``exp(logpmf(k, p, loc))``."""
+    """``exp(logpmf(k, p, loc))``. As ``scipy.stats.geom.pmf``."""
     return tnp.exp(logpmf(k, p, loc))
 
 
@@ -37,26 +39,27 @@ def _trials(k, loc):
 
 @promoted
 def logsf(k, p, loc=0):
-    """``floor(k - loc) log(1 - p)``, 0 below ``loc + 1``."""
+    """``floor(k - loc) log(1 - p)``, 0 below ``loc + 1``. As ``scipy.stats.geom.logsf``."""
     k, inside = _trials(k, loc)
     return tnp.where(inside, k * tnp.log1p(-p), 0.0)
 
 
 @promoted
 def sf(k, p, loc=0):
-    """``(1 - p)**floor(k - loc)``, 1 below ``loc + 1``."""
+    """``(1 - p)**floor(k - loc)``, 1 below ``loc + 1``. As ``scipy.stats.geom.sf``."""
     return tnp.exp(logsf(k, p, loc))
 
 
 @promoted
 def cdf(k, p, loc=0):
-    """``1 - sf``, computed as ``-expm1(log sf)``."""
+    """``1 - sf``, computed as ``-expm1(log sf)``. As ``scipy.stats.geom.cdf``."""
     return -tnp.expm1(logsf(k, p, loc))
 
 
 @promoted
 def logcdf(k, p, loc=0):
-    """``log(1 - (1 - p)**floor(k - loc))`` without cancellation, ``-inf`` below ``loc + 1``."""
+    """``log(1 - (1 - p)**floor(k - loc))`` without cancellation, ``-inf`` below ``loc + 1``.
+    As ``scipy.stats.geom.logcdf``."""
     k, inside = _trials(k, loc)
     return tnp.where(inside, log1mexp(-k * tnp.log1p(-p)), NEG_INF)
 
@@ -64,7 +67,7 @@ def logcdf(k, p, loc=0):
 @promoted
 def ppf(q, p, loc=0):
     """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's formula: ``ceil(log1p(-q) / log1p(-p))``,
-    one less where rounding overshot). Not differentiable (integer valued)."""
+    one less where rounding overshot). Not differentiable (integer valued). As ``scipy.stats.geom.ppf``."""
     q, p = stop_gradient(q), stop_gradient(p)
     finite = q < 1
     q = guard(finite, q, 0.5)

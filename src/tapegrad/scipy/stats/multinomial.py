@@ -15,9 +15,11 @@ import tapegrad.numpy as tnp
 from tapegrad.scipy.special import gammaln, xlogy
 from tapegrad.scipy.stats._support import NEG_INF, guard, is_integer
 
+__all__ = ["logpmf", "pmf"]
+
 
 def logpmf(x, n, p):
-    """``gammaln(n + 1) + sum(x log(p) - gammaln(x + 1))`` over the last axis.
+    """``gammaln(n + 1) + sum(x log(p) - gammaln(x + 1))`` over the last axis. As ``scipy.stats.multinomial.logpmf``.
 
     Args:
         x: counts, ``(..., k)``.
@@ -35,5 +37,5 @@ def logpmf(x, n, p):
 
 
 def pmf(x, n, p):
-    """``exp(logpmf(x, n, p))``; shapes as :func:`logpmf`."""
+    """``exp(logpmf(x, n, p))``; shapes as :func:`logpmf`. As ``scipy.stats.multinomial.pmf``."""
     return tnp.exp(logpmf(x, n, p))

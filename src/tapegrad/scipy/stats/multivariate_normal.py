@@ -32,6 +32,8 @@ from tapegrad.scipy.linalg import solve_triangular
 from tapegrad.scipy.special import ndtr, ndtri
 from tapegrad.scipy.stats import _singular, norm
 
+__all__ = ["logpdf", "pdf", "entropy", "cdf", "logcdf"]
+
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -53,6 +55,7 @@ def _diagonal(L):
 
 def logpdf(x, mean, cov, allow_singular=False):
     """The log density ``-|L^-1 (x - mean)|^2 / 2 - sum(log diag L) - d log(2 pi) / 2``.
+    As ``scipy.stats.multivariate_normal.logpdf``.
 
     Args:
         x: points, ``(..., d)``.
@@ -85,12 +88,14 @@ def logpdf(x, mean, cov, allow_singular=False):
 
 
 def pdf(x, mean, cov, allow_singular=False):
-    """The density ``exp(logpdf(x, mean, cov, allow_singular))``; arguments and shapes as :func:`logpdf`."""
+    """The density ``exp(logpdf(x, mean, cov, allow_singular))``; arguments and shapes as :func:`logpdf`.
+    As ``scipy.stats.multivariate_normal.pdf``."""
     return ew.exp(logpdf(x, mean, cov, allow_singular))
 
 
 def entropy(mean=None, cov=1.0):
     """The differential entropy ``(d (1 + log(2 pi)) + log det cov) / 2`` of ``N(mean, cov)``.
+    As ``scipy.stats.multivariate_normal.entropy``.
 
     Args:
         mean: unused but for its length when ``cov`` is a scalar (SciPy's signature).
@@ -186,5 +191,5 @@ def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
 
 
 def logcdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
-    """``log(cdf(x, mean, cov, num_points))``."""
+    """``log(cdf(x, mean, cov, num_points))``. As ``scipy.stats.multivariate_normal.logcdf``."""
     return ew.log(cdf(x, mean, cov, num_points))

@@ -17,17 +17,19 @@ from tapegrad.scipy.special import gammainc, gammaincc, gammaln, xlogy
 from tapegrad.scipy.stats._discrete_ppf import discrete_ppf
 from tapegrad.scipy.stats._support import NEG_INF, guard, lattice, log_probability, promoted
 
+__all__ = ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf", "entropy", "ppf"]
+
 
 @promoted
 def logpmf(k, mu, loc=0):
-    """``k log(mu) - gammaln(k + 1) - mu`` on the support, ``-inf`` elsewhere."""
+    """``k log(mu) - gammaln(k + 1) - mu`` on the support, ``-inf`` elsewhere. As ``scipy.stats.poisson.logpmf``."""
     k, inside = lattice(k, loc, 0)
     return tnp.where(inside, xlogy(k, mu) - gammaln(k + 1.0) - mu, NEG_INF)
 
 
 @promoted
 def pmf(k, mu, loc=0):
-    """``exp(logpmf(k, mu, loc))``."""
+    """``exp(logpmf(k, mu, loc))``. As ``scipy.stats.poisson.pmf``."""
     return tnp.exp(logpmf(k, mu, loc))
 
 
@@ -40,7 +42,7 @@ def _shape(k, loc):
 
 @promoted
 def cdf(k, mu, loc=0):
-    """``P(X <= k) = gammaincc(floor(k - loc) + 1, mu)``, 0 below ``loc``."""
+    """``P(X <= k) = gammaincc(floor(k - loc) + 1, mu)``, 0 below ``loc``. As ``scipy.stats.poisson.cdf``."""
     a, inside = _shape(k, loc)
     value = gammaincc(a, mu)
     return tnp.where(inside, value, tnp.zeros_like(value))
@@ -48,7 +50,7 @@ def cdf(k, mu, loc=0):
 
 @promoted
 def sf(k, mu, loc=0):
-    """``P(X > k) = gammainc(floor(k - loc) + 1, mu)``, 1 below ``loc``."""
+    """``P(X > k) = gammainc(floor(k - loc) + 1, mu)``, 1 below ``loc``. As ``scipy.stats.poisson.sf``."""
     a, inside = _shape(k, loc)
     value = gammainc(a, mu)
     return tnp.where(inside, value, tnp.ones_like(value))
@@ -56,13 +58,13 @@ def sf(k, mu, loc=0):
 
 @promoted
 def logcdf(k, mu, loc=0):
-    """``log(cdf(k, mu, loc))``."""
+    """``log(cdf(k, mu, loc))``. As ``scipy.stats.poisson.logcdf``."""
     return log_probability(cdf(k, mu, loc))
 
 
 @promoted
 def logsf(k, mu, loc=0):
-    """``log(sf(k, mu, loc))``."""
+    """``log(sf(k, mu, loc))``. As ``scipy.stats.poisson.logsf``."""
     return log_probability(sf(k, mu, loc))
 
 
@@ -73,6 +75,7 @@ _SERIES_FROM = 100.0
 @promoted
 def entropy(mu, loc=0):
     """The Shannon entropy ``-sum_k pmf(k) log pmf(k)`` (``loc`` does not change it).
+    As ``scipy.stats.poisson.entropy``.
 
     Below ``mu = 100`` it is the sum ``mu - mu log(mu) + sum_k pmf(k) gammaln(k + 1)`` over
     ``k = 0..255`` (``E[k] = mu`` gives the first two terms exactly); from 100 the asymptotic series
@@ -95,5 +98,5 @@ def entropy(mu, loc=0):
 @promoted
 def ppf(q, mu, loc=0):
     """The smallest ``k`` with ``cdf(k) >= q`` (SciPy's values: ``loc - 1`` at ``q = 0``); integer
-    valued, not differentiable (zero derivative)."""
+    valued, not differentiable (zero derivative). As ``scipy.stats.poisson.ppf``."""
     return discrete_ppf("poisson", q, mu) + loc

@@ -15,6 +15,8 @@ from tapegrad.scipy.special import log_ndtr, ndtr, ndtri
 from tapegrad.scipy.stats import norm
 from tapegrad.scipy.stats._support import LOG_2, NEG_INF, constant, guard, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "logcdf", "logsf", "cdf", "sf", "ppf", "isf"]
+
 
 def _log_diff(log_p, log_q):
     """``log(p - q)`` from ``log p > log q``."""
@@ -45,14 +47,15 @@ def _z(x, a, b, loc, scale):
 
 @promoted
 def logpdf(x, a, b, loc=0.0, scale=1.0):
-    """``norm.logpdf(z) - log(ndtr(b) - ndtr(a)) - log(scale)`` on the interval, ``-inf`` outside."""
+    """``norm.logpdf(z) - log(ndtr(b) - ndtr(a)) - log(scale)`` on the interval, ``-inf`` outside.
+    As ``scipy.stats.truncnorm.logpdf``."""
     z, inside, _ = _z(x, a, b, loc, scale)
     return tnp.where(inside, norm.logpdf(z) - log(scale) - log_gauss_mass(a, b), NEG_INF)
 
 
 @promoted
 def pdf(x, a, b, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, a, b, loc, scale))``."""
+    """The density ``exp(logpdf(x, a, b, loc, scale))``. As ``scipy.stats.truncnorm.pdf``."""
     return tnp.exp(logpdf(x, a, b, loc, scale))
 
 
@@ -73,7 +76,7 @@ def _log_parts(x, a, b, loc, scale):
 @promoted
 def logcdf(x, a, b, loc=0.0, scale=1.0):
     """``log((ndtr(z) - ndtr(a)) / (ndtr(b) - ndtr(a)))``; ``-inf`` at and left of the interval, 0 at
-    and right of it."""
+    and right of it. As ``scipy.stats.truncnorm.logcdf``."""
     lower, _, strict, raw = _log_parts(x, a, b, loc, scale)
     return tnp.where(strict, lower, constant(raw <= a, NEG_INF, 0.0, lower))
 
@@ -81,20 +84,20 @@ def logcdf(x, a, b, loc=0.0, scale=1.0):
 @promoted
 def logsf(x, a, b, loc=0.0, scale=1.0):
     """``log((ndtr(b) - ndtr(z)) / (ndtr(b) - ndtr(a)))``; 0 at and left of the interval, ``-inf`` at
-    and right of it."""
+    and right of it. As ``scipy.stats.truncnorm.logsf``."""
     _, upper, strict, raw = _log_parts(x, a, b, loc, scale)
     return tnp.where(strict, upper, constant(raw <= a, 0.0, NEG_INF, upper))
 
 
 @promoted
 def cdf(x, a, b, loc=0.0, scale=1.0):
-    """``exp(logcdf(x, a, b, loc, scale))``."""
+    """``exp(logcdf(x, a, b, loc, scale))``. As ``scipy.stats.truncnorm.cdf``."""
     return tnp.exp(logcdf(x, a, b, loc, scale))
 
 
 @promoted
 def sf(x, a, b, loc=0.0, scale=1.0):
-    """``exp(logsf(x, a, b, loc, scale))``."""
+    """``exp(logsf(x, a, b, loc, scale))``. As ``scipy.stats.truncnorm.sf``."""
     return tnp.exp(logsf(x, a, b, loc, scale))
 
 
@@ -125,12 +128,13 @@ def _standard_ppf(q, a, b):
 
 @promoted
 def ppf(q, a, b, loc=0.0, scale=1.0):
-    """The quantile function ``loc + scale * F^-1(q)`` (``a`` and ``b`` at ``q = 0`` and 1)."""
+    """The quantile function ``loc + scale * F^-1(q)`` (``a`` and ``b`` at ``q = 0`` and 1).
+    As ``scipy.stats.truncnorm.ppf``."""
     return loc + scale * _standard_ppf(q, a, b)
 
 
 @promoted
 def isf(q, a, b, loc=0.0, scale=1.0):
     """The inverse survival function: by the symmetry ``-X ~ truncnorm(-b, -a)``,
-    ``loc - scale * F^-1(q; -b, -a)``."""
+    ``loc - scale * F^-1(q; -b, -a)``. As ``scipy.stats.truncnorm.isf``."""
     return loc - scale * _standard_ppf(q, -b, -a)

@@ -24,17 +24,20 @@ from tapegrad.scipy.special import i0e
 from tapegrad.scipy.special._impl import float_dtype
 from tapegrad.scipy.stats._support import LOG_2PI, host_only, log, promoted, standardize
 
+__all__ = ["logpdf", "pdf", "cdf", "sf"]
+
 
 @promoted
 def logpdf(x, kappa, loc=0.0, scale=1.0):
-    """The log density ``kappa (cos(z) - 1) - log(2 pi i0e(kappa)) - log(scale)``."""
+    """The log density ``kappa (cos(z) - 1) - log(2 pi i0e(kappa)) - log(scale)``.
+    As ``scipy.stats.vonmises.logpdf``."""
     z = standardize(x, loc, scale)
     return kappa * (tnp.cos(z) - 1.0) - LOG_2PI - tnp.log(i0e(kappa)) - log(scale)
 
 
 @promoted
 def pdf(x, kappa, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, kappa, loc, scale))``."""
+    """The density ``exp(logpdf(x, kappa, loc, scale))``. As ``scipy.stats.vonmises.pdf``."""
     return tnp.exp(logpdf(x, kappa, loc, scale))
 
 
@@ -57,11 +60,12 @@ defbatch_elementwise(_cdf_p)
 
 @promoted
 def cdf(x, kappa, loc=0.0, scale=1.0):
-    """``P(X <= x)`` from ``-pi`` on (SciPy's values; past ``pi`` it keeps counting periods)."""
+    """``P(X <= x)`` from ``-pi`` on (SciPy's values; past ``pi`` it keeps counting periods).
+    As ``scipy.stats.vonmises.cdf``."""
     return bind(_cdf_p, standardize(x, loc, scale), kappa)
 
 
 @promoted
 def sf(x, kappa, loc=0.0, scale=1.0):
-    """``1 - cdf(x, kappa, loc, scale)``, as SciPy's."""
+    """``1 - cdf(x, kappa, loc, scale)``, as SciPy's. As ``scipy.stats.vonmises.sf``."""
     return 1.0 - cdf(x, kappa, loc, scale)

@@ -22,10 +22,13 @@ from tapegrad.scipy.stats._support import (
     standardize,
 )
 
+__all__ = ["logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "ppf", "isf"]
+
 
 @promoted
 def logpdf(x, c, loc=0.0, scale=1.0):
-    """The log density ``log1p(-c**2) - log(2 pi) - log(1 + c**2 - 2 c cos z) - log(scale)``."""
+    """The log density ``log1p(-c**2) - log(2 pi) - log(1 + c**2 - 2 c cos z) - log(scale)``.
+    As ``scipy.stats.wrapcauchy.logpdf``."""
     z = standardize(x, loc, scale)
     inside = (z >= 0) & (z <= 2.0 * math.pi)
     z = guard(inside, z, 1.0)
@@ -35,7 +38,7 @@ def logpdf(x, c, loc=0.0, scale=1.0):
 
 @promoted
 def pdf(x, c, loc=0.0, scale=1.0):
-    """The density ``exp(logpdf(x, c, loc, scale))``."""
+    """The density ``exp(logpdf(x, c, loc, scale))``. As ``scipy.stats.wrapcauchy.pdf``."""
     return tnp.exp(logpdf(x, c, loc, scale))
 
 
@@ -57,27 +60,28 @@ def _clipped(z):
 
 @promoted
 def cdf(x, c, loc=0.0, scale=1.0):
-    """``P(X <= x)``; 0 left of ``[0, 2 pi]`` and 1 right of it."""
+    """``P(X <= x)``; 0 left of ``[0, 2 pi]`` and 1 right of it. As ``scipy.stats.wrapcauchy.cdf``."""
     z, inside, raw = _clipped(standardize(x, loc, scale))
     return tnp.where(inside, _standard_cdf(z, c), constant(raw < 0, 0.0, 1.0, z))
 
 
 @promoted
 def sf(x, c, loc=0.0, scale=1.0):
-    """``1 - cdf``, computed as ``cdf`` at ``2 pi - z`` (the density is symmetric about ``pi``)."""
+    """``1 - cdf``, computed as ``cdf`` at ``2 pi - z`` (the density is symmetric about ``pi``).
+    As ``scipy.stats.wrapcauchy.sf``."""
     z, inside, raw = _clipped(standardize(x, loc, scale))
     return tnp.where(inside, _standard_cdf(2.0 * math.pi - z, c), constant(raw < 0, 1.0, 0.0, z))
 
 
 @promoted
 def logcdf(x, c, loc=0.0, scale=1.0):
-    """``log(cdf(x, c, loc, scale))``."""
+    """``log(cdf(x, c, loc, scale))``. As ``scipy.stats.wrapcauchy.logcdf``."""
     return log_probability(cdf(x, c, loc, scale))
 
 
 @promoted
 def logsf(x, c, loc=0.0, scale=1.0):
-    """``log(sf(x, c, loc, scale))``."""
+    """``log(sf(x, c, loc, scale))``. As ``scipy.stats.wrapcauchy.logsf``."""
     return log_probability(sf(x, c, loc, scale))
 
 
@@ -93,11 +97,12 @@ def _standard_ppf(q, c):
 
 @promoted
 def ppf(q, c, loc=0.0, scale=1.0):
-    """The quantile function, ``loc + scale * F^-1(q)``."""
+    """The quantile function, ``loc + scale * F^-1(q)``. As ``scipy.stats.wrapcauchy.ppf``."""
     return loc + scale * _standard_ppf(q, c)
 
 
 @promoted
 def isf(q, c, loc=0.0, scale=1.0):
-    """The inverse survival function, ``loc + scale * (2 pi - F^-1(q))`` (by the symmetry about ``pi``)."""
+    """The inverse survival function, ``loc + scale * (2 pi - F^-1(q))`` (by the symmetry about ``pi``).
+    As ``scipy.stats.wrapcauchy.isf``."""
     return loc + scale * (2.0 * math.pi - _standard_ppf(q, c))
