@@ -121,7 +121,7 @@ class AxisConcatenator:
 
 
 class CClass(AxisConcatenator):
-    """``c_[...]``: ``r_['-1,2,0', ...]``, 1-D arrays become columns joined side by side."""
+    """``c_[...]``, as ``numpy.c_``: ``r_['-1,2,0', ...]``, 1-D arrays become columns joined side by side."""
 
     __slots__ = ()
 
