@@ -10,7 +10,7 @@ import optree
 from tapegrad._tree import NAMESPACE, tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 
-def register_node(cls, /, flatten_func, unflatten_func, *, path_entry_type=optree.AutoEntry, namespace=NAMESPACE):
+def register_node(cls, /, flatten_func, unflatten_func, *, namespace=NAMESPACE, **options):
     """Make ``cls`` a pytree node for every tapegrad transform: ``optree.register_pytree_node`` with
     ``namespace="tapegrad"`` (JAX's ``jax.tree_util.register_pytree_node``).
 
@@ -23,8 +23,9 @@ def register_node(cls, /, flatten_func, unflatten_func, *, path_entry_type=optre
             iterable of children (flattened further), hashable metadata kept in the treedef (static:
             part of ``jit``'s cache key), and optional path entries.
         unflatten_func: ``(metadata, children) -> obj``.
-        path_entry_type: optree's path entry class for the children (``optree.AutoEntry``).
         namespace: the optree namespace; tapegrad's transforms read only ``"tapegrad"``.
+        **options: passed on to ``optree.register_pytree_node`` (in recent optree,
+            ``path_entry_type``), so that what the installed optree accepts is accepted here.
 
     Returns:
         ``cls`` itself.
@@ -33,8 +34,7 @@ def register_node(cls, /, flatten_func, unflatten_func, *, path_entry_type=optre
         TypeError: ``cls`` is not a class.
         ValueError: ``cls`` is already registered in the namespace.
     """
-    return optree.register_pytree_node(cls, flatten_func, unflatten_func, path_entry_type=path_entry_type,
-                                       namespace=namespace)
+    return optree.register_pytree_node(cls, flatten_func, unflatten_func, namespace=namespace, **options)
 
 
 __all__ = ["register_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure",
