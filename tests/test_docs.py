@@ -4,6 +4,7 @@ module has an API page, and the site builds (``make docs``) with every tutorial 
 The site build runs here, in ``make test``, because it takes about a minute on two cores: a broken
 example, a docstring that does not render, or a public name missing from the reference fails the suite.
 """
+import doctest
 import importlib
 import inspect
 import os
@@ -117,6 +118,19 @@ def test_returns_sections_do_not_render_as_a_return_type(module_name):
 def test_designed_api_has_google_sections(module_name):
     lacking = {name: gaps for name, obj in own_names(module_name) if (gaps := _missing_sections(obj))}
     assert not lacking, f"{module_name}: docstrings without these sections: {lacking}"
+
+
+SRC = pathlib.Path(tapegrad.__file__).parent
+DOCTESTED = sorted(".".join(("tapegrad",) + path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+                   for path in SRC.rglob("*.py") if ">>> " in path.read_text())
+
+
+@pytest.mark.parametrize("module_name", DOCTESTED)
+def test_docstring_examples_run(module_name):
+    """The ``Example:`` sections show real output: each runs, and prints what it shows."""
+    result = doctest.testmod(importlib.import_module(module_name),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples of {module_name} failed"
 
 
 def test_every_public_module_has_an_api_page():
