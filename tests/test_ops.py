@@ -222,6 +222,16 @@ def test_integer_and_boolean_reductions():
     assert_close(tg.grad(f)(np.array([1.0, 4.0, 2.0])), [0, 2, 0])
 
 
+@pytest.mark.parametrize("axis", [(0, 1), (1,), 1.0])
+def test_argmax_argmin_refuse_several_axes_as_numpy_does(axis):
+    x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    for fn in (tnp.argmax, tnp.argmin):  # once, the first axis of a tuple was taken: a silent wrong answer
+        with pytest.raises(TypeError, match=rf"(?s){fn.__name__}.*axis.*one int"):
+            fn(x, axis=axis)
+        with pytest.raises(TypeError):
+            getattr(np, fn.__name__)(x, axis=axis)
+
+
 # ---- shape and indexing ------------------------------------------------------------------------
 _MASK = np.arange(12).reshape(3, 4) % 3 == 0
 SHAPE_CASES = [

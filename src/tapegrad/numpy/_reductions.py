@@ -229,8 +229,15 @@ defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)
 defbatch_single_axis(argmax_p, argmin_p, cumsum_p, cumprod_p)
 
 
-def _single_axis(axis, a):
-    return None if axis is None else normalize_axis(axis, _shape.ndim(a))[0]
+def _single_axis(axis, a, name):
+    """One axis, normalised; a tuple of axes is a TypeError as in NumPy (taking its first would be a
+    silent wrong answer)."""
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name}'s axis must be one int or None (as numpy.{name}), got {axis!r}; for several "
+                        "axes, move them together and reshape first")
+    return normalize_axis(axis, _shape.ndim(a))[0]
 
 
 def argmax(a, axis=None, keepdims=False):
@@ -238,7 +245,7 @@ def argmax(a, axis=None, keepdims=False):
     an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
     """
     a = as_operand(a)
-    return bind(argmax_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
+    return bind(argmax_p, a, axis=_single_axis(axis, a, "argmax"), keepdims=bool(keepdims))
 
 
 def argmin(a, axis=None, keepdims=False):
@@ -246,7 +253,7 @@ def argmin(a, axis=None, keepdims=False):
     an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
     """
     a = as_operand(a)
-    return bind(argmin_p, a, axis=_single_axis(axis, a), keepdims=bool(keepdims))
+    return bind(argmin_p, a, axis=_single_axis(axis, a, "argmin"), keepdims=bool(keepdims))
 
 
 def all(a, axis=None, keepdims=False):
