@@ -256,6 +256,12 @@ def test_no_operands_scalar_operands_and_integer_operands():
     x32 = X.astype(np.float32)
     assert f(np.array(True), 2.0, x32).dtype == np.float32
     assert_close(f(np.array(False), 2.0, X), X - 2.0)
+    # a Python-scalar operand returned as it came is NumPy's default dtype, as a computed one is
+    for pred in (True, False):
+        out = tg.cond(pred, lambda x: x, lambda x: x * 2.0, 1.5)
+        assert out.dtype == np.float64 and out == (1.5 if pred else 3.0)
+        assert tg.switch(int(pred), [lambda n: n, lambda n: n + 1], 4).dtype == np.dtype(int)
+    assert_close(tg.grad(lambda y: tg.cond(True, lambda x: x, lambda x: x * 2.0, y))(3.0), np.asarray(1.0))
     # an integer operand gets no gradient and does not stop the others'
     g = tg.grad(lambda x, i: tnp.sum(tg.cond(True, lambda x, i: x[i] * 2.0, lambda x, i: x[i], x, i)))
     assert_close(g(X, np.array([0, 2])), np.array([2.0, 0.0, 2.0]))

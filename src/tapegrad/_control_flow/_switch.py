@@ -242,6 +242,17 @@ def _apply(index, branches, operands, where: str, names=None):
     return _tree.tree_unflatten(out_tree, outs)
 
 
+def _typed(out):
+    """A branch output with a dtype of its own. A Python scalar result, or a Python-scalar operand
+    returned as it came (weakly typed while staged), becomes NumPy's default dtype of its kind, so that
+    ``lambda x: x`` and ``lambda x: x * 2.0`` on the operand 1.0 both return ``f64[]``."""
+    if type(out) in _SCALARS:
+        return np.asarray(out)
+    if isinstance(getattr(out, "dtype", None), type):
+        return astype(out, np.dtype(out.dtype))
+    return out
+
+
 def _stage_branch(fun, in_tree, leaves, where: str, name: str):
     """``(program, builder, out_tree)`` of one branch staged on the operands' abstract values."""
     out_trees = []
@@ -249,8 +260,7 @@ def _stage_branch(fun, in_tree, leaves, where: str, name: str):
     def flat_fun(*xs):
         out_leaves, out_tree = _tree.tree_flatten(fun(*_tree.tree_unflatten(in_tree, list(xs))))
         out_trees.append(out_tree)
-        # a Python scalar result becomes an array of NumPy's default dtype: each branch output has a type
-        return [np.asarray(o) if type(o) in _SCALARS else o for o in out_leaves]
+        return [_typed(o) for o in out_leaves]
     avals, backends = zip(*[abstractify(x) for x in leaves]) if leaves else ((), ())
     program, builder = stage(flat_fun, avals, backends)
     if builder.writes:
