@@ -163,13 +163,22 @@ def _page_of(module_name):
     raise AssertionError(f"no API page documents {module_name}")
 
 
+def _build_failure(stderr: str) -> str:
+    """The build's warnings, and when a cell raised (Sphinx stops with an ExecutionError), the cell and
+    its traceback, which Sphinx writes to a log file rather than to stderr."""
+    saved = re.search(r"full traceback has been saved in:\s*(\S+)", stderr)
+    log = pathlib.Path(saved.group(1)).read_text() if saved and pathlib.Path(saved.group(1)).exists() else ""
+    cell = re.search(r"An error occurred while executing the following cell:.*?(?=The above exception)", log, re.S)
+    return re.sub(r"\x1b\[[0-9;]*m", "", stderr[-4000:] + "\n" + (cell.group(0) if cell else log[-4000:]))
+
+
 def test_site_builds_without_warnings(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra (pip install -e '.[docs]') builds the site")
     out = tmp_path / "html"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS),
                           str(out)], capture_output=True, text=True, env=env, timeout=600)
-    assert run.returncode == 0, f"the site did not build:\n{run.stderr[-8000:]}"
+    assert run.returncode == 0, f"the site did not build:\n{_build_failure(run.stderr)}"
     # every name tapegrad defines is rendered, not silently left out (autodoc skips what it thinks undocumented)
     targets = api_targets()
     absent = []
