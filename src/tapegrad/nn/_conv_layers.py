@@ -146,251 +146,114 @@ class _ConvTranspose(_ConvNd):
                   self.padding, self.output_padding, self.groups, self.dilation)
 
 
-class Conv1d(_Conv):
-    """1-D convolution layer (cross-correlation), ``torch.nn.Conv1d``'s signature, initialisation and
-    ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv1d` ``(x, weight, bias, stride,
-    padding, dilation, groups)``. The 1-D form of :class:`Conv2d`.
+# ---- the six layers: one docstring template per kind, filled in for each rank -------------------------
+_DIMS = {
+    1: dict(tuple="a 1-tuple", kernel="kL", kernel_product="kL", spatial="L", spatial_out="L_out"),
+    2: dict(tuple="a pair", kernel="kH, kW", kernel_product="kH * kW", spatial="H, W", spatial_out="H_out, W_out"),
+    3: dict(tuple="a triple", kernel="kD, kH, kW", kernel_product="kD * kH * kW", spatial="D, H, W",
+            spatial_out="D_out, H_out, W_out"),
+}
 
-    Args:
-        in_channels: channels of the input (``C_in``).
-        out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a 1-tuple.
-        stride: an int or a 1-tuple (default 1).
-        padding: an int or a 1-tuple (zeros on both sides), ``'valid'``, or ``'same'`` (stride 1 only).
-        dilation: an int or a 1-tuple (default 1).
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
+_COMMON_ARGS = """        groups: input and output channels are split into this many groups (``C_in``: depthwise).
         bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_out, C_in / groups, kL)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_in / groups * kL``, or an
-            array, a number, a name or a callable ``(shape, dtype, rng) -> array`` as for
-            :class:`tapegrad.nn.Dense`.
-        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
+        padding_mode: only ``'zeros'``."""
 
-    Input ``(N, C_in, L)`` or unbatched ``(C_in, L)``;
-    output ``(N, C_out, L_out)`` (or unbatched),
-    each ``out = floor((in + 2p - d(k - 1) - 1) / s) + 1``, of the result dtype of input and weight.
+_SETUP_ARGS = """        dtype: of the Parameters (float32 by default); keyword-only.
+        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy."""
 
-    Raises:
-        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
-            negative padding; an unknown padding word; ``'same'`` with a stride;
-            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
+_COMMON_RAISES = """            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
             whose channel axis is not ``in_channels``.
         TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
+        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``."""
 
-    rank = 1
-
-
-class Conv2d(_Conv):
-    """2-D convolution layer (cross-correlation), ``torch.nn.Conv2d``'s signature, initialisation and
-    ``repr``: ``conv2d(x, weight, bias, stride, padding, dilation, groups)``.
+_CONV_DOC = """{n}-D convolution layer (cross-correlation), ``torch.nn.Conv{n}d``'s signature, initialisation and
+    ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv{n}d` ``(x, weight, bias, stride,
+    padding, dilation, groups)``.
 
     Args:
         in_channels: channels of the input (``C_in``).
         out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a pair.
-        stride, dilation: an int or a pair (default 1).
-        padding: an int or a pair (zeros on both sides), ``'valid'``, or ``'same'`` (stride 1 only).
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
-        bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_out, C_in / groups, kH, kW)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_in / groups * kH * kW``
+        kernel_size: an int or {tuple}.
+        stride: an int or {tuple} (default 1).
+        padding: an int or {tuple} (zeros on both sides), ``'valid'``, or ``'same'`` (stride 1 only).
+        dilation: an int or {tuple} (default 1).
+""" + _COMMON_ARGS + "\n" + _SETUP_ARGS + """
+        weight_init: how ``weight``, ``(C_out, C_in / groups, {kernel})``, starts: None for PyTorch's
+            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_in / groups * {kernel_product}``
             (``kaiming_uniform`` with ``a = sqrt(5)``), or an array, a number, a name or a callable
             ``(shape, dtype, rng) -> array`` as for :class:`tapegrad.nn.Dense`.
         bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
 
-    Input ``(N, C_in, H, W)`` or unbatched ``(C_in, H, W)``; output ``(N, C_out, H_out, W_out)``,
-    ``H_out = floor((H + 2p - d(kH - 1) - 1) / s) + 1``, of the result dtype of input and weight.
-
-    Raises:
-        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
-            negative padding; an unknown padding word; ``'same'`` with a stride; an unknown
-            ``padding_mode``; an initial array of the wrong shape; (at the call) an input whose
-            channel axis is not ``in_channels``.
-        TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
-
-    rank = 2
-
-
-class Conv3d(_Conv):
-    """3-D convolution layer (cross-correlation), ``torch.nn.Conv3d``'s signature, initialisation and
-    ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv3d` ``(x, weight, bias, stride,
-    padding, dilation, groups)``. The 3-D form of :class:`Conv2d`.
-
-    Args:
-        in_channels: channels of the input (``C_in``).
-        out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a triple.
-        stride: an int or a triple (default 1).
-        padding: an int or a triple (zeros on both sides), ``'valid'``, or ``'same'`` (stride 1 only).
-        dilation: an int or a triple (default 1).
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
-        bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_out, C_in / groups, kD, kH, kW)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_in / groups * kD * kH * kW``, or an
-            array, a number, a name or a callable ``(shape, dtype, rng) -> array`` as for
-            :class:`tapegrad.nn.Dense`.
-        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
-
-    Input ``(N, C_in, D, H, W)`` or unbatched ``(C_in, D, H, W)``;
-    output ``(N, C_out, D_out, H_out, W_out)`` (or unbatched),
+    Input ``(N, C_in, {spatial})`` or unbatched ``(C_in, {spatial})``;
+    output ``(N, C_out, {spatial_out})`` (or unbatched),
     each ``out = floor((in + 2p - d(k - 1) - 1) / s) + 1``, of the result dtype of input and weight.
 
     Raises:
         ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
             negative padding; an unknown padding word; ``'same'`` with a stride;
-            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
-            whose channel axis is not ``in_channels``.
-        TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
+""" + _COMMON_RAISES + "\n    "
 
+_CONV_TRANSPOSE_DOC = """{n}-D transposed convolution layer, ``torch.nn.ConvTranspose{n}d``'s signature
+    (note its order: ``output_padding`` after ``padding``, ``dilation`` after ``bias``), its
+    initialisation and ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv_transpose{n}d`, the
+    gradient of a convolution with respect to its input (with the same ``stride``, ``padding``,
+    ``dilation`` and ``groups``).
+
+    Args:
+        in_channels: channels of the input (``C_in``).
+        out_channels: channels of the output (``C_out``).
+        kernel_size: an int or {tuple}.
+        stride: an int or {tuple} (default 1).
+        padding: an int or {tuple}: ``dilation * (kernel_size - 1) - padding`` zeros are added on both
+            sides of the dilated input (no ``'same'``/``'valid'``).
+        output_padding: an int or {tuple} added to one side of the output, each smaller than the
+            stride or the dilation (PyTorch's rule): it picks among the output sizes a convolution of
+            this stride maps to the same input size.
+""" + _COMMON_ARGS + """
+        dilation: an int or {tuple} (default 1).
+""" + _SETUP_ARGS + """
+        weight_init: how ``weight``, ``(C_in, C_out / groups, {kernel})``, starts: None for PyTorch's
+            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_out / groups * {kernel_product}`` (the
+            weight's second axis), or an array, a number, a name or a callable as for
+            :class:`tapegrad.nn.Dense`.
+        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
+
+    Input ``(N, C_in, {spatial})`` or unbatched ``(C_in, {spatial})``;
+    output ``(N, C_out, {spatial_out})`` (or unbatched),
+    each ``out = (in - 1) s - 2p + d(k - 1) + output_padding + 1``, of the result dtype of input and weight.
+
+    Raises:
+        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
+            negative padding; a string padding; an ``output_padding`` not smaller than the stride or
+            the dilation;
+""" + _COMMON_RAISES + "\n    "
+
+
+class Conv1d(_Conv):
+    __doc__ = _CONV_DOC.format(n=1, **_DIMS[1])
+    rank = 1
+
+
+class Conv2d(_Conv):
+    __doc__ = _CONV_DOC.format(n=2, **_DIMS[2])
+    rank = 2
+
+
+class Conv3d(_Conv):
+    __doc__ = _CONV_DOC.format(n=3, **_DIMS[3])
     rank = 3
 
 
 class ConvTranspose1d(_ConvTranspose):
-    """1-D transposed convolution layer, ``torch.nn.ConvTranspose1d``'s signature, its
-    initialisation and ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv_transpose1d`, the
-    gradient of a convolution with respect to its input (with the same ``stride``, ``padding``,
-    ``dilation`` and ``groups``).
-
-    Args:
-        in_channels: channels of the input (``C_in``).
-        out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a 1-tuple.
-        stride: an int or a 1-tuple (default 1).
-        padding: an int or a 1-tuple: ``dilation * (kernel_size - 1) - padding`` zeros are added on both
-            sides of the dilated input (no ``'same'``/``'valid'``).
-        output_padding: an int or a 1-tuple added to one side of the output, each smaller than the
-            stride or the dilation (PyTorch's rule): it picks among the output sizes a convolution of
-            this stride maps to the same input size.
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
-        bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dilation: an int or a 1-tuple (default 1).
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_in, C_out / groups, kL)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_out / groups * kL`` (the
-            weight's second axis), or an array, a number, a name or a callable as for
-            :class:`tapegrad.nn.Dense`.
-        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
-
-    Input ``(N, C_in, L)`` or unbatched ``(C_in, L)``;
-    output ``(N, C_out, L_out)`` (or unbatched),
-    each ``out = (in - 1) s - 2p + d(k - 1) + output_padding + 1``, of the result dtype of input and weight.
-
-    Raises:
-        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
-            negative padding; a string padding; an ``output_padding`` not smaller than the stride or
-            the dilation;
-            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
-            whose channel axis is not ``in_channels``.
-        TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
-
+    __doc__ = _CONV_TRANSPOSE_DOC.format(n=1, **_DIMS[1])
     rank = 1
 
 
 class ConvTranspose2d(_ConvTranspose):
-    """2-D transposed convolution layer, ``torch.nn.ConvTranspose2d``'s signature
-    (note its order: ``output_padding`` after ``padding``, ``dilation`` after ``bias``), its
-    initialisation and ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv_transpose2d`, the
-    gradient of a convolution with respect to its input (with the same ``stride``, ``padding``,
-    ``dilation`` and ``groups``).
-
-    Args:
-        in_channels: channels of the input (``C_in``).
-        out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a pair.
-        stride: an int or a pair (default 1).
-        padding: an int or a pair: ``dilation * (kernel_size - 1) - padding`` zeros are added on both
-            sides of the dilated input (no ``'same'``/``'valid'``).
-        output_padding: an int or a pair added to one side of the output, each smaller than the
-            stride or the dilation (PyTorch's rule): it picks among the output sizes a convolution of
-            this stride maps to the same input size.
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
-        bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dilation: an int or a pair (default 1).
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_in, C_out / groups, kH, kW)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_out / groups * kH * kW`` (the
-            weight's second axis), or an array, a number, a name or a callable as for
-            :class:`tapegrad.nn.Dense`.
-        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
-
-    Input ``(N, C_in, H, W)`` or unbatched ``(C_in, H, W)``;
-    output ``(N, C_out, H_out, W_out)`` (or unbatched),
-    each ``out = (in - 1) s - 2p + d(k - 1) + output_padding + 1``, of the result dtype of input and weight.
-
-    Raises:
-        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
-            negative padding; a string padding; an ``output_padding`` not smaller than the stride or
-            the dilation;
-            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
-            whose channel axis is not ``in_channels``.
-        TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
-
+    __doc__ = _CONV_TRANSPOSE_DOC.format(n=2, **_DIMS[2])
     rank = 2
 
 
 class ConvTranspose3d(_ConvTranspose):
-    """3-D transposed convolution layer, ``torch.nn.ConvTranspose3d``'s signature, its
-    initialisation and ``repr``: ``self(x)`` is :func:`tapegrad.nn.functional.conv_transpose3d`, the
-    gradient of a convolution with respect to its input (with the same ``stride``, ``padding``,
-    ``dilation`` and ``groups``).
-
-    Args:
-        in_channels: channels of the input (``C_in``).
-        out_channels: channels of the output (``C_out``).
-        kernel_size: an int or a triple.
-        stride: an int or a triple (default 1).
-        padding: an int or a triple: ``dilation * (kernel_size - 1) - padding`` zeros are added on both
-            sides of the dilated input (no ``'same'``/``'valid'``).
-        output_padding: an int or a triple added to one side of the output, each smaller than the
-            stride or the dilation (PyTorch's rule): it picks among the output sizes a convolution of
-            this stride maps to the same input size.
-        groups: input and output channels are split into this many groups (``C_in`` groups: depthwise).
-        bias: False leaves the bias out (``self.bias`` is None).
-        padding_mode: only ``'zeros'``.
-        dilation: an int or a triple (default 1).
-        dtype: of the Parameters (float32 by default); keyword-only.
-        seed: for the random initialisers (``np.random.default_rng(seed)``); None draws fresh entropy.
-        weight_init: how ``weight``, ``(C_in, C_out / groups, kD, kH, kW)``, starts: None for PyTorch's
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = C_out / groups * kD * kH * kW`` (the
-            weight's second axis), or an array, a number, a name or a callable as for
-            :class:`tapegrad.nn.Dense`.
-        bias_init: the same for ``bias`` ``(C_out,)``; None draws from the same uniform as the weight.
-
-    Input ``(N, C_in, D, H, W)`` or unbatched ``(C_in, D, H, W)``;
-    output ``(N, C_out, D_out, H_out, W_out)`` (or unbatched),
-    each ``out = (in - 1) s - 2p + d(k - 1) + output_padding + 1``, of the result dtype of input and weight.
-
-    Raises:
-        ValueError: a non-positive size; channels not divisible by ``groups``; a stride or dilation < 1;
-            negative padding; a string padding; an ``output_padding`` not smaller than the stride or
-            the dilation;
-            an unknown ``padding_mode``; an initial array of the wrong shape; (at the call) an input
-            whose channel axis is not ``in_channels``.
-        TypeError: sizes, strides, paddings or dilations that are not ints.
-        NotImplementedError: ``padding_mode`` ``'reflect'``, ``'replicate'`` or ``'circular'``.
-    """
-
+    __doc__ = _CONV_TRANSPOSE_DOC.format(n=3, **_DIMS[3])
     rank = 3

@@ -127,11 +127,11 @@ class BatchNorm2d(_BatchNorm):
     _ranks = (4,)
 
 
-class BatchNorm1d(_BatchNorm):
-    """Batch normalisation of a 2-d input ``(N, C)`` or a 3-d input ``(N, C, L)``
-    (``torch.nn.BatchNorm1d``): the statistics are over ``N`` (and ``L``), per channel; training and
-    evaluation modes, running statistics and updates as :class:`BatchNorm2d`. Output of the input's
-    shape and of the result dtype of the input and the Parameters.
+# BatchNorm1d and BatchNorm3d differ from BatchNorm2d only in the input's rank: one docstring serves both
+_BATCH_NORM_DOC = """Batch normalisation of {input} (``torch.nn.BatchNorm{n}d``): the statistics
+    are over {axes}, per channel; training and evaluation modes, running statistics and updates as
+    :class:`BatchNorm2d`. Output of the input's shape and of the result dtype of the input and the
+    Parameters.
 
     Args:
         num_features: ``C``.
@@ -152,34 +152,16 @@ class BatchNorm1d(_BatchNorm):
             ``vmap``.
     """
 
+
+class BatchNorm1d(_BatchNorm):
+    __doc__ = _BATCH_NORM_DOC.format(n=1, input="a 2-d input ``(N, C)`` or a 3-d input ``(N, C, L)``",
+                                     axes="``N`` (and ``L``)")
     _ranks = (2, 3)
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch normalisation of a 5-d input ``(N, C, D, H, W)`` (``torch.nn.BatchNorm3d``): the statistics
-    are over every axis but the channel axis 1; training and evaluation modes, running statistics and
-    updates as :class:`BatchNorm2d`. Output of the input's shape and of the result dtype of the input
-    and the Parameters.
-
-    Args:
-        num_features: ``C``.
-        eps: added to the variance before the square root.
-        momentum: the weight of the new batch statistic; None averages all batches so far with equal
-            weights, as PyTorch.
-        affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), each ``(C,)``; False leaves
-            both None.
-        track_running_stats: whether to keep ``running_mean``, ``running_var`` and
-            ``num_batches_tracked`` (Parameters with ``requires_grad=False``); False always normalises
-            with the batch statistics.
-        dtype: of ``weight``, ``bias`` and the running statistics (float32 by default).
-
-    Raises:
-        ValueError: a non-positive ``num_features``; a negative ``eps`` or ``momentum``; (at the call) an
-            input of another rank or another channel count, or, in training, one value per channel.
-        TypeError: a ``num_features`` that is not an int; (at the call, in training) an update under
-            ``vmap``.
-    """
-
+    __doc__ = _BATCH_NORM_DOC.format(n=3, input="a 5-d input ``(N, C, D, H, W)``",
+                                     axes="every axis but the channel axis 1")
     _ranks = (5,)
 
 
