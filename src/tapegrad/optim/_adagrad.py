@@ -69,18 +69,10 @@ class Adagrad(Optimizer):
                             tree_map(lambda p: tnp.full_like(p, self.initial_accumulator_value), params))
 
     def update(self, grads, state: AdagradState, params, learning_rate=None):
-        """One Adagrad step.
+        """One Adagrad step, in the functional style.
 
-        Args:
-            grads: gradients, a pytree with the structure of ``params``.
-            state: the :class:`AdagradState` from :meth:`init` or the previous update.
-            params: the current parameters (a pytree of arrays).
-            learning_rate: the rate for this step (a float or 0-d array); None reads
-                ``opt.learning_rate``.
-
-        Returns:
-            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
-            new :class:`AdagradState` (its ``step`` one higher; each array keeps its dtype).
+        The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`AdagradState` as
+        ``state`` (returned with its ``step`` one higher; each array keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the sums do not have ``params``' structure.

@@ -82,18 +82,10 @@ class Adam(Optimizer):
         return AdamState(zero_step(params), tree_map(tnp.zeros_like, params), tree_map(tnp.zeros_like, params))
 
     def update(self, grads, state: AdamState, params, learning_rate=None):
-        """One Adam step.
+        """One Adam step, in the functional style.
 
-        Args:
-            grads: gradients, a pytree with the structure of ``params``.
-            state: the :class:`AdamState` from :meth:`init` or the previous update.
-            params: the current parameters (a pytree of arrays).
-            learning_rate: the rate for this step (a float or 0-d array); None reads
-                ``opt.learning_rate``.
-
-        Returns:
-            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
-            new :class:`AdamState` (its ``step`` one higher; each array keeps its dtype).
+        The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`AdamState` as
+        ``state`` (returned with its ``step`` one higher; each array keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the moment estimates do not have ``params``' structure.

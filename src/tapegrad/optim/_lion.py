@@ -60,18 +60,10 @@ class Lion(Optimizer):
         return LionState(tree_map(tnp.zeros_like, _plain(params)))
 
     def update(self, grads, state: LionState, params, learning_rate=None):
-        """One Lion step.
+        """One Lion step, in the functional style.
 
-        Args:
-            grads: gradients, a pytree with the structure of ``params``.
-            state: the :class:`LionState` from :meth:`init` or the previous update.
-            params: the current parameters (a pytree of arrays).
-            learning_rate: the rate for this step (a float or 0-d array); None reads
-                ``opt.learning_rate``.
-
-        Returns:
-            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
-            new :class:`LionState` (each array keeps its dtype).
+        The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`LionState` as
+        ``state`` (each array keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the momentum does not have ``params``' structure.

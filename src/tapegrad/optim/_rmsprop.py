@@ -72,18 +72,10 @@ class RMSprop(Optimizer):
         return RMSpropState(zeros, zeros if self.momentum else None, zeros if self.centered else None)
 
     def update(self, grads, state: RMSpropState, params, learning_rate=None):
-        """One RMSprop step.
+        """One RMSprop step, in the functional style.
 
-        Args:
-            grads: gradients, a pytree with the structure of ``params``.
-            state: the :class:`RMSpropState` from :meth:`init` or the previous update.
-            params: the current parameters (a pytree of arrays).
-            learning_rate: the rate for this step (a float or 0-d array); None reads
-                ``opt.learning_rate``.
-
-        Returns:
-            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
-            new :class:`RMSpropState` (each array keeps its dtype).
+        The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`RMSpropState` as
+        ``state`` (each array keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the state does not have ``params``' structure.

@@ -64,18 +64,10 @@ class SGD(Optimizer):
         return SGDState(tree_map(tnp.zeros_like, _plain(params)))
 
     def update(self, grads, state: SGDState, params, learning_rate=None):
-        """One SGD step.
+        """One SGD step, in the functional style.
 
-        Args:
-            grads: gradients, a pytree with the structure of ``params``.
-            state: the :class:`SGDState` from :meth:`init` or the previous update.
-            params: the current parameters (a pytree of arrays).
-            learning_rate: the rate for this step (a float or 0-d array); None reads
-                ``opt.learning_rate``.
-
-        Returns:
-            ``(new_params, new_state)``, new parameters in ``params``' structure and dtypes, and the
-            new :class:`SGDState` (each buffer keeps its dtype).
+        The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`SGDState` as
+        ``state`` (each buffer keeps its dtype).
 
         Raises:
             ValueError: ``grads`` or the state's buffers do not have ``params``' structure.
