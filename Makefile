@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs lint test-matrix test-device fuzz bench clean
+.PHONY: demo test docs test-versions lint test-matrix test-device fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ test: lint
 # every warning an error; open docs/_build/html/index.html
 docs: $(VENV)/.installed-docs
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# the suite on Python 3.10-3.13 and with every dependency at the floor pyproject.toml gives (noxfile.py); each
+# session makes its own virtual environment. Under pyenv, every installed 3.10+ interpreter is put on the path
+# (its shims find only the selected version otherwise); a Python that is missing is skipped with a message
+test-versions: $(VENV)/.installed-dev
+	PYENV_VERSION="$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-9]+\.' | tr '\n' ':')$${PYENV_VERSION:-}" \
+		$(VENV)/bin/nox $(NOX_FLAGS)
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks examples
