@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import pathlib
 import re
-import tomllib
 
 import nox
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
+    import tomli as tomllib
 
 ROOT = pathlib.Path(__file__).parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]

@@ -178,6 +178,16 @@ def test_vmap(spec, shapes, dtype):
         check_vmap_mixes(lambda *a: spec.op(tnp, *a), args, draw=fresh, slack=10.0)
 
 
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.5.0", reason="NumPy < 2.5 takes 2-vectors (below)")
+def test_cross_refuses_two_vectors_as_numpy_does():
+    x, y = np.array([1.0, 2.0, 0.5]), np.array([[0.3, -1.0], [2.0, 1.0]])
+    for a, b in ((x[:2], y), (x, y), (y, x)):
+        for cross in (np.cross, tnp.cross):
+            with pytest.raises(ValueError, match="3-dimensional vectors"):
+                cross(a, b)
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) >= "2.5.0", reason="NumPy 2.5 refuses 2-vectors (above)")
 def test_cross_with_two_vectors():
     x, y = np.array([1.0, 2.0, 0.5]), np.array([[0.3, -1.0], [2.0, 1.0]])
     with pytest.warns(DeprecationWarning):

@@ -242,6 +242,12 @@ def test_all_nan_slices_give_nan_and_zero_gradient():
         tnp.nanmedian(x, axis=1)
 
 
+# NumPy's quantile changed in 2.3 and again up to 2.4.2: a NumPy-scalar q now promotes (float32 data and a
+# float64 q give float64), and the interpolation rounds differently. tapegrad follows NumPy 2.4.2 and later,
+# bit for bit; against an older NumPy the values agree to the dtype's rounding, and the dtype may not.
+_QUANTILE_AS_NUMPY = np.lib.NumpyVersion(np.__version__) >= "2.4.2"
+
+
 @pytest.mark.parametrize("q", [0.3, np.float64(0.3), np.array([0.3, 0.5]), np.array(0.3, np.float32), 1, 0.0])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
 def test_quantile_values_and_dtypes_are_numpys_bit_for_bit(q, dtype):
@@ -249,8 +255,12 @@ def test_quantile_values_and_dtypes_are_numpys_bit_for_bit(q, dtype):
     for method in QUANTILE_METHODS:
         for name in ("quantile", "nanquantile"):
             out, ref = getattr(tnp, name)(x, q, method=method), getattr(np, name)(x, q, method=method)
-            assert np.asarray(out).dtype == np.asarray(ref).dtype, (name, method)
-            np.testing.assert_array_equal(out, ref)
+            if _QUANTILE_AS_NUMPY:
+                assert np.asarray(out).dtype == np.asarray(ref).dtype, (name, method)
+                np.testing.assert_array_equal(out, ref)
+            else:
+                assert_close(np.asarray(out, np.float64), np.asarray(ref, np.float64),
+                             dtype=np.result_type(x.dtype, np.float32))
     for name in ("median", "nanmedian"):
         np.testing.assert_array_equal(getattr(tnp, name)(x), getattr(np, name)(x))
 

@@ -139,14 +139,19 @@ def _minus(p, q):
     return -q if p is None else p - q
 
 
+# 2-vectors in cross: deprecated in NumPy 2.0 and refused from 2.5; tapegrad follows the NumPy installed
+_TWO_VECTORS = np.lib.NumpyVersion(np.__version__) < "2.5.0"
+
+
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """Cross product of 3-vectors (or 2-vectors, deprecated in NumPy 2) along the given axes, as
+    """Cross product of 3-vectors (or 2-vectors before NumPy 2.5, deprecated since 2.0) along the given axes, as
     ``numpy.cross``: ``(a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0)``, a missing third component
     being 0; two 2-vectors give the scalar ``a0 b1 - a1 b0``. The vector axes broadcast against each
     other's other axes; ``axis`` sets all three.
 
     Raises:
-        ValueError: a 0-d input, or vectors of a length other than 2 or 3.
+        ValueError: a 0-d input, or vectors of a length other than 2 or 3 (other than 3 with NumPy 2.5
+            or later, as ``numpy.cross``).
         numpy.exceptions.AxisError: an axis out of range.
     """
     if axis is not None:
@@ -157,6 +162,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a = _shape.moveaxis(a, normalize_axis(axisa, _shape.ndim(a), "axisa")[0], -1)
     b = _shape.moveaxis(b, normalize_axis(axisb, _shape.ndim(b), "axisb")[0], -1)
     na, nb = _shape.shape(a)[-1], _shape.shape(b)[-1]
+    if not _TWO_VECTORS and (na, nb) != (3, 3):
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{na} and {nb} dimensional instead.")
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
     if na == 2 or nb == 2:
