@@ -36,7 +36,7 @@ test-versions: $(VENV)/.installed-dev
 		$(VENV)/bin/nox $(NOX_FLAGS)
 
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage.py noxfile.py
 	$(VENV)/bin/lint-imports
 
 # the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,
