@@ -69,18 +69,18 @@ def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def _report_versions(session: nox.Session) -> None:
-    """Print the interpreter and the versions the suite runs against (the closing notes quote them)."""
+def _run_suite(session: nox.Session) -> None:
+    """Print the interpreter and the versions the suite runs against, then run it (`make test`'s way)."""
     session.run("python", "-c", "import sys, numpy, optree, scipy; print('python', sys.version.split()[0], "
                 "'numpy', numpy.__version__, 'optree', optree.__version__, 'scipy', scipy.__version__)")
+    session.run("python", "-m", "pytest", "-q", "-n", "auto", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The suite on the newest releases of the dependencies."""
     session.install("-e", ".[dev]")
-    _report_versions(session)
-    session.run("python", "-m", "pytest", "-q", "-n", "auto", *session.posargs, env=ENV)
+    _run_suite(session)
 
 
 @nox.session(name="tests-lowest", python=PYTHONS[0])
@@ -90,5 +90,4 @@ def tests_lowest(session: nox.Session) -> None:
     constraints.write_text(lowest_constraints(_pyproject(), TESTED_EXTRAS))
     session.log(f"pinned to the floors of pyproject.toml:\n{constraints.read_text()}")
     session.install("-c", str(constraints), "-e", f".[{','.join(TESTED_EXTRAS)}]")
-    _report_versions(session)
-    session.run("python", "-m", "pytest", "-q", "-n", "auto", *session.posargs, env=ENV)
+    _run_suite(session)
