@@ -43,19 +43,24 @@ def public_modules():
 MODULES = public_modules()
 
 
+def _is_foreign(obj) -> bool:
+    """An object of another library (NumPy's dtypes and constants, optree's functions): docs/conf.py
+    leaves these out of the rendered reference."""
+    return not getattr(obj, "__module__", "").startswith("tapegrad")
+
+
 def own_names(module_name):
     """``(name, object)`` for the names of ``__all__`` that tapegrad defines (not submodules, not NumPy's)."""
     module = importlib.import_module(module_name)
     for name in module.__all__:
         obj = getattr(module, name)
-        if inspect.ismodule(obj) or not getattr(obj, "__module__", "").startswith("tapegrad"):
-            continue
-        yield name, obj
+        if not inspect.ismodule(obj) and not _is_foreign(obj):
+            yield name, obj
 
 
-def api_targets():
-    """The modules named by an ``automodule`` directive on the API pages."""
-    return {m for page in API.glob("*.rst") for m in re.findall(r"^\.\. automodule:: (\S+)", page.read_text(), re.M)}
+# module -> the API page (file stem) whose ``automodule`` directive documents it
+API_PAGES = {module: page.stem for page in API.glob("*.rst")
+             for module in re.findall(r"^\.\. automodule:: (\S+)$", page.read_text(), re.M)}
 
 
 @pytest.mark.parametrize("module_name", MODULES)
@@ -134,10 +139,9 @@ def test_docstring_examples_run(module_name):
 
 
 def test_every_public_module_has_an_api_page():
-    targets = api_targets()
-    documented = {name for m in targets for name in importlib.import_module(m).__all__}
+    documented = {name for m in API_PAGES for name in importlib.import_module(m).__all__}
     # a module whose every name its package re-exports (tapegrad.nn.layers) is documented on the package's page
-    orphans = [m for m in MODULES if m not in targets
+    orphans = [m for m in MODULES if m not in API_PAGES
                and not set(importlib.import_module(m).__all__) <= documented]
     assert not orphans, f"public modules with no page under docs/api (add an automodule directive): {orphans}"
 
@@ -146,21 +150,12 @@ def test_reexports_are_named_on_their_page():
     """Objects of other libraries in an ``__all__`` (NumPy's dtypes and constants, optree's functions)
     are left out of the rendered reference (docs/conf.py); their page must name them instead."""
     unnamed = []
-    for module_name in sorted(api_targets()):
+    for module_name, page in sorted(API_PAGES.items()):
         module = importlib.import_module(module_name)
-        page = (API / f"{_page_of(module_name)}.rst").read_text()
+        text = (API / f"{page}.rst").read_text()
         unnamed += [f"{module_name}.{n}" for n in module.__all__ if not inspect.ismodule(getattr(module, n))
-                    and not getattr(getattr(module, n), "__module__", "").startswith("tapegrad")
-                    and f"``{n}``" not in page]
+                    and _is_foreign(getattr(module, n)) and f"``{n}``" not in text]
     assert not unnamed, f"names re-exported from other libraries but not named on their API page: {unnamed}"
-
-
-def _page_of(module_name):
-    """The API page (file stem) whose automodule documents ``module_name``."""
-    for page in API.glob("*.rst"):
-        if re.search(rf"^\.\. automodule:: {re.escape(module_name)}$", page.read_text(), re.M):
-            return page.stem
-    raise AssertionError(f"no API page documents {module_name}")
 
 
 def _build_failure(stderr: str) -> str:
@@ -180,10 +175,9 @@ def test_site_builds_without_warnings(tmp_path):
                           str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, f"the site did not build:\n{_build_failure(run.stderr)}"
     # every name tapegrad defines is rendered, not silently left out (autodoc skips what it thinks undocumented)
-    targets = api_targets()
     absent = []
-    for module_name in sorted(targets):
-        html = (out / "api" / f"{_page_of(module_name)}.html").read_text()
+    for module_name, page in sorted(API_PAGES.items()):
+        html = (out / "api" / f"{page}.html").read_text()
         absent += [f"{module_name}.{n}" for n, _ in own_names(module_name) if f'id="{module_name}.{n}"' not in html]
     assert not absent, f"public names missing from the rendered API reference: {absent}"
     # the tutorials ran: their executed outputs are on the pages
