@@ -21,13 +21,21 @@ library that must never copy between host and device behind the user's back:
 on the unwrapped data and wrapping the result; ``devicearrayx.scipy.special`` and ``.linalg`` stand
 for ``cupyx.scipy``. A name it does not list raises ``AttributeError``: an
 implementation that needs it must be added here on purpose, after checking that CuPy has it.
-``DeviceArray.__array_namespace__()`` returns ``xp``, which is how tapegrad's backend lookup knows the
-array lives on another device.
+As on CuPy 14 (and 13), the arrays have no ``__array_namespace__``: tapegrad recognises them the way it
+recognises CuPy's, by their type's package. ``DeviceArray.__module__`` is ``"devicearray"`` and
+``sys.modules["devicearray"]`` is ``xp``, whose ``ndarray`` is ``DeviceArray``, just as
+``cupy.ndarray`` lives under the imported ``cupy`` module.
+
+``TAPEGRAD_DEVICE=cupy`` (``make test-gpu``) replaces the double by real CuPy for every test that
+imports it: ``xp`` is ``cupy``, ``DeviceArray`` is ``cupy.ndarray``, and ``Fused`` counts the launches
+of the ``cupy.fuse`` kernels (see the end of this file).
 """
 from __future__ import annotations
 
 import copy
 import functools
+import os
+import sys
 import types
 
 import numpy as np
@@ -37,9 +45,11 @@ _IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.
 
 
 def _host_operand_error(what: str):
-    return TypeError(f"Unsupported type <class 'numpy.ndarray'> in {what}: a host array cannot be mixed "
-                     "with device arrays; copy it explicitly with xp.asarray(x) (or the device array back "
-                     "with .get())")
+    """CuPy's own error for a host array among a kernel's operands, word for word (CuPy 13 and 14):
+    it names neither the operation nor a fix, which is why tapegrad checks the operands itself when a
+    kernel raises (``what``, the operation, is kept for the double's own debugging only)."""
+    del what
+    return TypeError("Unsupported type <class 'numpy.ndarray'>")
 
 
 def _unwrap(x, what: str):
@@ -140,9 +150,6 @@ class DeviceArray:
     # -- the refusals --
     def __array__(self, dtype=None, copy=None):
         raise TypeError(_IMPLICIT)
-
-    def __array_namespace__(self, *, api_version=None):
-        return xp
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         operands = inputs + tuple(kwargs.get("out", ()))
@@ -356,6 +363,8 @@ def _module(name, functions, source):
 
 
 xp = _module("devicearray", _FUNCTIONS, np)
+DeviceArray.__module__ = xp.__name__  # packaged as CuPy is: the type lives under the module that names it
+sys.modules[xp.__name__] = xp
 xp.__doc__ = "The double's namespace: a module like ``cupy`` (see tests/_device.py)."
 for _n in _UFUNC_NAMES:
     setattr(xp, _n, Ufunc(getattr(np, _n)))
@@ -389,26 +398,11 @@ class Fused:
 
 xp.fuse = Fused
 
-# SciPy's functions that ``cupyx.scipy`` also has (tapegrad finds them as ``<module>x.scipy.<name>``)
-_SPECIAL = """betaln xlog1py xlogy polygamma digamma entr erf erfc erfcx erfinv gamma gammaln i0 i0e i1 i1e
-log_ndtr ndtr ndtri expit logit j0 j1 y0 y1 k0 k1 k0e k1e zeta gammainc gammaincc beta""".split()
-_SCIPY_LINALG = ["solve_triangular", "expm"]
+# ``cupyx.scipy`` (tapegrad finds it as ``<module>x.scipy.<name>``): what CuPy has of SciPy, spelled and
+# behaving as CuPy's does, in a file of its own
+import _device_cupyx  # noqa: E402
 
-
-def _scipy_modules():
-    import sys
-
-    import scipy.linalg
-    import scipy.special
-    scipy_ns = types.ModuleType("devicearrayx.scipy")
-    scipy_ns.special = _module("devicearrayx.scipy.special", _SPECIAL, scipy.special)
-    scipy_ns.linalg = _module("devicearrayx.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
-    sys.modules.update({"devicearrayx": types.ModuleType("devicearrayx"), "devicearrayx.scipy": scipy_ns,
-                        "devicearrayx.scipy.special": scipy_ns.special,
-                        "devicearrayx.scipy.linalg": scipy_ns.linalg})
-
-
-_scipy_modules()
+_device_cupyx.install(xp, _module)
 
 _SUBMODULES = {"numpy": xp, "numpy.linalg": xp.linalg, "numpy.fft": xp.fft}
 
@@ -431,3 +425,28 @@ def get(a):
     """Shorthand for tests: ``.get()`` mapped over a pytree's device leaves."""
     import tapegrad as tg
     return tg.tree.tree_map(lambda x: x.get() if type(x) is DeviceArray else x, a)
+
+
+# ---- real CuPy in place of the double ------------------------------------------------------------
+def _use_cupy():
+    """``TAPEGRAD_DEVICE=cupy``: every name above that tests import stands for CuPy's own, so the device
+    tests run unchanged on a GPU. ``cupy.fuse`` is wrapped to count launches, as ``Fused`` does."""
+    global xp, DeviceArray, Fused, _asarray
+    import cupy
+    compile_kernel = cupy.fuse
+
+    class CountingFuse(Fused):
+        """``cupy.fuse(fn)``, counting its launches."""
+
+        def __init__(self, fn):
+            super().__init__(compile_kernel(fn))
+
+    xp, DeviceArray, Fused = cupy, cupy.ndarray, CountingFuse
+    _asarray = cupy.asarray
+    cupy.fuse = CountingFuse
+
+
+if os.environ.get("TAPEGRAD_DEVICE", "double") == "cupy":
+    _use_cupy()
+elif os.environ.get("TAPEGRAD_DEVICE", "double") != "double":
+    raise ValueError(f"TAPEGRAD_DEVICE must be 'double' or 'cupy', got {os.environ['TAPEGRAD_DEVICE']!r}")

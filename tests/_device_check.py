@@ -44,6 +44,11 @@ def to_device(tree):
     put = DEVICE["xp"].asarray
     return tg.tree.tree_map(lambda x: put(x) if isinstance(x, (np.ndarray, np.generic)) else x, tree)
 
+# tapegrad's error for host and device arrays in one operation (it names the fix), and the device
+# library's own, word for word as CuPy 13 and 14 raise it, for an operation on arrays at rest
+MIXES = r"mixes NumPy \(host\) arrays and \w+ \(device\) arrays; move them to one device first"
+CUPY_REFUSES_HOST = r"^Unsupported type <class 'numpy\.ndarray'>$"
+
 ROUTES = ("eager", "vjp", "jvp", "jvp-of-vjp", "vjp-of-jvp", "jit", "jit-vjp", "vmap")
 
 # ``make test-device`` sets TAPEGRAD_DEVICE_TESTS=all: every case through every route. Otherwise (the

@@ -1,15 +1,20 @@
 """Which array module (``xp``) an operation runs on: NumPy, or a device library (CuPy) when its
 operands live there.
 
-How an array's module is found (:func:`namespace_of`):
+One rule says whether a value is an array and whose (:func:`array_module`; every check in tapegrad
+that asks "is this an array?" goes through it, and nothing else probes attributes):
 
 - a ``numpy.ndarray`` belongs to NumPy; Python and NumPy scalars belong to no module (they combine
   with arrays of any module, as CuPy allows);
-- a CuPy array (a type defined in a ``cupy`` module) belongs to the ``cupy`` module, whatever its
-  version (CuPy 13 has no ``__array_namespace__``);
+- an array whose type (or a base of it) is the ``ndarray`` of the imported top-level package that
+  defines it belongs to that package's module: ``cupy.ndarray`` (defined under ``cupy``) belongs to
+  ``cupy``. This is how CuPy 13 and CuPy 14 are recognised: neither version's arrays carry
+  ``__array_namespace__`` (CuPy 14's *module* follows the array API, its arrays do not). The test
+  suite's strict device double is packaged the same way (its type lives in a module named
+  ``devicearray`` whose ``ndarray`` it is) and is recognised by this rule, with no special case;
 - any other array belongs to the module its ``__array_namespace__()`` returns: the array-API
-  standard's rule. This is how a device library other than CuPy, or the strict device double of the
-  test suite, is recognised, with nothing to register.
+  standard's rule, for other array libraries;
+- a tracer (inside a transform) belongs to the module of the value it stands for.
 
 Creation functions use the default backend: ``set_backend("numpy")``, ``set_backend("cupy")`` or
 ``set_backend(module)`` (a module object such as ``cupy``), or the ``TAPEGRAD_BACKEND`` environment
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import types
 
 import numpy
@@ -39,21 +45,30 @@ def namespace_of(*arrays):
         TypeError: host (``numpy.ndarray``) and device arrays are mixed, or arrays of two device
             modules; move them to one device first (``cupy.asarray(x)`` / ``x.get()``).
     """
-    device = None
-    host = False
-    for a in arrays:
+    for a in arrays:  # host arrays and scalars alone (the common case) need no more than this loop
         t = type(a)
-        if t is _ndarray:
+        if t is not _ndarray and t not in _SCALARS and array_module(a) not in (None, numpy):
+            return common_module(map(array_module, arrays))
+    return numpy
+
+
+def common_module(modules):
+    """The one array module of operands whose modules are ``modules`` (None for a scalar): the device
+    module among them, else ``numpy``.
+
+    Raises:
+        TypeError: host and device modules, or two device modules, are among them; the message says
+            how to move the arrays (tapegrad never copies between host and device implicitly).
+    """
+    device, host = None, False
+    for module in modules:
+        if module is numpy:
             host = True
-        elif t not in _SCALARS:
-            module = _module_of(a)
-            if module is numpy:
-                host = True
-            elif module is not None and module is not device:
-                if device is not None:
-                    raise TypeError(f"an operation mixes arrays of {device.__name__} and {module.__name__}; "
-                                    "move them to one device first")
-                device = module
+        elif module is not None and module is not device:
+            if device is not None:
+                raise TypeError(f"an operation mixes arrays of {device.__name__} and {module.__name__}; "
+                                "move them to one device first")
+            device = module
     if device is None:
         return numpy
     if host:
@@ -63,19 +78,48 @@ def namespace_of(*arrays):
     return device
 
 
-def _module_of(a):
-    """The module of one operand, or None for a scalar or a non-array."""
+def array_module(a):
+    """The array module of ``a`` when ``a`` is an array or a tracer (``numpy``, ``cupy``, ...), else
+    None: for Python and NumPy scalars, lists, Parameters and anything else. The one test of "is this
+    an array, and whose" (the module docstring gives the rule)."""
     traced = getattr(type(a), "array_namespace", None)  # a tracer (duck-typed: the core sits above this module)
     if traced is not None:
         return a.array_namespace()
     if isinstance(a, numpy.ndarray):
         return numpy
+    module = _module_of_type(type(a))
+    if module is not None:
+        return module
     if isinstance(a, numpy.generic):
         return None
-    if type(a).__module__.partition(".")[0] == "cupy":
-        return importlib.import_module("cupy")
-    namespace = getattr(a, "__array_namespace__", None)
+    namespace = getattr(a, "__array_namespace__", None)  # the array API's rule, for other libraries
     return namespace() if namespace is not None else None
+
+
+def is_array(a) -> bool:
+    """Whether ``a`` is an array of some module, or a tracer (:func:`array_module`)."""
+    return array_module(a) is not None
+
+
+_TYPE_MODULES: dict = {}  # type -> the module whose ndarray it is, or None: asked once per type
+
+
+def _module_of_type(t):
+    """The module whose ``ndarray`` is ``t`` or one of its bases, looked up in the imported top-level
+    package that defines that class (``cupy`` for ``cupy.ndarray`` and its subclasses), or None."""
+    try:
+        return _TYPE_MODULES[t]
+    except KeyError:
+        pass
+    found = None
+    for base in t.__mro__:
+        name = getattr(base, "__module__", None)
+        module = sys.modules.get(name.partition(".")[0]) if isinstance(name, str) else None
+        if module is not None and getattr(module, "ndarray", None) is base:
+            found = module
+            break
+    _TYPE_MODULES[t] = found
+    return found
 
 
 def to_host(a) -> numpy.ndarray:
@@ -85,7 +129,7 @@ def to_host(a) -> numpy.ndarray:
     through ``numpy.asarray``."""
     if isinstance(a, numpy.ndarray):
         return a
-    get = getattr(a, "get", None) if _module_of(a) not in (None, numpy) else None
+    get = getattr(a, "get", None) if array_module(a) not in (None, numpy) else None
     return get() if callable(get) else numpy.asarray(a)
 
 

@@ -262,7 +262,19 @@ class EvalTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        return prim.impl(*args, **params)
+        try:
+            return prim.impl(*args, **params)
+        except TypeError:
+            check_one_backend(args)
+            raise
+
+
+def check_one_backend(args) -> None:
+    """Raise tapegrad's ``TypeError`` (which names the fix) when ``args`` mix host and device arrays.
+    Called where a primitive's impl raised a ``TypeError``: CuPy refuses a host operand first, with
+    its own message ("Unsupported type <class 'numpy.ndarray'>"), which names neither the operation
+    nor what to do. Costs nothing until an impl fails."""
+    namespace_of(*args)
 
 
 eval_trace = EvalTrace(None)
@@ -463,7 +475,11 @@ def bind(prim: Primitive, *args, **params):
         elif isinstance(arg, (Boxed, list, tuple)):
             return bind(prim, *[_lift_operand(a) for a in args], **params)
     if top is eval_trace:  # the EvalTrace, inlined: this is the hot path of every operation
-        return prim.impl(*args, **params)
+        try:
+            return prim.impl(*args, **params)
+        except TypeError:
+            check_one_backend(args)
+            raise
     if not top.main.active:
         _raise_escaped(prim, args)
     return top.process_primitive(prim, args, params)

@@ -10,7 +10,7 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 """
 from __future__ import annotations
 
-from tapegrad._core import PrimalTracer, Trace, bind, holds_tracers_of, is_inexact, new_main
+from tapegrad._core import PrimalTracer, Trace, bind, check_one_backend, holds_tracers_of, is_inexact, new_main
 from tapegrad._structural import astype, broadcast_to
 
 
@@ -39,7 +39,11 @@ class JVPTrace(Trace):
                 primals[i] = a.primal
                 tangents[i] = a.tangent
         if self.level == 1:  # no transform below this one: the primals are concrete arrays
-            ans = prim.impl(*primals, **params)
+            try:
+                ans = prim.impl(*primals, **params)
+            except TypeError:
+                check_one_backend(primals)
+                raise
         else:
             ans = bind(prim, *primals, **params)
         if prim.nondiff or not is_inexact(ans):

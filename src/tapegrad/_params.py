@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from tapegrad._backend import default_namespace
+from tapegrad._backend import default_namespace, is_array
 from tapegrad._core import Boxed, Tracer, scoped
 
 _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
@@ -80,9 +80,9 @@ def _as_array(value):
     if isinstance(value, Tracer):
         raise TypeError("a Parameter holds a concrete array, not a traced value: return the new value "
                         "from the transformed function and assign it outside")
-    if isinstance(value, np.generic):  # NumPy scalars have __array_namespace__ but are immutable scalars
+    if isinstance(value, np.generic):  # an immutable scalar: held as a 0-d array of its dtype
         return np.asarray(value)
-    if hasattr(value, "__array_namespace__"):
+    if is_array(value):
         return value
     return default_namespace().asarray(value)
 

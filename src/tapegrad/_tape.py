@@ -18,7 +18,17 @@ import threading
 
 from tapegrad import _tree
 from tapegrad._backend import zeros_like
-from tapegrad._core import PrimalTracer, Primitive, Trace, Tracer, bind, holds_tracers_of, is_inexact, new_main
+from tapegrad._core import (
+    PrimalTracer,
+    Primitive,
+    Trace,
+    Tracer,
+    bind,
+    check_one_backend,
+    holds_tracers_of,
+    is_inexact,
+    new_main,
+)
 from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
 from tapegrad._structural import add_any
 
@@ -102,10 +112,12 @@ class VJPTrace(Trace):
                 ans = below.process_primitive(prim, primals, params)
             else:
                 ans = bind(prim, *primals, **params)
-        elif params:
-            ans = prim.impl(*primals, **params)
-        else:  # no transform below, no parameters (every arithmetic operation): the impl as it is
-            ans = prim.impl(*primals)
+        else:  # no transform below: the impl itself (no parameters: every arithmetic operation)
+            try:
+                ans = prim.impl(*primals, **params) if params else prim.impl(*primals)
+            except TypeError:
+                check_one_backend(primals)
+                raise
         if prim.nondiff:
             return ans
         if prim.vjp_rules is None:

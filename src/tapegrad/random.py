@@ -24,8 +24,8 @@ import operator
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad._backend import default_namespace
-from tapegrad._core import Boxed, Tracer, bind
+from tapegrad._backend import default_namespace, is_array
+from tapegrad._core import Boxed, bind
 from tapegrad._random import check_key, fold_in_p, normal_p, permutation_p, randint_p, split_p, uniform_p
 
 __all__ = ["bernoulli", "fold_in", "key", "normal", "permutation", "randint", "split", "uniform"]
@@ -355,7 +355,7 @@ def permutation(key, x, axis: int = 0):
         x = x.unbox()
     if isinstance(x, (list, tuple)):
         x = tnp.asarray(x)
-    if not (isinstance(x, Tracer) or hasattr(x, "__array_namespace__")):
+    if not is_array(x):
         raise TypeError(f"permutation: x must be an int or an array, got {type(x).__name__}")
     if x.ndim == 0:
         raise ValueError("permutation: x must be an int or an array of at least one dimension, got a 0-d "

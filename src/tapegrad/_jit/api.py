@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from tapegrad import _tree
+from tapegrad._backend import is_array
 from tapegrad._config import config
 from tapegrad._core import Boxed, Tracer
 from tapegrad._flags import flags_read
@@ -55,7 +56,7 @@ def traceable(x):
     typed); None when it is neither."""
     if isinstance(x, Boxed):
         x = x.unbox()
-    if type(x) in _SCALARS or isinstance(x, Tracer) or hasattr(x, "__array_namespace__") or isinstance(x, np.generic):
+    if type(x) in _SCALARS or isinstance(x, np.generic) or is_array(x):
         return x
     return None
 
@@ -128,7 +129,13 @@ class _Entry:
         else:
             if self._run is None:
                 self._run = compile_program(optimize(self.program), donate=self.donated)
-            outs = self._run(*inputs)
+            try:
+                outs = self._run(*inputs)
+            except TypeError:
+                # CuPy refuses a host operand (a closed-over NumPy constant) with a message that names no
+                # fix: replayed through bind, the equation that mixes them raises tapegrad's own
+                evaluate(self.program, inputs)
+                raise
         for p, value in zip(self.params_written, outs[self.n_out:]):
             p.assign(value)
         # an output may be an input, a constant or a view of one: the caller gets its own buffer

@@ -12,7 +12,7 @@ import hashlib
 import numpy as np
 import optree
 
-from tapegrad._backend import namespace_of
+from tapegrad._backend import is_array, namespace_of
 from tapegrad._core import Tracer
 from tapegrad._params import Parameter
 from tapegrad.distributed._comm import mpi, resolve
@@ -111,7 +111,7 @@ def _leaves(tree, what: str):
                             "and vmap (an MPI call inside a staged program could be removed or reordered). Jit "
                             "the gradient and the update separately and reduce in between: grads = "
                             "jit(grad_fn)(x, y); opt.step(allreduce(grads))")
-        if not (hasattr(leaf, "__array_namespace__") or isinstance(leaf, (np.ndarray, np.generic))):
+        if not (is_array(leaf) or isinstance(leaf, np.generic)):
             raise TypeError(f"{what}: the leaf {_name(path)} is a {type(leaf).__name__}, not an array")
         values.append(leaf if not isinstance(leaf, np.generic) else np.asarray(leaf))
     return paths, values, treedef

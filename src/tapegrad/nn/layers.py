@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad._backend import default_namespace
+from tapegrad._backend import default_namespace, is_array
 from tapegrad._params import Parameter
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
@@ -57,7 +57,7 @@ def _initial_value(spec, shape: tuple, dtype, rng, bound: float, what: str):
         value = spec
     if isinstance(value, Parameter):
         value = value.value
-    if hasattr(value, "__array_namespace__"):
+    if is_array(value):
         value = value.astype(dtype, copy=True)
     else:
         value = np.array(value, dtype=dtype)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad import _backend, _structural
-from tapegrad._backend import default_namespace, namespace_of
+from tapegrad._backend import default_namespace, is_array, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._structural import astype, stack
 
@@ -40,7 +40,7 @@ def array(object, dtype=None, copy=True):
 def _array_leaves(obj) -> list:
     if isinstance(obj, (list, tuple)):
         return [a for o in obj for a in _array_leaves(o)]
-    return [obj] if hasattr(obj, "__array_namespace__") and not isinstance(obj, np.generic) else []
+    return [obj] if is_array(obj) else []
 
 
 def at_rest(x):

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import namespace_of, zeros_like
+from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, ShapedArray, Tracer, bind
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
@@ -55,7 +55,7 @@ def encode_index(idx):
         elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
             spec.append(("int", operator.index(item)))
         else:
-            arr = item if isinstance(item, Tracer) or hasattr(item, "__array_namespace__") else np.asarray(item)
+            arr = item if is_array(item) else np.asarray(item)
             if arr.dtype.kind not in "iub":
                 raise IndexError(f"index arrays must be integer or boolean, got dtype {arr.dtype}")
             spec.append(("array", len(arrays)))

@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import default_namespace, namespace_of
+from tapegrad._backend import array_module, default_namespace, namespace_of
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import _contains_traced, asarray
@@ -104,6 +104,5 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 def _xp(*values):
     """The module that makes a range of concrete endpoints: theirs when one is an array of another
     backend (CuPy), else the default backend (endpoints are usually Python scalars)."""
-    on_device = any(hasattr(v, "__array_namespace__") and not isinstance(v, (np.ndarray, np.generic))
-                    for v in values)
+    on_device = any(array_module(v) not in (None, np) for v in values)
     return namespace_of(*values) if on_device else default_namespace()

@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from tapegrad._backend import namespace_of
+from tapegrad._backend import namespace_of, to_host
 from tapegrad._core import Boxed, bind
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import def_nondiff, defbatch, defbatch_front, primitive, to_front
@@ -38,7 +38,7 @@ def host_value(x, message: str | None = None):
         if message is None:
             return None
         raise ConcretizationError(message)
-    return np.asarray(value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) else value)
+    return to_host(value)
 
 
 def constant_like(like, x):

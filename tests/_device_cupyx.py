@@ -1,0 +1,29 @@
+"""The strict device double's ``cupyx.scipy``: the functions of SciPy that CuPy's ``cupyx.scipy`` has,
+under the names it uses, behaving as CuPy's do where that matters to tapegrad (the GPU run of
+2026-11-27 showed where). A function CuPy lacks is absent here too (``jv``), so that tapegrad's own
+fallback or error is what a test sees.
+
+``install(xp, module)`` registers ``devicearrayx.scipy.special`` and ``.linalg`` in ``sys.modules``;
+tapegrad finds them by its ``<module>x.scipy.<name>`` convention, as it finds ``cupyx.scipy``.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+_SPECIAL = """betaln xlog1py xlogy polygamma digamma entr erf erfc erfcx erfinv gamma gammaln i0 i0e i1 i1e
+log_ndtr ndtr ndtri expit logit j0 j1 y0 y1 k0 k1 k0e k1e zeta gammainc gammaincc beta""".split()
+_SCIPY_LINALG = ["solve_triangular", "expm"]
+
+
+def install(xp, module) -> None:
+    """Register the double's ``cupyx.scipy`` for the namespace ``xp``; ``module(name, functions,
+    source)`` wraps ``source``'s functions to run on device arrays."""
+    import scipy.linalg
+    import scipy.special
+    prefix = f"{xp.__name__}x"
+    scipy_ns = types.ModuleType(f"{prefix}.scipy")
+    scipy_ns.special = module(f"{prefix}.scipy.special", _SPECIAL, scipy.special)
+    scipy_ns.linalg = module(f"{prefix}.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
+    sys.modules.update({prefix: types.ModuleType(prefix), f"{prefix}.scipy": scipy_ns,
+                        f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})
