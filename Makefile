@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs test-versions lint test-matrix test-device fuzz bench clean
+.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ test-matrix: $(VENV)/.installed-dev
 # `make test` runs a sample of them
 test-device: $(VENV)/.installed-dev
 	TAPEGRAD_DEVICE_TESTS=all OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/test_device_*.py
+
+# on a machine with CuPy and a GPU: the `gpu` tests, then every device case through every route with real
+# CuPy in place of the double (TAPEGRAD_DEVICE=cupy), ending with both counts (tests/gpu_suite.py,
+# docs/testing.md); elsewhere one line says why there is nothing to run, and it exits 0. CuPy is not in
+# the dev extra (it needs a CUDA driver): .venv/bin/pip install -e '.[dev,cuda13]' (or cuda12) first
+test-gpu: $(VENV)/.installed-dev
+	$(PY) tests/gpu_suite.py $(PYTEST_ARGS)
 
 # the property tests with Hypothesis's long profile (tests/conftest.py): many random examples per test,
 # failures kept in .hypothesis/ and replayed first on the next run

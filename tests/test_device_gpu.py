@@ -1,9 +1,10 @@
 """The device checks on real CuPy, for a machine with a GPU: the same routes as the double's tests
 (test_device_ops.py), with CuPy arrays, against the host run. Skipped as a whole without CuPy and a
-GPU; it has never run (no GPU has been lent to this project).
+GPU (``make test-gpu`` runs it, with the whole device suite on real CuPy: docs/testing.md).
 
 On a GPU the numbers come from CuPy's own kernels (cuBLAS, its ufunc loops, its reductions), so the
-tolerances are wider than the double's: ``ULPS`` epsilons of the dtype, scaled by the magnitude."""
+tolerances are wider than the double's: ``GPU_ULPS`` epsilons of the dtype, scaled by the magnitude
+(_device_check.py says where that number comes from)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from _device_check import ROUTES, assert_same, check_route, on_device
+from _device_check import GPU_ULPS, ROUTES, assert_same, check_route, on_device
 from tapegrad import nn
 from test_ops import BINARY, REDUCTIONS, UNARY, _draw
 
@@ -22,7 +23,7 @@ try:
 except Exception:  # noqa: BLE001 - any failure to see a device means no GPU here
     pytest.skip("no GPU", allow_module_level=True)
 
-ULPS = 4096
+ULPS = GPU_ULPS  # CuPy's kernels against NumPy's: see _device_check.GPU_ULPS
 
 
 @pytest.fixture(autouse=True)
