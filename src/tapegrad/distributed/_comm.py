@@ -133,7 +133,7 @@ def cuda_aware_mpi() -> bool:
     buffers to mpi4py as they are instead of staging them through the host.
 
     ``TAPEGRAD_CUDA_AWARE_MPI=1`` (or ``0``) decides it, for an MPI whose own answer is missing or wrong;
-    otherwise MPI's ``MPIX_Query_cuda_support()`` does (Open MPI's extension, also in MPICH 4 and later):
+    otherwise MPI's ``MPIX_Query_cuda_support()`` does (Open MPI's extension, also exported by MPICH):
     mpi4py 4.1 has no binding for it, so it is looked up in the MPI library mpi4py loaded. An MPI without
     it counts as not CUDA-aware: staging is slower but always correct, whereas handing device memory to
     an MPI that cannot read it crashes. The collectives read this through the module, so a test can
