@@ -174,7 +174,8 @@ DEVICE_JOB = """
 
     comm = dist.init()
     r = comm.rank
-    print(f"rank {r}: {xp.__name__} arrays,", "direct (CUDA-aware MPI)" if cuda_aware_mpi() else "staged")
+    path = "direct (CUDA-aware MPI)" if cuda_aware_mpi() else "staged"
+    print(f"rank {r}: {xp.__name__} arrays, {path}", flush=True)   # one write: the ranks' lines never interleave
 
     def leaves(t):
         return tg.tree.tree_leaves(t)
