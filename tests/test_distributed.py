@@ -1,7 +1,8 @@
 """``tapegrad.distributed``: collectives, the signature check, data-parallel training equal to one process,
-and faults that end the job. Multi-process tests run scripts under ``mpiexec -n 2`` (the MPICH that the
-``distributed`` extra installs next to the interpreter); they skip only where mpi4py is missing, which the
-``dev`` extra prevents."""
+and faults that end the job, on host arrays and on device arrays (the strict double of tests/_device.py, or
+real CuPy with ``TAPEGRAD_DEVICE=cupy``). Multi-process tests run scripts under ``mpiexec -n 2`` (the MPICH
+that the ``distributed`` extra installs next to the interpreter); they skip only where mpi4py is missing,
+which the ``dev`` extra prevents."""
 from __future__ import annotations
 
 import os
@@ -15,23 +16,30 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _device
 import tapegrad as tg
+from _device import DeviceArray, xp
+from _gpu import cupy_or_skip
 from tapegrad import distributed as dist
 from tapegrad import optim
+from tapegrad.distributed import _collectives, _comm
 
 pytest.importorskip("mpi4py", reason="tapegrad.distributed needs mpi4py (pip install 'tapegrad[distributed]')")
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _mpirun(tmp_path, script: str, n: int = 2, timeout: float = 60, check: bool = True):
-    """Run ``script`` under ``mpiexec -n n``; returns the completed process (stdout, stderr, returncode)."""
+def _mpirun(tmp_path, script: str, n: int = 2, timeout: float = 60, check: bool = True, env: dict | None = None):
+    """Run ``script`` under ``mpiexec -n n``; returns the completed process (stdout, stderr, returncode).
+    ``env`` adds variables to the ranks' environment (None as a value removes one)."""
     if MPIEXEC is None:
         pytest.skip("no mpiexec next to the interpreter nor on PATH (pip install mpich)")
     path = tmp_path / "job.py"
     path.write_text(textwrap.dedent(script))
+    extra = env or {}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **extra}
+    env = {k: v for k, v in env.items() if v is not None}
     proc = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, str(path)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=tmp_path)
     if check:
@@ -60,6 +68,8 @@ def test_allreduce_and_broadcast_match_numpy_on_two_ranks(tmp_path):
         assert np.array_equal(mean["b"][0], np.arange(4.0) * 1.5)
         got = dist.broadcast(mine, root=1)
         assert all(np.array_equal(g, w) for g, w in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(tree(1))))
+        assert all(np.array_equal(a, b) for a, b in zip(tg.tree.tree_leaves(mine),
+                                                        tg.tree.tree_leaves(tree(comm.rank))))  # not written
         net = tg.nn.Dense(3, 2, seed=comm.rank)        # different weights on each rank ...
         opt = tg.optim.Adam(net.trainable_params(), lr=1e-3 * (comm.rank + 1))
         dist.broadcast_parameters(net)                 # ... then rank 0's everywhere
@@ -151,6 +161,114 @@ def test_two_ranks_of_32_train_as_one_process_of_64(tmp_path):
         assert np.abs(a - w0).max() > 1e-3  # and they did train
 
 
+# ---- device arrays ---------------------------------------------------------------------------------
+# Each check compares a device run with the host run of the same numbers on the same two ranks. The
+# collectives' results are exact on any path (a sum, max or min of two values, halved for the mean); the
+# optimiser's are not on a GPU (CuPy's kernels round differently), hence its tolerance.
+DEVICE_JOB = """
+    import numpy as np, tapegrad as tg, tapegrad.distributed as dist
+    import _device
+    from _device import DeviceArray, xp
+    from tapegrad.distributed._comm import cuda_aware_mpi
+    from tapegrad.nn import functional as F
+
+    comm = dist.init()
+    r = comm.rank
+    path = "direct (CUDA-aware MPI)" if cuda_aware_mpi() else "staged"
+    print(f"rank {r}: {xp.__name__} arrays, {path}", flush=True)   # one write: the ranks' lines never interleave
+
+    def leaves(t):
+        return tg.tree.tree_leaves(t)
+
+    def same(got, want):   # device arrays with the host run's numbers, shapes and dtypes
+        for g, w in zip(leaves(got), leaves(want)):
+            assert type(g) is DeviceArray, type(g)
+            assert g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g.get(), w), (g, w)
+
+    def tree(r):   # float32, float64 (one C- and one Fortran-ordered), int64 and 0-d leaves per rank
+        return {"w": np.full((2, 3), r + 1.0, np.float32), "b": [np.arange(4.0) * (r + 1),
+                np.asfortranarray(np.arange(6.0).reshape(2, 3) - r)], "n": np.int64(r + 5), "s": np.float64(r)}
+
+    host, dev = tree(r), _device.asarray(tree(r))
+    for op in ("sum", "max", "min"):
+        same(dist.allreduce(dev, op), dist.allreduce(host, op))
+    floats = lambda t: {"w": t["w"], "b": t["b"], "s": t["s"]}
+    same(dist.allreduce(floats(dev), "mean"), dist.allreduce(floats(host), "mean"))
+    same(dist.broadcast(dev, root=1), dist.broadcast(host, root=1))
+    assert all(np.array_equal(a, b) for a, b in zip(leaves(_device.get(dev)), leaves(tree(r))))  # not written
+
+    # host and device leaves in one tree: separate buffers, each leaf back on its own backend
+    mixed = dist.allreduce({"h": np.full(3, r + 1.0), "d": xp.asarray(np.full(3, 10.0 * (r + 1)))}, "sum")
+    assert type(mixed["h"]) is np.ndarray and np.array_equal(mixed["h"], np.full(3, 3.0))
+    assert type(mixed["d"]) is DeviceArray and np.array_equal(mixed["d"].get(), np.full(3, 30.0))
+    try:   # the same leaf on the host on one rank and on the device on the other: refused on both
+        dist.allreduce({"g": np.ones(2) if r == 0 else xp.ones(2)})
+        raise AssertionError("ranks with different backends were reduced")
+    except ValueError as e:
+        assert "'g'" in str(e) and "on numpy" in str(e) and f"on {xp.__name__}" in str(e), e
+
+    def on_device(net):   # the host-built model's Parameters moved to the device, the same numbers
+        for p in net.parameters():
+            p.assign(xp.asarray(p.value))
+        return net
+
+    net = on_device(tg.nn.Dense(3, 2, seed=r))   # different weights on each rank ...
+    opt = tg.optim.Adam(net.trainable_params(), lr=1e-3 * (r + 1))
+    dist.broadcast_parameters(net)               # ... then rank 0's everywhere, still on the device
+    dist.broadcast_parameters(opt)
+    for p, q in zip(net.parameters(), tg.nn.Dense(3, 2, seed=0).parameters()):
+        assert type(p.value) is DeviceArray and np.array_equal(p.value.get(), q.value), p.name
+    assert float(opt.lr) == 1e-3
+
+    def trained(device, steps=3):   # each rank its own batches; DistributedOptimizer averages the gradients
+        net = tg.nn.Sequential(tg.nn.Dense(4, 8, activation="relu", seed=0), tg.nn.Dense(8, 3, seed=1))
+        net = on_device(net) if device else net
+        opt = dist.DistributedOptimizer(tg.optim.Adam(net.trainable_params(), lr=1e-2))
+        grad_fn = tg.grad(lambda x, y: F.cross_entropy(net(x), y), grad_position=None,
+                          weights=net.trainable_params())
+        rng = np.random.default_rng(r)
+        for _ in range(steps):
+            x, y = rng.standard_normal((8, 4)).astype(np.float32), rng.integers(0, 3, 8)
+            opt.step(grad_fn(xp.asarray(x), xp.asarray(y)) if device else grad_fn(x, y))
+        return [p.value for p in net.trainable_params()]
+
+    for d, h, h0 in zip(trained(True), trained(False), trained(False, steps=0)):
+        assert type(d) is DeviceArray
+        np.testing.assert_allclose(d.get(), h, rtol=1e-5, atol=1e-6)
+        assert np.abs(h - h0).max() > 1e-3   # and they did train
+    print(f"rank {r}: ok")
+"""
+
+
+def _device_job(tmp_path, env=None):
+    """DEVICE_JOB on two ranks, importing tests/_device.py (the double, or CuPy with TAPEGRAD_DEVICE=cupy)."""
+    script = f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n" + textwrap.dedent(DEVICE_JOB)
+    proc = _mpirun(tmp_path, script, env=env)
+    assert proc.stdout.count(": ok") == 2, proc.stdout + proc.stderr
+    return proc
+
+
+def test_device_arrays_on_two_ranks_match_the_host_run(tmp_path):
+    """allreduce (each op), broadcast, broadcast_parameters of a model on the device and a
+    DistributedOptimizer's steps, on the strict double, staged through the host: device results with the
+    host run's numbers."""
+    # staged whatever MPI is: the double's memory is host memory behind a wall, which no MPI can read
+    proc = _device_job(tmp_path, env={"TAPEGRAD_DEVICE": "double", "TAPEGRAD_CUDA_AWARE_MPI": "0"})
+    assert proc.stdout.count("devicearray arrays, staged") == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("setting", ["0", None], ids=["staged", "as-mpi-says"])
+def test_cupy_arrays_on_two_ranks_match_the_host_run(tmp_path, setting):
+    """The same job with real CuPy: staged through the host, then on the path MPI's own answer picks
+    (direct where MPI is CUDA-aware: a wrong "yes" crashes here, which is what this is for). Both passed
+    on an H100 (CuPy 14.2, pip MPICH 5.0.2, which answers no and is right: given a CuPy buffer it
+    segfaults)."""
+    cupy_or_skip()
+    proc = _device_job(tmp_path, env={"TAPEGRAD_DEVICE": "cupy", "TAPEGRAD_CUDA_AWARE_MPI": setting})
+    print(proc.stdout)
+
+
 # ---- one process -----------------------------------------------------------------------------------
 def test_on_one_rank_the_collectives_are_identities():
     tree = {"w": np.arange(6.0).reshape(2, 3), "n": [np.int32(4)]}
@@ -172,6 +290,8 @@ def test_collectives_refuse_bad_arguments_and_traced_values():
         dist.allreduce({"a": np.ones(2, np.int64)}, "mean")
     with pytest.raises(TypeError, match="'a' is a str"):
         dist.allreduce({"a": "x"})
+    with pytest.raises(TypeError, match="'n' is a float, not an array; pass NumPy or CuPy arrays"):
+        dist.broadcast({"w": xp.ones(2), "n": 3.0})
     with pytest.raises(ValueError, match="root must be a rank"):
         dist.broadcast({"a": np.ones(2)}, root=5)
     with pytest.raises(TypeError, match="collectives run outside jit"):
@@ -180,6 +300,81 @@ def test_collectives_refuse_bad_arguments_and_traced_values():
         dist.DistributedOptimizer(optim.Adam())
     with pytest.raises(TypeError, match="obj must be a module"):
         dist.broadcast_parameters(3)
+
+
+class _TwoRanks:
+    """An mpi4py communicator's stand-in: two ranks holding the same values, so a sum doubles and a
+    broadcast keeps them. It records the type of every buffer handed to MPI, and that the device was
+    synchronised first."""
+
+    def __init__(self, synced):
+        self.handed, self.synced, self.syncs_at_call = set(), synced, []
+
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 2
+
+    def allgather(self, obj):
+        return [obj, obj]
+
+    def Allreduce(self, send, recv, op):
+        from mpi4py import MPI
+        assert op == MPI.SUM
+        self.syncs_at_call.append(len(self.synced))
+        self.handed.add(type(recv))
+        if send is not MPI.IN_PLACE:
+            self.handed.add(type(send))
+            recv[...] = send
+        recv += recv
+
+    def Bcast(self, buf, root):
+        self.syncs_at_call.append(len(self.synced))
+        self.handed.add(type(buf))
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["staged", "direct"])
+def test_device_buffers_reach_mpi_staged_or_direct_as_cuda_aware_mpi_says(monkeypatch, direct):
+    """``_comm.cuda_aware_mpi`` alone picks the path: False stages every device buffer through the host
+    (MPI gets NumPy arrays), True hands MPI the device arrays themselves, after a sync and with no copy to
+    the host. The double's memory cannot really reach MPI, hence the recording communicator; the staged
+    path runs for real in test_device_arrays_on_two_ranks_match_the_host_run."""
+    synced = []
+    monkeypatch.setattr(_comm, "cuda_aware_mpi", lambda: direct)
+    monkeypatch.setattr(_collectives, "_sync", lambda module: synced.append(module))
+    if direct:
+        monkeypatch.setattr(_collectives, "to_host", lambda a: pytest.fail("a device buffer was copied to the host"))
+    comm = dist.Communicator(_TwoRanks(synced))
+    host = {"w": np.arange(6.0, dtype=np.float32).reshape(2, 3), "b": [np.arange(3.0), np.ones(2)]}
+    dev = _device.asarray(host)
+    for op, factor in (("sum", 2), ("mean", 1)):
+        got = dist.allreduce(dev, op, comm=comm)
+        for g, h in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(host)):
+            assert type(g) is DeviceArray and g.dtype == h.dtype and np.array_equal(g.get(), factor * h)
+    got = dist.broadcast(dev, comm=comm)
+    assert all(type(g) is DeviceArray and np.array_equal(g.get(), h)
+               for g, h in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(host)))
+    assert comm.comm.handed == ({DeviceArray} if direct else {np.ndarray}), comm.comm.handed
+    calls = comm.comm.syncs_at_call  # 2 dtypes x 3 collectives; direct: each call after a sync of its own
+    assert calls == (list(range(1, 7)) if direct else [0] * 6), calls
+    assert set(synced) <= {xp}
+
+
+def test_cuda_aware_mpi_is_asked_of_mpi_unless_the_environment_says(monkeypatch):
+    monkeypatch.setenv("TAPEGRAD_CUDA_AWARE_MPI", "1")
+    assert _comm.cuda_aware_mpi() is True
+    monkeypatch.setenv("TAPEGRAD_CUDA_AWARE_MPI", "0")
+    assert _comm.cuda_aware_mpi() is False
+    monkeypatch.setenv("TAPEGRAD_CUDA_AWARE_MPI", "yes")
+    with pytest.raises(ValueError, match="TAPEGRAD_CUDA_AWARE_MPI must be 1 .* or 0"):
+        _comm.cuda_aware_mpi()
+    tree = {"g": xp.ones(2)}
+    with pytest.raises(ValueError, match="TAPEGRAD_CUDA_AWARE_MPI"):  # before any MPI call
+        dist.allreduce(tree)
+    assert np.array_equal(dist.allreduce({"g": np.ones(2)})["g"], np.ones(2))  # host trees never ask
+    monkeypatch.delenv("TAPEGRAD_CUDA_AWARE_MPI")
+    assert isinstance(_comm.cuda_aware_mpi(), bool)  # MPI's own MPIX_Query_cuda_support, or False
 
 
 def test_distributed_optimizer_and_grad_reducer_on_one_rank():

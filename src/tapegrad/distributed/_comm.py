@@ -1,9 +1,16 @@
 """The communicator: which process this is, how many there are, and the MPI communicator they share.
 
 mpi4py is imported here, on first use, so that ``import tapegrad.distributed`` stays cheap and works
-without it (its functions then raise an ``ImportError`` saying what to install).
+without it (its functions then raise an ``ImportError`` saying what to install). :func:`cuda_aware_mpi`
+is the one place that decides whether MPI is handed device (CuPy) memory directly.
 """
 from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+CUDA_AWARE_ENV = "TAPEGRAD_CUDA_AWARE_MPI"
 
 
 def mpi():
@@ -119,3 +126,43 @@ def resolve(comm) -> Communicator:
     if comm is None:
         return init()
     return comm if isinstance(comm, Communicator) else Communicator(comm)
+
+
+def cuda_aware_mpi() -> bool:
+    """Whether this process's MPI reads and writes CUDA device memory, so that the collectives hand CuPy
+    buffers to mpi4py as they are instead of staging them through the host.
+
+    ``TAPEGRAD_CUDA_AWARE_MPI=1`` (or ``0``) decides it, for an MPI whose own answer is missing or wrong;
+    otherwise MPI's ``MPIX_Query_cuda_support()`` does (Open MPI's extension, also exported by MPICH):
+    mpi4py 4.1 has no binding for it, so it is looked up in the MPI library mpi4py loaded. An MPI without
+    it counts as not CUDA-aware: staging is slower but always correct, whereas handing device memory to
+    an MPI that cannot read it crashes. The collectives read this through the module, so a test can
+    monkeypatch it.
+
+    Returns:
+        True to pass device buffers to MPI directly, False to stage them through the host.
+
+    Raises:
+        ValueError: ``TAPEGRAD_CUDA_AWARE_MPI`` is set to something other than ``0`` or ``1``.
+        ImportError: mpi4py is not installed.
+    """
+    setting = os.environ.get(CUDA_AWARE_ENV)
+    if setting is None:
+        return _mpix_query_cuda_support()
+    if setting.strip() not in ("0", "1"):
+        raise ValueError(f"{CUDA_AWARE_ENV} must be 1 (MPI reads device memory: CuPy buffers go to MPI directly) "
+                         f"or 0 (stage them through the host), got {setting!r}; unset it to ask MPI")
+    return setting.strip() == "1"
+
+
+@functools.cache
+def _mpix_query_cuda_support() -> bool:
+    """MPI's own answer, asked once per process (it cannot change after ``MPI_Init``, which importing
+    mpi4py's ``MPI`` has done)."""
+    library = ctypes.CDLL(mpi().__file__)  # the loaded extension: dlsym also searches the libmpi it links
+    try:
+        query = library.MPIX_Query_cuda_support
+    except AttributeError:  # an MPI without the extension: it gives no sign of reading device memory
+        return False
+    query.restype, query.argtypes = ctypes.c_int, []
+    return query() == 1

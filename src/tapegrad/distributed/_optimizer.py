@@ -20,6 +20,8 @@ def broadcast_parameters(obj, root: int = 0, comm=None) -> None:
     Args:
         obj: anything with ``state_dict``/``load_state_dict`` (a module, an optimiser, a schedule, a
             loss scaler: the whole state, in name order), or a Parameter or a list/tuple of Parameters.
+            Parameters may hold NumPy or CuPy arrays (each rank the same backend for the same one);
+            each keeps its backend.
         root: the rank whose values everyone gets.
         comm: a :class:`Communicator` or mpi4py communicator; None is the job's.
 
@@ -28,7 +30,8 @@ def broadcast_parameters(obj, root: int = 0, comm=None) -> None:
 
     Raises:
         TypeError: ``obj`` is none of those.
-        ValueError: the ranks' states differ in names, shapes or dtypes (the message names the first).
+        ValueError: the ranks' states differ in names, shapes, dtypes or backends (the message names the
+            first).
     """
     if callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None)):
         state = obj.state_dict()
@@ -69,7 +72,8 @@ class DistributedOptimizer:
         dtype, then ``optimizer.step`` them. Runs outside ``jit``, on every rank.
 
         Args:
-            grads: one gradient per Parameter, as ``grad(..., weights=opt.params)`` returns them.
+            grads: one gradient per Parameter, as ``grad(..., weights=opt.params)`` returns them:
+                NumPy or CuPy arrays, reduced on their own backend (see :func:`allreduce`).
 
         Returns:
             None.
