@@ -74,3 +74,10 @@ def test_an_optimiser_on_the_device_backend_keeps_its_rate_there(make):
     assert type(opt.learning_rate.value) is DeviceArray
     opt.step((xp.asarray(np.ones_like(X)),))
     assert type(p.value) is DeviceArray
+
+
+@pytest.mark.parametrize("name", ["rankdata", "mode"])
+def test_a_host_only_function_refuses_a_device_array_naming_the_copy(name):
+    import tapegrad.scipy.stats as tss
+    with pytest.raises(NotImplementedError, match=rf"{name} of a {xp.__name__} array: only NumPy arrays.*\.get\(\)"):
+        getattr(tss, name)(xp.asarray(np.array([3.0, 1.0, 2.0, 1.0])))
