@@ -4,10 +4,11 @@ environments on every Python that ``pyproject.toml`` admits, and once with every
 Sessions:
     tests-3.10 … tests-3.13: ``pip install -e '.[dev]'`` (the newest releases the index offers), then the
         suite. An interpreter that is not on the machine is skipped with a message, not a failure.
-    tests-lowest: Python 3.10, every runtime dependency and every extra but ``cupy`` pinned to the lowest
-        version ``pyproject.toml`` admits, through a constraints file written from ``pyproject.toml`` at
-        the start of the session (:func:`lowest_constraints`), so that the floors tested are the floors
-        declared. ``cupy`` needs a GPU; the strict device double stands in for it (docs/devices.md).
+    tests-lowest: Python 3.10, every runtime dependency and every extra but CuPy's (``cuda12``, ``cuda13``
+        and their alias ``cupy``) pinned to the lowest version ``pyproject.toml`` admits, through a
+        constraints file written from ``pyproject.toml`` at the start of the session
+        (:func:`lowest_constraints`), so that the floors tested are the floors declared. CuPy needs a GPU;
+        the strict device double stands in for it (docs/devices.md).
 
 ``nox -s tests-lowest`` runs one session, ``nox -l`` lists them. docs/decisions.md says why each floor is
 where it is.
@@ -26,7 +27,8 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 ROOT = pathlib.Path(__file__).parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
-# every extra the suite can use; cupy needs a GPU and CUDA, which the test machines do not have
+# every extra the suite can use; CuPy's (cuda12, cuda13, cupy) need a GPU and CUDA, which the test machines
+# do not have. Their floors are still checked by lowest_constraints (one floor per package)
 TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit"]
 # one BLAS thread: the suite's matrices are small, and xdist runs one worker per core (as `make test`)
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}

@@ -185,3 +185,28 @@ def test_site_builds_without_warnings(tmp_path):
         if tutorial.suffix in (".ipynb", ".md"):
             html = (out / "tutorials" / f"{tutorial.stem}.html").read_text()
             assert "cell_output" in html, f"{tutorial.name} shows no executed output"
+
+
+def test_the_cupy_tutorials_gpu_cells_run_on_the_device_double(monkeypatch, capsys):
+    """The site is built without a GPU, so docs/tutorials/numpy_and_cupy.md's CuPy cells only print what
+    they would show there. Here they run, with the strict device double standing in for ``cupy``, so
+    that code cannot rot unseen: every cell, in order, with the page's own checks."""
+    import types
+
+    from _device import xp
+    from tapegrad import _backend
+
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDeviceProperties=lambda i: {"name": b"double"})
+    monkeypatch.setattr(xp, "cuda", types.SimpleNamespace(runtime=runtime), raising=False)
+    monkeypatch.setattr(xp, "__version__", "(the device double)", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", xp)
+    monkeypatch.setattr(_backend, "_default_backend", _backend._default_backend)  # the page sets it
+    page = (DOCS / "tutorials" / "numpy_and_cupy.md").read_text()
+    cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", page, re.S)
+    exec(compile("\n".join(cells), "numpy_and_cupy.md", "exec"), {"__name__": "numpy_and_cupy"})
+    printed = capsys.readouterr().out
+    assert "the CuPy cells run" in printed and "With a GPU" not in printed
+    # the message the page prints where there is no GPU is tapegrad's own, word for word
+    shown = re.search(r"TypeError: (an operation mixes .*)", printed).group(1).replace("devicearray", "cupy")
+    quoted = re.search(r'"(TypeError: an operation mixes .*?implicitly)"\)', page, re.S).group(1)
+    assert " ".join(re.sub(r'\\n"\s*"', " ", quoted).split()) == f"TypeError: {shown}"

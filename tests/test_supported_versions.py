@@ -38,8 +38,16 @@ def test_every_requirement_is_pinned_at_its_floor(noxfile):
     for req in noxfile.requirements(PYPROJECT):
         name, floor = re.fullmatch(r"([\w.-]+)>=(\S+)", req).groups()
         assert pins[name.lower().replace("_", "-")] == floor, req
-    # every extra but cupy (which needs a GPU) is installed by the lowest session
-    assert set(extras) - set(noxfile.TESTED_EXTRAS) == {"cupy"}
+    # every extra but CuPy's (which need a GPU) is installed by the lowest session
+    assert set(extras) - set(noxfile.TESTED_EXTRAS) == {"cuda12", "cuda13", "cupy"}
+
+
+def test_the_cupy_extras():
+    """One extra per CUDA major, and ``cupy`` an alias of ``cuda12`` (what it installed before there were
+    two): an alias that drifted would install another CuPy than the docs say."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert [req.split(">=")[0] for req in extras["cuda12"] + extras["cuda13"]] == ["cupy-cuda12x", "cupy-cuda13x"]
+    assert extras["cupy"] == extras["cuda12"]
 
 
 @pytest.mark.parametrize("bad, message", [

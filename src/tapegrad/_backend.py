@@ -178,7 +178,8 @@ def set_backend(backend) -> None:
     Raises:
         ValueError: any other name.
         TypeError: neither a name nor a module.
-        ImportError: ``"cupy"`` without CuPy installed (``pip install tapegrad[cupy]``).
+        ImportError: ``"cupy"`` without CuPy installed (``pip install 'tapegrad[cuda13]'``, or
+            ``tapegrad[cuda12]`` with a CUDA 12 driver).
 
     Returns:
         None. The choice is process-wide (not per thread), and starts from the ``TAPEGRAD_BACKEND``
