@@ -10,13 +10,17 @@ What is CuPy's own here (CuPy 14.2, read in its source), beyond the list of name
 
 - ``special.polygamma(n, x)`` ends in ``cupy.where(n == 0, digamma(x), ...)``, and ``cupy.where``
   calls ``condition.astype``: a Python number ``n`` (whose ``n == 0`` is a ``bool``) fails with
-  ``AttributeError: 'bool' object has no attribute 'astype'`` (``cupyx/scipy/special/_polygamma.py``).
+  ``AttributeError: 'bool' object has no attribute 'astype'`` (``cupyx/scipy/special/_polygamma.py``);
+- ``xp.linalg.solve`` (on the namespace itself, not ``cupyx``) does not broadcast the stacks of ``a``
+  and ``b`` as NumPy 2 does: see :func:`_stacks_equal` (``cupy/linalg/_solve.py``).
 """
 from __future__ import annotations
 
 import functools
 import sys
 import types
+
+import numpy as np
 
 # cupyx.scipy.special's names (CuPy 14.2's __init__) that tapegrad calls; psi and multigammaln are
 # there too (psi is digamma under SciPy's other name)
@@ -38,9 +42,35 @@ def _refuse_python_order(polygamma):
     return call
 
 
+def _stacks_equal(solve):
+    """CuPy's ``linalg.solve``: ``a`` of shape ``(..., M, M)``; ``b`` of shape ``(M,)`` (solved
+    against every matrix) or ``(..., M, K)`` with the *same* leading axes as ``a``, where NumPy 2
+    broadcasts them. Its checks, in its order and with its messages."""
+    @functools.wraps(solve)
+    def call(a, b):
+        for x in (a, b):
+            if type(x).__name__ != "DeviceArray":  # the double's array type (CuPy: cupy.ndarray)
+                raise np.linalg.LinAlgError("cupy.linalg only supports cupy.ndarray")
+        if a.ndim < 2:
+            raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                                        "two-dimensional")
+        if a.shape[-2] != a.shape[-1]:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+        if b.ndim == 0:
+            raise ValueError("b must have at least one dimension")
+        if b.ndim == 1 and a.shape[-1] != b.size:
+            raise ValueError("a must have (..., M, M) shape and b must have (M,) for one-dimensional b")
+        if b.ndim > 1 and a.shape[:-1] != b.shape[:-1]:
+            raise ValueError("a must have (..., M, M) shape and b must have (..., M, K) for "
+                             "multidimensional b")
+        return solve(a, b)
+    return call
+
+
 def install(xp, module) -> None:
-    """Register the double's ``cupyx.scipy`` for the namespace ``xp``; ``module(name, functions,
-    source)`` wraps ``source``'s functions to run on device arrays."""
+    """Register the double's ``cupyx.scipy`` for the namespace ``xp``, and give ``xp.linalg.solve``
+    CuPy's shape rule; ``module(name, functions, source)`` wraps ``source``'s functions to run on
+    device arrays."""
     import scipy.linalg
     import scipy.special
     prefix = f"{xp.__name__}x"
@@ -48,5 +78,6 @@ def install(xp, module) -> None:
     scipy_ns.special = module(f"{prefix}.scipy.special", _SPECIAL, scipy.special)
     scipy_ns.special.polygamma = _refuse_python_order(scipy_ns.special.polygamma)
     scipy_ns.linalg = module(f"{prefix}.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
+    xp.linalg.solve = _stacks_equal(xp.linalg.solve)
     sys.modules.update({prefix: types.ModuleType(prefix), f"{prefix}.scipy": scipy_ns,
                         f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})

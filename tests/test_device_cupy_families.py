@@ -4,7 +4,9 @@ pinned down twice: on the strict device double, which now refuses what CuPy refu
 
 - the gamma family: cupyx's ``polygamma`` needs an array order (a Python ``int`` fails inside its
   ``cupy.where``), and every derivative of ``gamma``, ``gammaln``, ``digamma``, ``beta``, ``betaln``
-  and ``multigammaln`` goes through it.
+  and ``multigammaln`` goes through it;
+- ``linalg.solve`` with NumPy 2's broadcasting: CuPy's solve takes equal stacks only, so tapegrad
+  broadcasts them itself, on every route.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 import scipy.special as ss
 
 import tapegrad as tg
+import tapegrad.numpy as tnp
 import tapegrad.scipy.special as tsp
 from _device import xp as double
 from _device_check import ROUTES, check_route, on_device, to_device
@@ -80,3 +83,71 @@ def test_polygamma_with_a_device_array_of_orders(device):
     dn, dx = to_device((n, x))
     assert_close(tsp.polygamma(dn, dx).get(), ss.polygamma(n, x), ulps=device["ulps"])
     assert_close(fn(dn, dx).get(), fn(n, x), ulps=device["ulps"])
+
+
+# ---- linalg.solve with NumPy 2's broadcasting ------------------------------------------------------
+def _system(a_shape, b_shape, dtype=np.float64, seed=3):
+    rng = np.random.default_rng(seed)
+    n = a_shape[-1]
+    a = rng.standard_normal(a_shape) + n * np.eye(n)  # well conditioned: the comparison is of rounding
+    return a.astype(dtype), rng.standard_normal(b_shape).astype(dtype)
+
+
+# the three the H100 refused, and the rest of NumPy 2's rule: b a vector (n,) for every matrix, or a
+# stack (..., n, k) whose leading axes broadcast against a's
+REFUSED_BY_CUPY = [((3, 3), (2, 3, 1)), ((2, 3, 3), (3,)), ((2, 1, 3, 3), (4, 3, 2))]
+SOLVE_SHAPES = REFUSED_BY_CUPY + [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (2, 3, 1)),
+                                  ((2, 3, 3), (1, 3, 2)), ((3, 3), (2, 2, 3, 2)), ((2, 2, 3, 3), (3,))]
+
+
+@pytest.mark.parametrize("shapes", REFUSED_BY_CUPY, ids=str)
+def test_device_solve_takes_equal_stacks_only(device, shapes):
+    xp = device["xp"]
+    a, b = to_device(_system(*shapes))
+    if b.ndim == 1:  # as tapegrad used to pass it: one column
+        b = b[:, None]
+    with pytest.raises(ValueError, match=r"a must have \(\.\.\., M, M\) shape and b must have \(\.\.\., M, K\) "
+                                         "for multidimensional b"):
+        xp.linalg.solve(a, b)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shapes", SOLVE_SHAPES, ids=str)
+def test_solve_broadcasts_as_numpy_2_on_every_route(device, shapes, dtype, route):
+    ulps = max(device["ulps"], 4096 if dtype == np.float32 else 64)  # float32 solves: as test_device_tables
+    check_route(route, tnp.linalg.solve, _system(*shapes, dtype), ulps=ulps)
+
+
+@pytest.mark.parametrize("shapes", [((0, 3, 3), (3,)), ((3, 3), (0, 3, 2)), ((3, 3), (3, 0))], ids=str)
+def test_solve_of_empty_stacks_is_numpy_2s(device, shapes):
+    a, b = _system(*shapes)
+    expected = np.linalg.solve(a, b)
+    out = tnp.linalg.solve(*to_device((a, b)))
+    assert isinstance(out, device["xp"].ndarray) and out.shape == expected.shape and out.dtype == expected.dtype
+    grads = tg.grad(lambda a, b: tnp.sum(tnp.linalg.solve(a, b)), grad_position=(0, 1))(*to_device((a, b)))
+    assert [g.shape for g in grads] == [a.shape, b.shape]
+
+
+@pytest.mark.parametrize("shapes", [((3, 3), (2, 3)), ((3, 3), (4,)), ((2, 3, 3), (3, 3, 1))], ids=str)
+def test_solve_refuses_what_numpy_2_refuses(device, shapes):
+    a, b = _system(*shapes)
+    with pytest.raises(ValueError):
+        np.linalg.solve(a, b)
+    with pytest.raises(ValueError):
+        tnp.linalg.solve(*to_device((a, b)))
+
+
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, None), (0, 0)], ids=str)
+@pytest.mark.parametrize("b_shape", [(3,), (3, 2)], ids=str)
+def test_solve_under_vmap_with_one_side_shared(device, b_shape, in_axes):
+    """The batch rule folds a shared matrix's batch into columns, or stacks the matrices: each with
+    stacks that only broadcast, and each as on the host (the value and the gradient)."""
+    a, b = _system((2, 3, 3), (4,) + b_shape)
+    a = a if in_axes[0] == 0 else a[0]
+    b = b if in_axes[1] == 0 else b[0]
+    if in_axes == (0, 0):
+        a = np.concatenate([a, a])
+    fn = lambda a, b: tg.vmap(tnp.linalg.solve, in_axes=in_axes)(a, b)  # noqa: E731
+    check_route("eager", fn, (a, b), ulps=device["ulps"])
+    check_route("vjp", fn, (a, b), ulps=device["ulps"])
