@@ -11,6 +11,9 @@ What is CuPy's own here (CuPy 14.2, read in its source), beyond the list of name
 - ``special.polygamma(n, x)`` ends in ``cupy.where(n == 0, digamma(x), ...)``, and ``cupy.where``
   calls ``condition.astype``: a Python number ``n`` (whose ``n == 0`` is a ``bool``) fails with
   ``AttributeError: 'bool' object has no attribute 'astype'`` (``cupyx/scipy/special/_polygamma.py``);
+- ``linalg.expm`` is for one matrix: it starts with ``cupy.diag(a)``, which refuses any other number
+  of dimensions with ``ValueError: Input must be 1- or 2-d.`` (``cupyx/scipy/linalg/_matfuncs.py``,
+  ``cupy/_creation/matrix.py``);
 - ``xp.linalg.solve`` (on the namespace itself, not ``cupyx``) does not broadcast the stacks of ``a``
   and ``b`` as NumPy 2 does: see :func:`_stacks_equal` (``cupy/linalg/_solve.py``).
 """
@@ -39,6 +42,16 @@ def _refuse_python_order(polygamma):
         if not hasattr(condition, "astype"):
             raise AttributeError(f"'{type(condition).__name__}' object has no attribute 'astype'")
         return polygamma(n, x)
+    return call
+
+
+def _one_matrix(expm):
+    """CuPy's ``expm``: ``cupy.diag(a)`` comes first, and takes 1 or 2 dimensions only."""
+    @functools.wraps(expm)
+    def call(a):
+        if a.ndim not in (1, 2):
+            raise ValueError("Input must be 1- or 2-d.")
+        return expm(a)
     return call
 
 
@@ -78,6 +91,7 @@ def install(xp, module) -> None:
     scipy_ns.special = module(f"{prefix}.scipy.special", _SPECIAL, scipy.special)
     scipy_ns.special.polygamma = _refuse_python_order(scipy_ns.special.polygamma)
     scipy_ns.linalg = module(f"{prefix}.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
+    scipy_ns.linalg.expm = _one_matrix(scipy_ns.linalg.expm)
     xp.linalg.solve = _stacks_equal(xp.linalg.solve)
     sys.modules.update({prefix: types.ModuleType(prefix), f"{prefix}.scipy": scipy_ns,
                         f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})

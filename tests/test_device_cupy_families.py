@@ -6,7 +6,8 @@ pinned down twice: on the strict device double, which now refuses what CuPy refu
   ``cupy.where``), and every derivative of ``gamma``, ``gammaln``, ``digamma``, ``beta``, ``betaln``
   and ``multigammaln`` goes through it;
 - ``linalg.solve`` with NumPy 2's broadcasting: CuPy's solve takes equal stacks only, so tapegrad
-  broadcasts them itself, on every route.
+  broadcasts them itself, on every route;
+- ``scipy.linalg.expm`` of a stack, and so under ``vmap``: cupyx's expm takes one matrix.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import scipy.special as ss
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+import tapegrad.scipy.linalg as tsl
 import tapegrad.scipy.special as tsp
 from _device import xp as double
 from _device_check import ROUTES, check_route, on_device, to_device
@@ -151,3 +153,32 @@ def test_solve_under_vmap_with_one_side_shared(device, b_shape, in_axes):
     fn = lambda a, b: tg.vmap(tnp.linalg.solve, in_axes=in_axes)(a, b)  # noqa: E731
     check_route("eager", fn, (a, b), ulps=device["ulps"])
     check_route("vjp", fn, (a, b), ulps=device["ulps"])
+
+
+# ---- scipy.linalg.expm of stacks -------------------------------------------------------------------
+def _small(shape, seed=4):
+    return 0.5 * np.random.default_rng(seed).standard_normal(shape)  # moderate norm: Pade without much squaring
+
+
+def test_cupyx_expm_takes_one_matrix(device):
+    expm = scipy_module(device["xp"], "linalg").expm
+    with pytest.raises(ValueError, match=r"^Input must be 1- or 2-d\.$"):
+        expm(device["xp"].asarray(_small((2, 3, 3))))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3), (2, 1, 2, 2)], ids=str)
+def test_expm_of_stacks_on_every_route(device, shape, route):
+    """``vmap`` of any of them is a stack one deeper."""
+    check_route(route, tsl.expm, (_small(shape),), ulps=device["ulps"])
+
+
+def test_expm_of_an_empty_stack(device):
+    out = tsl.expm(device["xp"].zeros((0, 3, 3)))
+    assert isinstance(out, device["xp"].ndarray) and out.shape == (0, 3, 3)
+
+
+@pytest.mark.parametrize("route", ["eager", "vjp", "jvp"])
+def test_expm_frechet_of_broadcast_stacks(device, route):
+    fn = lambda a, e: tsl.expm_frechet(a, e)  # noqa: E731
+    check_route(route, fn, (_small((2, 3, 3)), _small((3, 3), seed=5)), ulps=device["ulps"])
