@@ -7,7 +7,9 @@ pinned down twice: on the strict device double, which now refuses what CuPy refu
   and ``multigammaln`` goes through it;
 - ``linalg.solve`` with NumPy 2's broadcasting: CuPy's solve takes equal stacks only, so tapegrad
   broadcasts them itself, on every route;
-- ``scipy.linalg.expm`` of a stack, and so under ``vmap``: cupyx's expm takes one matrix.
+- ``scipy.linalg.expm`` of a stack, and so under ``vmap``: cupyx's expm takes one matrix;
+- the derivatives of ``j0``, ``j1``, ``y0`` and ``y1``: cupyx has no ``jv`` or ``yv``, so they are
+  written with these four alone.
 """
 from __future__ import annotations
 
@@ -182,3 +184,36 @@ def test_expm_of_an_empty_stack(device):
 def test_expm_frechet_of_broadcast_stacks(device, route):
     fn = lambda a, e: tsl.expm_frechet(a, e)  # noqa: E731
     check_route(route, fn, (_small((2, 3, 3)), _small((3, 3), seed=5)), ulps=device["ulps"])
+
+
+# ---- j0, j1, y0, y1: derivatives without jv ----------------------------------------------------------
+BESSEL_01 = {"j0": (tsp.j0, ss.jvp, 0), "j1": (tsp.j1, ss.jvp, 1), "y0": (tsp.y0, ss.yvp, 0), "y1": (tsp.y1, ss.yvp, 1)}
+
+
+def test_cupyx_has_no_jv_or_yv(device):
+    special = scipy_module(device["xp"], "special")
+    assert [hasattr(special, n) for n in ("j0", "j1", "y0", "y1", "jv", "yv")] == [True] * 4 + [False] * 2
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", list(BESSEL_01))
+def test_bessel_01_on_every_route(device, name, route):
+    x = _pos((3, 2), seed=6) * (1.0 if name[0] == "y" else np.array([1.0, -1.0]))  # y: x > 0
+    check_route(route, BESSEL_01[name][0], (x,), ulps=device["ulps"])
+
+
+@pytest.mark.parametrize("name", list(BESSEL_01))
+def test_bessel_01_first_derivatives_are_scipys(device, name):
+    fn, derivative, v = BESSEL_01[name]
+    x = np.array([0.3, 0.9, 1.0, 2.5, 7.0])
+    grad = tg.grad(lambda x: tnp.sum(fn(x)))(device["xp"].asarray(x))
+    assert_close(grad.get(), derivative(v, x, 1), ulps=device["ulps"])
+
+
+def test_j1_derivatives_at_0(device):
+    """j1' = j0 - j1/x has a removable 0/0 there: 1/2, then 0 and -3/8 (DLMF 10.8.1)."""
+    d = tsp.j1
+    expected = (0.5, 0.0, -0.375)
+    for order in range(3):
+        d = tg.grad(d)
+        assert_close(d(device["xp"].asarray(0.0)).get(), np.float64(expected[order]), ulps=device["ulps"])
