@@ -25,8 +25,8 @@ import types
 
 import numpy as np
 
-# cupyx.scipy.special's names (CuPy 14.2's __init__) that tapegrad calls; psi and multigammaln are
-# there too (psi is digamma under SciPy's other name)
+# names of cupyx.scipy.special (CuPy 14.2's __init__; a gpu test checks each against CuPy): those
+# tapegrad calls, and the gamma family's other names there, psi (digamma) and multigammaln
 _SPECIAL = """betaln xlog1py xlogy polygamma digamma psi multigammaln entr erf erfc erfcx erfinv gamma
 gammaln i0 i0e i1 i1e log_ndtr ndtr ndtri expit logit j0 j1 y0 y1 k0 k1 k0e k1e zeta gammainc gammaincc
 beta""".split()
@@ -55,14 +55,14 @@ def _one_matrix(expm):
     return call
 
 
-def _stacks_equal(solve):
+def _stacks_equal(solve, xp):
     """CuPy's ``linalg.solve``: ``a`` of shape ``(..., M, M)``; ``b`` of shape ``(M,)`` (solved
     against every matrix) or ``(..., M, K)`` with the *same* leading axes as ``a``, where NumPy 2
     broadcasts them. Its checks, in its order and with its messages."""
     @functools.wraps(solve)
     def call(a, b):
         for x in (a, b):
-            if type(x).__name__ != "DeviceArray":  # the double's array type (CuPy: cupy.ndarray)
+            if not isinstance(x, xp.ndarray):
                 raise np.linalg.LinAlgError("cupy.linalg only supports cupy.ndarray")
         if a.ndim < 2:
             raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
@@ -92,6 +92,6 @@ def install(xp, module) -> None:
     scipy_ns.special.polygamma = _refuse_python_order(scipy_ns.special.polygamma)
     scipy_ns.linalg = module(f"{prefix}.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
     scipy_ns.linalg.expm = _one_matrix(scipy_ns.linalg.expm)
-    xp.linalg.solve = _stacks_equal(xp.linalg.solve)
+    xp.linalg.solve = _stacks_equal(xp.linalg.solve, xp)
     sys.modules.update({prefix: types.ModuleType(prefix), f"{prefix}.scipy": scipy_ns,
                         f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})

@@ -44,6 +44,16 @@ def _pos(shape, dtype=np.float64, seed=0):
     return np.random.default_rng(seed).uniform(0.5, 2.5, shape).astype(dtype)
 
 
+@pytest.mark.gpu
+def test_the_double_lists_only_what_cupyx_has():
+    """The double's cupyx.scipy names (tests/_device_cupyx.py) are all CuPy's own."""
+    import _device_cupyx
+    cupy = cupy_or_skip()
+    for name, names in (("special", _device_cupyx._SPECIAL), ("linalg", _device_cupyx._SCIPY_LINALG)):
+        module = scipy_module(cupy, name)
+        assert [n for n in names if not hasattr(module, n)] == [], name
+
+
 # ---- the gamma family --------------------------------------------------------------------------------
 def test_cupyx_polygamma_needs_an_array_order(device):
     xp = device["xp"]
