@@ -191,7 +191,25 @@ def test_scaled_bessel_derivatives():
                    (tsp.y0, lambda z: ss.yvp(0, zp)), (tsp.y1, lambda z: ss.yvp(1, zp))]:
         arg = zp if f in (tsp.y0, tsp.y1) else z
         assert_close(tg.grad(lambda x, f=f: f(x).sum())(arg), ref(z), rtol=1e-12)
-    assert float(tg.grad(tsp.j1)(0.0)) == 0.5  # (j0 - j2)/2: no 0/0 at the origin
+    assert float(tg.grad(tsp.j1)(0.0)) == 0.5  # j0 - j1/x, with j1/x from its series near 0: no 0/0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["j0", "j1", "y0", "y1"])
+def test_bessel_01_derivatives_to_order_3_match_scipy(name, dtype):
+    """Written with j0, j1, y0, y1 and 1/x alone (j1' = j0 - j1/x): exact to rounding up to order 3,
+    also near 0, where j1/x comes from its series (its quotient's derivatives would cancel)."""
+    v, reference = int(name[1]), (ss.jvp if name[0] == "j" else ss.yvp)
+    z = np.array([0.0, 1e-3, 0.2, 0.9, 1.0, 1.1, 4.0, 9.5]) * (1 if name[0] == "y" else [-1, 1, 1, -1, 1, 1, -1, 1])
+    z = (z[1:] if name[0] == "y" else z).astype(dtype)  # y0, y1: x > 0
+    d = getattr(tsp, name)
+    for order in (1, 2, 3):
+        d = tg.grad(lambda x, d=d: d(x).sum())
+        expected = reference(v, z.astype(np.float64), order)
+        if name[0] == "y":  # its derivatives grow as x**-(order + 1) at 0: each relative to its own size
+            assert_close(d(z) / expected, np.ones_like(expected), dtype=dtype, err_msg=f"{name}, order {order}")
+        else:
+            assert_close(d(z), expected, dtype=dtype, err_msg=f"{name}, order {order}")
 
 
 def test_incomplete_gamma_and_beta_derivatives_are_the_densities():

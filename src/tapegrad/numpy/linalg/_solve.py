@@ -48,8 +48,25 @@ def _solve_vjp_a(ct, ans, a, b):
     return _shape.unbroadcast(-matmul(solve(T(a), ct), T(ans)), a)
 
 
-solve_p = primitive("solve", lambda a, b: namespace_of(a, b).linalg.solve(a, b),
-                    lambda a, b: shaped(batch_of(a, b) + tuple(b.shape[-2:]), a, b))
+def _solve_impl(a, b):
+    """``a^-1 b`` for ``a`` ``(..., n, n)`` and ``b`` ``(..., n, k)`` whose stacks broadcast (NumPy 2's
+    rule). The broadcasting is done here, because CuPy's ``linalg.solve`` takes equal stacks only
+    (``a.shape[:-1] == b.shape[:-1]``, ``cupy/linalg/_solve.py``); one matrix against a stack of
+    right-hand sides is one solve with the stack as more columns, which factors the matrix once."""
+    xp = namespace_of(a, b)
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    if 0 in batch + a.shape[-1:] + b.shape[-1:]:  # nothing to solve (and no zero-sized LAPACK call)
+        return xp.zeros(batch + b.shape[-2:], xp.result_type(a, b))
+    if a.shape[:-2] == b.shape[:-2]:
+        return xp.linalg.solve(a, b)
+    if a.ndim == 2:
+        columns = xp.moveaxis(b, -2, 0)  # (n, ..., k)
+        x = xp.linalg.solve(a, columns.reshape(columns.shape[0], -1))
+        return xp.moveaxis(x.reshape(columns.shape), 0, -2)
+    return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
+
+
+solve_p = primitive("solve", _solve_impl, lambda a, b: shaped(batch_of(a, b) + tuple(b.shape[-2:]), a, b))
 defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve_p,
        lambda t, ans, a, b: solve(a, -matmul(t, ans)),
@@ -70,9 +87,14 @@ def solve(a, b):
 
     Raises:
         numpy.linalg.LinAlgError: ``a`` is singular or not square.
+        ValueError: ``b`` is 0-d, its ``n`` is not ``a``'s, or the stacks do not broadcast.
     """
     a = matrix_operand(a, "solve")
     b = float_operand(b)
+    n, b_shape = _shape.shape(a)[-1], _shape.shape(b)
+    if not b_shape or b_shape[0 if len(b_shape) == 1 else -2] != n:
+        # checked here, so every backend says the same (CuPy's and NumPy's messages differ)
+        raise ValueError(f"solve: b must have shape (n,) or (..., n, k) with a's n = {n}, got shape {b_shape}")
     if _shape.ndim(b) == 1:
         return _shape.squeeze(bind(solve_p, a, _shape.expand_dims(b, -1)), -1)
     return bind(solve_p, a, b)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
 from tapegrad.numpy._indexing import getitem
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, shaped
-from tapegrad.scipy.linalg._common import scipy_linalg
+from tapegrad.scipy.linalg._common import over_stack, scipy_linalg
 
 
 def _block_upper(a, e):
@@ -33,19 +34,32 @@ def _frechet(a, e):
     return getitem(expm(_block_upper(a, e)), (Ellipsis, slice(0, n), slice(n, 2 * n)))
 
 
-expm_p = primitive("expm", lambda a: scipy_linalg(a).expm(a), lambda a: shaped(a.shape, a))
+def _expm_impl(a):
+    """SciPy's ``expm`` of each matrix of ``a`` ``(..., n, n)``. SciPy's takes stacks;
+    ``cupyx.scipy.linalg.expm`` takes one matrix (it starts with ``cupy.diag(a)``, which refuses
+    a stack: "Input must be 1- or 2-d."), so on a device the stack is run one matrix at a time."""
+    xp = namespace_of(a)
+    if xp is np or a.ndim == 2:
+        return scipy_linalg(a).expm(a)
+    if 0 in a.shape[:-2]:
+        return xp.zeros(a.shape, a.dtype)
+    return over_stack(scipy_linalg(a).expm, a)
+
+
+expm_p = primitive("expm", _expm_impl, lambda a: shaped(a.shape, a))
 defvjp(expm_p, lambda ct, ans, a: _frechet(T(a), ct))
 defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
-defbatch_matrices(expm_p)  # SciPy's expm takes (..., n, n)
+defbatch_matrices(expm_p)  # the batch is one more stack axis, which the impl takes
 
 
 def expm(A):
     """The matrix exponential of each matrix of ``A`` (``(..., n, n)``), as ``scipy.linalg.expm``.
 
     Values are SciPy's (Padé approximation with scaling and squaring, Al-Mohy and Higham 2009);
-    derivatives come from the block-triangular identity in the module notes. ``expm`` is
-    holomorphic, so complex input follows JAX's conventions (the rules use transposes, not
-    conjugate transposes).
+    on CuPy arrays ``cupyx.scipy.linalg.expm``'s (Padé [13/13] with scaling and squaring, Higham
+    2005), run one matrix at a time over a stack, as it takes one matrix only. Derivatives come from
+    the block-triangular identity in the module notes. ``expm`` is holomorphic, so complex input
+    follows JAX's conventions (the rules use transposes, not conjugate transposes).
     """
     return bind(expm_p, matrix_operand(A, "expm"))
 

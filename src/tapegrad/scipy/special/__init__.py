@@ -19,21 +19,8 @@ __all__ = [
 ]
 
 # ---- block: coverage of jax.scipy.special and the Bessel family ----
-from tapegrad.scipy.special._bessel_orders import (  # noqa: E402
-    bessel_jn,
-    iv,
-    ive,
-    j0,
-    j1,
-    jn,
-    jv,
-    kv,
-    kve,
-    y0,
-    y1,
-    yn,
-    yv,
-)
+from tapegrad.scipy.special._bessel_01 import j0, j1, y0, y1  # noqa: E402
+from tapegrad.scipy.special._bessel_orders import bessel_jn, iv, ive, jn, jv, kv, kve, yn, yv  # noqa: E402
 from tapegrad.scipy.special._complex_valued import sph_harm_y, wofz  # noqa: E402
 from tapegrad.scipy.special._divergence import boxcox, boxcox1p, kl_div, rel_entr  # noqa: E402
 from tapegrad.scipy.special._gamma_more import (  # noqa: E402

@@ -1,9 +1,10 @@
-"""Bessel functions of real order: ``jv jn yv yn iv ive kv kve j0 j1 y0 y1 bessel_jn``.
+"""Bessel functions of real order: ``jv jn yv yn iv ive kv kve bessel_jn`` (orders 0 and 1,
+``j0 j1 y0 y1``, are in ``_bessel_01``: their derivatives need no other order).
 
 Derivatives in the argument are the recurrences of DLMF 10.6.1 and 10.29.1, written with the same
 function at neighbouring orders, so they differentiate again to any order:
 
-    C_v'(z) = (C_(v-1)(z) - C_(v+1)(z)) / 2   for C = J, Y          J_0' = -J_1,  Y_0' = -Y_1
+    C_v'(z) = (C_(v-1)(z) - C_(v+1)(z)) / 2   for C = J, Y
     I_v'(z) = (I_(v-1)(z) + I_(v+1)(z)) / 2   K_v'(z) = -(K_(v-1)(z) + K_(v+1)(z)) / 2
 
 The scaled ``ive = e^(-|z|) iv`` and ``kve = e^z kv`` add ``-sign(z) ive`` and ``+kve``. The
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
-from tapegrad.scipy.special._impl import unary
 from tapegrad.scipy.special._partials import elementwise, no_derivative, static_count
 
 
@@ -35,10 +35,6 @@ jn_p = elementwise("jn", [no_derivative("jn", "n"), lambda n, z, ans: 0.5 * (jn(
                    dtype_from=(1,))
 yn_p = elementwise("yn", [no_derivative("yn", "n"), lambda n, z, ans: 0.5 * (yn(n - 1, z) - yn(n + 1, z))],
                    dtype_from=(1,))
-j0_p = unary("j0", lambda x, ans: -j1(x))
-j1_p = unary("j1", lambda x, ans: 0.5 * (j0(x) - jv(2, x)))
-y0_p = unary("y0", lambda x, ans: -y1(x))
-y1_p = unary("y1", lambda x, ans: 0.5 * (y0(x) - yv(2, x)))
 
 
 def jv(v, z):
@@ -122,30 +118,6 @@ def kve(v, z):
         NotImplementedError: when differentiating with respect to ``v``.
     """
     return bind(kve_p, v, z)
-
-
-def j0(x):
-    """The Bessel function of the first kind of order 0, as ``scipy.special.j0``. Derivative
-    ``-j1(x)``."""
-    return bind(j0_p, x)
-
-
-def j1(x):
-    """The Bessel function of the first kind of order 1, as ``scipy.special.j1``. Derivative
-    ``(j0(x) - jv(2, x)) / 2`` (no division by ``x``, so it is exact at 0)."""
-    return bind(j1_p, x)
-
-
-def y0(x):
-    """The Bessel function of the second kind of order 0, as ``scipy.special.y0`` (``x > 0``).
-    Derivative ``-y1(x)``."""
-    return bind(y0_p, x)
-
-
-def y1(x):
-    """The Bessel function of the second kind of order 1, as ``scipy.special.y1`` (``x > 0``).
-    Derivative ``(y0(x) - yv(2, x)) / 2``."""
-    return bind(y1_p, x)
 
 
 def bessel_jn(z, *, v: int, n_iter: int = 50):

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from tapegrad._backend import is_array, namespace_of
 from tapegrad._core import bind
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
@@ -20,8 +23,21 @@ gamma_p = unary("gamma", lambda x, ans: ans * digamma(x), fallback=math.gamma)
 betaln_p = binary("betaln", lambda a, b, ans: digamma(a) - digamma(a + b),
                   lambda a, b, ans: digamma(b) - digamma(a + b))
 
+_scipy_polygamma = scipy_impl("polygamma", dtype_from=(1,))
+
+
+def _polygamma_impl(n, x):
+    xp = namespace_of(n, x)
+    if xp is not np and not is_array(n):
+        # cupyx's polygamma ends in cupy.where(n == 0, ...), which needs an array: a Python order
+        # fails there ("'bool' object has no attribute 'astype'"). The order is a number the caller
+        # wrote, so moving it to the device is no implicit copy of the caller's data.
+        n = xp.asarray(n)
+    return _scipy_polygamma(n, x)
+
+
 # the order n is an operand (it may be an array broadcast against x) with no derivative
-polygamma_p = primitive("polygamma", scipy_impl("polygamma", dtype_from=(1,)))
+polygamma_p = primitive("polygamma", _polygamma_impl)
 defvjp(polygamma_p, None, lambda ct, ans, n, x: unbroadcast(ct * polygamma(n + 1, x), x))
 defjvp(polygamma_p, None, lambda t, ans, n, x: t * polygamma(n + 1, x))
 defbatch_elementwise(polygamma_p)
@@ -49,6 +65,8 @@ def polygamma(n, x):
 
     Args:
         n: a non-negative integer or integer array, broadcast against ``x``; not differentiable.
+            With device (CuPy) ``x``, a Python or NumPy integer ``n`` is made a device array first,
+            as ``cupyx.scipy.special.polygamma`` needs.
         x: the argument. The result has ``x``'s float dtype (float64 for integer ``x``).
 
     Derivative in ``x``: ``polygamma(n + 1, x)``.
