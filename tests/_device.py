@@ -19,7 +19,9 @@ library that must never copy between host and device behind the user's back:
 ``xp`` is the namespace, a module like ``cupy``: creation functions, the ufuncs, array functions,
 ``linalg``, ``fft``, ``lib.stride_tricks``, the dtypes and ``fuse``, each implemented by calling NumPy
 on the unwrapped data and wrapping the result; ``devicearrayx.scipy.special`` and ``.linalg`` stand
-for ``cupyx.scipy``. A name it does not list raises ``AttributeError``: an
+for ``cupyx.scipy``. Where CuPy behaves otherwise than NumPy and that matters to tapegrad (``cupyx``'s
+``polygamma``, ``expm`` of one matrix only, ``linalg.solve``'s shape rule), ``tests/_device_cupyx.py``
+models it. A name it does not list raises ``AttributeError``: an
 implementation that needs it must be added here on purpose, after checking that CuPy has it.
 As on CuPy 14 (and 13), the arrays have no ``__array_namespace__``: tapegrad recognises them the way it
 recognises CuPy's, by their type's package. ``DeviceArray.__module__`` is ``"devicearray"`` and

@@ -81,3 +81,12 @@ def test_a_host_only_function_refuses_a_device_array_naming_the_copy(name):
     import tapegrad.scipy.stats as tss
     with pytest.raises(NotImplementedError, match=rf"{name} of a {xp.__name__} array: only NumPy arrays.*\.get\(\)"):
         getattr(tss, name)(xp.asarray(np.array([3.0, 1.0, 2.0, 1.0])))
+
+
+def test_no_module_but_the_backend_asks_for_array_namespace():
+    """The rule lives in one place: a probe elsewhere is how CuPy arrays came to be refused."""
+    from pathlib import Path
+    src = Path(_backend.__file__).parent
+    probes = [str(p.relative_to(src)) for p in src.rglob("*.py")
+              if p.name != "_backend.py" and "__array_namespace__" in p.read_text()]
+    assert probes == [], f"ask tapegrad._backend (array_module, is_array) instead, in {probes}"
