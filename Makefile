@@ -23,10 +23,11 @@ demo: $(VENV)/.installed-examples
 test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
 
-# the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial and executable page run anew,
-# every warning an error; open docs/_build/html/index.html
+# the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial (notebooks/) and executable page
+# (docs/) run anew, every warning an error; the source is the repository root, of which it reads docs/ and
+# notebooks/ (docs/site.md); open docs/_build/html/index.html
 docs: $(VENV)/.installed-docs
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html -c docs . docs/_build/html
 
 # the suite on Python 3.10-3.13 and with every dependency at the floor pyproject.toml gives (noxfile.py); each
 # session makes its own virtual environment. Under pyenv, every installed 3.10+ interpreter is put on the path
