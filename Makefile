@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench clean
+.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench bench-publish dist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,11 @@ demo: $(VENV)/.installed-examples
 test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
 
-# the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial and executable page run anew,
-# every warning an error; open docs/_build/html/index.html
+# the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial (notebooks/) and executable page
+# (docs/) run anew, every warning an error; the source is the repository root, of which it reads docs/ and
+# notebooks/ (docs/site.md); open docs/_build/html/index.html
 docs: $(VENV)/.installed-docs
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html -c docs . docs/_build/html
 
 # the suite on Python 3.10-3.13 and with every dependency at the floor pyproject.toml gives (noxfile.py); each
 # session makes its own virtual environment. Under pyenv, every installed 3.10+ interpreter is put on the path
@@ -62,11 +63,36 @@ fuzz: $(VENV)/.installed-dev
 	HYPOTHESIS_PROFILE=fuzz OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q \
 		--hypothesis-show-statistics tests/test_properties*.py
 
-# every benchmark, its table printed, its rows in benchmarks/results.json, and benchmarks/results.png:
-# each tapegrad row's time over the best peer's (benchmarks/plot.py); BENCH_FLAGS=--quick for a smoke run
+# every benchmark, its table printed, its rows in benchmarks/out/results.json and the picture
+# benchmarks/out/results.png (each tapegrad row's time over the best peer's, benchmarks/plot.py); the folder
+# is ignored by git. BENCH_FLAGS=--quick for a smoke run, BENCH_FLAGS=chain for one benchmark
+BENCH_OUT := benchmarks/out
 bench: $(VENV)/.installed-bench
+	mkdir -p $(BENCH_OUT)
+	$(PY) benchmarks/run.py $(BENCH_FLAGS) --json $(BENCH_OUT)/results.json
+	$(PY) benchmarks/plot.py $(BENCH_OUT)/results.json $(BENCH_OUT)/results.png
+
+# the published figures: every benchmark, in full, into the committed benchmarks/results.json and
+# results.png that docs/benchmarks.md shows; run.py refuses --quick or a subset here
+bench-publish: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py $(BENCH_FLAGS) --json benchmarks/results.json
 	$(PY) benchmarks/plot.py benchmarks/results.json benchmarks/results.png
 
+# the release files: the sdist and the wheel in dist/ (python -m build; MANIFEST.in says what the sdist
+# adds), checked by twine and by tests/check_dist.py (the wheel's package data, the sdist's folders); then
+# the wheel, with its checkpoint extra, goes into a fresh virtual environment and tests/smoke_wheel.py runs
+# there with `python -I` from an empty folder, so that nothing comes from src/ (docs/testing.md)
+dist: $(VENV)/.installed-dist
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	$(PY) tests/check_dist.py dist
+	@tmp="$$(mktemp -d)" && trap 'rm -rf "$$tmp"' EXIT && set -e && \
+		echo "a fresh virtual environment in $$tmp/venv: $$(ls dist/*.whl)[checkpoint]" && \
+		$(PYTHON) -m venv "$$tmp/venv" && \
+		"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip && \
+		"$$tmp/venv/bin/python" -m pip install --quiet "$$(ls dist/*.whl)[checkpoint]" && \
+		mkdir "$$tmp/cwd" && cd "$$tmp/cwd" && "$$tmp/venv/bin/python" -I $(CURDIR)/tests/smoke_wheel.py
+
 clean:
-	rm -rf $(VENV) docs/_build demo_output .pytest_cache .hypothesis
+	rm -rf $(VENV) docs/_build demo_output .pytest_cache .hypothesis build dist

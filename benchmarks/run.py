@@ -5,8 +5,11 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
-- ``--json PATH``: also write every result row as JSON (``make bench`` writes ``benchmarks/results.json``,
-  which ``plot.py`` draws as ``benchmarks/results.png``).
+- ``--json PATH``: also write every result row as JSON (``make bench`` writes ``benchmarks/out/results.json``,
+  an ignored folder, which ``plot.py`` draws as ``benchmarks/out/results.png``). The published figures,
+  ``benchmarks/results.json`` and ``results.png`` (committed; the docs site shows them), are written only by
+  ``make bench-publish``: a full run. ``--quick``, or a subset of the benchmarks, with ``--json`` naming
+  the published file is refused before anything runs.
 - names: run only these benchmarks (default: all).
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
@@ -88,6 +91,10 @@ def compact(results: dict) -> str:
     return format_table(headers, rows, left=2)
 
 
+# the committed results the docs site embeds (through plot.py's picture): only a full run writes them
+PUBLISHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     quick = "--quick" in argv
@@ -95,6 +102,12 @@ def main(argv=None):
     if "--json" in argv:
         json_path = argv[argv.index("--json") + 1]
     names = [a for a in argv if a in BENCHMARKS] or list(BENCHMARKS)
+    if json_path and os.path.realpath(json_path) == os.path.realpath(PUBLISHED):
+        refused = ["--quick"] * quick + ["a subset of the benchmarks"] * (set(names) != set(BENCHMARKS))
+        if refused:
+            raise SystemExit(f"{json_path} is the published results file, which only a full run writes (make "
+                             f"bench-publish), not one with {' and '.join(refused)}; a smoke run writes elsewhere: "
+                             "make bench BENCH_FLAGS=--quick (into benchmarks/out/)")
     print(_environment())
     for name in [n for n in names if getattr(BENCHMARKS[n], "MISSING", None)]:  # jit_step: the demo's extras
         print(f"{name}: skipped, {', '.join(BENCHMARKS[name].MISSING)} not installed (pip install -e '.[examples]')")

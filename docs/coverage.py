@@ -3,7 +3,7 @@ the modes it works in, and the counts against the names JAX exports.
 
     python docs/coverage.py              # rewrite docs/coverage.md
     python docs/coverage.py --check      # exit 1 if docs/coverage.md is not what the code gives now
-    python docs/coverage.py --reference  # regenerate docs/coverage_reference.json (needs jax)
+    python docs/coverage.py --reference  # regenerate src/tapegrad/coverage_reference.json (needs jax)
 
 Modes are found by running, never declared: each function is called on a small example (from
 ``EXAMPLES`` where it needs particular arguments, else the first of ``CANDIDATES`` that it accepts,
@@ -17,14 +17,16 @@ preferring one with a float result), then
 
 A mark is ✓ (the check passed), ✗ (it failed: the note names the exception) or – (not applicable:
 no float array goes in or no float comes out, so there is nothing to differentiate; or no array
-goes in, so there is nothing to map or trace). The reference lists (``coverage_reference.json``)
-were taken once from JAX, so the page needs no JAX; the rule that made them is stored beside them.
+goes in, so there is nothing to map or trace). The reference lists (``coverage_reference.json``, package
+data of tapegrad, so that the wheel carries them) were taken once from JAX, so the page needs no JAX; the
+rule that made them is stored beside them.
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import importlib
+import importlib.resources
 import inspect
 import json
 import pathlib
@@ -44,7 +46,9 @@ from tapegrad.testing import check_grads
 
 HERE = pathlib.Path(__file__).resolve().parent
 PAGE = HERE / "coverage.md"
-REFERENCE = HERE / "coverage_reference.json"
+# read from the installed package (a wheel or the editable install); --reference writes the source's copy
+REFERENCE = importlib.resources.files("tapegrad") / "coverage_reference.json"
+SOURCE_REFERENCE = HERE.parent / "src" / "tapegrad" / "coverage_reference.json"
 
 # (tapegrad namespace, the reference module in JAX, the NumPy/SciPy module it mirrors)
 NAMESPACES = [
@@ -361,7 +365,7 @@ def write_reference():
         "extra": {"tapegrad.scipy.special": "jv jn yv yn iv ive kv kve j0 j1 y0 y1 i0 i1 i0e i1e".split()},
         "names": lists,
     }
-    REFERENCE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    SOURCE_REFERENCE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 # ---- the page ----------------------------------------------------------------------------------
@@ -370,8 +374,9 @@ MODES = ("value", "vjp", "jvp", "vmap", "jit")
 
 def _counts_section(reference):
     lines = ["## Counts against JAX", "",
-             f"Reference lists: `docs/coverage_reference.json`, from JAX {reference['generated_with']['jax']}, "
-             f"NumPy {reference['generated_with']['numpy']}, SciPy {reference['generated_with']['scipy']}. "
+             "Reference lists: `src/tapegrad/coverage_reference.json`, "
+             f"from JAX {reference['generated_with']['jax']}, NumPy {reference['generated_with']['numpy']}, "
+             f"SciPy {reference['generated_with']['scipy']}. "
              f"{reference['rule']}", "",
              "| namespace | reference names | present | share | missing |", "|---|---|---|---|---|"]
     for ours, _, _ in NAMESPACES:

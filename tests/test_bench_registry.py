@@ -22,3 +22,14 @@ def test_every_registered_benchmark_has_what_run_py_calls(registry):
     missing = {name: [f for f in ("run", "table", "verdict", "compact_rows") if not callable(getattr(mod, f, None))]
                for name, mod in registry.items()}
     assert {name: fs for name, fs in missing.items() if fs} == {}
+
+
+@pytest.mark.parametrize("flags", [["--quick"], ["chain"], ["--quick", "sin10"]])
+def test_only_a_full_run_writes_the_published_results(registry, flags):
+    """``benchmarks/results.json`` (and the picture drawn from it) is what the docs show: a smoke run or a
+    subset aimed at it stops before running anything, and leaves it as it was."""
+    run = sys.modules["run"]
+    before = os.path.getmtime(run.PUBLISHED)
+    with pytest.raises(SystemExit, match="only a full run writes"):
+        run.main([*flags, "--json", os.path.join(BENCH_DIR, "results.json")])
+    assert os.path.getmtime(run.PUBLISHED) == before

@@ -18,7 +18,9 @@ import pytest
 
 import tapegrad
 
-DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+NOTEBOOKS = ROOT / "notebooks"  # the tutorials: the site reads them from here (docs/conf.py)
 API = DOCS / "api"
 
 # the modules that mirror another library's functions: each docstring says which one it follows
@@ -171,24 +173,30 @@ def test_site_builds_without_warnings(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra (pip install -e '.[docs]') builds the site")
     out = tmp_path / "html"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS),
-                          str(out)], capture_output=True, text=True, env=env, timeout=600)
+    # `make docs`'s command: the source is the repository root, the configuration docs/conf.py
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-c", str(DOCS),
+                          str(ROOT), str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, f"the site did not build:\n{_build_failure(run.stderr)}"
     # every name tapegrad defines is rendered, not silently left out (autodoc skips what it thinks undocumented)
     absent = []
     for module_name, page in sorted(API_PAGES.items()):
-        html = (out / "api" / f"{page}.html").read_text()
+        html = (out / "docs" / "api" / f"{page}.html").read_text()
         absent += [f"{module_name}.{n}" for n, _ in own_names(module_name) if f'id="{module_name}.{n}"' not in html]
     assert not absent, f"public names missing from the rendered API reference: {absent}"
-    # the tutorials ran: their executed outputs are on the pages
-    for tutorial in (DOCS / "tutorials").iterdir():
-        if tutorial.suffix in (".ipynb", ".md"):
-            html = (out / "tutorials" / f"{tutorial.stem}.html").read_text()
-            assert "cell_output" in html, f"{tutorial.name} shows no executed output"
+    # the tutorials ran: their executed outputs are on the pages, which the site's contents link to
+    tutorials = [t for t in NOTEBOOKS.iterdir() if t.suffix in (".ipynb", ".md")]
+    assert len(tutorials) >= 6
+    contents = (out / "docs" / "index.html").read_text()
+    for tutorial in tutorials:
+        html = (out / "notebooks" / f"{tutorial.stem}.html").read_text()
+        assert "cell_output" in html, f"{tutorial.name} shows no executed output"
+        assert f'href="../notebooks/{tutorial.stem}.html' in contents, f"the contents do not link {tutorial.name}"
+    # the top of the output opens the front page
+    assert 'url=docs/index.html' in (out / "index.html").read_text()
 
 
 def test_the_cupy_tutorials_gpu_cells_run_on_the_device_double(monkeypatch, capsys):
-    """The site is built without a GPU, so docs/tutorials/numpy_and_cupy.md's CuPy cells only print what
+    """The site is built without a GPU, so notebooks/numpy_and_cupy.md's CuPy cells only print what
     they would show there. Here they run, with the strict device double standing in for ``cupy``, so
     that code cannot rot unseen: every cell, in order, with the page's own checks."""
     import types
@@ -201,7 +209,7 @@ def test_the_cupy_tutorials_gpu_cells_run_on_the_device_double(monkeypatch, caps
     monkeypatch.setattr(xp, "__version__", "(the device double)", raising=False)
     monkeypatch.setitem(sys.modules, "cupy", xp)
     monkeypatch.setattr(_backend, "_default_backend", _backend._default_backend)  # the page sets it
-    page = (DOCS / "tutorials" / "numpy_and_cupy.md").read_text()
+    page = (NOTEBOOKS / "numpy_and_cupy.md").read_text()
     cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", page, re.S)
     exec(compile("\n".join(cells), "numpy_and_cupy.md", "exec"), {"__name__": "numpy_and_cupy"})
     printed = capsys.readouterr().out

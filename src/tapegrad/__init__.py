@@ -5,6 +5,7 @@ returns gradients selected by input position or by Parameters, in MindSpore's re
 The docs (``docs/``) describe the API and its conventions.
 """
 import importlib
+import importlib.metadata
 
 from tapegrad import _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
@@ -17,7 +18,12 @@ from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._vmap_api import vmap
 from tapegrad.numpy._operators import defer_registrations
 
-__version__ = "0.1.0"
+# one source: pyproject.toml's `version`, read from the installed distribution's metadata (a wheel's, or
+# the editable install's)
+try:
+    __version__ = importlib.metadata.version("tapegrad")
+except importlib.metadata.PackageNotFoundError:  # src/ put on the path without installing
+    __version__ = "0+unknown"
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_vjp", "distributed",
