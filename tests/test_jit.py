@@ -451,3 +451,22 @@ def test_grad_with_weights_of_a_jitted_function_reuses_the_program():
         assert_close(tg.grad(jw, grad_position=None, weights=W)(x),
                      tg.grad(weighted, grad_position=None, weights=W)(x), rtol=1e-13)
     assert len(calls) == 1
+
+
+def test_state_written_back_is_c_contiguous():
+    """A jitted step writes its Parameters back in C order, whatever layout the program computed them
+    in: a weight's gradient is a transposed view, and Adam's update of it would otherwise come back in
+    Fortran order (which a checkpoint load does not keep, so a resumed run would round differently)."""
+    net = tg.nn.Dense(6, 4, seed=0)
+    opt = tg.optim.Adam(net.trainable_params(), lr=0.1)
+    grad_fn = tg.grad(lambda x: (net(x) ** 2).sum(), grad_position=None, weights=net.trainable_params())
+    step = tg.jit(lambda x: opt.step(grad_fn(x)))
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    for _ in range(3):
+        step(x)
+        for name, value in {**net.state_dict(), **opt.state_dict()}.items():
+            assert value.flags.c_contiguous, name
+
+    p = tg.Parameter(np.arange(9.0).reshape(3, 3))
+    tg.jit(lambda: p.assign(p.value.T))()  # a transposed view of the input, written back
+    assert p.value.flags.c_contiguous and np.array_equal(p.value, np.arange(9.0).reshape(3, 3).T)

@@ -107,6 +107,28 @@ def _any_tracer(values) -> bool:
     return False
 
 
+def _c_order(value):
+    """``value`` in C order: a copy when it is not C-contiguous, else ``value`` itself.
+
+    A program's results take the layout of whatever computed them: a weight's gradient is often a
+    transposed view (``(x.T @ ct).T``), the ufuncs and fused kernels that read it follow its Fortran
+    order, and a buffer reused with ``out=`` keeps its own. State written back in such a layout would
+    change the next call's arithmetic (a matmul's rounding depends on its operands' layout), while a
+    checkpoint loads C-ordered arrays: a resumed run would then differ from an uninterrupted one.
+    Written-back state is therefore always C-ordered (NumPy's and CuPy's ``copy(order="C")``). A value
+    under an outer transform (a tracer) passes through.
+    """
+    if type(value) is np.ndarray:
+        flags = value.flags
+    elif isinstance(value, Tracer):
+        return value
+    else:  # CuPy's arrays have NumPy's flags and copy(order=)
+        flags = getattr(value, "flags", None)
+    if flags is not None and not flags.c_contiguous:
+        return value.copy(order="C")
+    return value
+
+
 class _Entry:
     """One compiled program: the program, its executor, and what the call must supply and write."""
 
@@ -137,7 +159,7 @@ class _Entry:
                 evaluate(self.program, inputs)
                 raise
         for p, value in zip(self.params_written, outs[self.n_out:]):
-            p.assign(value)
+            p.assign(_c_order(value))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
         kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
