@@ -13,7 +13,8 @@ class ConcretizationError(TypeError):
     the value is abstract (only its shape and dtype are known, or it differs per example), so Python
     control flow and ``bool(x)`` cannot read it either. The message names the conversion and the way
     out: compute with ``tapegrad.numpy``, wrap a value meant as a constant in ``tg.stop_gradient``,
-    mark a jit argument static (``static_argnums``), or select with ``tnp.where``.
+    branch or loop with ``tg.cond``/``tg.while_loop``, select with ``tnp.where``, or, for a value
+    computed from a Python-scalar argument of ``jit``, mark that argument static (``static_argnums``).
     """
 
 
