@@ -355,9 +355,16 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
             empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
             are not Parameters; ``has_aux``/``return_ids`` not a bool; (at the call) an integer, bool or
-            non-numeric leaf at a differentiated position; a non-float output; a keyword ``grad`` does
+            non-numeric leaf at a differentiated position; a non-float output, or one that is not an
+            array at all (``(loss, "note")``: the message names ``has_aux``); a keyword ``grad`` does
             not take (a peer's ``argnums`` names ``grad_position``).
         IndexError: (at the call) a position beyond the arguments given.
+
+    Warns:
+        tapegrad.errors.MissingHasAuxWarning: (at the call, once per function) without ``has_aux``,
+            ``fn`` returned outputs of different shapes, such as ``(loss, logits)``: their sum is
+            differentiated, which is usually a forgotten ``has_aux=True`` (JAX raises there). Off with
+            ``tg.config.warn_missing_has_aux = False`` or a ``warnings`` filter on the category.
 
     Example:
         >>> import numpy as np, tapegrad as tg
@@ -412,8 +419,13 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
             are not Parameters; ``has_aux``/``return_ids`` not a bool; a keyword it does not take (a
             peer's ``argnums``: the message names ``grad_position``); (at the call) an integer, bool
-            or non-numeric leaf at a differentiated position, or a non-float output.
+            or non-numeric leaf at a differentiated position, or a non-float output (one that is not an
+            array at all, ``(loss, "note")``, gets a message naming ``has_aux``).
         IndexError: (at the call) a position beyond the arguments given.
+
+    Warns:
+        tapegrad.errors.MissingHasAuxWarning: as :func:`grad`: outputs of different shapes without
+            ``has_aux`` (once per function).
 
     Example:
         >>> import numpy as np, tapegrad as tg
