@@ -19,6 +19,7 @@ from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
+from tapegrad._params import recasts
 
 _SCALARS = (bool, int, float, complex)
 
@@ -140,7 +141,18 @@ class _Entry:
         self.captured = list(builder.captured)
         # the flags staging read (a module's training): the program is stale once one of them changes
         self.flags = flags_read(builder)
+        self.recasts = recasts[0]  # Module.astype changes Parameters' dtypes: then params_hold() checks
         self._run = None
+
+    def params_hold(self) -> bool:
+        """Whether every Parameter the program reads still has the dtype it was staged with (only
+        ``Module.astype`` changes one: ``_params.recast``)."""
+        count = recasts[0]
+        invars = self.program.invars[len(self.program.invars) - len(self.params_read):]
+        if any(np.dtype(p.dtype) != v.aval.dtype for p, v in zip(self.params_read, invars)):
+            return False
+        self.recasts = count
+        return True
 
     def run(self, leaves):
         inputs = leaves
@@ -224,7 +236,8 @@ class _Jitted:
         cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
-        if entry is None or entry.flags is not None and not entry.flags.hold():
+        if (entry is None or entry.flags is not None and not entry.flags.hold()
+                or entry.recasts != recasts[0] and not entry.params_hold()):
             if config.explain_cache_misses and self._staged:
                 self._explain_miss(key, cache, entry)
             entry = self._stage(leaves, rebuild)
@@ -332,7 +345,8 @@ class _Jitted:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
-        if entry is None or entry.flags is not None and not entry.flags.hold():
+        if (entry is None or entry.flags is not None and not entry.flags.hold()
+                or entry.recasts != recasts[0] and not entry.params_hold()):
             entry = self._stage(leaves, rebuild)
         return entry.program
 
