@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_vjp", "distributed",
-    "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp",
-    "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "random", "save",
+    "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit",
+    "jvp", "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "random", "save",
     "save_checkpoint", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing", "tree", "value_and_grad",
     "vmap", "vjp", "while_loop"
 ]

@@ -12,7 +12,9 @@ import os
 import sys
 import warnings
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import numpy as np
 
@@ -283,7 +285,8 @@ def _user_frame() -> dict:
     """``warnings.warn``'s ``stacklevel`` for a warning given by the caller of this function: the first
     frame outside tapegrad (the user's call of ``grad``'s wrapper, also under ``vmap`` or ``jit``), as
     Python 3.12's ``skip_file_prefixes`` would find."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return {"stacklevel": level}

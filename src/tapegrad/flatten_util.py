@@ -9,7 +9,8 @@ restructures.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,8 @@ def _leaf_array(leaf: Any) -> Any:
     becomes a 0-d array."""
     if isinstance(leaf, Boxed):
         leaf = leaf.unbox()
-    if isinstance(leaf, Tracer) or hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
+    if isinstance(leaf, Tracer) or (hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+                                    and not isinstance(leaf, np.generic)):
         return leaf
     if isinstance(leaf, np.generic):
         return np.asarray(leaf)
