@@ -93,7 +93,7 @@ def ravel_pytree(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
             Python/NumPy scalars.
 
     Returns:
-        ``(flat, unravel)``: ``flat`` is a 1-D array of the total number of elements, on the leaves'
+        The pair ``(flat, unravel)``. ``flat`` is a 1-D array of the total number of elements, on the leaves'
         backend (an empty tree gives a float64 array of length 0 on the default backend), and
         ``unravel(v)`` rebuilds a tree of ``tree``'s structure, each leaf with its shape and dtype,
         from a 1-D ``v`` of that length. The leaves ``unravel`` returns for a concrete ``v`` are
