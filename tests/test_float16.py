@@ -155,3 +155,103 @@ def test_a_float16_sum_accumulates_in_float32_on_a_device_too():
     got = tnp.sum(DeviceArray(np.ones((10_000, 2), np.float16)), axis=0)  # a strided axis: no pairwise sum
     assert type(got) is DeviceArray and got.dtype == np.float16
     assert np.array_equal(got.get(), [10_000, 10_000])
+
+
+# ---- Module.astype: a whole module in float16 ---------------------------------------------------------------
+def _mlp():
+    return tg.nn.Sequential(tg.nn.Dense(4, 16, activation="relu", seed=0), tg.nn.BatchNorm1d(16),
+                            tg.nn.Dropout(0.1), tg.nn.Dense(16, 3, seed=1))
+
+
+def test_module_astype_casts_the_floating_parameters_in_place():
+    net = _mlp()
+    params = net.parameters()
+    ints = {p.name: (p.dtype, np.array(p.value)) for p in params if np.dtype(p.dtype).kind != "f"}
+    assert ints  # Dropout's key, BatchNorm's counter
+    assert net.astype(np.float16) is net
+    assert net.parameters() == params  # the same Parameter objects (an optimiser's still refer to them)
+    for p in params:
+        if p.name in ints:
+            assert p.dtype == ints[p.name][0] and np.array_equal(p.value, ints[p.name][1]), p.name
+        else:
+            assert p.dtype == np.float16, p.name
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float16)
+    net.eval()
+    assert net(x).dtype == np.float16
+    grads = tg.grad(lambda x: tnp.sum(net(x)), grad_position=None, weights=net.trainable_params())(x)
+    assert all(g.dtype == np.float16 for g in grads)
+    before = {p.name: np.array(p.value) for p in params}
+    net.astype("float32")
+    assert all(p.dtype == (ints[p.name][0] if p.name in ints else np.float32) for p in params)
+    for p in params:  # float16 -> float32 is exact
+        assert np.array_equal(p.value, before[p.name]), p.name
+    assert net(x.astype(np.float32)).dtype == np.float32
+
+
+def test_module_astype_refuses_other_dtypes_and_changes_nothing():
+    net = _mlp()
+    before = {p.name: p.dtype for p in net.parameters()}
+    for bad in (np.int32, "complex64", "no such dtype"):
+        with pytest.raises(TypeError, match="astype: dtype must be"):
+            net.astype(bad)
+    assert {p.name: p.dtype for p in net.parameters()} == before
+    with pytest.raises(RuntimeError, match="inside a jit"):
+        tg.jit(lambda x: net.astype(np.float16)(x))(np.ones((2, 4), np.float32))
+    assert {p.name: p.dtype for p in net.parameters()} == before
+
+
+def test_a_jitted_function_stages_again_after_astype():
+    net = tg.nn.Dense(4, 3, seed=0)
+    f = tg.jit(lambda x: net(x) * 2)
+    x = np.ones((2, 4), np.float32)
+    assert f(x).dtype == np.float32
+    net.astype(np.float64)  # x stays float32: the same cache key, but the weights changed dtype
+    assert f(x).dtype == np.float64
+    assert_close(f(x), 2 * (x.astype(np.float64) @ np.asarray(net.weight.value).T + net.bias.value))
+    net.astype(np.float32)
+    assert f(x).dtype == np.float32
+
+
+def test_float16_training_loops_train():
+    """A module cast to float16 trains with a LossScaler; and the mixed-precision recipe, float32
+    master weights with a float16 forward pass through ``functional_call``, trains under jit too."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
+
+    def mlp():
+        return tg.nn.Sequential(tg.nn.Dense(4, 16, activation="relu", seed=0), tg.nn.Dense(16, 3, seed=1))
+
+    net = mlp().astype(np.float16)  # pure float16: SGD (Adam's eps=1e-8 is 0 in float16)
+    opt, scaler = tg.optim.SGD(net.trainable_params(), lr=0.1), tg.optim.LossScaler.fixed(128.0)
+
+    def loss_fn(x, y):
+        loss = F.cross_entropy(tnp.astype(net(x), np.float32), y)
+        return scaler.scale(loss), loss
+    grad_fn = tg.grad(loss_fn, grad_position=None, weights=net.trainable_params(), has_aux=True)
+
+    @tg.jit
+    def step(x, y):
+        grads, (loss,) = grad_fn(x, y)
+        return loss, scaler.step(opt, grads)
+    losses = [float(step(x.astype(np.float16), y)[0]) for _ in range(60)]
+    assert losses[-1] < 0.6 * losses[0] and all(p.dtype == np.float16 for p in net.trainable_params())
+
+    master = mlp()  # float32 master weights, a float16 forward pass
+    opt, scaler = tg.optim.Adam(master.trainable_params(), lr=1e-2), tg.optim.LossScaler()
+
+    def amp_loss(x, y):
+        half = {name: tnp.astype(p.value, np.float16) for name, p in master.named_parameters()}
+        logits = tg.nn.functional_call(master, half, tnp.astype(x, np.float16))
+        loss = F.cross_entropy(tnp.astype(logits, np.float32), y)
+        return scaler.scale(loss), loss
+    amp_grad = tg.grad(amp_loss, grad_position=None, weights=master.trainable_params(), has_aux=True)
+
+    @tg.jit
+    def amp_step(x, y):
+        grads, (loss,) = amp_grad(x, y)
+        return loss, scaler.step(opt, grads)
+    with np.errstate(over="ignore", invalid="ignore"):  # the first steps overflow and are skipped
+        results = [amp_step(x, y) for _ in range(60)]
+    assert float(results[-1][0]) < 0.6 * float(results[0][0])
+    assert all(p.dtype == np.float32 for p in master.trainable_params())

@@ -2,6 +2,7 @@
 return conventions, pytrees, has_aux, return_ids, sensitivities, zeros, dtypes, the error table (type
 and moment), vjp, exception safety, Parameters, nesting, long chains and NumPy dispatch on tracers."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -153,6 +154,7 @@ class TestReturnConventions:
         assert_array(inputs_part[0], y * z)
         assert_array(weights_part[0], x * y)
 
+    @pytest.mark.filterwarnings("ignore::tapegrad.errors.MissingHasAuxWarning")  # the sum is meant
     def test_value_and_grad_value_is_full_output_pytree(self, xyz):
         x, _, _ = xyz
         value, g = tg.value_and_grad(lambda x: {"s": x.sum(), "sq": x * x})(x)
@@ -354,6 +356,7 @@ class TestSensitivityZerosDtypes:
         x = f32([1.0, 2.0, 3.0])
         assert_array(tg.grad(lambda x: (2 * x, x ** 2))(x), 2 + 2 * x)
 
+    @pytest.mark.filterwarnings("ignore::tapegrad.errors.MissingHasAuxWarning")  # the sum is meant
     def test_dict_and_nonscalar_outputs(self):
         x = f32([1.0, 2.0])
         assert_array(tg.grad(lambda x: {"a": x.sum(), "b": [3 * x, tnp.sin(x)]})(x),
@@ -938,3 +941,109 @@ def test_parameter_refuses_in_place_arithmetic():
     q = tg.Parameter(np.ones(2), name="q")
     with pytest.raises(TypeError, match="assign"):
         q *= 2.0
+
+
+# ---- a forgotten has_aux -----------------------------------------------------------------------
+class TestMissingHasAux:
+    """``(loss, logits)`` without ``has_aux=True`` keeps MindSpore's convention (the sum of every output
+    is differentiated) but warns, once per function, when the outputs differ in shape; a non-array
+    output is a TypeError that names has_aux."""
+
+    @pytest.fixture(autouse=True)
+    def _fresh(self):
+        from tapegrad import _api
+        _api._WARNED_HAS_AUX.clear()  # "once per function" must not depend on the tests run before
+        assert tg.config.warn_missing_has_aux
+
+    @staticmethod
+    def _loss(x):
+        logits = 2.0 * x
+        return (logits ** 2).sum(), logits
+
+    def test_grad_warns_once_per_function_and_keeps_the_convention(self):
+        x = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]])
+        with pytest.warns(tg.errors.MissingHasAuxWarning, match=r"has_aux=True.*\(\), \(2, 3\)") as record:
+            g = tg.grad(self._loss)(x)
+        assert len(record) == 1 and record[0].filename == __file__  # the user's line, not tapegrad's
+        assert_array(g, 8 * x + 2)  # d/dx [sum((2x)^2) + sum(2x)]: every output contributes
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # neither the same wrapper again nor a new one warns
+            grad_fn = tg.grad(self._loss)
+            for _ in range(3):
+                assert_array(grad_fn(x), 8 * x + 2)
+            tg.grad(self._loss)(x)
+            assert_array(tg.grad(self._loss, has_aux=True)(x)[0], 8 * x)
+
+    def test_value_and_grad_warns(self):
+        x = np.arange(3.0)
+        with pytest.warns(tg.errors.MissingHasAuxWarning, match="value_and_grad"):
+            (loss, logits), g = tg.value_and_grad(lambda v: ((v ** 2).sum(), v))(x)
+        assert_array(g, 2 * x + 1)
+
+    def test_outputs_of_one_shape_or_one_output_do_not_warn(self):
+        x = np.arange(3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert_array(tg.grad(lambda v: ((v ** 2).sum(), v.sum()))(x), 2 * x + 1)  # a sum of losses
+            assert_array(tg.grad(lambda v: (v, 3 * v))(x), np.full(3, 4.0))
+            assert_array(tg.grad(lambda v: (v ** 2).sum())(x), 2 * x)
+            tg.grad(lambda v: ((v ** 2).sum(), v), has_aux=True)(x)
+
+    def test_once_under_vmap_and_at_jit_staging(self):
+        x = np.arange(6.0).reshape(2, 3)
+        with pytest.warns(tg.errors.MissingHasAuxWarning) as record:
+            per_example = tg.vmap(tg.grad(lambda v: ((v ** 2).sum(), v)))(x)
+        assert len(record) == 1  # not one per example
+        assert_array(per_example, 2 * x + 1)
+        jitted = tg.jit(tg.grad(lambda v: ((v ** 2).sum(), v)))
+        with pytest.warns(tg.errors.MissingHasAuxWarning) as record:
+            jitted(x)
+        assert len(record) == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert_array(jitted(x), 2 * x + 1)  # the cached program: no staging, no warning
+
+    def test_the_switches(self, monkeypatch):
+        x = np.arange(3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.filterwarnings("ignore", category=tg.errors.MissingHasAuxWarning)
+            tg.grad(lambda v: ((v ** 2).sum(), v))(x)
+        tg.config.warn_missing_has_aux = False
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                tg.grad(lambda v: ((v ** 3).sum(), v))(x)
+        finally:
+            tg.config.warn_missing_has_aux = True
+        with pytest.raises(TypeError, match="warn_missing_has_aux must be a bool"):
+            tg.config.warn_missing_has_aux = 0
+        assert tg.config.warn_missing_has_aux is True
+        from tapegrad._config import Config
+        monkeypatch.setenv("TAPEGRAD_WARN_MISSING_HAS_AUX", "0")
+        assert Config().warn_missing_has_aux is False
+        monkeypatch.delenv("TAPEGRAD_WARN_MISSING_HAS_AUX")
+        assert Config().warn_missing_has_aux is True
+
+    def test_a_warning_made_an_error_leaves_the_library_intact(self):
+        x = np.arange(3.0)
+        f = tg.grad(lambda v: ((v ** 2).sum(), v))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(tg.errors.MissingHasAuxWarning):
+                f(x)
+            assert _core.trace_stack() == ()
+            with pytest.raises(tg.errors.MissingHasAuxWarning):  # not recorded as given: raises again
+                f(x)
+        with pytest.warns(tg.errors.MissingHasAuxWarning):
+            assert_array(f(x), 2 * x + 1)
+
+    @pytest.mark.parametrize("api", [tg.grad, tg.value_and_grad])
+    @pytest.mark.parametrize("extra", ["note", object()], ids=["str", "object"])
+    def test_a_non_array_output_names_has_aux(self, api, extra):
+        x = np.arange(3.0)
+        with pytest.raises(TypeError, match=r"output leaf 1 .*not an array.*has_aux=True"):
+            api(lambda v: ((v ** 2).sum(), extra))(x)
+        assert _core.trace_stack() == ()
+        out = api(lambda v: ((v ** 2).sum(), extra), has_aux=True)(x)
+        assert_array(out[0] if api is tg.grad else out[1], 2 * x)

@@ -12,7 +12,7 @@ import pytest
 
 from _tol import assert_close
 
-LAZY = ("distributed", "nn", "optim", "random", "scipy", "testing")
+LAZY = ("distributed", "flatten_util", "nn", "optim", "random", "scipy", "testing")
 
 
 def _fresh(code: str) -> dict:

@@ -73,7 +73,7 @@ def test_parameters_are_read_fresh_and_written_back():
 
 
 def test_errors():
-    with pytest.raises(tg.errors.ConcretizationError, match="static_argnums"):
+    with pytest.raises(tg.errors.ConcretizationError, match=r"tg\.cond.*tnp\.where"):
         tg.jit(lambda x: x if x[0] > 0 else -x)(X)
     with pytest.raises(ValueError, match="not hashable"):
         tg.jit(lambda x, n: x * n[0], static_argnums=1)(X, [1])
@@ -264,14 +264,28 @@ def test_concrete_side_effects_run_only_while_staging():
                          ids=["if", "float", "int", "bool"])
 def test_control_flow_on_a_traced_value(fn):
     jf = tg.jit(fn)
-    with pytest.raises(tg.errors.ConcretizationError, match=r"static_argnums.*tnp\.where") as info:
+    with pytest.raises(tg.errors.ConcretizationError, match=r"tg\.cond.*tg\.while_loop.*tnp\.where") as info:
         jf(X)
     assert "f64[]" in str(info.value) or "bool[]" in str(info.value)  # names the value's type
+    assert "static_argnums" not in str(info.value)  # x is an array: no static_argnums can take it
     assert trace_stack() == () and jf._cache_size() == 0
-    # the two ways out that the message names
-    branch = tg.jit(lambda x, positive: x if positive else -x, static_argnums=1)
-    assert_close(branch(X, bool(X[0] > 0)), X)
+    # the ways out that the message names
+    assert_close(tg.jit(lambda x: tg.cond(x[0] > 0, lambda v: v, lambda v: -v, x))(X), X)
     assert_close(tg.jit(lambda x: tnp.where(x[0] > 0, x, -x))(X), X)
+
+
+def test_control_flow_on_a_python_scalar_argument_suggests_static_argnums():
+    """A value computed from a Python-scalar argument could be static, and the message says so (with
+    the traced ways out); the fix it names works."""
+    jf = tg.jit(lambda x, n: x if n > 1 else -x)
+    with pytest.raises(tg.errors.ConcretizationError, match=r"Python-scalar argument.*static_argnums.*tg\.cond"):
+        jf(X, 2)
+    assert trace_stack() == ()
+    assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, 2), X)
+    # mixed with an array, it is an array's value again: no static_argnums
+    with pytest.raises(tg.errors.ConcretizationError) as info:
+        tg.jit(lambda x, n: x if n * x[0] > 1 else -x)(X, 2)
+    assert "static_argnums" not in str(info.value) and "tg.cond" in str(info.value)
 
 
 def test_data_dependent_shapes_are_refused():
@@ -451,3 +465,22 @@ def test_grad_with_weights_of_a_jitted_function_reuses_the_program():
         assert_close(tg.grad(jw, grad_position=None, weights=W)(x),
                      tg.grad(weighted, grad_position=None, weights=W)(x), rtol=1e-13)
     assert len(calls) == 1
+
+
+def test_state_written_back_is_c_contiguous():
+    """A jitted step writes its Parameters back in C order, whatever layout the program computed them
+    in: a weight's gradient is a transposed view, and Adam's update of it would otherwise come back in
+    Fortran order (which a checkpoint load does not keep, so a resumed run would round differently)."""
+    net = tg.nn.Dense(6, 4, seed=0)
+    opt = tg.optim.Adam(net.trainable_params(), lr=0.1)
+    grad_fn = tg.grad(lambda x: (net(x) ** 2).sum(), grad_position=None, weights=net.trainable_params())
+    step = tg.jit(lambda x: opt.step(grad_fn(x)))
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    for _ in range(3):
+        step(x)
+        for name, value in {**net.state_dict(), **opt.state_dict()}.items():
+            assert value.flags.c_contiguous, name
+
+    p = tg.Parameter(np.arange(9.0).reshape(3, 3))
+    tg.jit(lambda: p.assign(p.value.T))()  # a transposed view of the input, written back
+    assert p.value.flags.c_contiguous and np.array_equal(p.value, np.arange(9.0).reshape(3, 3).T)

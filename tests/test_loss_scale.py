@@ -399,13 +399,17 @@ def _guide_section() -> tuple:
 def test_the_guides_example_runs_and_prints_what_it_shows(capsys):
     name, section = _guide_section()
     blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M)
-    assert len(blocks) == 2, "the section lost its code blocks"
+    assert len(blocks) == 3, "the section lost its code blocks"
     namespace = {"__name__": "training_precision_example"}
     for k, block in enumerate(blocks):
         exec(compile(block, f"{name}, block {k}", "exec"), namespace)
     (printed,) = re.findall(r"^```text\n(.*?)^```", section, flags=re.S | re.M)
     assert capsys.readouterr().out == printed
     assert namespace["train_step"]._cache_size() == 1
+    # the third block: a whole module's forward pass in float16 through functional_call, float32 gradients
+    with np.errstate(over="ignore", invalid="ignore"):  # the scale starts at 2**24: the gradients overflow
+        grads, (loss,) = namespace["grad_fn"](namespace["x"], namespace["y"])
+    assert loss.dtype == np.float32 and [g.dtype for g in grads] == [np.float32] * 4
 
 
 # ---- float16 training -----------------------------------------------------------------------------

@@ -230,6 +230,7 @@ def test_mindspore_dense_case2_weights_only():
     assert_f32_close(g_b, e["g_b"], **TOL)
 
 
+@pytest.mark.filterwarnings("ignore::tapegrad.errors.MissingHasAuxWarning")  # MindSpore's sum of (loss, logits)
 def test_mindspore_dense_case3_inputs_and_weights():
     m = DenseMSE()
     weights = m.weights
@@ -255,6 +256,7 @@ def test_mindspore_dense_case4_return_ids_by_parameter():
 
 
 # mindspore.value_and_grad API page, the same three cases.
+@pytest.mark.filterwarnings("ignore::tapegrad.errors.MissingHasAuxWarning")  # MindSpore's sum of (loss, logits)
 def test_mindspore_dense_value_and_grad_cases():
     m = DenseMSE()
     e_aux, e_all = m.expected(has_aux=True), m.expected(has_aux=False)

@@ -27,8 +27,8 @@ except importlib.metadata.PackageNotFoundError:  # src/ put on the path without 
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_vjp", "distributed",
-    "errors", "extend", "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp",
-    "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "random", "save",
+    "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit",
+    "jvp", "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "random", "save",
     "save_checkpoint", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing", "tree", "value_and_grad",
     "vmap", "vjp", "while_loop"
 ]
@@ -36,7 +36,7 @@ __all__ = [
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
 # tapegrad.scipy and tapegrad.nn alone took longer than all the rest, and jit's staging and code generation
 # (which control flow stages its bodies with) about a fifth of what is left
-_LAZY_SUBMODULES = ("distributed", "nn", "optim", "random", "scipy", "testing")
+_LAZY_SUBMODULES = ("distributed", "flatten_util", "nn", "optim", "random", "scipy", "testing")
 _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", **dict.fromkeys(
     ("cond", "fori_loop", "map", "scan", "switch", "while_loop"), "_control_flow"),
     **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization")}

@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
+import sys
+import warnings
+import weakref
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import numpy as np
 
 from tapegrad import _tree
 from tapegrad._backend import default_namespace, namespace_of, ones_like, zeros_like
+from tapegrad._config import config
 from tapegrad._core import Boxed, is_inexact
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._structural import stop_gradient as _stop_gradient_leaf
 from tapegrad._tape import forward_sweep, record_flat, sweep_order, vjp_flat
+from tapegrad.errors import MissingHasAuxWarning
 
 
 # ---- argument checks at grad(...) time ---------------------------------------------------------
@@ -106,7 +115,7 @@ def _check_flag(value, name):
 
 
 class _GradSpec:
-    def __init__(self, grad_position, weights, has_aux, return_ids):
+    def __init__(self, grad_position, weights, has_aux, return_ids, api: str = "grad"):
         _check_flag(has_aux, "has_aux")
         _check_flag(return_ids, "return_ids")
         if grad_position is None and weights is None:
@@ -117,6 +126,8 @@ class _GradSpec:
         self.weights = None if weights is None else _WeightsSpec(weights)
         self.has_aux = has_aux
         self.return_ids = return_ids
+        self.api = api
+        self.warned = False  # MissingHasAuxWarning given for this wrapped function
 
 
 # ---- leaves ------------------------------------------------------------------------------------
@@ -184,17 +195,25 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
             call_args[p] = _tree.tree_unflatten(treedef, list(tracers[start:start + n]))
             start += n
         with substitute(dict(zip(params, tracers[start:]))):  # a returned Parameter reads as its tracer
-            out, box["aux"] = _split_aux(fn(*call_args, **kwargs), spec.has_aux, "grad")
+            out, box["aux"] = _split_aux(fn(*call_args, **kwargs), spec.has_aux, spec.api)
             leaves, box["treedef"] = _flatten_outputs(out)
         return leaves
 
     out_primals, pullback = vjp_flat(flat_fun, primals)
     for i, o in enumerate(out_primals):
+        if not hasattr(o, "dtype") and type(o) not in (bool, int, float, complex):
+            raise TypeError(f"{spec.api}: output leaf {i} of the function is of type {type(o).__name__!r} "
+                            f"({_short_repr(o)}), not an array. {spec.api} differentiates every output "
+                            "(the sum of all of them, MindSpore's convention), so each must be a float array; "
+                            "if the function returns (loss, extras...), pass has_aux=True: only the first "
+                            "output is differentiated and the others are returned as they are")
         dtype = np.result_type(o) if not hasattr(o, "dtype") else o.dtype
         if np.dtype(dtype).kind not in "fc":
             raise TypeError(f"output leaf {i} has dtype {dtype}, which is not differentiable; return float "
                             "outputs (cast with .astype(np.float32)) or pass the integer ones as aux "
                             "with has_aux=True")
+    if not spec.has_aux and len(out_primals) > 1:
+        _warn_if_shapes_differ(fn, spec, out_primals)
     in_cts = pullback([ones_like(o) for o in out_primals], free=True)
     grads = [ct if ct is not None else zeros_like(x) for ct, x in zip(in_cts, primals)]
     # the value's and the gradients' leaves are flat lists already: only aux is a tree to flatten
@@ -204,6 +223,73 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
     value = _tree.tree_unflatten(box["treedef"], leaves[:n_out])
     aux = _tree.tree_unflatten(aux_treedef, leaves[n_out + n_grads:])
     return value, aux, _assemble(spec, in_trees, leaves[n_out:n_out + n_grads], params)
+
+
+def _short_repr(x: object, limit: int = 40) -> str:
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# the functions MissingHasAuxWarning was given for (by _warning_key), so that it comes once per function
+_WARNED_HAS_AUX: weakref.WeakSet = weakref.WeakSet()
+
+
+def _warning_key(fn: Callable[..., Any]) -> object:
+    """What "once per function" counts: a function's code object (a bound method's function's), so that
+    wrapping the same function again at each step, or the closures one ``def`` makes, warn once; any
+    other callable (a Module, a ``functools.partial``) by itself."""
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__code__", fn)
+
+
+def _warn_if_shapes_differ(fn: Callable[..., Any], spec: _GradSpec, out_leaves: list) -> None:
+    """:class:`~tapegrad.errors.MissingHasAuxWarning` when ``fn``'s output leaves (more than one, no
+    ``has_aux``) are not all of one shape: the likely ``(loss, logits)`` without ``has_aux=True``.
+    Once per wrapped function and per function (:func:`_warning_key`); off with
+    ``config.warn_missing_has_aux = False``. Under ``vmap`` the shapes are an example's, under ``jit``
+    it warns while staging."""
+    if spec.warned or not config.warn_missing_has_aux:
+        return
+    shapes = [tuple(getattr(o, "shape", ())) for o in out_leaves]
+    if all(shape == shapes[0] for shape in shapes):
+        return  # a deliberate sum of losses (a tuple of scalars) is the convention's use
+    key = _warning_key(fn)
+    try:
+        if key in _WARNED_HAS_AUX:
+            spec.warned = True
+            return
+    except TypeError:  # an unhashable callable: once per wrapped function only
+        key = None
+    listed = ", ".join(str(shape) for shape in shapes[:4]) + (", ..." if len(shapes) > 4 else "")
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    warnings.warn(
+        f"{spec.api}({name}) without has_aux=True: the function returned {len(shapes)} outputs of different "
+        f"shapes ({listed}), and {spec.api} differentiates the sum of all of them (MindSpore's convention: "
+        "every output contributes), e.g. loss + sum(logits) for (loss, logits). If the outputs after the "
+        f"first are auxiliary (logits, metrics), pass has_aux=True to {spec.api}. If the sum is meant, "
+        "silence this with tg.config.warn_missing_has_aux = False or "
+        "warnings.filterwarnings('ignore', category=tg.errors.MissingHasAuxWarning). "
+        "(Given once per function.)", MissingHasAuxWarning, **_user_frame())
+    spec.warned = True
+    if key is not None:
+        try:
+            _WARNED_HAS_AUX.add(key)
+        except TypeError:  # takes no weak reference: once per wrapped function only
+            pass
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_frame() -> dict:
+    """``warnings.warn``'s ``stacklevel`` for a warning given by the caller of this function: the first
+    frame outside tapegrad (the user's call of ``grad``'s wrapper, also under ``vmap`` or ``jit``), as
+    Python 3.12's ``skip_file_prefixes`` would find."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return {"stacklevel": level}
 
 
 def _split_aux(out, has_aux: bool, api: str):
@@ -272,9 +358,16 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
             empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
             are not Parameters; ``has_aux``/``return_ids`` not a bool; (at the call) an integer, bool or
-            non-numeric leaf at a differentiated position; a non-float output; a keyword ``grad`` does
+            non-numeric leaf at a differentiated position; a non-float output, or one that is not an
+            array at all (``(loss, "note")``: the message names ``has_aux``); a keyword ``grad`` does
             not take (a peer's ``argnums`` names ``grad_position``).
         IndexError: (at the call) a position beyond the arguments given.
+
+    Warns:
+        tapegrad.errors.MissingHasAuxWarning: (at the call, once per function) without ``has_aux``,
+            ``fn`` returned outputs of different shapes, such as ``(loss, logits)``: their sum is
+            differentiated, which is usually a forgotten ``has_aux=True`` (JAX raises there). Off with
+            ``tg.config.warn_missing_has_aux = False`` or a ``warnings`` filter on the category.
 
     Example:
         >>> import numpy as np, tapegrad as tg
@@ -329,8 +422,13 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
             are not Parameters; ``has_aux``/``return_ids`` not a bool; a keyword it does not take (a
             peer's ``argnums``: the message names ``grad_position``); (at the call) an integer, bool
-            or non-numeric leaf at a differentiated position, or a non-float output.
+            or non-numeric leaf at a differentiated position, or a non-float output (one that is not an
+            array at all, ``(loss, "note")``, gets a message naming ``has_aux``).
         IndexError: (at the call) a position beyond the arguments given.
+
+    Warns:
+        tapegrad.errors.MissingHasAuxWarning: as :func:`grad`: outputs of different shapes without
+            ``has_aux`` (once per function).
 
     Example:
         >>> import numpy as np, tapegrad as tg
@@ -338,7 +436,7 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
         (array(5.), array([2., 4.]))
     """
     refuse_unknown_keywords("value_and_grad", kwargs)
-    spec = _GradSpec(grad_position, weights, has_aux, return_ids)
+    spec = _GradSpec(grad_position, weights, has_aux, return_ids, "value_and_grad")
 
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):

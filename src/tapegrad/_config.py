@@ -12,9 +12,11 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
 
-def _env_flag(name: str) -> bool:
-    """The boolean environment variable ``name`` (unset: False), or a ValueError naming it."""
+def _env_flag(name: str, default: bool = False) -> bool:
+    """The boolean environment variable ``name`` (unset or empty: ``default``), or a ValueError naming it."""
     raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
     if raw in _TRUE:
         return True
     if raw in _FALSE:
@@ -32,12 +34,20 @@ class Config:
             shape, dtype, pytree structure or static value changed (or the module flag, such as
             ``training``, or the new instance) that made the cached programs unusable. Default: the
             environment variable ``TAPEGRAD_EXPLAIN_CACHE_MISSES`` (1/true/yes/on or 0/false/no/off).
+        warn_missing_has_aux: when True (the default), ``grad`` and ``value_and_grad`` without
+            ``has_aux=True`` warn (:class:`tapegrad.errors.MissingHasAuxWarning`, once per function)
+            when the function's outputs differ in shape, such as ``(loss, logits)``: every output is
+            differentiated (MindSpore's convention), so a forgotten ``has_aux=True`` would otherwise
+            give the gradient of ``loss + sum(logits)`` without a word. Set it to False when the sum is
+            what you mean. Default: the environment variable ``TAPEGRAD_WARN_MISSING_HAS_AUX`` (unset:
+            on).
     """
 
-    __slots__ = ("_explain_cache_misses",)
+    __slots__ = ("_explain_cache_misses", "_warn_missing_has_aux")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._explain_cache_misses = _env_flag("TAPEGRAD_EXPLAIN_CACHE_MISSES")
+        self._warn_missing_has_aux = _env_flag("TAPEGRAD_WARN_MISSING_HAS_AUX", default=True)
 
     @property
     def explain_cache_misses(self) -> bool:
@@ -49,8 +59,19 @@ class Config:
             raise TypeError(f"config.explain_cache_misses must be a bool (True or False), got {value!r}")
         self._explain_cache_misses = value
 
+    @property
+    def warn_missing_has_aux(self) -> bool:
+        return self._warn_missing_has_aux
+
+    @warn_missing_has_aux.setter
+    def warn_missing_has_aux(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"config.warn_missing_has_aux must be a bool (True or False), got {value!r}")
+        self._warn_missing_has_aux = value
+
     def __repr__(self):
-        return f"Config(explain_cache_misses={self.explain_cache_misses})"
+        return (f"Config(explain_cache_misses={self.explain_cache_misses}, "
+                f"warn_missing_has_aux={self.warn_missing_has_aux})")
 
 
 config = Config()

@@ -314,7 +314,8 @@ class Tracer:
         what ``bool()`` and Python control flow read."""
         raise ConcretizationError(
             f"{self!r} is abstract here, so Python cannot branch on it or convert it with "
-            "float()/int()/bool(): mark the argument static (static_argnums) or use tnp.where")
+            "float()/int()/bool(): branch with tg.cond or tg.while_loop, select with tnp.where, or (a Python "
+            "scalar argument of jit) mark the argument static (static_argnums)")
 
     def carries_derivative(self) -> bool:
         """Whether a derivative transform differentiates this value, so that converting it to a

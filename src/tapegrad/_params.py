@@ -74,6 +74,29 @@ def substitute(mapping: dict):
     return scoped(_substitutions, {**current, **mapping} if current else dict(mapping))
 
 
+def recast(params, dtype) -> None:
+    """Give each Parameter of ``params`` its value cast to ``dtype``: the one path that changes a
+    Parameter's dtype (``Module.astype``; ``assign`` keeps shape and dtype). Every cast is made before
+    any Parameter changes, so an exception leaves them all as they were.
+
+    Raises:
+        RuntimeError: called while ``jit`` stages a function (the cast would happen once, at staging).
+    """
+    if _staging_builder() is not None:
+        raise RuntimeError("a module's dtype cannot change inside a jit-compiled function (it would change "
+                           "once, while the function is staged): call astype outside jit")
+    cast = [(p, p._data.astype(dtype)) for p in params]
+    for p, value in cast:
+        p._data = value
+    if cast:
+        recasts[0] += 1  # jit's cached programs that read a Parameter check its dtype again
+
+
+# the number of recast() calls that changed a Parameter: a cached jit program staged at another count
+# checks the dtypes of the Parameters it reads before it runs (and stages again when one changed)
+recasts = [0]
+
+
 def _as_array(value):
     if isinstance(value, Boxed):
         value = value.unbox()

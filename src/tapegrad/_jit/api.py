@@ -19,6 +19,7 @@ from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
+from tapegrad._params import recasts
 
 _SCALARS = (bool, int, float, complex)
 
@@ -107,6 +108,28 @@ def _any_tracer(values) -> bool:
     return False
 
 
+def _c_order(value):
+    """``value`` in C order: a copy when it is not C-contiguous, else ``value`` itself.
+
+    A program's results take the layout of whatever computed them: a weight's gradient is often a
+    transposed view (``(x.T @ ct).T``), the ufuncs and fused kernels that read it follow its Fortran
+    order, and a buffer reused with ``out=`` keeps its own. State written back in such a layout would
+    change the next call's arithmetic (a matmul's rounding depends on its operands' layout), while a
+    checkpoint loads C-ordered arrays: a resumed run would then differ from an uninterrupted one.
+    Written-back state is therefore always C-ordered (NumPy's and CuPy's ``copy(order="C")``). A value
+    under an outer transform (a tracer) passes through.
+    """
+    if type(value) is np.ndarray:
+        flags = value.flags
+    elif isinstance(value, Tracer):
+        return value
+    else:  # CuPy's arrays have NumPy's flags and copy(order=)
+        flags = getattr(value, "flags", None)
+    if flags is not None and not flags.c_contiguous:
+        return value.copy(order="C")
+    return value
+
+
 class _Entry:
     """One compiled program: the program, its executor, and what the call must supply and write."""
 
@@ -118,7 +141,18 @@ class _Entry:
         self.captured = list(builder.captured)
         # the flags staging read (a module's training): the program is stale once one of them changes
         self.flags = flags_read(builder)
+        self.recasts = recasts[0]  # Module.astype changes Parameters' dtypes: then params_hold() checks
         self._run = None
+
+    def params_hold(self) -> bool:
+        """Whether every Parameter the program reads still has the dtype it was staged with (only
+        ``Module.astype`` changes one: ``_params.recast``)."""
+        count = recasts[0]
+        invars = self.program.invars[len(self.program.invars) - len(self.params_read):]
+        if any(np.dtype(p.dtype) != v.aval.dtype for p, v in zip(self.params_read, invars)):
+            return False
+        self.recasts = count
+        return True
 
     def run(self, leaves):
         inputs = leaves
@@ -137,7 +171,7 @@ class _Entry:
                 evaluate(self.program, inputs)
                 raise
         for p, value in zip(self.params_written, outs[self.n_out:]):
-            p.assign(value)
+            p.assign(_c_order(value))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
         kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
@@ -202,7 +236,8 @@ class _Jitted:
         cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
-        if entry is None or entry.flags is not None and not entry.flags.hold():
+        if (entry is None or entry.flags is not None and not entry.flags.hold()
+                or entry.recasts != recasts[0] and not entry.params_hold()):
             if config.explain_cache_misses and self._staged:
                 self._explain_miss(key, cache, entry)
             entry = self._stage(leaves, rebuild)
@@ -310,7 +345,8 @@ class _Jitted:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
-        if entry is None or entry.flags is not None and not entry.flags.hold():
+        if (entry is None or entry.flags is not None and not entry.flags.hold()
+                or entry.recasts != recasts[0] and not entry.params_hold()):
             entry = self._stage(leaves, rebuild)
         return entry.program
 

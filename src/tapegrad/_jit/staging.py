@@ -41,13 +41,51 @@ class StagingTracer(Tracer):
         return self.var.backend
 
     def concrete_value(self):
-        raise ConcretizationError(
-            f"a traced value ({type_string(self.var.aval)}) reached Python control flow or float()/int()/"
-            "bool() inside jit, where only its shape and dtype are known: mark the argument it comes "
-            "from static (jit(fn, static_argnums=...)) or select with tnp.where")
+        raise ConcretizationError(abstract_value_message(self._trace.main.global_data, self.var))
 
     def __repr__(self):
         return f"StagingTracer({type_string(self.var.aval)})"
+
+
+def _from_python_scalars(builder, var: Var) -> bool:
+    """Whether ``var`` is computed from Python-scalar arguments of the staged function alone (with
+    literals and constants): then the argument could be marked static. Inputs made from Python scalars
+    keep their Python type as dtype (:func:`abstractify`); Parameters, captured values and array
+    arguments are arrays, which ``static_argnums`` cannot take (they are not hashable)."""
+    producer = {id(out): eqn for eqn in builder.eqns for out in eqn.outs}
+    arrays = {id(v) for v in builder.params.values()} | {id(v) for v in builder.captured_vars}
+    consts = {id(v) for v in builder.constvars}
+    stack, seen, roots = [var], set(), 0
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        eqn = producer.get(id(v))
+        if eqn is not None:
+            stack.extend(x for x in eqn.inputs if isinstance(x, Var))
+        elif id(v) not in consts:
+            if id(v) in arrays or not isinstance(v.aval.dtype, type):  # np.dtype('f8') == float: no `in`
+                return False
+            roots += 1
+    return roots > 0
+
+
+def abstract_value_message(builder, var: Var) -> str:
+    """Why a staged value cannot be read as a Python value, and the ways out that fit where it comes
+    from: ``static_argnums`` only for a value computed from Python-scalar arguments (an array cannot be
+    static), the traced control flow (``tg.cond``, ``tg.while_loop``) and ``tnp.where`` always."""
+    head = (f"a traced value ({type_string(var.aval)}) reached Python control flow or float()/int()/bool() "
+            "inside jit, where only its shape and dtype are known, not its value. ")
+    traced = ("branch with tg.cond(pred, true_fn, false_fn, *operands) (tg.switch for several branches), "
+              "loop with tg.while_loop(cond_fn, body_fn, init) or tg.fori_loop, or select elementwise with "
+              "tnp.where(cond, x, y); a value wanted in Python (logging) can be returned from the jitted "
+              "function and converted outside")
+    if _from_python_scalars(builder, var):
+        return (head + "It is computed from a Python-scalar argument: mark that argument static "
+                "(jit(fn, static_argnums=...) or static_argnames=...) so that Python sees its value, "
+                "one program per value; or, to keep it traced, " + traced)
+    return head + "It is computed from an array (an argument or a Parameter), which cannot be static: " + traced
 
 
 class Builder:

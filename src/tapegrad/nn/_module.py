@@ -11,8 +11,11 @@ of the gradients ``grad(..., weights=net.trainable_params())`` gives back (MindS
 """
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import DTypeLike
+
 from tapegrad._flags import Flag
-from tapegrad._params import Parameter, ParameterTuple
+from tapegrad._params import Parameter, ParameterTuple, recast
 from tapegrad._state_dict import Stateful
 
 
@@ -138,6 +141,44 @@ class Module(Stateful):
     def eval(self) -> Module:
         """``train(False)``: evaluation mode for layers that behave differently when training."""
         return self.train(False)
+
+    # ---- dtype -------------------------------------------------------------------------------------
+    def astype(self, dtype: DTypeLike) -> Module:
+        """Cast every floating-point Parameter of this module and its sub-modules to ``dtype``, in place,
+        and return ``self`` (PyTorch's ``module.to(dtype)`` / ``module.half()``).
+
+        The Parameters stay the same objects (an optimiser or a ``weights=`` tuple holding them sees
+        the new values); only their arrays are replaced, so the forward pass and its gradients then
+        compute in ``dtype`` (an input of another dtype promotes as NumPy does: cast the input too).
+        Parameters of integer or boolean dtype (Dropout's key, BatchNorm's ``num_batches_tracked``)
+        and complex ones are left as they are, as PyTorch leaves its integer buffers. An optimiser
+        built before the cast keeps its state (moments) in the old dtype, and its step would then
+        assign values of the promoted dtype, which ``assign`` refuses: build the optimiser after the
+        cast, or keep float32 master weights and a float16 copy for the forward pass
+        (docs/training.md, mixed precision). A jitted function that read these Parameters stages
+        again at its next call.
+
+        Args:
+            dtype: a floating-point dtype (``np.float16``, ``"float32"``, ``np.float64``).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            TypeError: ``dtype`` is not a dtype, or not a floating-point one (cast integer Parameters
+                one by one if that is really meant).
+            RuntimeError: called inside a function that ``jit`` is staging.
+        """
+        try:
+            target = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"astype: dtype must be a NumPy floating dtype such as np.float16, got {dtype!r}") from None
+        if target.kind != "f":
+            raise TypeError(f"astype: dtype must be a floating-point dtype (float16, float32, float64), got "
+                            f"{target}; Module.astype casts the floating Parameters only")
+        recast([p for _, p in self.named_parameters() if np.dtype(p.dtype).kind == "f" and p.dtype != target],
+               target)
+        return self
 
     # ---- display -----------------------------------------------------------------------------------
     def extra_repr(self) -> str:
