@@ -32,7 +32,7 @@ V, W = np.array([0.3, 0.52, 0.7]), np.array([0.64, 0.36, 0.45])
 SPD = M @ M.T + np.eye(3)  # symmetric positive definite
 K = np.array([1, 2, 0])  # indices
 _S0, _S1 = np.array(0.3), np.array(0.7)  # 0-d arrays, traced
-I, J = np.array([[3, 5, 6], [12, 7, 9]]), np.array([[1, 2, 2], [4, 3, 1]])  # positive integers
+IA, IB = np.array([[3, 5, 6], [12, 7, 9]]), np.array([[1, 2, 2], [4, 3, 1]])  # positive integers
 
 
 def swept_names():
@@ -63,9 +63,9 @@ ARGS = {
         "tensorsolve")},
     **{n: (V, W) for n in ("correlate", "convolve", "polydiv", "polyadd", "polysub", "polymul", "cross",
                            "intersect1d", "union1d", "setdiff1d", "setxor1d", "histogram2d", "roots")},
-    **{n: (I, J) for n in ("gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+    **{n: (IA, IB) for n in ("gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
                            "right_shift", "bitwise_left_shift", "bitwise_right_shift")},
-    **{n: (I,) for n in ("bitwise_count", "bitwise_invert", "bitwise_not", "invert")},
+    **{n: (IA,) for n in ("bitwise_count", "bitwise_invert", "bitwise_not", "invert")},
     **{n: (SPD,) for n in ("cholesky", "eigh", "eigvalsh")},
     "searchsorted": (np.sort(V), W), "digitize": (W, np.sort(V)), "polyval": (V, W), "interp": (W, np.sort(V), V),
     "ldexp": (M, np.array([[1, 2, 0], [3, 1, 2], [0, 1, 1]])),
@@ -297,3 +297,15 @@ def test_transpose_spellings(transform):
         np.testing.assert_array_equal(np.asarray(actual)[0] if batch else actual, desired, err_msg=what)
     with pytest.raises(TypeError, match="axes"):
         tg.jit(lambda x: tnp.permute_dims(x))(x)  # the array API's permute_dims requires axes, as NumPy's does not
+
+
+def test_numpy_2_aliases_dispatch_to_the_function_of_numpys_own_name():
+    # np.concat is np.concatenate (and np.permute_dims is np.transpose): a call through either name
+    # gets NumPy's signature of the older function, positional axis included
+    x = np.arange(6.0).reshape(2, 3)
+    assert np.concat is np.concatenate and np.permute_dims is np.transpose
+    for transform in (tg.jit, lambda f: lambda x: tg.vjp(f, x)[0]):
+        np.testing.assert_array_equal(transform(lambda x: np.concatenate([x, x], 1))(x), np.concatenate([x, x], 1))
+        np.testing.assert_array_equal(transform(lambda x: np.concat([x, x], axis=None))(x),
+                                      np.concat([x, x], axis=None))
+        np.testing.assert_array_equal(transform(lambda x: np.transpose(x, (1, 0)))(x), x.T)
