@@ -155,6 +155,19 @@ def ones_like(a, shape=None, dtype=None):
     return xp.ones(shape, dtype)
 
 
+# Python's numbers (not bools): what a derivative rule may return where an array is due (a constant
+# cotangent or tangent, ``2.0``), made an array like its operand by full_like. A NumPy scalar is a
+# 0-d array here (an eager reduction gives one where a traced run gives a 0-d tracer)
+SCALAR_TYPES = frozenset([int, float, complex])
+
+
+def full_like(a, fill_value, shape=None, dtype=None):
+    """``fill_value`` (a scalar) everywhere in an array like ``a`` (:func:`like`), on ``a``'s backend:
+    a constant, never traced (a scalar cotangent or tangent of a custom rule, made an array)."""
+    xp, shape, dtype = like(a, shape, dtype)
+    return xp.full(shape, fill_value, dtype)
+
+
 def scipy_module(xp, name: str):
     """SciPy's submodule ``name`` (``"special"``, ``"linalg"``) for arrays of ``xp``: ``scipy.<name>``
     for NumPy, ``cupyx.scipy.<name>`` for CuPy, and by the same convention ``<module>x.scipy.<name>``

@@ -17,9 +17,12 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy
+
 from tapegrad import _tree
-from tapegrad._backend import zeros_like
+from tapegrad._backend import SCALAR_TYPES, zeros_like
 from tapegrad._core import Boxed, bind_joint, is_inexact
+from tapegrad._jvp import scalar_like
 from tapegrad._tape import vjp_flat
 
 
@@ -88,12 +91,44 @@ class _FlatCall:
             if ct_tree != _tree.tree_flatten(arg, none_is_leaf=True)[1]:
                 raise ValueError(f"{self.name}: {what}'s entry {i} has structure {ct_tree}, but the argument "
                                  f"has {arg_tree}; return one cotangent shaped like each argument")
-            for c, x in zip(ct_leaves, arg_leaves):
-                if c is not None and hasattr(x, "shape") and tuple(c.shape) != tuple(x.shape):
-                    raise ValueError(f"{self.name}: {what}'s entry {i} has a leaf of shape {tuple(c.shape)} "
-                                     f"where the argument's leaf has shape {tuple(x.shape)}")
-            flat += ct_leaves
+            flat += [self.fit(c, x, f"{what}'s entry {i}", "argument") for c, x in zip(ct_leaves, arg_leaves)]
         return flat
+
+    def fit(self, value, like, where: str, of: str):
+        """A rule's cotangent or tangent ``value`` for the leaf ``like`` (of an argument or an output).
+        A Python number is broadcast to ``like``'s shape and dtype, on its backend (as JAX accepts
+        ``bwd`` returning ``2.0``); a 0-d value (a NumPy scalar) for a 0-d leaf takes its dtype; any
+        other value must have ``like``'s shape."""
+        if value is None:
+            return None
+        shape, dtype = _shape_dtype(like)
+        like = like if hasattr(like, "dtype") else numpy.asarray(like)
+        if type(value) in SCALAR_TYPES:
+            if dtype is None or dtype.kind not in "fc":
+                return None  # an integer argument has no cotangent
+            return scalar_like(value, like, self.name)
+        if not hasattr(value, "shape"):
+            raise TypeError(f"{self.name}: {where} is a {type(value).__name__}; return an array of shape "
+                            f"{shape} and dtype {dtype} (or a Python number, broadcast to it)")
+        if shape is not None and tuple(value.shape) != shape:
+            hint = (" (a NumPy scalar counts as a 0-d array: it may be a reduction of the cotangent; a Python "
+                    "number is broadcast)" if isinstance(value, numpy.generic) else "")
+            raise ValueError(f"{self.name}: {where} has shape {tuple(value.shape)} (dtype {value.dtype}) where "
+                             f"the {of} has shape {shape} and dtype {dtype}; return one shaped like the {of} "
+                             f"or a Python number, which is broadcast to it{hint}")
+        if isinstance(value, numpy.generic) and dtype is not None and value.dtype != dtype and dtype.kind in "fc":
+            return scalar_like(value, like, self.name)  # np.float64(2.0) for a 0-d float32 leaf: float32
+        return value
+
+
+def _shape_dtype(x):
+    """``(shape, dtype)`` of a leaf (an array, a tracer or a Python number); ``(None, None)`` for
+    anything else (a leaf that is not an array, which gets no derivative)."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return tuple(x.shape), numpy.dtype(x.dtype)
+    if type(x) in SCALAR_TYPES:
+        return (), numpy.asarray(x).dtype
+    return None, None
 
 
 def _transpose(linear_fun, arg_likes, cts):
@@ -231,12 +266,8 @@ class _CustomJVPCall(_FlatCall):
         if t_tree != _tree.tree_flatten(out, none_is_leaf=True)[1]:
             raise ValueError(f"{self.name}: the custom_jvp rule's tangent_out has structure {t_tree}, but "
                              f"its out has {self.out_tree}; return a tangent shaped like the output")
-        for t, o in zip(t_leaves, outs):
-            if t is not None and hasattr(o, "shape") and tuple(t.shape) != tuple(o.shape):
-                raise ValueError(f"{self.name}: the custom_jvp rule returned a tangent of shape "
-                                 f"{tuple(t.shape)} for an output of shape {tuple(o.shape)}; return a "
-                                 "tangent shaped like the output")
-        return outs, t_leaves
+        return outs, [self.fit(t, o, f"the custom_jvp rule's tangent_out leaf {k}", "output")
+                      for k, (t, o) in enumerate(zip(t_leaves, outs))]
 
     def forward(self, *primals):
         return self.fun(*primals), primals

@@ -10,6 +10,7 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 """
 from __future__ import annotations
 
+from tapegrad._backend import SCALAR_TYPES, full_like
 from tapegrad._core import PrimalTracer, Trace, bind, check_one_backend, holds_tracers_of, is_inexact, new_main
 from tapegrad._structural import astype, broadcast_to
 
@@ -88,7 +89,7 @@ def apply_jvp_rules(prim, tangents, ans, primals, params):
     out_tangents = prim.jvp_rule(tangents, ans, *primals, **params)
     if out_tangents is None:
         return None
-    fitted = [None if t is None or not is_inexact(o) else _fit(t, o) for t, o in zip(out_tangents, ans)]
+    fitted = [None if t is None or not is_inexact(o) else _fit(t, o, prim.name) for t, o in zip(out_tangents, ans)]
     return None if all(t is None for t in fitted) else fitted
 
 
@@ -99,19 +100,40 @@ def apply_jvp_rule(prim, tangents, ans, primals, params):
     tangent = prim.jvp_rule(tangents, ans, *primals, **params)
     if tangent is None:
         return None
-    if tangent.shape != ans.shape or tangent.dtype != ans.dtype:
-        tangent = _fit(tangent, ans)
-    return tangent
+    try:
+        if tangent.shape == ans.shape and tangent.dtype == ans.dtype:
+            return tangent
+    except AttributeError:  # a Python number: fitted below
+        pass
+    return _fit(tangent, ans, prim.name)
 
 
-def _fit(tangent, ans):
+def _fit(tangent, ans, rule=None):
     """The tangent with the output's shape and dtype: an operand's tangent may need broadcasting (a
-    scalar added to a matrix), and a weakly typed term must not upcast a float32 output."""
+    scalar added to a matrix), and a weakly typed term must not upcast a float32 output. A Python
+    number (a rule's constant tangent) becomes a constant array like the output."""
+    if type(tangent) in SCALAR_TYPES:
+        return scalar_like(tangent, ans, rule or "a custom rule")
     if tangent.shape != ans.shape:
         tangent = broadcast_to(tangent, ans.shape)
     if tangent.dtype != ans.dtype:
         tangent = astype(tangent, ans.dtype)
     return tangent
+
+
+def scalar_like(value, like, rule: str):
+    """A scalar that a derivative rule returned where an array is due (its operand's cotangent, its
+    output's tangent), as a constant array of ``like``'s shape and dtype on ``like``'s backend: a
+    Python number would otherwise reach a leaf as a Python float (no shape, float64) or lose its batch
+    axis under ``vmap``. A complex scalar for a real operand is a ``TypeError``."""
+    dtype = like.dtype
+    if isinstance(value, complex) or getattr(value, "dtype", None) is not None and value.dtype.kind == "c":
+        if getattr(dtype, "kind", None) != "c":
+            if value.imag != 0:
+                raise TypeError(f"the derivative rule of {rule!r} returned the complex scalar {value!r} for "
+                                f"a real value ({dtype}); return a real value")
+            value = value.real
+    return full_like(like, value)
 
 
 def jvp_flat(fun, primals, tangents):

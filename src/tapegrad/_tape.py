@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 
 from tapegrad import _tree
-from tapegrad._backend import zeros_like
+from tapegrad._backend import SCALAR_TYPES, zeros_like
 from tapegrad._core import (
     PrimalTracer,
     Primitive,
@@ -29,7 +29,7 @@ from tapegrad._core import (
     is_inexact,
     new_main,
 )
-from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules
+from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules, scalar_like
 from tapegrad._structural import add_any
 
 
@@ -318,6 +318,8 @@ class Tape:
                     if parent is not None:
                         parent_ct = rules[argnum](ct, ans, *primals, **params)
                         if parent_ct is not None:
+                            if type(parent_ct) in SCALAR_TYPES:  # a rule's constant: an array like the operand
+                                parent_ct = scalar_like(parent_ct, primals[argnum], record.prim.name)
                             if type(parent) is VJPTracer and parent.ct is None:  # the first: nothing to add
                                 parent.ct = parent_ct
                             else:
@@ -341,7 +343,10 @@ def _all_operands(record, rules, ct, ans) -> None:
     parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
     for argnum, parent_ct in zip(argnums, parent_cts):
         if parent_ct is not None:
+            if type(parent_ct) in SCALAR_TYPES:
+                parent_ct = scalar_like(parent_ct, record.primals[argnum], record.prim.name)
             accumulate(parents[argnum], parent_ct)
+
 
 
 def record_flat(fun, primals) -> Tape:

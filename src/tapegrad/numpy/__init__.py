@@ -100,7 +100,6 @@ from tapegrad.numpy._elementwise import (
     tan,
     tanh,
     true_divide,
-    where,
 )
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
@@ -414,6 +413,7 @@ from tapegrad.numpy._searching import (  # noqa: E402
     flatnonzero,
     nonzero,
     searchsorted,
+    where,  # the three-argument form is _elementwise's; this one adds NumPy's where(condition)
 )
 from tapegrad.numpy._selection import (  # noqa: E402
     choose,

@@ -381,15 +381,20 @@ defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
 
 
-def clip(a, a_min=None, a_max=None):
-    """Limit ``a`` to ``[a_min, a_max]`` (either may be None), as ``numpy.clip``.
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002 (NumPy 2.1's names)
+    """Limit ``a`` to ``[a_min, a_max]`` (either or both may be None: no bound), as ``numpy.clip``;
+    ``min=``/``max=`` are NumPy 2.1's keyword spellings of the bounds.
 
     The gradient reaches ``a`` where ``a_min <= a <= a_max`` (boundary included: the convention of
     JAX and PyTorch) and reaches a bound where ``a`` lies strictly beyond it.
+
+    Raises:
+        TypeError: a bound given twice (``a_min`` and ``min``, or ``a_max`` and ``max``).
     """
-    if a_min is None and a_max is None:
-        raise ValueError("clip: give a_min, a_max or both; both are None")
-    return bind(clip_p, a, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
+    if (a_min is not None and min is not None) or (a_max is not None and max is not None):
+        raise TypeError("clip: give each bound once, as a_min/a_max or as min=/max=, not both")
+    lo, hi = min if a_min is None else a_min, max if a_max is None else a_max
+    return bind(clip_p, a, -math.inf if lo is None else lo, math.inf if hi is None else hi)
 
 
 def angle(z, deg: bool = False):

@@ -724,8 +724,9 @@ def take(a, indices, axis=None):
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
-def take_along_axis(arr, indices, axis):
-    """``arr`` gathered along ``axis`` by ``indices`` of the same rank, as ``numpy.take_along_axis``."""
+def take_along_axis(arr, indices, axis=-1):
+    """``arr`` gathered along ``axis`` (default the last, as NumPy 2.3's) by ``indices`` of the same
+    rank, as ``numpy.take_along_axis``."""
     arr = as_operand(arr)
     if axis is None:
         return getitem(_shape.ravel(arr), indices)

@@ -127,6 +127,12 @@ class ArrayOperators:
     def conjugate(self): return _complex.conj(self)
 
     # NumPy protocols
+    def __dlpack__(self, *args, **kwargs):
+        raise TracerArrayConversionError(
+            f"cannot export a traced value ({self!r}) through DLPack (np.from_dlpack, another library's "
+            "from_dlpack): it has no memory of its own to share; call tapegrad.numpy.from_dlpack, which "
+            "returns a traced value as it is")
+
     def __array__(self, dtype=None, copy=None):
         if self.carries_derivative():
             loss = ("the derivative would be lost; compute with tapegrad.numpy (import tapegrad.numpy as "
@@ -328,6 +334,12 @@ def register_numpy_functions(namespace: dict, module=np) -> None:
     for name, fn in namespace.items():
         np_fn = getattr(module, name, None)
         if callable(fn) and callable(np_fn) and not isinstance(np_fn, (type, np.ufunc)):
+            # NumPy 2's array-API aliases are its older functions under a new name
+            # (np.permute_dims is np.transpose): the function is served by our function of its own
+            # name, whose defaults are NumPy's (our permute_dims requires axes; np.transpose(x) does not)
+            canonical = getattr(np_fn, "__name__", name)
+            if name != canonical and callable(namespace.get(canonical)):
+                continue
             _FUNCTIONS[np_fn] = fn
 
 

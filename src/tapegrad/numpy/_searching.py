@@ -117,6 +117,23 @@ def nonzero(a, *, size=None, fill_value=None):
     return tuple(ew.where(valid, c, 0 if f is None else f) for c, f in zip(coords[::-1], fills))
 
 
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together), as
+    ``numpy.where``; gradients flow to ``x`` and ``y``, never to ``condition``. With ``condition``
+    alone, ``nonzero(condition)`` (NumPy's one-argument form; ``size`` and ``fill_value`` as for
+    :func:`nonzero`, as in ``jax.numpy.where``).
+
+    Raises:
+        ValueError: only one of ``x`` and ``y``.
+        ConcretizationError: the one-argument form under jit/vmap without ``size``.
+    """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("where: give both x and y, or neither (then it is nonzero(condition))")
+    return ew.where(condition, x, y)
+
+
 def flatnonzero(a, *, size=None, fill_value=None):
     """The indices of the non-zero elements of ``a`` flattened, as ``numpy.flatnonzero`` (``size``
     and ``fill_value``, default 0, as for :func:`nonzero`). Non-differentiable.
@@ -286,4 +303,5 @@ def digitize(x, bins, right=False):
 
 __all__ = [
     "argwhere", "compress", "count_nonzero", "digitize", "extract", "flatnonzero", "nonzero", "searchsorted",
+    "where",
 ]
