@@ -202,8 +202,8 @@ def test_custom_jvp_tangent_of_the_wrong_shape_is_refused():
     @tg.custom_jvp
     def f(x):
         return x * 2.0
-    f.defjvp(lambda primals, tangents: (f(primals[0]), tnp.sum(tangents[0])))
-    with pytest.raises(ValueError, match=r"tangent_out leaf 0 has shape \(\) .* the output has shape \(3,\)"):
+    f.defjvp(lambda primals, tangents: (f(primals[0]), tangents[0][:2]))  # a 0-d one would be broadcast
+    with pytest.raises(ValueError, match=r"tangent_out leaf 0 has shape \(2,\) .* the output has shape \(3,\)"):
         tg.jvp(f, (np.ones(3),), (np.ones(3),))
     with pytest.raises(ValueError, match="tangent_out leaf 0 has shape"):
         tg.grad(lambda x: tnp.sum(f(x)))(np.ones(3))
@@ -388,10 +388,29 @@ def test_wrong_shaped_or_typed_rule_results_are_refused_by_name():
     f.defvjp(lambda x: (f(x), None), lambda res, g: (2.0 + 1.0j,))
     with pytest.raises(TypeError, match="complex scalar"):
         tg.grad(lambda x: tnp.sum(f(x)))(np.ones(3))
-    # a NumPy scalar is a 0-d value (eager, tnp.sum(g) gives one; traced, a 0-d tracer): refused for
-    # an array argument in both, never broadcast, so a rule that sums its cotangent is not silently wrong
-    f.defvjp(lambda x: (f(x), None), lambda res, g: (tnp.sum(g),))
+    assert trace_stack() == ()
+
+
+def test_a_zero_d_cotangent_is_broadcast_alike_in_every_mode():
+    """A NumPy scalar (an eager tnp.sum(g)) and a 0-d tracer (the same rule under jit) are broadcast
+    like a Python number, so eager, jit and vmap give the same numbers, in the argument's dtype."""
+    @tg.custom_vjp
+    def total(x):
+        return tnp.sum(x)
+
+    total.defvjp(lambda x: (total(x), None), lambda res, g: (tnp.sum(g) * 3.0,))
+    x = np.arange(3, dtype=np.float32)
     for route in (tg.grad, lambda h: tg.jit(tg.grad(h))):
-        with pytest.raises(ValueError, match=r"entry 0 has shape \(\) .* where the argument has shape \(3,\)"):
-            route(lambda x: tnp.sum(f(x)))(np.ones(3))
+        g = route(total)(x)
+        assert g.dtype == np.float32
+        np.testing.assert_array_equal(g, [3.0, 3.0, 3.0])
+    g = tg.vmap(tg.grad(total))(np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(g, np.full((2, 3), 3.0, np.float32))
+    total.defvjp(lambda x: (total(x), None), lambda res, g: (np.float64(2.0) * g,))
+    assert tg.grad(total)(x).dtype == np.float32
+    # differentiable through the broadcast: grad(total)(x) = [s, s] with s = sum(x**2), whose sum has
+    # the gradient 2 * 2x
+    total.defvjp(lambda x: (total(x), x), lambda x, g: (tnp.sum(g * x * x),))
+    h = tg.grad(lambda x: tnp.sum(tg.grad(total)(x)))(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(h, [4.0, 8.0])
     assert trace_stack() == ()

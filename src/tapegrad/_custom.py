@@ -23,6 +23,7 @@ from tapegrad import _tree
 from tapegrad._backend import SCALAR_TYPES, zeros_like
 from tapegrad._core import Boxed, bind_joint, is_inexact
 from tapegrad._jvp import scalar_like
+from tapegrad._structural import astype, broadcast_to
 from tapegrad._tape import vjp_flat
 
 
@@ -96,9 +97,12 @@ class _FlatCall:
 
     def fit(self, value, like, where: str, of: str):
         """A rule's cotangent or tangent ``value`` for the leaf ``like`` (of an argument or an output).
-        A Python number is broadcast to ``like``'s shape and dtype, on its backend (as JAX accepts
-        ``bwd`` returning ``2.0``); a 0-d value (a NumPy scalar) for a 0-d leaf takes its dtype; any
-        other value must have ``like``'s shape."""
+
+        A scalar is broadcast to ``like``'s shape and cast to its dtype, on its backend: a Python number
+        as a constant (JAX accepts ``bwd`` returning ``2.0``), and a NumPy scalar, 0-d array or 0-d
+        tracer through ``broadcast_to`` and ``astype``, so that it stays differentiable. An eager
+        ``tnp.sum(g)`` is a NumPy scalar where the same rule under ``jit`` gives a 0-d tracer: both are
+        broadcast, so every mode gives the same numbers. Any other value must have ``like``'s shape."""
         if value is None:
             return None
         shape, dtype = _shape_dtype(like)
@@ -109,15 +113,17 @@ class _FlatCall:
             return scalar_like(value, like, self.name)
         if not hasattr(value, "shape"):
             raise TypeError(f"{self.name}: {where} is a {type(value).__name__}; return an array of shape "
-                            f"{shape} and dtype {dtype} (or a Python number, broadcast to it)")
-        if shape is not None and tuple(value.shape) != shape:
-            hint = (" (a NumPy scalar counts as a 0-d array: it may be a reduction of the cotangent; a Python "
-                    "number is broadcast)" if isinstance(value, numpy.generic) else "")
+                            f"{shape} and dtype {dtype} (or a scalar, broadcast to it)")
+        if shape is None:
+            return value
+        if tuple(value.shape) == () and shape != ():
+            value = broadcast_to(value, shape)
+        elif tuple(value.shape) != shape:
             raise ValueError(f"{self.name}: {where} has shape {tuple(value.shape)} (dtype {value.dtype}) where "
                              f"the {of} has shape {shape} and dtype {dtype}; return one shaped like the {of} "
-                             f"or a Python number, which is broadcast to it{hint}")
-        if isinstance(value, numpy.generic) and dtype is not None and value.dtype != dtype and dtype.kind in "fc":
-            return scalar_like(value, like, self.name)  # np.float64(2.0) for a 0-d float32 leaf: float32
+                             "or a scalar, which is broadcast to it")
+        if dtype.kind in "fc" and numpy.dtype(value.dtype) != dtype and numpy.dtype(value.dtype).kind in "fiub":
+            value = astype(value, dtype)  # np.float64(2.0) or a float64 array for a float32 leaf: no upcast
         return value
 
 
