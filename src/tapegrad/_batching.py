@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,8 @@ def lead_batch(x, d: int, ndim: int):
 
 
 # ---- the identity as a batch of basis vectors ------------------------------------------------------
-_IDENTITIES = weakref.WeakValueDictionary()  # id -> every live identity basis made by identity_basis
+# id -> every live identity basis made by identity_basis
+_IDENTITIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def identity_basis(n: int, dtype):
@@ -237,6 +239,7 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
     Returns:
         ``(out, out_dim)`` (for several results, the list of results and a list of axes).
     """
+    batch_axis: Any  # an int after the loop: a batch rule runs where some operand is batched
     ranks, rank, batch_axis, uniform = [], 0, None, True
     for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
         r = getattr(v, "ndim", 0) - core

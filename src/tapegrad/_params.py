@@ -118,7 +118,7 @@ class Parameter(Boxed):
         self._data = _as_array(value)
         self._name = f"param{next(_unnamed)}" if name is None else name
         self._auto_named = name is None  # a module may (re)name it with its attribute path
-        self._name_owner = None  # a weak reference to that module
+        self._name_owner: weakref.ref | None = None  # a weak reference to that module
         self.requires_grad = bool(requires_grad)
 
     @property

@@ -536,7 +536,7 @@ def _where(fn) -> str:
     """``module.qualname`` of a function, for messages."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     module = getattr(fn, "__module__", None)
-    return f"{module}.{name}" if module else name
+    return f"{module}.{name}" if module else str(name)
 
 
 def def_out_impl(prim: Primitive, out_impl) -> None:

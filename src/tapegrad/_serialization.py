@@ -89,7 +89,7 @@ def _flatten(tree) -> tuple:
     paths, leaves, treedef = optree.tree_flatten_with_path(tree, namespace=NAMESPACE)
     structure = _structure(treedef, ())  # first: it refuses non-str keys, which would make odd key names
     keys = [_dotted(p) for p in paths]
-    seen = {}
+    seen: dict = {}
     for path, key in zip(paths, keys):
         if key in seen:
             raise ValueError(f"tg.save: the leaves at {seen[key]} and {path} would both be stored under the key "
@@ -160,7 +160,7 @@ def _write(st, tmp: str, keys: list, leaves: list, structure) -> None:
 
 def _crc32(a: np.ndarray) -> int:
     """CRC-32 of a C-ordered array's bytes (0 when empty: a 0-byte memoryview cannot be cast)."""
-    return zlib.crc32(memoryview(a).cast("B")) if a.size else 0
+    return zlib.crc32(memoryview(a).cast("B")) if a.size else 0  # type: ignore[arg-type]  # numpy's stubs omit __buffer__
 
 
 def _write_atomically(path: str, write) -> None:
@@ -372,6 +372,7 @@ def _split(flat: dict, net) -> tuple:
     """``([(object, its state, the file keys it takes)], every key claimed)``: each object of ``net`` gets
     the keys under its dotted path, without that prefix; an array of ``net`` claims the key of its path."""
     paths, objects, _ = optree.tree_flatten_with_path(net, namespace=NAMESPACE)
+    owner: dict
     pairs, owner = [], {}
     for path, obj in zip(paths, objects):
         prefix = _dotted(path)

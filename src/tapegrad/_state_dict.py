@@ -8,8 +8,8 @@ the names are the Parameters' own (``"fc1.weight"``, ``"adam.exp_avg.fc1.weight"
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _plan(obj, state, strict: bool, cast: bool) -> tuple:
 
 def _checked_names(obj) -> list:
     pairs = obj._named_state()
-    seen = {}
+    seen: dict = {}
     for name, p in pairs:
         if name in seen and seen[name] is not p:
             raise ValueError(f"{type(obj).__name__}: two Parameters of the state are named {name!r}, so a state "
@@ -137,7 +137,7 @@ def _conformed(name: str, param, value, cast: bool, owner: str):
     return xp.asarray(value, dtype=param.dtype).copy()  # a copy: the state's owner may change its arrays
 
 
-def assign_all(assignments: list) -> None:
+def assign_all(assignments: Iterable[tuple[Any, Any]]) -> None:
     """Assign each ``(Parameter, value)``, all or none: an exception midway (a shape or dtype that
     ``Parameter.assign`` refuses, an interrupt) restores the ones done, then propagates."""
     done = []

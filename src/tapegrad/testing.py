@@ -65,7 +65,8 @@ def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=N
     checker.check(fn, args, order, name or getattr(fn, "__name__", "fn"))
 
 
-_REAL_PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+_REAL_PART: dict[np.dtype, np.dtype] = {np.dtype(np.complex64): np.dtype(np.float32),
+                                        np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 def _least_precise(args):

@@ -70,7 +70,7 @@ def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
         if result is not None:
             return list(result[0]) + list(result[1])
     steps = range(length - 1, -1, -1) if reverse else range(length)
-    ys = []
+    ys: list = []
     if unroll > 1 and length >= unroll:
         block = body.derived(("unroll", unroll), lambda: _unrolled(body, unroll, n_carry, n_xs))
         n_blocks = length // unroll

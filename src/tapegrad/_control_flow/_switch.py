@@ -19,6 +19,8 @@ This module sits above ``tapegrad.numpy``: the batched-index rule selects with `
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -203,6 +205,8 @@ def cond(pred, true_fun, false_fun, *operands):
 def _check_index(index, where: str, name: str, integer_only: bool) -> None:
     what = "an integer" if integer_only else "a bool or an integer"
     value = index.unbox() if isinstance(index, Boxed) else index
+    shape: Any
+    dtype: Any
     if type(value) in _SCALARS:
         ok = type(value) is int or (not integer_only and type(value) is bool)
         shape = ()

@@ -28,7 +28,8 @@ def _dimension_numbers(dimension_numbers, ndim: int) -> ConvDimensionNumbers:
         raise ValueError("conv_general_dilated: dimension_numbers must be None, a ConvDimensionNumbers or "
                          f"three strings (lhs, rhs, out), got {dimension_numbers!r}")
     if all(isinstance(s, str) for s in dimension_numbers):
-        return _parse_specs(*dimension_numbers, ndim)
+        lhs, rhs, out = dimension_numbers
+        return _parse_specs(lhs, rhs, out, ndim)
     fn = "conv_general_dilated"
     specs = ConvDimensionNumbers(*(tuple(as_int(i, "dimension_numbers", fn) for i in s) for s in dimension_numbers))
     for name, spec in zip(("lhs", "rhs", "out"), specs):

@@ -18,7 +18,7 @@ from tapegrad.nn._module import Module
 def _check_p(p, fn: str) -> float:
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
         raise TypeError(f"{fn}: p must be a float in [0, 1], got {type(p).__name__} {p!r}")
-    if not 0.0 <= p <= 1.0:  # PyTorch's message
+    if not 0.0 <= p <= 1.0:  # type: ignore[operator]  # PyTorch's message; typeshed's Real has no reflected <=
         raise ValueError(f"{fn}: dropout probability has to be between 0 and 1, but got {p}")
     return float(p)
 

@@ -9,6 +9,8 @@ batch statistics and updates the running ones; in evaluation mode it normalises 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import tapegrad.numpy as tnp
@@ -47,7 +49,8 @@ class _BatchNorm(Module):
             self.running_var = _filled(shape, 1.0, dtype, requires_grad=False)
             self.num_batches_tracked = _filled((), 0, np.int64, requires_grad=False)
         else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+            # declared as the Parameters they are with running statistics, the case every use checks first
+            self.running_mean = self.running_var = self.num_batches_tracked = None  # type: ignore[assignment]
 
     def _check_input(self, x) -> None:
         shape = tuple(getattr(x, "shape", ()))
@@ -64,7 +67,7 @@ class _BatchNorm(Module):
         # PyTorch's rule: batch statistics in training, and always when there are no running ones
         use_batch = self.training or self.running_mean is None
         update = self.training and self.track_running_stats
-        running = (self.running_mean, self.running_var) if not use_batch or update else (None, None)
+        running: tuple[Any, Any] = (self.running_mean, self.running_var) if not use_batch or update else (None, None)
         _norm.check_batch_norm(x, *running, self.weight, self.bias, use_batch, self.eps)
         momentum = self.momentum
         if update:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -169,7 +170,7 @@ def _select_scatter_impl(ct, index, *, in_spatial, window, strides, dilation, pa
 def _window_gather_impl(t, index, *, window, strides, dilation, padding):
     """Each window's element at its argmax: the sum over offsets of the masked views (one is nonzero)."""
     xp = namespace_of(t)
-    out = None
+    out: Any = None
     views = _views(_as_bits(_padded(t, padding, 0)), window, strides, dilation, index.shape[-len(window):])
     for k, v in enumerate(views):
         term = xp.multiply(v, index == k)

@@ -8,6 +8,7 @@ returns a NumPy array of ``dtype``; ``Dense(weight_init=...)`` takes any of them
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def ones(shape, dtype=np.float32, rng=None):
     return np.ones(_shape(shape), dtype)
 
 
-def constant(shape, dtype=np.float32, rng=None, value: float = 0.0):
+def constant(shape, dtype=np.float32, rng=None, value: float | numbers.Number = 0.0):
     """Every element equal to ``value`` (``torch.nn.init.constant_``, returning a new array)."""
     return np.full(_shape(shape), value, dtype)
 

@@ -15,16 +15,18 @@ from __future__ import annotations
 import cmath
 import math
 import string
+from collections.abc import Callable
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import ShapedArray, bind
+from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import shape_of
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import (
     ARITHMETIC_NS,
     broadcast_shapes,
@@ -55,7 +57,8 @@ def _ufunc_impl(name):
     return getattr(np, name)
 
 
-def _unary(name: str, rule=None, jvp=None, float_valued=True, fusion_ns=None):
+def _unary(name: str, rule: Callable | None = None, jvp: Callable | None = None, float_valued: bool = True,
+           fusion_ns: tuple[float, float] | None = None) -> tuple[Primitive, Callable[[ArrayLike], Array]]:
     """A unary ufunc primitive and its public function.
 
     ``rule(g, ans, x)`` is ``g * f'(x)``: the vjp, and also the jvp unless ``jvp`` is given (it is
@@ -76,7 +79,7 @@ def _unary(name: str, rule=None, jvp=None, float_valued=True, fusion_ns=None):
         defvjp(prim, rule)
         defjvp(prim, jvp or rule)
 
-    def fn(x):
+    def fn(x: ArrayLike) -> Array:
         return bind(prim, x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, as ``numpy.{name}``; differentiable: {rule is not None}."
@@ -115,7 +118,8 @@ def summed_to_operand(rule, argnum: int):
     return vjp
 
 
-def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
+def _binary(name: str, dx: Callable | None = None, dy: Callable | None = None, nondiff: bool = False,
+            fusion_ns: tuple[float, float] | None = None) -> tuple[Primitive, Callable[[ArrayLike, ArrayLike], Array]]:
     """A binary ufunc primitive (NumPy broadcasting) and its public function.
 
     ``dx(g, ans, x, y)`` is ``g * df/dx`` elementwise (``dy`` likewise); None means ``f`` does not
@@ -132,7 +136,7 @@ def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
         defvjp(prim, summed_to_operand(dx, 0), summed_to_operand(dy, 1))
         defjvp(prim, dx, dy)
 
-    def fn(x, y):
+    def fn(x: ArrayLike, y: ArrayLike) -> Array:
         return bind(prim, x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with NumPy broadcasting, as ``numpy.{name}``."
@@ -179,10 +183,12 @@ square_p, square = _unary("square", lambda g, ans, x: _strong_zero_times(g, x * 
 reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False,
                                   fusion_ns=ARITHMETIC_NS)
 sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x), fusion_ns=(2.8, 0.9))
+cos: Callable[[ArrayLike], Array]  # declared: sin's rule above reads it
 cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x), fusion_ns=(2.9, 1.0))
 tan_p, tan = _unary("tan", lambda g, ans, x: g * (ans * ans + 1.0), fusion_ns=(8.9, 10.1))
 tanh_p, tanh = _unary("tanh", lambda g, ans, x: g * (1.0 - ans * ans), fusion_ns=(15.2, 7.9))
 sinh_p, sinh = _unary("sinh", lambda g, ans, x: g * cosh(x), fusion_ns=(15.1, 8.8))
+cosh: Callable[[ArrayLike], Array]
 cosh_p, cosh = _unary("cosh", lambda g, ans, x: g * sinh(x), fusion_ns=(11.1, 5.1))
 arcsin_p, arcsin = _unary("arcsin", lambda g, ans, x: g / sqrt(1.0 - x * x), fusion_ns=(4.8, 5.4))
 arccos_p, arccos = _unary("arccos", lambda g, ans, x: -g / sqrt(1.0 - x * x), fusion_ns=(5.7, 6.0))

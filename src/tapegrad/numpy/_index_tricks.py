@@ -46,7 +46,7 @@ def _slice_range(item: slice):
     start = 0 if item.start is None else item.start
     step = 1 if item.step is None else item.step
     if isinstance(step, (complex, np.complexfloating)):
-        return np.linspace(start, item.stop, num=int(abs(step)))
+        return np.linspace(start, item.stop, num=int(abs(complex(step))))
     return np.arange(start, item.stop, step)
 
 

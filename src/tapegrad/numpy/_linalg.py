@@ -166,7 +166,7 @@ def _parse_einsum(subscripts: str, shapes) -> tuple[tuple[str, ...], str]:
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
         out = out.replace("...", ell)
-    sizes = {}
+    sizes: dict = {}
     for sub, s in zip(ins, shapes):
         for c, d in zip(sub, s):
             sizes[c] = max(sizes.get(c, 1), d)
@@ -236,7 +236,7 @@ def _einsum_aval(*operands, subscripts, optimize):
     """Explicit subscripts (as ``einsum`` binds them): each output letter's size from the operands,
     the operands' result type; None for Python scalars and for a letter of two sizes."""
     ins, out = subscripts.split("->")
-    sizes = {}
+    sizes: dict = {}
     for sub, aval in zip(ins.split(","), operands):
         if len(sub) != len(aval.shape) or not isinstance(aval.dtype, np.dtype):
             return None

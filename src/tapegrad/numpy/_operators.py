@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +36,10 @@ class ArrayOperators:
 
     __slots__ = ()
     __array_priority__ = 1000
+
+    if TYPE_CHECKING:  # the spine's Tracer and Boxed, which these methods are installed on, have them
+        def carries_derivative(self) -> bool: ...
+        def __len__(self) -> int: ...
 
     # arithmetic
     def __add__(self, other): return bind(ew.add_p, self, other)
@@ -70,7 +76,7 @@ class ArrayOperators:
     def __xor__(self, other): return ew.bitwise_xor(self, other)
     def __rxor__(self, other): return ew.bitwise_xor(other, self)
     def __invert__(self): return ew.invert(self)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy arrays are: == is elementwise
 
     # indexing
     def __getitem__(self, idx): return _indexing.getitem(self, idx)
@@ -280,7 +286,7 @@ def _qualified(func) -> str:
     return ("linalg." if "linalg" in module else "") + func.__name__
 
 
-_UFUNCS = {
+_UFUNCS: dict[str, Callable[..., Any]] = {
     "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
     "true_divide": ew.divide, "power": ew.power, "float_power": ew.float_power, "negative": ew.negative,
     "positive": lambda x: x, "absolute": ew.abs, "fabs": uf.fabs, "sign": ew.sign, "exp": ew.exp,
@@ -317,7 +323,8 @@ def register_ufuncs(namespace: dict) -> None:
     _UFUNCS.update(namespace)
 
 
-_UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
+_UFUNC_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
 
 _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
 

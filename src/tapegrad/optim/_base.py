@@ -111,7 +111,7 @@ class Optimizer(Stateful):
 
     def __init__(self, params=None, lr: float = 1e-3):
         check_nonnegative(type(self).__name__, lr=lr)
-        self.initial_lr = None
+        self.initial_lr: float | None = None
         if params is None:
             self.params, self.state_params = None, None
             self.learning_rate = self._rate_parameter(lr, default_namespace())
@@ -167,7 +167,7 @@ class Optimizer(Stateful):
                 return None
             if isinstance(value, tuple):
                 return tuple(Parameter(v, name=f"{prefix}.{field}.{p.name}", requires_grad=False)
-                             for p, v in zip(self.params, value))
+                             for p, v in zip(self.params or (), value))
             return Parameter(value, name=f"{prefix}.{field}", requires_grad=False)
         return type(state)(*(hold(field, value) for field, value in zip(state._fields, state)))
 

@@ -11,6 +11,8 @@ conjugation).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import tapegrad.numpy as tnp
@@ -198,8 +200,8 @@ def _convolve_axes(in1, in2, mode, axes):
 
 
 # ---- 2-D, with boundaries ------------------------------------------------------------------------
-_BOUNDARIES = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap", "symm": "symmetric",
-               "symmetric": "symmetric"}
+_BOUNDARIES: dict[str, Any] = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap",
+                               "symm": "symmetric", "symmetric": "symmetric"}
 
 
 def _extend(in1, widths, boundary, fillvalue):

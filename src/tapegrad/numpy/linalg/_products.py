@@ -3,6 +3,7 @@ derivatives in both modes and to any order are ``matmul``'s."""
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def _chain_order(dims):
     """The optimal parenthesisation (Cormen et al., "Introduction to Algorithms", 15.2): ``split[i][j]``
     is where the cheapest product of arrays ``i..j`` splits."""
     n = len(dims) - 1
-    cost = [[0] * n for _ in range(n)]
+    cost: list[list[Any]] = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):

@@ -8,6 +8,8 @@ and works under ``jit`` and ``vmap`` (build the estimator inside the transformed
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +77,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         """Silverman's rule, ``(neff (d + 2) / 4) ** (-1 / (d + 4))``."""
         return (self.neff * (self.d + 2.0) / 4.0) ** (-1.0 / (self.d + 4))
 
-    covariance_factor = scotts_factor
+    covariance_factor: Callable[[], Any] = scotts_factor  # type: ignore[assignment]  # an instance's may be a lambda
 
     def set_bandwidth(self, bw_method=None):
         """Choose the bandwidth factor (``bw_method`` as the constructor's) and recompute the kernel."""
