@@ -84,7 +84,7 @@ class Primitive:
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
                  "fusion", "multiple_results", "vjp_fwd")
 
-    def __init__(self, name: str, multiple_results: bool = False):
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
         self.multiple_results = multiple_results
         # set by def_impl before the primitive is bound (tapegrad.extend.primitive gives every one an impl)
@@ -99,16 +99,16 @@ class Primitive:
         self.nondiff = False
         self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
 
-    def bind(self, *args, **params):
+    def bind(self, *args: Any, **params: Any) -> Any:
         return bind(self, *args, **params)
 
-    def def_impl(self, impl):
+    def def_impl(self, impl: Callable[..., Any]) -> Any:
         """Set ``impl``; a multiple-results primitive's is wrapped to return a list (``bind``'s result,
         which the transforms index and extend) where it returns a tuple, as NumPy's functions do."""
         self.impl = _listing(impl) if self.multiple_results else impl
         return impl
 
-    def def_abstract_eval(self, rule):
+    def def_abstract_eval(self, rule: Callable[..., Any]) -> Any:
         self.abstract_eval = rule
         return rule
 
@@ -453,7 +453,7 @@ class Boxed:
         @property
         def dtype(self) -> Any: ...
 
-    def unbox(self):
+    def unbox(self) -> Any:
         raise NotImplementedError
 
 
@@ -462,7 +462,7 @@ _CONCRETE_TYPES = frozenset([numpy.ndarray, float, int, bool, complex, numpy.flo
                              numpy.complex128])
 
 
-def bind(prim: Primitive, *args, **params):
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``
     (Autodidax's ``bind``); with no traced operand, ``prim.impl`` runs on the arrays.
 

@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 import zlib
+from typing import Any
 
 import numpy as np
 import optree
@@ -26,6 +27,7 @@ from tapegrad._backend import to_host
 from tapegrad._params import Parameter
 from tapegrad._state_dict import load_state_dicts
 from tapegrad._tree import NAMESPACE
+from tapegrad._typing import PyTree
 
 METADATA_KEY = "tapegrad"
 FORMAT_VERSION = 1
@@ -44,7 +46,7 @@ def _safetensors():
 
 
 # ---- save ----------------------------------------------------------------------------------------
-def save(path, tree) -> None:
+def save(path: Any, tree: PyTree) -> None:
     """Write ``tree``, a pytree of arrays, to the safetensors file ``path``, atomically.
 
     Each leaf becomes one tensor named by its path in the tree, the keys joined with dots
@@ -210,7 +212,7 @@ def _fsync_folder(folder: str) -> None:
 
 
 # ---- load ----------------------------------------------------------------------------------------
-def load(path):
+def load(path: Any) -> Any:
     """Read a safetensors file into NumPy arrays.
 
     Args:
@@ -291,7 +293,7 @@ def _rebuild(node, arrays: dict):
 
 
 # ---- MindSpore's spellings -----------------------------------------------------------------------
-def save_checkpoint(obj, path) -> None:
+def save_checkpoint(obj: Any, path: Any) -> None:
     """Save a model, an optimiser, several of them, or a pytree of arrays (MindSpore's
     ``mindspore.save_checkpoint(save_obj, ckpt_file_name)``), with :func:`save`'s format and atomicity.
 
@@ -324,7 +326,7 @@ def _is_stateful(x) -> bool:
     return callable(getattr(x, "state_dict", None)) and callable(getattr(x, "load_state_dict", None))
 
 
-def load_checkpoint(path, net=None, strict: bool = True, cast: bool = False) -> dict:
+def load_checkpoint(path: Any, net: Any = None, strict: bool = True, cast: bool = False) -> dict:
     """Read a checkpoint and, given ``net``, load it into ``net``: all of it or nothing (MindSpore's
     ``load_checkpoint(ckpt_file_name, net=None, strict_load=False)``, with PyTorch's ``strict``).
 

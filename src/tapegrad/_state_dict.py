@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad._backend import namespace_of, to_host
+from tapegrad._typing import PyTree
 
 
 class LoadResult(NamedTuple):
@@ -43,7 +44,7 @@ class Stateful:
         """
         return {name: p.value for name, p in _checked_names(self)}
 
-    def load_state_dict(self, state, strict: bool = True, cast: bool = False) -> LoadResult:
+    def load_state_dict(self, state: PyTree, strict: bool = True, cast: bool = False) -> LoadResult:
         """Assign each Parameter of the state the array of its name in ``state``: all or nothing.
 
         Every entry is checked before any Parameter changes, and an exception while assigning (an

@@ -38,10 +38,13 @@ Axis: TypeAlias = int | Sequence[int] | None
 ShapeLike: TypeAlias = int | Sequence[int]
 """A shape: an int (one dimension) or a sequence of ints."""
 
-if TYPE_CHECKING:
-    from numpy.typing import DTypeLike as DTypeLike
+if TYPE_CHECKING:  # numpy.typing only for checkers: it is not needed at run time
+    import numpy.typing
+
+    DTypeLike: TypeAlias = numpy.typing.DTypeLike | None
+    """A dtype, or what ``numpy.dtype`` accepts (``"float32"``, ``np.float32``); None: the default."""
 else:
-    DTypeLike = Any  # NumPy's alias, imported only for checkers: numpy.typing is not needed at run time
+    DTypeLike = Any
 
 Fn = TypeVar("Fn", bound=Callable[..., Any])
 """A function type kept by a decorator that returns the function it was given."""

@@ -11,9 +11,12 @@ of the gradients ``grad(..., weights=net.trainable_params())`` gives back (MindS
 """
 from __future__ import annotations
 
+from typing import Any
+
 from tapegrad._flags import Flag
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._state_dict import Stateful
+from tapegrad._typing import Array
 
 
 class Module(Stateful):
@@ -54,7 +57,7 @@ class Module(Stateful):
     # stages again only the programs that read it (a subclass that forgot super().__init__(): True)
     training = Flag(True)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.training = True
 
     def __init_subclass__(cls, **kwargs):
@@ -67,7 +70,7 @@ class Module(Stateful):
             flag.__set_name__(cls, "training")
             cls.training = flag
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Array:
         for name in ("forward", "construct"):
             method = getattr(self, name, None)
             if method is not None:

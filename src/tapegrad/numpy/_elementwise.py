@@ -201,7 +201,7 @@ isinf_p, isinf = _unary("isinf")
 logical_not_p, logical_not = _unary("logical_not", fusion_ns=ARITHMETIC_NS)
 
 
-def sign(x):
+def sign(x: ArrayLike) -> Array:
     """Elementwise sign, as ``numpy.sign``: -1, 0 or 1 for real ``x`` (derivative zero everywhere);
     ``z / |z|`` (0 at 0) for complex ``z``, as NumPy 2, which is differentiable away from 0."""
     if is_complex(x):
@@ -224,7 +224,7 @@ def_nondiff(round_p)
 defbatch_elementwise(round_p)
 
 
-def round(x, decimals: int = 0):
+def round(x: ArrayLike, decimals: int = 0) -> Array:
     """Round to ``decimals`` places (half to even), as ``numpy.round``; its derivative is zero."""
     return bind(round_p, x, decimals=int(decimals))
 
@@ -319,7 +319,7 @@ def _log_of_base(x):
 power_p, power = _binary("power", _power_dx, _power_dy, fusion_ns=(6.1, 8.1))
 
 
-def float_power(x1, x2):
+def float_power(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``x1 ** x2`` computed in float64 (at least), as ``numpy.float_power``."""
     return power(astype(x1, _shape.result_type(x1, np.float64)), x2)
 
@@ -358,7 +358,7 @@ defbatch_elementwise(where_p)
 def_fusion(where_p, "where")
 
 
-def where(condition, x, y):
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
     """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together).
 
     Only the three-argument form; for indices of true elements use ``numpy.nonzero`` on a concrete
@@ -387,7 +387,7 @@ defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
 
 
-def clip(a, a_min=None, a_max=None):
+def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None) -> Array:
     """Limit ``a`` to ``[a_min, a_max]`` (either may be None), as ``numpy.clip``.
 
     The gradient reaches ``a`` where ``a_min <= a <= a_max`` (boundary included: the convention of
@@ -398,7 +398,7 @@ def clip(a, a_min=None, a_max=None):
     return bind(clip_p, a, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
 
 
-def angle(z, deg: bool = False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The argument of ``z`` in ``(-pi, pi]`` (degrees if ``deg``), as ``numpy.angle``.
 
     Computed as ``arctan2(imag(z), real(z))``, so for complex ``z`` the derivative is that of

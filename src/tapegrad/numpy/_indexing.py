@@ -16,6 +16,7 @@ import numpy as np
 
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (
@@ -717,7 +718,7 @@ class IndexUpdateHelper:
 
 
 # ---- gathers -------------------------------------------------------------------------------------
-def take(a, indices, axis=None):
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Array:
     """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``), as ``numpy.take``;
     differentiable in ``a`` (the cotangent is scattered back, summed over repeated indices).
     """
@@ -728,7 +729,7 @@ def take(a, indices, axis=None):
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
-def take_along_axis(arr, indices, axis):
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int) -> Array:
     """``arr`` gathered along ``axis`` by ``indices`` of the same rank, as ``numpy.take_along_axis``."""
     arr = as_operand(arr)
     if axis is None:

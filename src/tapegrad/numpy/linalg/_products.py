@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._linalg import matmul
@@ -15,7 +16,7 @@ from tapegrad.numpy.linalg._common import eye_like
 from tapegrad.numpy.linalg._solve import inv
 
 
-def matrix_power(a, n):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (matrix products), as ``numpy.linalg.matrix_power``.
 
     Args:
@@ -49,7 +50,7 @@ def matrix_power(a, n):
         square = matmul(square, square)
 
 
-def multi_dot(arrays, *, out=None):
+def multi_dot(arrays: Any, *, out: Any = None) -> Array:
     """The product of two or more arrays in the cheapest order, as ``numpy.linalg.multi_dot``.
 
     Args:
