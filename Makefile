@@ -17,8 +17,8 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_digits.py
 
-# ruff (pyproject.toml [tool.ruff]) and the layer contract (pyproject.toml [tool.importlinter],
-# docs/architecture.md), then the suite with one BLAS thread (the tests use small matrices, where
+# ruff (pyproject.toml [tool.ruff]), the layer contract (pyproject.toml [tool.importlinter],
+# docs/architecture.md) and mypy (`lint`), then the suite with one BLAS thread (the tests use small matrices, where
 # OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order
 test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
@@ -36,9 +36,13 @@ test-versions: $(VENV)/.installed-dev
 	PYENV_VERSION="$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-9]+\.' | tr '\n' ':')$${PYENV_VERSION:-}" \
 		$(VENV)/bin/nox $(NOX_FLAGS)
 
+# ...then mypy (pyproject.toml [tool.mypy]) on the package and a typed user program, and a check that it
+# rejects tests/typing/bad_usage.py with exactly the errors that file names (docs/decisions.md, "Types")
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage.py noxfile.py
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy src/tapegrad tests/typing/good_usage.py
+	$(PY) tests/typing/check_rejected.py
 
 # the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,
 # each combination in its own random order: tolerances must hold whatever order BLAS sums in

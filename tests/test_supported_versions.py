@@ -36,7 +36,7 @@ def test_every_requirement_is_pinned_at_its_floor(noxfile):
     extras = PYPROJECT["project"]["optional-dependencies"]
     pins = dict(line.split("==") for line in noxfile.lowest_constraints(PYPROJECT).splitlines())
     for req in noxfile.requirements(PYPROJECT):
-        name, floor = re.fullmatch(r"([\w.-]+)>=(\S+)", req).groups()
+        name, floor = re.fullmatch(r"([\w.-]+)(?:>=|==)(\S+)", req).groups()  # == pins exactly (mypy)
         assert pins[name.lower().replace("_", "-")] == floor, req
     # every extra but CuPy's (which need a GPU) is installed by the lowest session
     assert set(extras) - set(noxfile.TESTED_EXTRAS) == {"cuda12", "cuda13", "cupy"}

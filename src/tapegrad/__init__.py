@@ -6,6 +6,7 @@ The docs (``docs/``) describe the API and its conventions.
 """
 import importlib
 import importlib.metadata
+from typing import TYPE_CHECKING
 
 from tapegrad import _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
@@ -24,6 +25,12 @@ try:
     __version__ = importlib.metadata.version("tapegrad")
 except importlib.metadata.PackageNotFoundError:  # src/ put on the path without installing
     __version__ = "0+unknown"
+
+if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
+    from tapegrad import distributed, flatten_util, nn, optim, random, scipy, testing
+    from tapegrad._control_flow import cond, fori_loop, map, scan, switch, while_loop
+    from tapegrad._jit import jit, make_program
+    from tapegrad._serialization import load, load_checkpoint, save, save_checkpoint
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_vjp", "distributed",
@@ -45,15 +52,16 @@ defer_registrations("scipy", f"{__name__}.scipy")
 _rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn", "random", "scipy"))  # primitives()
 
 
-def __getattr__(name: str):
-    if name in _LAZY_SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
-    if name in _LAZY_NAMES:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
-        globals()[name] = value  # the next access is direct
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # to a checker, a name that is neither above nor in the block at the top is an error
+    def __getattr__(name: str) -> object:
+        if name in _LAZY_SUBMODULES:
+            return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
+        if name in _LAZY_NAMES:
+            value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+            globals()[name] = value  # the next access is direct
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_NAMES))

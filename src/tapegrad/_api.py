@@ -12,9 +12,9 @@ import os
 import sys
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -27,7 +27,12 @@ from tapegrad._owned import owned
 from tapegrad._params import Parameter, ParameterTuple, substitute
 from tapegrad._structural import stop_gradient as _stop_gradient_leaf
 from tapegrad._tape import forward_sweep, record_flat, sweep_order, vjp_flat
+from tapegrad._typing import Array, GradPosition, PyTree, Weights
 from tapegrad.errors import MissingHasAuxWarning
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 # ---- argument checks at grad(...) time ---------------------------------------------------------
@@ -96,7 +101,7 @@ _FOREIGN_KEYWORDS = {
 }
 
 
-def refuse_unknown_keywords(api: str, kwargs: dict) -> None:
+def refuse_unknown_keywords(api: str, kwargs: dict[str, Any]) -> None:
     """A ``TypeError`` for keywords ``api`` does not take, naming tapegrad's spelling where a peer's
     (``argnums``) was used.
 
@@ -322,7 +327,23 @@ def _assemble(spec, in_trees, grads, params):
     return weights_part if spec.positions is None else (inputs_part, weights_part)
 
 
-def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **kwargs):
+# grad's overloads: what its function returns depends on has_aux, (gradients, aux) or the gradients alone.
+# The gradients themselves are Any: their structure follows grad_position and weights (one input's pytree,
+# a tuple of them, the weights' structure, or a pair of both), and a type for "the type of parameter i of
+# fn" cannot be spelled with a ParamSpec; an overload per position and arity would be a ladder that
+# still knew nothing of pytrees and Parameters. fn's parameters are kept (ParamSpec), so a call with the
+# wrong arguments is caught. docs/decisions.md ("Types") has the decision.
+@overload
+def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
+         has_aux: Literal[False] = False, return_ids: bool = False) -> Callable[P, Any]: ...
+@overload
+def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None, *,
+         has_aux: Literal[True], return_ids: bool = False) -> Callable[P, tuple[Any, tuple[Any, ...]]]: ...
+@overload
+def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
+         has_aux: bool = False, return_ids: bool = False) -> Callable[P, Any]: ...
+def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
+         has_aux: bool = False, return_ids: bool = False, **kwargs: Any) -> Callable[P, Any]:
     """The gradient of ``fn``, as MindSpore's ``grad``.
 
     Every leaf of ``fn``'s output gets a sensitivity of ones, so the result is the gradient of the sum
@@ -386,7 +407,8 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **k
     return grad_fn
 
 
-def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False, **kwargs):
+def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights: Weights | None = None,
+                   has_aux: bool = False, return_ids: bool = False, **kwargs: Any) -> Callable[P, tuple[R, Any]]:
     """``fn``'s value and its gradient in one pass, as MindSpore's ``value_and_grad``.
 
     ``fn`` runs once on the tape; the value is its output and the gradients are :func:`grad`'s (the
@@ -445,7 +467,7 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
     return value_and_grad_fn
 
 
-def get_grad(gradients, identifier):
+def get_grad(gradients: PyTree, identifier: int | str) -> Array:
     """One gradient from a ``return_ids=True`` result, as MindSpore's ``get_grad``.
 
     The search goes through the nested tuples, lists and dicts of ``gradients`` for the first
@@ -530,7 +552,7 @@ class _FlatFun:
         return results + (trees[-1],) if self.has_aux else results
 
 
-def vjp(fn, *primals, has_aux=False):
+def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """``fn``'s output and its vector-Jacobian product function, as JAX's ``vjp``.
 
     Args:
@@ -562,7 +584,8 @@ def vjp(fn, *primals, has_aux=False):
     return flat_fun.returns([out_primals], (vjp_fn,), caller=flat_fun.leaves)
 
 
-def jvp(fn, primals, tangents, has_aux=False):
+def jvp(fn: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """``fn``'s output and its Jacobian-vector product at ``primals`` along ``tangents``, as JAX's ``jvp``.
 
     Args:
@@ -629,7 +652,7 @@ def _check_tangent(t, x, i, api):
     return t
 
 
-def linearize(fn, *primals, has_aux=False):
+def linearize(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """``fn``'s output at ``primals`` and its Jacobian-vector product function there, as JAX's
     ``linearize``.
 
@@ -705,7 +728,7 @@ def _check_cotangent(c, o, i):
     return ones_like(o) * c if isinstance(c, (bool, int, float, complex)) else c
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x`` unchanged, seen by every transform as a constant: no gradient flows back through it (JAX's
     ``lax.stop_gradient``, MindSpore's ``ops.stop_gradient``; Paddle's ``no_grad_vars``).
 

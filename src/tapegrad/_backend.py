@@ -27,6 +27,7 @@ import importlib
 import os
 import sys
 import types
+from typing import Any
 
 import numpy
 
@@ -180,7 +181,7 @@ def scipy_module(xp, name: str):
     return importlib.import_module(f"{prefix}scipy.{name}")
 
 
-def set_backend(backend) -> None:
+def set_backend(backend: Any) -> None:
     """Choose where creation functions (``tnp.zeros``, ``tnp.arange``, ...) put new arrays.
 
     Args:

@@ -14,15 +14,18 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from tapegrad import _structural as st
 from tapegrad._core import Primitive, bind
 from tapegrad._structural import broadcast_to, expand_dims, moveaxis, reshape, shape_of
+from tapegrad._typing import ArrayLike
 
 
-def defbatch(prim: Primitive, rule) -> None:
+def defbatch(prim: Primitive, rule: Callable[..., Any]) -> None:
     """Give ``prim`` its batch rule, the rule ``vmap`` applies it with.
 
     Args:
@@ -38,7 +41,7 @@ def defbatch(prim: Primitive, rule) -> None:
     prim.batch_rule = rule
 
 
-def bind_batched(prim: Primitive, vals, out_dim: int, **params):
+def bind_batched(prim: Primitive, vals: Any, out_dim: int, **params: Any) -> Any:
     """``prim`` bound on already-batched operands whose results all carry the batch axis at
     ``out_dim``, in a batch rule's return form.
 
@@ -56,7 +59,7 @@ def bind_batched(prim: Primitive, vals, out_dim: int, **params):
     return (out, [out_dim] * len(out)) if prim.multiple_results else (out, out_dim)
 
 
-def ndim_of(x) -> int:
+def ndim_of(x: ArrayLike) -> int:
     """The number of axes of an array or tracer (0 for a Python scalar).
 
     Args:
@@ -68,7 +71,7 @@ def ndim_of(x) -> int:
     return getattr(x, "ndim", 0)
 
 
-def example_shape(x, d) -> tuple:
+def example_shape(x: ArrayLike, d: Any) -> tuple:
     """The shape of one example of ``x`` whose batch axis is ``d``.
 
     Args:
@@ -82,7 +85,7 @@ def example_shape(x, d) -> tuple:
     return shape if d is None else shape[:d] + shape[d + 1:]
 
 
-def batch_size(vals, dims) -> int:
+def batch_size(vals: Any, dims: Sequence[int | None]) -> int:
     """The number of examples: the length of the first batched operand's batch axis.
 
     Args:
@@ -101,7 +104,7 @@ def batch_size(vals, dims) -> int:
     raise ValueError("no batched operand")
 
 
-def to_front(x, d):
+def to_front(x: ArrayLike, d: Any) -> Any:
     """``x`` with its batch axis ``d`` moved to 0 (``x`` itself when ``d`` is 0).
 
     Args:
@@ -116,7 +119,7 @@ def to_front(x, d):
     return moveaxis(x, d, 0)
 
 
-def at_front(x, d, size: int):
+def at_front(x: ArrayLike, d: Any, size: int) -> Any:
     """``x`` with a batch axis at 0: moved there, or (``d`` None) the shared value broadcast to
     ``size`` examples.
 
@@ -136,7 +139,7 @@ def at_front(x, d, size: int):
     return broadcast_to(expand_dims(x, 0), (size,) + shape_of(x))
 
 
-def all_at_front(vals, dims):
+def all_at_front(vals: Any, dims: Sequence[int | None]) -> Any:
     """Every operand with its batch axis at 0, the shared ones broadcast (:func:`at_front` of each).
 
     Args:
@@ -153,7 +156,7 @@ def all_at_front(vals, dims):
     return [at_front(v, d, size) for v, d in zip(vals, dims)]
 
 
-def batch_axis_map(axis, d: int) -> int:
+def batch_axis_map(axis: int, d: int) -> int:
     """Where an example's axis ``axis`` sits in the batched array whose batch axis is ``d``.
 
     Args:
@@ -166,7 +169,7 @@ def batch_axis_map(axis, d: int) -> int:
     return axis + (axis >= d)
 
 
-def lead_batch(x, d: int, ndim: int):
+def lead_batch(x: ArrayLike, d: int, ndim: int) -> Any:
     """``x`` with its batch axis ``d`` moved to 0, then unit axes after it until one example has
     ``ndim`` axes: NumPy broadcasting aligns examples of different rank from the right, and this keeps
     the batch axis of every operand in the same place.
@@ -189,7 +192,8 @@ def lead_batch(x, d: int, ndim: int):
 
 
 # ---- the identity as a batch of basis vectors ------------------------------------------------------
-_IDENTITIES = weakref.WeakValueDictionary()  # id -> every live identity basis made by identity_basis
+# id -> every live identity basis made by identity_basis
+_IDENTITIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def identity_basis(n: int, dtype):
@@ -201,7 +205,7 @@ def identity_basis(n: int, dtype):
     return eye
 
 
-def is_identity_basis(v) -> bool:
+def is_identity_basis(v: ArrayLike) -> bool:
     """Whether ``v`` is an identity matrix made by ``jacrev``/``jacfwd`` for their basis (so a batch rule
     may skip a product with it, whichever axis holds the batch).
 
@@ -216,7 +220,7 @@ def is_identity_basis(v) -> bool:
 
 
 # ---- broadcasting: elementwise ops, and NumPy's stacked linalg -----------------------------------------
-def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
+def broadcast_batch(prim: Any, vals: Any, dims: Sequence[int | None], *, core: int = 0, **params: Any) -> Any:
     """The batch rule of a primitive that broadcasts its operands over their leading axes, each operand
     ending in ``core`` axes of its own (0 for elementwise ops, 2 for the matrices of NumPy's linalg):
     the batch axis becomes one more broadcast axis.
@@ -237,6 +241,7 @@ def broadcast_batch(prim, vals, dims, *, core: int = 0, **params):
     Returns:
         ``(out, out_dim)`` (for several results, the list of results and a list of axes).
     """
+    batch_axis: Any  # an int after the loop: a batch rule runs where some operand is batched
     ranks, rank, batch_axis, uniform = [], 0, None, True
     for v, d in zip(vals, dims):  # plain loops: this rule runs for most operations under vmap
         r = getattr(v, "ndim", 0) - core
@@ -344,7 +349,7 @@ def _front_rule(prim, shift_params):
     return rule
 
 
-def defbatch_front(prim: Primitive, shift_params=lambda params: params) -> None:
+def defbatch_front(prim: Primitive, shift_params: Any = lambda params: params) -> None:
     """A batch rule for a primitive that works on any leading axes once its static parameters are
     shifted past the batch axis at 0: every operand gets its batch axis at 0 (:func:`all_at_front`)
     and ``prim`` is bound with ``shift_params(params)``.

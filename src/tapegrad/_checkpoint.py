@@ -10,12 +10,17 @@ an ordinary call.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from tapegrad._core import bind_joint, is_inexact
 from tapegrad._custom import _FlatCall
 from tapegrad._jvp import jvp_flat
 from tapegrad._params import recording_writes, substitute, traced_parameters
 from tapegrad._tape import pull_back_on
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _CheckpointCall(_FlatCall):
@@ -71,7 +76,7 @@ class _CheckpointCall(_FlatCall):
         return self.fun(*args)
 
 
-def checkpoint(fn):
+def checkpoint(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` with its intermediate values recomputed in the backward pass instead of stored.
 
     Usable as ``tg.checkpoint(fn)`` or as a decorator. The values and all derivatives (every order,

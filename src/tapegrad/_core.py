@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy
 
@@ -84,29 +84,31 @@ class Primitive:
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
                  "fusion", "multiple_results", "vjp_fwd")
 
-    def __init__(self, name: str, multiple_results: bool = False):
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
         self.multiple_results = multiple_results
-        self.impl: Callable | None = None
+        # set by def_impl before the primitive is bound (tapegrad.extend.primitive gives every one an impl)
+        self.impl: Callable = cast(Callable, None)
         self.abstract_eval: Callable | None = None
-        self.vjp_rules: tuple | None = None
+        # a tuple of rules, or an object indexable like one (_rules._ArgnumRules, _tape._JointRules)
+        self.vjp_rules: Any = None
         self.jvp_rule: Callable | None = None
         self.batch_rule: Callable | None = None
         self.out_impl: Callable | None = None
-        self.fusion = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
+        self.fusion: Any = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
         self.nondiff = False
         self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
 
-    def bind(self, *args, **params):
+    def bind(self, *args: Any, **params: Any) -> Any:
         return bind(self, *args, **params)
 
-    def def_impl(self, impl):
+    def def_impl(self, impl: Callable[..., Any]) -> Any:
         """Set ``impl``; a multiple-results primitive's is wrapped to return a list (``bind``'s result,
         which the transforms index and extend) where it returns a tuple, as NumPy's functions do."""
         self.impl = _listing(impl) if self.multiple_results else impl
         return impl
 
-    def def_abstract_eval(self, rule):
+    def def_abstract_eval(self, rule: Callable[..., Any]) -> Any:
         self.abstract_eval = rule
         return rule
 
@@ -118,7 +120,7 @@ def _listing(impl):
     def listed(*args, **params):
         outs = impl(*args, **params)
         return outs if type(outs) is list else list(outs)
-    listed.__wrapped__ = impl
+    listed.__wrapped__ = impl  # type: ignore[attr-defined]  # a function takes attributes; Callable has none
     return listed
 
 
@@ -244,7 +246,8 @@ class Trace:
     __slots__ = ("main", "level")
 
     def __init__(self, main: MainTrace | None):
-        self.main = main
+        # None only for the EvalTrace at level 0, whose main no code reads: every other trace has one
+        self.main: MainTrace = cast(MainTrace, main)
         self.level = 0 if main is None else main.level
 
     def process_primitive(self, prim: Primitive, args: tuple, params: dict):
@@ -277,7 +280,7 @@ def check_one_backend(args) -> None:
     namespace_of(*args)
 
 
-eval_trace = EvalTrace(None)
+eval_trace: Trace = EvalTrace(None)
 
 
 class Tracer:
@@ -289,6 +292,16 @@ class Tracer:
     """
 
     __slots__ = ("_trace",)
+    _trace: Trace
+
+    if TYPE_CHECKING:  # each subclass has them, as a property or from its variable
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+        @property
+        def dtype(self) -> Any: ...
+
+        def __array__(self, dtype: Any = None, copy: Any = None) -> Any: ...  # tapegrad.numpy._operators
 
     @property
     def aval(self) -> ShapedArray:
@@ -399,6 +412,7 @@ class PrimalTracer(Tracer):
     control flow and ``float()`` work on it."""
 
     __slots__ = ("primal",)
+    primal: Any
 
     # a primal may be a tracer of the transform outside (nested grad): the loops reach the innermost
     # value in one frame, where a property per level would cost one call per level
@@ -436,7 +450,11 @@ class Boxed:
 
     __slots__ = ()
 
-    def unbox(self):
+    if TYPE_CHECKING:  # Parameter's
+        @property
+        def dtype(self) -> Any: ...
+
+    def unbox(self) -> Any:
         raise NotImplementedError
 
 
@@ -445,7 +463,7 @@ _CONCRETE_TYPES = frozenset([numpy.ndarray, float, int, bool, complex, numpy.flo
                              numpy.complex128])
 
 
-def bind(prim: Primitive, *args, **params):
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim``: find the highest-level trace among the operands and let it process ``prim``
     (Autodidax's ``bind``); with no traced operand, ``prim.impl`` runs on the arrays.
 
@@ -496,7 +514,7 @@ def bind_joint(call, *args):
     call used a traced value of the running transform that is not among ``args`` (a closure).
     With no tracer among ``args`` this is ``call.fun(*args)``.
     """
-    args = [_lift_operand(a) for a in args]
+    args = tuple([_lift_operand(a) for a in args])
     top = eval_trace
     for arg in args:
         if isinstance(arg, Tracer):

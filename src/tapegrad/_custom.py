@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy
 
@@ -25,6 +27,10 @@ from tapegrad._core import Boxed, bind_joint, is_inexact
 from tapegrad._jvp import scalar_like
 from tapegrad._structural import astype, broadcast_to
 from tapegrad._tape import vjp_flat
+from tapegrad._typing import Fn
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _FlatCall:
@@ -165,7 +171,7 @@ def _zeros_for_none(values, likes):
 class _CustomVJPCall(_FlatCall):
     def __init__(self, f: custom_vjp, args):
         super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
-        self.fwd_fun, self.bwd_fun = f.fwd, f.bwd
+        self.fwd_fun, self.bwd_fun = cast(Callable, f.fwd), cast(Callable, f.bwd)  # custom_vjp.__call__ checked both
 
     def forward(self, *primals):
         result = self.fwd_fun(*self.full_args(primals))
@@ -187,7 +193,7 @@ class _CustomVJPCall(_FlatCall):
         return outs, out_tangents
 
 
-class custom_vjp:
+class custom_vjp(Generic[P, R]):
     """A function with a user-given vjp, as JAX's ``jax.custom_vjp``.
 
     Usage::
@@ -223,13 +229,22 @@ class custom_vjp:
         ValueError: a ``bwd`` entry shaped unlike its argument.
     """
 
-    def __init__(self, fun=None, nondiff_argnums=()):
+    __name__: str  # fun's, with its other attributes (functools.update_wrapper)
+    fwd: Callable[..., tuple[Any, Any]] | None
+    bwd: Callable[..., Any] | None
+
+    # custom_vjp(fun) wraps fun; custom_vjp(nondiff_argnums=...) is a decorator whose call wraps a function
+    @overload
+    def __init__(self, fun: Callable[P, R], nondiff_argnums: int | tuple[int, ...] = ()) -> None: ...
+    @overload
+    def __init__(self: custom_vjp[..., Any], fun: None = None, nondiff_argnums: int | tuple[int, ...] = ()) -> None: ...
+    def __init__(self, fun: Callable[P, R] | None = None, nondiff_argnums: int | tuple[int, ...] = ()) -> None:
         self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_vjp")
         self.fun, self.fwd, self.bwd = fun, None, None
         if fun is not None:
             functools.update_wrapper(self, fun)
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd: Callable[P, tuple[R, Any]], bwd: Callable[..., Any]) -> custom_vjp[P, R]:
         """Set the rule (JAX's ``custom_vjp.defvjp``).
 
         Args:
@@ -244,9 +259,9 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
         return self
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.fun is None:  # used as custom_vjp(nondiff_argnums=...) on a function
-            return type(self)(args[0], self.nondiff_argnums)
+            return cast(Any, type(self))(args[0], self.nondiff_argnums)  # a decorator: self is [..., Any]
         if self.fwd is None:
             raise TypeError(f"custom_vjp function {self.__name__!r} has no rule yet: call "
                             f"{self.__name__}.defvjp(fwd, bwd) before using it")
@@ -258,7 +273,7 @@ class custom_vjp:
 class _CustomJVPCall(_FlatCall):
     def __init__(self, f: custom_jvp, args):
         super().__init__(f.__name__, f.fun, args, f.nondiff_argnums)
-        self.rule = f.jvp_rule
+        self.rule = cast(Callable, f.jvp_rule)  # custom_jvp.__call__ checked it
 
     def jvp(self, primals, tangents):
         tangents = _zeros_for_none(tangents, primals)
@@ -283,7 +298,7 @@ class _CustomJVPCall(_FlatCall):
         return in_cts
 
 
-class custom_jvp:
+class custom_jvp(Generic[P, R]):
     """A function with a user-given jvp, as JAX's ``jax.custom_jvp``.
 
     Usage::
@@ -316,13 +331,20 @@ class custom_jvp:
         ValueError: a ``tangent_out`` whose structure or shapes differ from the output's.
     """
 
-    def __init__(self, fun=None, nondiff_argnums=()):
+    __name__: str  # fun's, with its other attributes (functools.update_wrapper)
+    jvp_rule: Callable[..., tuple[Any, Any]] | None
+
+    @overload
+    def __init__(self, fun: Callable[P, R], nondiff_argnums: int | tuple[int, ...] = ()) -> None: ...
+    @overload
+    def __init__(self: custom_jvp[..., Any], fun: None = None, nondiff_argnums: int | tuple[int, ...] = ()) -> None: ...
+    def __init__(self, fun: Callable[P, R] | None = None, nondiff_argnums: int | tuple[int, ...] = ()) -> None:
         self.nondiff_argnums = _check_nondiff_argnums(nondiff_argnums, "custom_jvp")
         self.fun, self.jvp_rule = fun, None
         if fun is not None:
             functools.update_wrapper(self, fun)
 
-    def defjvp(self, jvp_rule):
+    def defjvp(self, jvp_rule: Fn) -> Fn:
         """Set the rule (JAX's ``custom_jvp.defjvp``).
 
         Args:
@@ -337,9 +359,9 @@ class custom_jvp:
         self.jvp_rule = jvp_rule
         return jvp_rule
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.fun is None:
-            return type(self)(args[0], self.nondiff_argnums)
+            return cast(Any, type(self))(args[0], self.nondiff_argnums)  # a decorator: self is [..., Any]
         if self.jvp_rule is None:
             raise TypeError(f"custom_jvp function {self.__name__!r} has no rule yet: decorate one with "
                             f"@{self.__name__}.defjvp")

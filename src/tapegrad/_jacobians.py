@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 import itertools
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,7 @@ from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
+from tapegrad._typing import PyTree
 from tapegrad._vmap_api import vmap
 
 
@@ -183,7 +186,8 @@ def _check_chunk_size(chunk_size, api: str):
     return None if chunk_size is None else int(chunk_size)
 
 
-def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
+def jacrev(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
+           **kwargs: Any) -> Any:
     """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``
     (``argnums`` is ``grad_position`` here, as in MindSpore's ``jacrev``).
 
@@ -247,7 +251,8 @@ def jacrev(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
     return jac_fn
 
 
-def jacfwd(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
+def jacfwd(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
+           **kwargs: Any) -> Any:
     """The Jacobian of ``fn`` by forward mode, as JAX's ``jacfwd``: ``fn`` runs once on the tape
     (:func:`linearize`), then every basis tangent is swept forward through the recorded operations,
     batched.
@@ -314,7 +319,8 @@ def _rows_last(batched, offset: int, size: int, total: int):
     return batched if size == total else batched[..., offset:offset + size]
 
 
-def hessian(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
+def hessian(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
+            **kwargs: Any) -> Any:
     """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse, as JAX's ``hessian`` (one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).
 
@@ -345,7 +351,7 @@ def hessian(fn, grad_position=0, has_aux=False, chunk_size=None, **kwargs):
                   chunk_size=chunk_size)
 
 
-def hvp(fn, primals, tangents, has_aux=False):
+def hvp(fn: Callable[..., Any], primals: PyTree, tangents: PyTree, has_aux: bool = False) -> Any:
     """``fn``'s value at ``primals`` and its Hessian-vector product along ``tangents``: forward over
     reverse, ``jvp(grad(fn), primals, tangents)`` (the spelling JAX's documentation gives), returned in
     torch.func's ``hvp`` structure. The Hessian is never formed: the cost is a small multiple of ``fn``'s.

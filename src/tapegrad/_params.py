@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextvars
 import itertools
 import weakref
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import default_namespace, is_array
 from tapegrad._core import Boxed, Tracer, scoped
+from tapegrad._typing import ArrayLike
 
 _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_substitutions",
                                                                 default=None)
@@ -135,13 +138,13 @@ class Parameter(Boxed):
     __slots__ = ("_data", "_name", "_auto_named", "_name_owner", "requires_grad", "__weakref__")
     __hash__ = object.__hash__
 
-    def __init__(self, value, name: str | None = None, requires_grad: bool = True):
+    def __init__(self, value: ArrayLike, name: str | None = None, requires_grad: bool = True) -> None:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"Parameter: name must be a str or None, got {type(name).__name__}")
         self._data = _as_array(value)
         self._name = f"param{next(_unnamed)}" if name is None else name
         self._auto_named = name is None  # a module may (re)name it with its attribute path
-        self._name_owner = None  # a weak reference to that module
+        self._name_owner: weakref.ref | None = None  # a weak reference to that module
         self.requires_grad = bool(requires_grad)
 
     @property
@@ -154,7 +157,7 @@ class Parameter(Boxed):
         self._auto_named = False
         self._name_owner = None
 
-    def set_default_name(self, name: str, owner) -> None:
+    def set_default_name(self, name: str, owner: Any) -> None:
         """Name it ``name``, a path of attributes from ``owner``, unless the user gave it a name
         (``nn.Module`` calls this when a Parameter is assigned to it, directly or inside a module)."""
         if self._auto_named:
@@ -168,13 +171,13 @@ class Parameter(Boxed):
                       "_name_owner": None, "requires_grad": self.requires_grad}
 
     @property
-    def name_owner(self):
+    def name_owner(self) -> Any:
         """The object whose attribute path the name is (a module), or None: a user-given name, a
         ``"param<k>"``, or an owner that is gone."""
         return None if self._name_owner is None else self._name_owner()
 
     @property
-    def value(self):
+    def value(self) -> Any:
         """The current value: the substituted tracer inside a transform, the program's implicit input
         while ``jit`` stages, else the stored array."""
         subs = _substitutions.get()
@@ -189,10 +192,10 @@ class Parameter(Boxed):
             return builder.read_parameter(self)
         return self._data
 
-    def unbox(self):
+    def unbox(self) -> Any:
         return self.value
 
-    def assign(self, value) -> Parameter:
+    def assign(self, value: ArrayLike) -> Parameter:
         """Replace the stored array, keeping shape and dtype (MindSpore's ``Parameter.set_data``).
 
         Inside ``jit`` a value computed by the jitted function is allowed: it becomes an output of the
@@ -228,19 +231,19 @@ class Parameter(Boxed):
         return self
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return tuple(self._data.shape)
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return self._data.dtype
 
     @property
-    def ndim(self):
+    def ndim(self) -> Any:
         return self._data.ndim
 
     @property
-    def size(self):
+    def size(self) -> Any:
         return self._data.size
 
     def __len__(self):
@@ -285,7 +288,7 @@ class ParameterTuple(tuple):
         TypeError: an element is not a Parameter.
     """
 
-    def __new__(cls, params=()):
+    def __new__(cls, params: Iterable[Parameter] = ()) -> ParameterTuple:
         params = tuple(params)
         for i, p in enumerate(params):
             if not isinstance(p, Parameter):
@@ -296,13 +299,13 @@ class ParameterTuple(tuple):
         """Membership by identity (``==`` on Parameters is elementwise, as on arrays)."""
         return any(p is item for p in self)
 
-    def index(self, item, *args) -> int:
+    def index(self, item: Any, *args: Any) -> int:
         for i, p in enumerate(self):
             if p is item:
                 return i
         raise ValueError(f"{item!r} is not in this ParameterTuple")
 
-    def count(self, item) -> int:
+    def count(self, item: Any) -> int:
         return sum(p is item for p in self)
 
     def __repr__(self):

@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tapegrad._backend import zeros_like
 from tapegrad._core import Primitive, ShapedArray
+from tapegrad._typing import ArrayLike, PyTree
 
 PRIMITIVES: list = []  # every primitive declared here, in order: tests check that each has all its rules
 UNIMPORTED: list = []  # tapegrad's packages left for first use (tapegrad/__init__.py), which declare more
 
 
-def primitive(name: str, impl, abstract_eval=None, multiple_results: bool = False) -> Primitive:
+def primitive(name: str, impl: Callable[..., Any], abstract_eval: Callable[..., Any] | None = None,
+              multiple_results: bool = False) -> Primitive:
     """A new primitive, entered in the registry.
 
     Args:
@@ -65,7 +68,7 @@ def _default_abstract_eval(prim: Primitive):
     return _abstract_eval_by_dummies(prim)
 
 
-def defvjp(prim: Primitive, *rules) -> None:
+def defvjp(prim: Primitive, *rules: Any) -> None:
     """Give ``prim`` one vjp rule per operand (autograd's ``defvjp``, with the cotangent as an argument).
 
     Args:
@@ -86,7 +89,7 @@ def _no_cotangent(ct, ans, *primals, **params):
     return None
 
 
-def defjvp(prim: Primitive, *rules) -> None:
+def defjvp(prim: Primitive, *rules: Any) -> None:
     """Give ``prim`` one jvp rule per operand; the output tangent is the sum of their contributions.
 
     Args:
@@ -101,7 +104,7 @@ def defjvp(prim: Primitive, *rules) -> None:
     prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(rules)
 
 
-def defjvp_argnum(prim: Primitive, rule) -> None:
+def defjvp_argnum(prim: Primitive, rule: Callable[..., Any]) -> None:
     """One jvp rule for every operand of a variadic primitive; the contributions are summed.
 
     Args:
@@ -115,7 +118,7 @@ def defjvp_argnum(prim: Primitive, rule) -> None:
     prim.jvp_rule = (_SummedJVPs if prim.multiple_results else _SummedJVP)(_ArgnumRules(rule))
 
 
-def defvjp_fwd(prim: Primitive, fwd) -> None:
+def defvjp_fwd(prim: Primitive, fwd: Callable[..., Any]) -> None:
     """How reverse mode applies ``prim`` (a primitive with several results) when it records it:
     ``custom_vjp``'s ``fwd``, for a primitive. ``scan`` keeps each step's intermediates this way,
     instead of recomputing the step in the backward pass.
@@ -140,7 +143,7 @@ def defvjp_fwd(prim: Primitive, fwd) -> None:
     prim.vjp_fwd = fwd
 
 
-def defjvp_joint(prim: Primitive, rule) -> None:
+def defjvp_joint(prim: Primitive, rule: Callable[..., Any]) -> None:
     """A jvp rule that sees every tangent at once. For primitives whose output tangent is not a sum of
     per-operand terms, or is cheaper computed jointly (``concatenate``, ``where``), and for primitives
     with several results.
@@ -229,7 +232,7 @@ def def_nondiff(prim: Primitive) -> None:
 
 # ---- abstract evaluation -------------------------------------------------------------------------
 
-def aval_of(x) -> ShapedArray:
+def aval_of(x: ArrayLike) -> ShapedArray:
     """The abstract value of an operand (Python scalars are weak: they take NumPy 2's promotion).
 
     Args:
@@ -286,11 +289,11 @@ class ShapeRule:
 
     __slots__ = ("rule", "dummies")
 
-    def __init__(self, rule, prim: Primitive):
+    def __init__(self, rule: Callable[..., Any], prim: Primitive) -> None:
         self.rule = rule
         self.dummies = _abstract_eval_by_dummies(prim)
 
-    def __call__(self, *avals, **params):
+    def __call__(self, *avals: Any, **params: Any) -> Any:
         try:
             out = self.rule(*avals, **params)
         except (TypeError, ValueError, IndexError):
@@ -298,7 +301,7 @@ class ShapeRule:
         return self.dummies(*avals, **params) if out is None else out
 
 
-def def_shape_rule(prim: Primitive, rule) -> None:
+def def_shape_rule(prim: Primitive, rule: Callable[..., Any]) -> None:
     """Give ``prim`` an abstract eval from a shape/dtype rule, backed by the dummy evaluation
     (:class:`ShapeRule`): where the rule declines (None) or raises, the impl runs on zero-stride
     dummies.
@@ -338,7 +341,7 @@ def strong_dtype(aval: ShapedArray) -> np.dtype:
     return np.dtype(aval.dtype)
 
 
-def result_dtype(*avals) -> np.dtype:
+def result_dtype(*avals: Any) -> np.dtype:
     """``numpy.result_type`` of the operands, Python scalars weak (as NumPy 2 types them in a call:
     ``float32 array + 1.0`` stays float32).
 
@@ -355,7 +358,7 @@ def _is_weak(aval: ShapedArray) -> bool:
     return isinstance(aval.dtype, type) and aval.dtype in _WEAK
 
 
-def broadcast_shapes(*shapes) -> tuple:
+def broadcast_shapes(*shapes: Any) -> tuple:
     """NumPy's broadcast of ``shapes`` (``numpy.broadcast_shapes``), with the common cases (all equal,
     scalars) first.
 
@@ -398,7 +401,7 @@ def reduced_shape(shape: tuple, axis, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axis)
 
 
-def reduction_abstract_eval(dtype_of):
+def reduction_abstract_eval(dtype_of: Callable[..., Any]) -> Any:
     """The shape rule of a reduction ``xp.<name>(x, axis=, keepdims=)``, for :func:`def_shape_rule`.
 
     Args:
@@ -454,7 +457,7 @@ def unary_abstract_eval(aval: ShapedArray) -> ShapedArray:
 
 
 
-def defvjp_argnum(prim: Primitive, rule, operands=None) -> None:
+def defvjp_argnum(prim: Primitive, rule: Callable[..., Any], operands: PyTree = None) -> None:
     """One vjp rule for every operand of a primitive with any number of them (``concatenate``,
     ``einsum``).
 
@@ -536,10 +539,10 @@ def _where(fn) -> str:
     """``module.qualname`` of a function, for messages."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     module = getattr(fn, "__module__", None)
-    return f"{module}.{name}" if module else name
+    return f"{module}.{name}" if module else str(name)
 
 
-def def_out_impl(prim: Primitive, out_impl) -> None:
+def def_out_impl(prim: Primitive, out_impl: Callable[..., Any]) -> None:
     """Give ``prim`` an ``out=`` form, for jit's buffer reuse.
 
     Args:
@@ -572,7 +575,7 @@ class Fusion(NamedTuple):
 ARITHMETIC_NS = (0.6, 0.3)  # numexpr's extra ns per element for one arithmetic operation (measured)
 
 
-def def_fusion(prim: Primitive, template, extra_ns: tuple = ARITHMETIC_NS) -> None:
+def def_fusion(prim: Primitive, template: Any, extra_ns: tuple = ARITHMETIC_NS) -> None:
     """Let jit fuse ``prim`` with its elementwise neighbours into one kernel (numexpr on CPU, the
     backend's ``fuse`` on a device).
 

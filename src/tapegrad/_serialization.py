@@ -18,6 +18,7 @@ import json
 import os
 import tempfile
 import zlib
+from typing import Any
 
 import numpy as np
 import optree
@@ -26,6 +27,7 @@ from tapegrad._backend import to_host
 from tapegrad._params import Parameter
 from tapegrad._state_dict import load_state_dicts
 from tapegrad._tree import NAMESPACE
+from tapegrad._typing import PyTree
 
 METADATA_KEY = "tapegrad"
 FORMAT_VERSION = 1
@@ -44,7 +46,7 @@ def _safetensors():
 
 
 # ---- save ----------------------------------------------------------------------------------------
-def save(path, tree) -> None:
+def save(path: Any, tree: PyTree) -> None:
     """Write ``tree``, a pytree of arrays, to the safetensors file ``path``, atomically.
 
     Each leaf becomes one tensor named by its path in the tree, the keys joined with dots
@@ -89,7 +91,7 @@ def _flatten(tree) -> tuple:
     paths, leaves, treedef = optree.tree_flatten_with_path(tree, namespace=NAMESPACE)
     structure = _structure(treedef, ())  # first: it refuses non-str keys, which would make odd key names
     keys = [_dotted(p) for p in paths]
-    seen = {}
+    seen: dict = {}
     for path, key in zip(paths, keys):
         if key in seen:
             raise ValueError(f"tg.save: the leaves at {seen[key]} and {path} would both be stored under the key "
@@ -160,7 +162,7 @@ def _write(st, tmp: str, keys: list, leaves: list, structure) -> None:
 
 def _crc32(a: np.ndarray) -> int:
     """CRC-32 of a C-ordered array's bytes (0 when empty: a 0-byte memoryview cannot be cast)."""
-    return zlib.crc32(memoryview(a).cast("B")) if a.size else 0
+    return zlib.crc32(memoryview(a).cast("B")) if a.size else 0  # type: ignore[arg-type]  # numpy's stubs omit __buffer__
 
 
 def _write_atomically(path: str, write) -> None:
@@ -210,7 +212,7 @@ def _fsync_folder(folder: str) -> None:
 
 
 # ---- load ----------------------------------------------------------------------------------------
-def load(path):
+def load(path: Any) -> Any:
     """Read a safetensors file into NumPy arrays.
 
     Args:
@@ -291,7 +293,7 @@ def _rebuild(node, arrays: dict):
 
 
 # ---- MindSpore's spellings -----------------------------------------------------------------------
-def save_checkpoint(obj, path) -> None:
+def save_checkpoint(obj: Any, path: Any) -> None:
     """Save a model, an optimiser, several of them, or a pytree of arrays (MindSpore's
     ``mindspore.save_checkpoint(save_obj, ckpt_file_name)``), with :func:`save`'s format and atomicity.
 
@@ -324,7 +326,7 @@ def _is_stateful(x) -> bool:
     return callable(getattr(x, "state_dict", None)) and callable(getattr(x, "load_state_dict", None))
 
 
-def load_checkpoint(path, net=None, strict: bool = True, cast: bool = False) -> dict:
+def load_checkpoint(path: Any, net: Any = None, strict: bool = True, cast: bool = False) -> dict:
     """Read a checkpoint and, given ``net``, load it into ``net``: all of it or nothing (MindSpore's
     ``load_checkpoint(ckpt_file_name, net=None, strict_load=False)``, with PyTorch's ``strict``).
 
@@ -372,6 +374,7 @@ def _split(flat: dict, net) -> tuple:
     """``([(object, its state, the file keys it takes)], every key claimed)``: each object of ``net`` gets
     the keys under its dotted path, without that prefix; an array of ``net`` claims the key of its path."""
     paths, objects, _ = optree.tree_flatten_with_path(net, namespace=NAMESPACE)
+    owner: dict
     pairs, owner = [], {}
     for path, obj in zip(paths, objects):
         prefix = _dotted(path)

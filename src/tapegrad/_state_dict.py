@@ -8,12 +8,13 @@ the names are the Parameters' own (``"fc1.weight"``, ``"adam.exp_avg.fc1.weight"
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tapegrad._backend import namespace_of, to_host
+from tapegrad._typing import PyTree
 
 
 class LoadResult(NamedTuple):
@@ -43,7 +44,7 @@ class Stateful:
         """
         return {name: p.value for name, p in _checked_names(self)}
 
-    def load_state_dict(self, state, strict: bool = True, cast: bool = False) -> LoadResult:
+    def load_state_dict(self, state: PyTree, strict: bool = True, cast: bool = False) -> LoadResult:
         """Assign each Parameter of the state the array of its name in ``state``: all or nothing.
 
         Every entry is checked before any Parameter changes, and an exception while assigning (an
@@ -107,7 +108,7 @@ def _plan(obj, state, strict: bool, cast: bool) -> tuple:
 
 def _checked_names(obj) -> list:
     pairs = obj._named_state()
-    seen = {}
+    seen: dict = {}
     for name, p in pairs:
         if name in seen and seen[name] is not p:
             raise ValueError(f"{type(obj).__name__}: two Parameters of the state are named {name!r}, so a state "
@@ -137,7 +138,7 @@ def _conformed(name: str, param, value, cast: bool, owner: str):
     return xp.asarray(value, dtype=param.dtype).copy()  # a copy: the state's owner may change its arrays
 
 
-def assign_all(assignments: list) -> None:
+def assign_all(assignments: Iterable[tuple[Any, Any]]) -> None:
     """Assign each ``(Parameter, value)``, all or none: an exception midway (a shape or dtype that
     ``Parameter.assign`` refuses, an interrupt) restores the ones done, then propagates."""
     done = []

@@ -18,6 +18,7 @@ import builtins
 import itertools
 import math
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -37,9 +38,10 @@ from tapegrad._rules import (
     strong_dtype,
     summed_dtype,
 )
+from tapegrad._typing import ArrayLike, DTypeLike
 
 
-def shape_of(x) -> tuple:
+def shape_of(x: ArrayLike) -> tuple:
     """The shape of an array, a tracer or a Python scalar.
 
     Args:
@@ -124,7 +126,7 @@ defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
 deflinear(astype_p)
 
 
-def astype(x, dtype):
+def astype(x: ArrayLike, dtype: DTypeLike) -> Any:
     """``x`` converted to ``dtype``, as ``numpy.astype`` (``x.astype(dtype)``). Converting to an
     integer or boolean dtype stops the gradient.
 
@@ -203,7 +205,7 @@ def moveaxis(a, source, destination):
 
 
 # ---- sum and broadcast_to: each the other's transpose ----------------------------------------------
-def keep_reduced(ct, x_shape: tuple, axis, keepdims: bool):
+def keep_reduced(ct: ArrayLike, x_shape: tuple, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
     """The cotangent of a reduction, reshaped so that it broadcasts against the operand: the reduced
     axes come back with length 1 (the helper of every reduction's vjp).
 
@@ -287,7 +289,7 @@ def broadcast_to(array, shape):
     return bind(broadcast_to_p, array, shape=shape)
 
 
-def unbroadcast(ct, x):
+def unbroadcast(ct: ArrayLike, x: ArrayLike) -> Any:
     """Sum ``ct`` down to the shape of operand ``x`` and cast it to ``x``'s dtype.
 
     Undoes NumPy broadcasting in every binary vjp: leading axes ``x`` lacks are summed away, and so

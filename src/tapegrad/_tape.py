@@ -15,6 +15,7 @@ nesting with no extra machinery.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from tapegrad import _tree
 from tapegrad._backend import SCALAR_TYPES, zeros_like
@@ -42,6 +43,11 @@ class VJPTracer(PrimalTracer):
     """
 
     __slots__ = ("prim", "primals", "params", "parents", "ct")
+    prim: Primitive | None
+    primals: Any
+    params: Any
+    parents: Any
+    ct: Any
 
     def __repr__(self):
         return f"VJPTracer(level={self._trace.level}, primal={self.primal!r})"
@@ -91,6 +97,7 @@ class VJPTrace(Trace):
         if prim.multiple_results:  # its own method: the body below stays the single-result hot path
             return self._process_multiple(prim, args, params)
         n = len(args)
+        primals: tuple
         if n == 1:  # bind chose this trace, so a lone operand is one of its tracers
             primals, parents = (args[0].primal,), args
         elif n == 2:  # every binary operation: two fixed slots, no loop
@@ -349,7 +356,7 @@ def _all_operands(record, rules, ct, ans) -> None:
 
 
 
-def record_flat(fun, primals) -> Tape:
+def record_flat(fun, primals) -> tuple[list, Tape]:
     """Run ``fun`` (a list of arrays to a list of arrays) under a new tape.
 
     Returns:

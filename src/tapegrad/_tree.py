@@ -5,12 +5,17 @@ wrapper built from these helpers.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import optree
+
+from tapegrad._typing import PyTree
 
 NAMESPACE = "tapegrad"
 
 
-def tree_flatten(tree, none_is_leaf: bool = False):
+def tree_flatten(tree: PyTree, none_is_leaf: bool = False) -> Any:
     """The leaves of ``tree`` and its structure, as ``optree.tree_flatten`` in the ``"tapegrad"`` namespace.
 
     Leaves come in optree's order: sequences in order, dicts by sorted key, registered nodes in the
@@ -29,7 +34,7 @@ def tree_flatten(tree, none_is_leaf: bool = False):
     return optree.tree_flatten(tree, none_is_leaf=none_is_leaf, namespace=NAMESPACE)
 
 
-def tree_unflatten(treedef, leaves):
+def tree_unflatten(treedef: Any, leaves: PyTree) -> Any:
     """The pytree of structure ``treedef`` holding ``leaves``, as ``optree.tree_unflatten``.
 
     Args:
@@ -45,7 +50,7 @@ def tree_unflatten(treedef, leaves):
     return optree.tree_unflatten(treedef, leaves)
 
 
-def tree_leaves(tree):
+def tree_leaves(tree: PyTree) -> Any:
     """The leaves of ``tree`` in flattening order (None is no leaf), as ``optree.tree_leaves`` in the
     ``"tapegrad"`` namespace.
 
@@ -58,7 +63,7 @@ def tree_leaves(tree):
     return optree.tree_leaves(tree, namespace=NAMESPACE)
 
 
-def tree_map(fn, tree, *rest, none_is_leaf: bool = False):
+def tree_map(fn: Callable[..., Any], tree: PyTree, *rest: Any, none_is_leaf: bool = False) -> Any:
     """``fn`` applied leaf by leaf, as ``optree.tree_map`` (``jax.tree.map``) in the ``"tapegrad"``
     namespace.
 
@@ -78,7 +83,7 @@ def tree_map(fn, tree, *rest, none_is_leaf: bool = False):
     return optree.tree_map(fn, tree, *rest, none_is_leaf=none_is_leaf, namespace=NAMESPACE)
 
 
-def tree_structure(tree):
+def tree_structure(tree: PyTree) -> Any:
     """The structure of ``tree`` (None is an empty subtree), as ``optree.tree_structure`` in the
     ``"tapegrad"`` namespace.
 

@@ -14,6 +14,8 @@ slow, and listed in ``docs/transforms.md``; ``fallback_primitives()`` names thos
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -65,7 +67,8 @@ class BatchTrace(Trace):
         return self.main.global_data
 
     def unpack(self, args):
-        vals, dims = list(args), [None] * len(args)
+        vals: list[Any] = list(args)
+        dims: list[int | None] = [None] * len(args)
         for i, a in enumerate(args):
             if type(a) is BatchTracer and a._trace is self:
                 vals[i], dims[i] = a.val, a.bdim

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import optree
@@ -12,7 +14,11 @@ from tapegrad import _tree
 from tapegrad._core import Boxed
 from tapegrad._owned import owned
 from tapegrad._structural import concatenate
+from tapegrad._typing import PyTree
 from tapegrad._vmap import MappedOutputError, vmap_flat
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _ARRAY_TYPES = frozenset([np.ndarray])
 _LEAF = object()  # stands for the treedef of an argument that is one array
@@ -143,7 +149,8 @@ class _Outputs:
 
     def __init__(self, out_axes):
         self.out_axes = out_axes
-        self.treedef = self.paths = None
+        self.treedef: Any = None  # both set by flatten, which runs before the other methods
+        self.paths: Any = None
 
     def flatten(self, out):
         self.paths, leaves, self.treedef = optree.tree_flatten_with_path(out, none_is_leaf=True,
@@ -156,7 +163,7 @@ class _Outputs:
         else:
             _, _, axes = _leaf_axes(self.out_axes, optree.tree_unflatten(self.treedef, leaves), "out_axes",
                                     "the function's output")
-        dims = []
+        dims: list[int | None] = []
         for path, leaf, axis in zip(self.paths, leaves, axes):
             if axis is None or leaf is None:
                 dims.append(None)
@@ -176,7 +183,10 @@ class _Outputs:
                           "int out_axes (None is only for outputs every example shares)")
 
 
-def vmap(fn, in_axes=0, out_axes=0, axis_size=None, chunk_size=None):
+# the vmapped function keeps fn's type, as JAX's vmap does: its arrays are Array (Any), and so are the
+# batched ones it takes and returns
+def vmap(fn: Callable[P, R], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_size: int | None = None,
+         chunk_size: int | None = None) -> Callable[P, R]:
     """Vectorize ``fn`` over a batch axis: ``vmap(fn)(xs)`` computes ``stack([fn(x) for x in xs])`` in one
     batched pass, with no Python loop over the examples (JAX's ``vmap``).
 

@@ -20,6 +20,7 @@ float32), integer draws and permutations are int64. See ``docs/random.md``.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ import tapegrad.numpy as tnp
 from tapegrad._backend import default_namespace, is_array
 from tapegrad._core import Boxed, bind
 from tapegrad._random import check_key, fold_in_p, normal_p, permutation_p, randint_p, split_p, uniform_p
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 
 __all__ = ["bernoulli", "fold_in", "key", "normal", "permutation", "randint", "split", "uniform"]
 
@@ -75,7 +77,7 @@ def _check_broadcast(name: str, value, shape: tuple, fn: str) -> None:
 
 
 # ---- keys ----------------------------------------------------------------------------------------
-def key(seed):
+def key(seed: int) -> Array:
     """A new random key from an integer seed.
 
     The key is ``numpy.random.SeedSequence(seed).generate_state(2, numpy.uint64)``: the 128-bit key of
@@ -103,7 +105,7 @@ def key(seed):
     return default_namespace().asarray(state)
 
 
-def split(key, num: int = 2):
+def split(key: ArrayLike, num: int = 2) -> Array:
     """``num`` new keys derived from ``key`` (JAX's ``random.split``).
 
     The children are read from ``key``'s Philox stream at a counter that no draw reaches, so they are
@@ -130,7 +132,7 @@ def split(key, num: int = 2):
     return bind(split_p, key, num=int(num))
 
 
-def fold_in(key, data):
+def fold_in(key: ArrayLike, data: ArrayLike) -> Array:
     """A new key from ``key`` and an integer ``data`` (JAX's ``random.fold_in``): different data give
     independent keys, for instance one per training step or per layer.
 
@@ -166,7 +168,7 @@ def fold_in(key, data):
 
 
 # ---- draws ---------------------------------------------------------------------------------------
-def normal(key, shape=(), dtype=np.float64):
+def normal(key: ArrayLike, shape: ShapeLike = (), dtype: Any = np.float64) -> Array:
     """Standard normal samples (mean 0, variance 1), as JAX's ``random.normal``.
 
     Drawn with ``Generator(Philox(key)).standard_normal`` (NumPy's ziggurat); float16 is drawn in
@@ -190,7 +192,8 @@ def normal(key, shape=(), dtype=np.float64):
     return bind(normal_p, key, shape=_check_shape(shape, "normal"), dtype=_float_dtype(dtype, "normal"))
 
 
-def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0):
+def uniform(key: ArrayLike, shape: ShapeLike = (), dtype: Any = np.float64, minval: ArrayLike = 0.0,
+            maxval: ArrayLike = 1.0) -> Array:
     """Uniform samples in ``[minval, maxval)``, as JAX's ``random.uniform``.
 
     Computed as ``minval + (maxval - minval) * u`` with ``u`` uniform in ``[0, 1)``
@@ -241,7 +244,7 @@ def _bound(x, dtype):
     raise TypeError(f"uniform: minval and maxval must be numbers or arrays, got {type(x).__name__} {x!r}")
 
 
-def bernoulli(key, p=0.5, shape=None):
+def bernoulli(key: ArrayLike, p: float = 0.5, shape: ShapeLike | None = None) -> Array:
     """Booleans that are True with probability ``p``, as JAX's ``random.bernoulli``.
 
     Computed as ``uniform(key, shape, dtype) < p``, ``dtype`` being ``p``'s float dtype (float64 for a
@@ -279,7 +282,7 @@ def bernoulli(key, p=0.5, shape=None):
     return bind(uniform_p, key, shape=shape, dtype=dtype) < p
 
 
-def randint(key, shape, minval, maxval, dtype=np.int64):
+def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLike, dtype: Any = np.int64) -> Array:
     """Integers drawn uniformly from ``[minval, maxval)``, as JAX's ``random.randint``.
 
     Drawn with ``Generator(Philox(key)).integers(minval, maxval, shape, dtype)`` (unbiased).
@@ -327,7 +330,7 @@ def _int_bound(name: str, x, dtype):
     raise TypeError(f"randint: {name} must be an int or a 0-d integer array, got {type(x).__name__} {x!r}")
 
 
-def permutation(key, x, axis: int = 0):
+def permutation(key: ArrayLike, x: ArrayLike, axis: int = 0) -> Array:
     """A random permutation, as JAX's ``random.permutation``.
 
     Args:

@@ -13,6 +13,9 @@ every route is checked: "jvp of jvp of f", "vjp of jvp of f", "jvp of vjp of f",
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -30,8 +33,9 @@ _SETTINGS = {
 _MODES = ("fwd", "rev")
 
 
-def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=None, atol=None,
-                seed: int = 0, name: str | None = None) -> None:
+def check_grads(fn: Callable[..., Any], args: Any, order: int = 2, modes: Any = ("fwd", "rev"),
+                eps: float | None = None, rtol: float | None = None, atol: float | None = None, seed: int = 0,
+                name: str | None = None) -> None:
     """Check ``fn``'s derivatives at ``args`` against finite differences, up to ``order``.
 
     Args:
@@ -65,7 +69,8 @@ def check_grads(fn, args, order: int = 2, modes=("fwd", "rev"), eps=None, rtol=N
     checker.check(fn, args, order, name or getattr(fn, "__name__", "fn"))
 
 
-_REAL_PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+_REAL_PART: dict[np.dtype, np.dtype] = {np.dtype(np.complex64): np.dtype(np.float32),
+                                        np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 def _least_precise(args):

@@ -5,12 +5,16 @@ transform (optree's ``register_pytree_node`` with ``namespace="tapegrad"``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import optree
 
 from tapegrad._tree import NAMESPACE, tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 
-def register_node(cls, /, flatten_func, unflatten_func, *, namespace=NAMESPACE, **options):
+def register_node(cls, /, flatten_func: Callable[..., Any], unflatten_func: Callable[..., Any], *,
+                  namespace: Any = NAMESPACE, **options: Any) -> Any:
     """Make ``cls`` a pytree node for every tapegrad transform: ``optree.register_pytree_node`` with
     ``namespace="tapegrad"`` (JAX's ``jax.tree_util.register_pytree_node``).
 

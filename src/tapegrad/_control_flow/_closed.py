@@ -3,6 +3,8 @@ primitive's static parameter), staging a derived program on concrete or traced o
 checks and bookkeeping of operands, implicit inputs and output types."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import optree
 
@@ -34,9 +36,11 @@ class ClosedProgram:
         self.program = program
         self.out_avals = [_aval_of(x) for x in program.outputs]
         self.remat = remat  # a checkpoint was staged in it: reverse mode recomputes it instead of storing
-        self._run = None
+        self._run: Callable | None = None
         self._calls = 0
+        self._derived: dict
         self._derived = {}  # (kind, key) -> ClosedProgram: the jvp, vjp and batched branches made from this one
+        self._scalar: Callable | bool | None
         self._scalar = False  # the Python-float loop over this body: not built yet (None: not eligible)
 
     def __call__(self, *args):

@@ -26,6 +26,8 @@ recomputed from its carry), which is what ``tg.checkpoint`` around a body asks f
 """
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from tapegrad._backend import zeros_like
@@ -52,6 +54,14 @@ class BodySplit:
     """
 
     __slots__ = ("fwd", "n_res", "x_used", "diff_c", "diff_x", "diff_k", "float_ys", "bwd")
+    fwd: ClosedProgram
+    n_res: int
+    x_used: list[int]
+    diff_c: list[int]
+    diff_x: list[int]
+    diff_k: list[int]
+    float_ys: list[int]
+    bwd: Program
 
     def backward_body(self, need_x, need_k):
         """The backward scan's body, ``(*ct_c, *acc, *residuals, *x_used slices, *ct_ys slices, *k) ->
@@ -74,7 +84,7 @@ class BodySplit:
 def split_body(body: ClosedProgram, n_carry: int, n_xs: int) -> BodySplit:
     """``body`` (inputs ``(*carries, *x slices, *consts)``, outputs ``(*carries, *ys)``) split for
     reverse mode, once per body."""
-    return body.derived(("split",), lambda: _split(body, n_carry, n_xs))
+    return cast(BodySplit, body.derived(("split",), lambda: _split(body, n_carry, n_xs)))
 
 
 def _split(body: ClosedProgram, n_carry: int, n_xs: int) -> BodySplit:

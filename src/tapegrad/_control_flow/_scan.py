@@ -16,6 +16,9 @@ the carries and recomputes each step. ``vmap`` scans the batched body with every
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -45,6 +48,7 @@ from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._structural import broadcast_to, moveaxis
+from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
 
 
@@ -70,7 +74,7 @@ def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
         if result is not None:
             return list(result[0]) + list(result[1])
     steps = range(length - 1, -1, -1) if reverse else range(length)
-    ys = []
+    ys: list = []
     if unroll > 1 and length >= unroll:
         block = body.derived(("unroll", unroll), lambda: _unrolled(body, unroll, n_carry, n_xs))
         n_blocks = length // unroll
@@ -269,7 +273,8 @@ def_dce(scan_p, _scan_dce)
 
 
 # ---- the public functions --------------------------------------------------------------------------
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f: Callable[..., Any], init: PyTree, xs: PyTree = None, length: int | None = None, reverse: bool = False,
+         unroll: int = 1) -> Any:
     """Loop ``f`` over the leading axis of ``xs``, threading a carry (JAX's ``lax.scan``)::
 
         def scan(f, init, xs, length=None):
@@ -375,7 +380,7 @@ def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
 
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: PyTree) -> Any:
     """``body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1``, threading ``val`` (JAX's
     ``lax.fori_loop``): a :func:`scan` over ``arange(lower, upper)``, so differentiable in both modes.
 
@@ -415,7 +420,7 @@ def _fori_while(lower, upper, body_fun, init_val):
     return val
 
 
-def map(f, xs):  # noqa: A001 (JAX's name)
+def map(f: Callable[[Any], Any], xs: PyTree) -> Any:  # noqa: A001 (JAX's name)
     """``f`` applied to each slice of ``xs`` along its leading axis, the results stacked (JAX's
     ``lax.map``): a :func:`scan` with no carry.
 

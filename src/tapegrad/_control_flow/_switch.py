@@ -19,6 +19,9 @@ This module sits above ``tapegrad.numpy``: the batched-index rule selects with `
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -44,6 +47,7 @@ from tapegrad._params import Parameter
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import astype, moveaxis, reshape
 from tapegrad._tape import pull_back_on
+from tapegrad._typing import ArrayLike
 from tapegrad._vmap import vmap_flat
 from tapegrad.numpy import clip, equal, not_equal, where
 
@@ -140,7 +144,7 @@ defbatch(switch_p, _switch_batch)
 
 
 # ---- the public functions --------------------------------------------------------------------------
-def switch(index, branches, *operands):
+def switch(index: Any, branches: Any, *operands: ArrayLike) -> Any:
     """Apply ``branches[index]`` to ``operands`` (JAX's ``lax.switch``), with ``index`` clamped to
     ``[0, len(branches) - 1]``.
 
@@ -170,7 +174,7 @@ def switch(index, branches, *operands):
     return _apply(index, branches, operands, "switch")
 
 
-def cond(pred, true_fun, false_fun, *operands):
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: ArrayLike) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (JAX's ``lax.cond``), with
     ``pred`` possibly traced: ``switch`` on ``pred`` as 0 or 1.
 
@@ -203,6 +207,8 @@ def cond(pred, true_fun, false_fun, *operands):
 def _check_index(index, where: str, name: str, integer_only: bool) -> None:
     what = "an integer" if integer_only else "a bool or an integer"
     value = index.unbox() if isinstance(index, Boxed) else index
+    shape: Any
+    dtype: Any
     if type(value) in _SCALARS:
         ok = type(value) is int or (not integer_only and type(value) is bool)
         shape = ()

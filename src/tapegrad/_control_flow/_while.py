@@ -10,6 +10,9 @@ finished examples' carries as they are (``where``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _tree
@@ -34,6 +37,7 @@ from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import broadcast_to, moveaxis, reshape
+from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
 from tapegrad.numpy import any as any_
 from tapegrad.numpy import where
@@ -125,7 +129,7 @@ defvjp_argnum(while_p, _while_vjp)
 defbatch(while_p, _while_batch)
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: PyTree) -> Any:
     """``val = body_fun(val)`` while ``cond_fun(val)`` (JAX's ``lax.while_loop``), with a trip count
     decided at run time: under ``jit`` one ``while`` operation, under ``vmap`` until every example is
     done (finished examples keep their value).

@@ -6,6 +6,8 @@ import functools
 import inspect
 import threading
 import weakref
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -17,18 +19,21 @@ from tapegrad._flags import flags_read
 from tapegrad._jit import misses
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
+from tapegrad._jit.program import Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._params import recasts
 
 _SCALARS = (bool, int, float, complex)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _static_positions(fn, static_argnums, static_argnames):
     """The static positions and names, each completed from the other through ``fn``'s signature (as
     JAX does), so that a static argument is static whether passed by position or by name."""
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    nums: Collection[int] = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names: Collection[str] = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     for n in nums:
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"jit: static_argnums must be ints, got {n!r}")
@@ -208,10 +213,11 @@ def _check_cache_size(cache_size):
     return cache_size
 
 
-class _Jitted:
+class _Jitted(Generic[P, R]):
     """The callable ``jit`` returns."""
 
-    def __init__(self, fn, static_argnums, static_argnames, donate_argnums, cache_size=DEFAULT_CACHE_SIZE):
+    def __init__(self, fn: Callable[P, R], static_argnums: int | Sequence[int], static_argnames: str | Sequence[str],
+                 donate_argnums: int | Sequence[int], cache_size: int | None = DEFAULT_CACHE_SIZE) -> None:
         # first, and without copying fn.__dict__: a wrapped function (grad of a jitted one) carries
         # the inner jit's attributes, which must not replace this one's
         functools.update_wrapper(self, fn, updated=())
@@ -221,15 +227,15 @@ class _Jitted:
         self.donate_argnums = frozenset((donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums)
         self.cache_size = _check_cache_size(cache_size)
         self._cache = _Programs(self.cache_size)
-        self._instances = {}  # id(instance) -> (weak reference, _Programs): a method's per-instance caches
+        self._instances: dict = {}  # id(instance) -> (weak reference, _Programs): a method's per-instance caches
         self._staged = False  # whether fn has been staged once: a later staging is a cache miss
 
-    def __get__(self, obj, objtype=None):  # on a method: the instance is a static argument
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:  # on a method: the instance is a static argument
         if obj is None:
             return self
         return functools.partial(self._call, (obj,))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self._call((), *args, **kwargs)
 
     def _call(self, bound, *args, **kwargs):
@@ -315,7 +321,8 @@ class _Jitted:
     def _donated_leaves(self, args) -> tuple:
         """The indices, among the traced leaves, of the leaves of the donated positional arguments
         (the leaves of each argument are contiguous, in argument order)."""
-        donated, start = [], 0
+        donated: list[int] = []
+        start = 0
         for i, arg in enumerate(args):
             n = 0 if i in self.static_nums else len(_tree.tree_leaves(arg))
             if i in self.donate_argnums:
@@ -341,7 +348,7 @@ class _Jitted:
         method, per live instance)."""
         return len(self._cache) + sum(len(p) for _, p in list(self._instances.values()))
 
-    def program(self, *args, **kwargs):
+    def program(self, *args: P.args, **kwargs: P.kwargs) -> Program:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
@@ -351,7 +358,17 @@ class _Jitted:
         return entry.program
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=DEFAULT_CACHE_SIZE):
+# jit(fn) keeps fn's type (its parameters and result); jit(static_argnums=...) is a decorator that does
+@overload
+def jit(fn: Callable[P, R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), cache_size: int | None = DEFAULT_CACHE_SIZE) -> _Jitted[P, R]: ...
+@overload
+def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (),
+        cache_size: int | None = DEFAULT_CACHE_SIZE) -> Callable[[Callable[P, R]], _Jitted[P, R]]: ...
+def jit(fn: Callable[P, R] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        cache_size: int | None = DEFAULT_CACHE_SIZE) -> _Jitted[P, R] | Callable[[Callable[P, R]], _Jitted[P, R]]:
     """Compile ``fn``: stage it once per argument signature into a program of primitives, optimise it,
     and run it with no tracing overhead (JAX's ``jit``).
 
@@ -393,7 +410,7 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ca
     return _Jitted(fn, static_argnums, static_argnames, donate_argnums, cache_size)
 
 
-def make_program(fn, static_argnums=()):
+def make_program(fn: Callable[P, Any], static_argnums: int | Sequence[int] = ()) -> Callable[P, Program]:
     """The program ``jit`` stages for given arguments, printable: JAX's ``make_jaxpr``.
 
     Args:

@@ -127,13 +127,15 @@ def plan(program: Program, donate=()) -> dict:
             state.reusable.add(id(v))
     for v in program.constvars:
         state.define(v, frozenset([id(v)]), fresh=False)
-    unused = []
+    unused: list = []
     for v in program.invars:
         if id(v) not in last:  # an unused input (a donated one is free from the start)
             state.release(v, unused, unused)
     state.make_free(unused)
     for k, eqn in enumerate(program.eqns):
         dying = [x for x in {id(x): x for x in eqn.inputs if isinstance(x, Var)}.values() if last[id(x)] == k]
+        now: list
+        later: list
         now, later = [], []
         for x in dying:
             state.release(x, now, later)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +83,8 @@ def source(program: Program, donate=()):
     ``donate`` lists the indices of inputs whose buffers equations may write into (after their last
     use); each is checked once per call (:func:`_donatable`).
     """
+    names: dict
+    namespace: dict[str, Any]
     names, namespace = {}, {"_donatable": _donatable}
 
     def name_of(eqn, i):
@@ -166,7 +169,7 @@ def _deletions(program: Program, held: dict) -> dict:
                 last[id(out)] = (max(held[id(out)], last.get(id(out), (k,))[0]), out)
             elif id(out) not in last and id(out) not in outputs:  # an unread result of several: freed at once
                 last[id(out)] = (k, out)
-    by_eqn = {}
+    by_eqn: dict = {}
     for k, x in last.values():
         by_eqn.setdefault(k, []).append(x)
     return by_eqn

@@ -52,11 +52,15 @@ from __future__ import annotations
 
 import functools
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._core import Primitive, ShapedArray
 from tapegrad._jit.program import Eqn, Literal, Program, Var
+
+numexpr: Any  # both bound by _load_numexpr on first use (None where numexpr is not installed)
+_nx: Any
 
 
 @functools.cache
@@ -184,7 +188,7 @@ class _Operand:
     __lt__, __le__ = _weak(operator.lt), _weak(operator.le)
     __gt__, __ge__ = _weak(operator.gt), _weak(operator.ge)
     __neg__, __invert__ = _weak(operator.neg), _weak(operator.invert)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as arrays are: == builds an expression
 
 
 class _Namespace:
@@ -252,7 +256,10 @@ class _Group:
     __slots__ = ("root", "members", "inputs", "copies")
 
     def __init__(self, root: int):
+        self.members: list
+        self.inputs: dict
         self.root, self.members, self.inputs = root, [], {}  # inputs: id(var) -> var, ordered
+        self.copies: list
         self.copies = []  # equations recomputed inside the group, which stay in the program too
 
     def body(self) -> list:
@@ -268,6 +275,7 @@ def groups(program: Program, fusible, recompute=None) -> list:
     """The fusion groups of ``program`` (of 2 or more equations), as :class:`_Group` with their members'
     indices in program order and their external inputs. With ``recompute(eqn)`` (whether ``eqn`` may
     be computed twice), each group then recomputes the inputs it can (:func:`_recompute_inputs`)."""
+    consumers: dict
     consumers, producer = {}, {}
     for k, eqn in enumerate(program.eqns):
         for x in eqn.inputs:
@@ -276,7 +284,7 @@ def groups(program: Program, fusible, recompute=None) -> list:
         if len(eqn.outs) == 1:
             producer[id(eqn.out)] = k
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
-    group_of = {}
+    group_of: dict = {}
     for k in range(len(program.eqns) - 1, -1, -1):
         eqn = program.eqns[k]
         if not fusible(eqn):
@@ -346,7 +354,7 @@ def tree_size(eqns, group: _Group) -> int:
     """How many nodes the group's expression has written out as a tree, as numexpr's compiler
     writes it before merging repeats: an operand read twice counts twice, so a chain of ``x * x``
     doubles at each step."""
-    size = {}
+    size: dict = {}
     for k in group.body():
         size[id(eqns[k].out)] = 1 + sum(size.get(id(x), 1) for x in eqns[k].inputs)
     return size[id(eqns[group.root].out)]
@@ -386,7 +394,7 @@ def _node(eqn, read):
     return _node_of(out, None)
 
 
-_checked = {}  # (primitive, params, operand kinds/literal dtypes, output dtype) -> whether numexpr runs it with
+_checked: dict = {}  # (primitive, params, operand kinds/literal dtypes, output dtype) -> whether numexpr runs it with
 #               NumPy's output dtype
 
 
@@ -406,7 +414,7 @@ def numexpr_fusible(eqn) -> bool:
 
 
 def _compiles_to(eqn) -> bool:
-    names = {}
+    names: dict = {}
     try:
         node = _node(eqn, lambda v: _leaf(v, names))
         if node.astKind != _KINDS[eqn.out.aval.dtype]:
@@ -432,6 +440,8 @@ def numexpr_kernel(eqns, group, cache: dict) -> Kernel:
     text = _text(eqns, group)
     key = (text, tuple(v.aval.dtype for v in group.inputs.values()))
     if key not in cache:
+        names: dict
+        env: dict
         names, env = {}, {}
         for v in group.inputs.values():
             _leaf(v, names)
@@ -521,7 +531,7 @@ def fuse(program: Program) -> Program:
     inputs (``_recompute_inputs``), a second round groups what is left unfused: the values those
     inputs were may now be read by one group only.
     """
-    compiled = {}
+    compiled: dict = {}
     fused, recomputed = _fuse_round(program, compiled, _recomputable)
     return _fuse_round(fused, compiled, None)[0] if recomputed else fused
 

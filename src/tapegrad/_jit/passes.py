@@ -44,7 +44,7 @@ def optimize(program: Program) -> Program:
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------
-DCE_RULES = {}  # primitive -> rule(eqn, used) -> an equation computing fewer results, or None
+DCE_RULES: dict = {}  # primitive -> rule(eqn, used) -> an equation computing fewer results, or None
 
 
 def def_dce(prim, rule) -> None:
@@ -90,8 +90,8 @@ def cse(program: Program) -> Program:
     one would change the other), so the repeat is computed again.
     """
     outputs = {id(x) for x in program.outputs if isinstance(x, Var)}
-    rename = {}  # id of a dropped equation's output -> the variable that replaces it
-    seen = {}  # equation key -> the outputs of its first occurrence
+    rename: dict = {}  # id of a dropped equation's output -> the variable that replaces it
+    seen: dict = {}  # equation key -> the outputs of its first occurrence
     eqns = []
     for eqn in program.eqns:
         inputs = [rename.get(id(x), x) if isinstance(x, Var) else x for x in eqn.inputs]

@@ -69,12 +69,13 @@ class Scalar:
     __mul__, __rmul__ = (lambda x, y: _arith("*", x, y)), (lambda x, y: _arith("*", y, x))
     __truediv__, __rtruediv__ = (lambda x, y: _arith("/", x, y)), (lambda x, y: _arith("/", y, x))
     __pow__, __rpow__ = (lambda x, y: _power(x, y)), (lambda x, y: _power(y, x))
-    __eq__, __ne__ = (lambda x, y: _compare("==", x, y)), (lambda x, y: _compare("!=", x, y))
+    # == and != build the text of a comparison, as NumPy arrays return arrays: not object's bool
+    __eq__, __ne__ = (lambda x, y: _compare("==", x, y)), (lambda x, y: _compare("!=", x, y))  # type: ignore[assignment,return-value]
     __lt__, __le__ = (lambda x, y: _compare("<", x, y)), (lambda x, y: _compare("<=", x, y))
     __gt__, __ge__ = (lambda x, y: _compare(">", x, y)), (lambda x, y: _compare(">=", x, y))
     __and__ = __rand__ = lambda x, y: _logical("and", x, y)
     __or__ = __ror__ = lambda x, y: _logical("or", x, y)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: == builds an expression
 
     def __neg__(self):
         return Scalar(f"(-{_float(self).text})", FLOAT)
@@ -378,5 +379,5 @@ def compile_scalar_loop(program: Program, n_carry: int, n_xs: int):
     namespace = dict(_GLOBALS)
     exec(compile(text, "<tapegrad scalar loop>", "exec"), namespace)  # noqa: S102 — our own generated source
     loop = namespace.pop("loop")
-    loop.source = text
+    loop.source = text  # type: ignore[attr-defined]  # a function takes attributes; exec's namespace is untyped
     return loop

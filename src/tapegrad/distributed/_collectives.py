@@ -12,6 +12,7 @@ remembered, so a training loop pays it once.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 import optree
@@ -19,13 +20,14 @@ import optree
 from tapegrad._backend import array_module, is_array, namespace_of, to_host
 from tapegrad._core import Tracer
 from tapegrad._params import Parameter
+from tapegrad._typing import PyTree
 from tapegrad.distributed import _comm
 from tapegrad.distributed._comm import mpi, resolve
 
 _OPS = ("mean", "sum", "max", "min")
 
 
-def allreduce(tree, op: str = "mean", comm=None):
+def allreduce(tree: PyTree, op: str = "mean", comm: Any = None) -> Any:
     """Reduce every array of ``tree`` over all ranks: each rank gets the mean (or sum, max, min).
 
     The leaves are packed into one contiguous buffer per backend and dtype, and each buffer is reduced
@@ -80,7 +82,7 @@ def allreduce(tree, op: str = "mean", comm=None):
     return optree.tree_unflatten(treedef, out)
 
 
-def broadcast(tree, root: int = 0, comm=None):
+def broadcast(tree: PyTree, root: int = 0, comm: Any = None) -> Any:
     """Every rank gets ``root``'s arrays: one packed buffer and one ``MPI_Bcast`` per backend and dtype.
 
     Args:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from typing import Any
+
+from tapegrad._typing import PyTree
 
 CUDA_AWARE_ENV = "TAPEGRAD_CUDA_AWARE_MPI"
 
@@ -39,21 +42,21 @@ class Communicator:
         ImportError: mpi4py is not installed (``pip install 'tapegrad[distributed]'``).
     """
 
-    def __init__(self, comm=None):
+    def __init__(self, comm: Any = None) -> None:
         self.comm = mpi().COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.agreed = set()  # signatures of trees every rank has shown to hold alike (see _collectives)
+        self.agreed: set = set()  # signatures of trees every rank has shown to hold alike (see _collectives)
 
     def barrier(self) -> None:
         """Wait until every rank has called it (``MPI_Barrier``)."""
         self.comm.Barrier()
 
-    def allreduce(self, tree, op: str = "mean"):
+    def allreduce(self, tree: PyTree, op: str = "mean") -> Any:
         """``tapegrad.distributed.allreduce(tree, op, comm=self)``."""
         from tapegrad.distributed._collectives import allreduce
         return allreduce(tree, op, comm=self)
 
-    def broadcast(self, tree, root: int = 0):
+    def broadcast(self, tree: PyTree, root: int = 0) -> Any:
         """``tapegrad.distributed.broadcast(tree, root, comm=self)``."""
         from tapegrad.distributed._collectives import broadcast
         return broadcast(tree, root, comm=self)
@@ -65,7 +68,7 @@ class Communicator:
 _world: Communicator | None = None
 
 
-def init(comm=None) -> Communicator:
+def init(comm: Any = None) -> Communicator:
     """The communicator of every process of the job (idempotent: later calls return the first one).
 
     With more than one process it also makes a rank that raises end the whole job (see

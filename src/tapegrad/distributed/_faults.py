@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
+from collections.abc import Iterator
+from typing import Any
 
 
 def _report_and_abort(comm, exc_type, exc, tb) -> None:
@@ -29,7 +31,7 @@ def install_excepthook(comm) -> None:
 
 
 @contextlib.contextmanager
-def abort_on_error(comm=None):
+def abort_on_error(comm: Any = None) -> Iterator[Any]:
     """Within the block, an exception on this rank prints its traceback and ends the job (``MPI_Abort``).
 
     ``init()`` installs the same behaviour for uncaught exceptions (``sys.excepthook``); this is for code

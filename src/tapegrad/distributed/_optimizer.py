@@ -7,14 +7,17 @@ MindSpore's ``DistributedGradReducer``, PyTorch's ``DistributedDataParallel``).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from tapegrad._params import Parameter
+from tapegrad._typing import PyTree
 from tapegrad.distributed._collectives import allreduce, broadcast
 from tapegrad.distributed._comm import resolve
 from tapegrad.optim import Optimizer
 from tapegrad.tree import tree_map
 
 
-def broadcast_parameters(obj, root: int = 0, comm=None) -> None:
+def broadcast_parameters(obj: Any, root: int = 0, comm: Any = None) -> None:
     """Give every rank ``root``'s state, in place (Horovod's ``broadcast_parameters``).
 
     Args:
@@ -61,13 +64,13 @@ class DistributedOptimizer:
         TypeError: ``optimizer`` is not a stateful tapegrad optimiser.
     """
 
-    def __init__(self, optimizer, comm=None, op: str = "mean"):
+    def __init__(self, optimizer: Any, comm: Any = None, op: str = "mean") -> None:
         if not isinstance(optimizer, Optimizer) or optimizer.params is None:
             raise TypeError("DistributedOptimizer: optimizer must be a tapegrad optimiser built with its "
                             f"Parameters (tg.optim.Adam(net.trainable_params())), got {type(optimizer).__name__}")
         self.optimizer, self.comm, self.op = optimizer, resolve(comm), op
 
-    def step(self, grads) -> None:
+    def step(self, grads: PyTree) -> None:
         """Average (or, with ``op="sum"``, sum) ``grads`` over the ranks with one ``MPI_Allreduce`` per
         dtype, then ``optimizer.step`` them. Runs outside ``jit``, on every rank.
 
@@ -84,7 +87,7 @@ class DistributedOptimizer:
         """
         self.optimizer.step(allreduce(tuple(grads) if isinstance(grads, list) else grads, self.op, self.comm))
 
-    def __call__(self, grads) -> None:
+    def __call__(self, grads: PyTree) -> None:
         self.step(grads)
 
     def __getattr__(self, name):
@@ -111,13 +114,13 @@ class DistributedGradReducer:
         ImportError: mpi4py is not installed.
     """
 
-    def __init__(self, parameters=None, mean: bool = True, degree: int | None = None, comm=None):
+    def __init__(self, parameters: Any = None, mean: bool = True, degree: int | None = None, comm: Any = None) -> None:
         self.parameters, self.mean, self.comm = parameters, bool(mean), resolve(comm)
         self.degree = self.comm.size if degree is None else int(degree)
         if self.degree < 1:
             raise ValueError(f"DistributedGradReducer: degree must be >= 1, got {degree}")
 
-    def __call__(self, grads):
+    def __call__(self, grads: PyTree) -> Any:
         """The reduced gradients, in ``grads``' structure."""
         summed = allreduce(grads, "sum", self.comm)
         if not self.mean:

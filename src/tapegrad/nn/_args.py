@@ -63,7 +63,8 @@ def as_nonnegative_float(value, name: str, fn: str, allow_none: bool = False):
     """
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+    # numbers.Real declares no comparison with a number on its left (typeshed): mypy refuses the one below
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:  # type: ignore[operator]
         raise ValueError(f"{fn}: {name} must be a non-negative number{' or None' if allow_none else ''}, "
                          f"got {value!r}")
     return float(value)

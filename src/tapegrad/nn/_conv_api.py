@@ -4,8 +4,11 @@ one that is wrong, and binds the single primitive of ``_conv.py``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import ConvDimensionNumbers, _merge_axis, _split_axis, conv, dilate_shape
 from tapegrad.numpy._creation import asarray
@@ -28,7 +31,8 @@ def _dimension_numbers(dimension_numbers, ndim: int) -> ConvDimensionNumbers:
         raise ValueError("conv_general_dilated: dimension_numbers must be None, a ConvDimensionNumbers or "
                          f"three strings (lhs, rhs, out), got {dimension_numbers!r}")
     if all(isinstance(s, str) for s in dimension_numbers):
-        return _parse_specs(*dimension_numbers, ndim)
+        lhs, rhs, out = dimension_numbers
+        return _parse_specs(lhs, rhs, out, ndim)
     fn = "conv_general_dilated"
     specs = ConvDimensionNumbers(*(tuple(as_int(i, "dimension_numbers", fn) for i in s) for s in dimension_numbers))
     for name, spec in zip(("lhs", "rhs", "out"), specs):
@@ -114,8 +118,9 @@ def _check_groups(lhs_shape, rhs_shape, specs, feature_group_count, batch_group_
 
 # ---- the general form ----------------------------------------------------------------------------
 
-def conv_general_dilated(lhs, rhs, window_strides=None, padding="VALID", lhs_dilation=None, rhs_dilation=None,
-                         dimension_numbers=None, feature_group_count: int = 1, batch_group_count: int = 1):
+def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Any = None, padding: Any = "VALID",
+                         lhs_dilation: Any = None, rhs_dilation: Any = None, dimension_numbers: Any = None,
+                         feature_group_count: int = 1, batch_group_count: int = 1) -> Array:
     """General N-d convolution (cross-correlation, as in deep learning), XLA's ConvGeneralDilated with
     JAX's ``lax.conv_general_dilated`` arguments.
 
@@ -260,7 +265,8 @@ def _conv_nd(n: int, input, weight, bias, stride, padding, dilation, groups):
     return _unbatched(_add_bias(out, bias, n, fn), added)
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+def conv1d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+           dilation: int = 1, groups: int = 1) -> Array:
     """1-D convolution (cross-correlation), ``torch.nn.functional.conv1d``'s signature and result.
 
     Args:
@@ -283,7 +289,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return _conv_nd(1, input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+def conv2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+           dilation: int = 1, groups: int = 1) -> Array:
     """2-D convolution (cross-correlation), ``torch.nn.functional.conv2d``'s signature and result.
 
     Args:
@@ -305,7 +312,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return _conv_nd(2, input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+def conv3d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+           dilation: int = 1, groups: int = 1) -> Array:
     """3-D convolution, ``torch.nn.functional.conv3d``'s signature: input ``(N, C_in, D, H, W)`` or
     unbatched, weight ``(C_out, C_in / groups, kD, kH, kW)``; arguments, result and errors as
     :func:`conv2d` with triples."""
@@ -339,15 +347,15 @@ def _conv_transpose_nd(n: int, input, weight, bias, stride, padding, output_padd
     return _unbatched(_add_bias(out, bias, n, fn), added)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,
-                     dilation=1):
+def conv_transpose1d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+                     output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Array:
     """1-D transposed convolution, ``torch.nn.functional.conv_transpose1d``: input ``(N, C_in, L)``,
     weight ``(C_in, C_out / groups, K)``; see :func:`conv_transpose2d`."""
     return _conv_transpose_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,
-                     dilation=1):
+def conv_transpose2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+                     output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Array:
     """2-D transposed convolution ("deconvolution"), ``torch.nn.functional.conv_transpose2d``'s
     signature and result: the gradient of :func:`conv2d` with respect to its input.
 
@@ -371,7 +379,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,
-                     dilation=1):
+def conv_transpose3d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike = None, stride: int = 1, padding: Any = 0,
+                     output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Array:
     """3-D transposed convolution, ``torch.nn.functional.conv_transpose3d``; see :func:`conv_transpose2d`."""
     return _conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups, dilation)

@@ -9,10 +9,13 @@ functional ``conv{n}d`` / ``conv_transpose{n}d`` of ``_conv_api``. The initialis
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tapegrad._params import Parameter
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.nn import _conv_api
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._module import Module
@@ -113,14 +116,15 @@ class _ConvNd(Module):
 class _Conv(_ConvNd):
     """A convolution layer (see :class:`Conv2d`)."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, dtype=np.float32,
-                 seed=None, weight_init=None, bias_init=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: int = 1, padding: Any = 0,
+                 dilation: int = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
+                 dtype: Any = np.float32, seed: int | None = None, weight_init: Callable[..., Any] | None = None,
+                 bias_init: Callable[..., Any] | None = None) -> None:
         super().__init__()
         self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                     padding_mode, 0, dtype, seed, weight_init, bias_init)
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         self._check_input(x)
         fn = getattr(_conv_api, f"conv{self.rank}d")
         return fn(x, self.weight.value, None if self.bias is None else self.bias.value, self.stride,
@@ -132,14 +136,15 @@ class _ConvTranspose(_ConvNd):
 
     transposed = True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", *,
-                 dtype=np.float32, seed=None, weight_init=None, bias_init=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: int = 1, padding: Any = 0,
+                 output_padding: int = 0, groups: int = 1, bias: bool = True, dilation: int = 1,
+                 padding_mode: str = "zeros", *, dtype: Any = np.float32, seed: int | None = None,
+                 weight_init: Callable[..., Any] | None = None, bias_init: Callable[..., Any] | None = None) -> None:
         super().__init__()
         self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                     padding_mode, output_padding, dtype, seed, weight_init, bias_init)
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         self._check_input(x)
         fn = getattr(_conv_api, f"conv_transpose{self.rank}d")
         return fn(x, self.weight.value, None if self.bias is None else self.bias.value, self.stride,

@@ -3,6 +3,7 @@ explicit key, and the ``Dropout`` module that keeps its own key in a Parameter."
 from __future__ import annotations
 
 import numbers
+from typing import cast
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from tapegrad import random
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._params import Parameter
 from tapegrad._random import check_key, uniform_p
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.nn._args import as_int
 from tapegrad.nn._module import Module
 
@@ -18,12 +20,12 @@ from tapegrad.nn._module import Module
 def _check_p(p, fn: str) -> float:
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
         raise TypeError(f"{fn}: p must be a float in [0, 1], got {type(p).__name__} {p!r}")
-    if not 0.0 <= p <= 1.0:  # PyTorch's message
+    if not 0.0 <= p <= 1.0:  # type: ignore[operator]  # PyTorch's message; typeshed's Real has no reflected <=
         raise ValueError(f"{fn}: dropout probability has to be between 0 and 1, but got {p}")
     return float(p)
 
 
-def dropout(input, p: float = 0.5, training: bool = True, *, key=None):
+def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, *, key: ArrayLike = None) -> Array:
     """Zero each element of ``input`` with probability ``p`` and scale the kept ones by ``1 / (1 - p)``
     (``torch.nn.functional.dropout``, inverted dropout), so the expected value is unchanged.
 
@@ -100,12 +102,12 @@ class Dropout(Module):
         a key nor None.
     """
 
-    def __init__(self, p: float = 0.5, seed=None):
+    def __init__(self, p: float = 0.5, seed: int | None = None) -> None:
         super().__init__()
         self.p = _check_p(p, "Dropout")
         self.key = Parameter(_initial_key(seed), requires_grad=False)
 
-    def __call__(self, x, *, key=None):
+    def __call__(self, x: ArrayLike, *, key: ArrayLike = None) -> Array:
         if not self.training or self.p in (0.0, 1.0):
             return dropout(x, self.p, self.training, key=key)
         if key is not None:
@@ -121,7 +123,7 @@ class Dropout(Module):
 
 def _initial_key(seed):
     if seed is None:
-        return random.key(np.random.SeedSequence().entropy)
+        return random.key(cast(int, np.random.SeedSequence().entropy))  # an int: no entropy was given
     if hasattr(seed, "shape") and not isinstance(seed, np.integer):
         return check_key(seed, "Dropout").copy()  # the layer's own key, on the seed's backend
     return random.key(as_int(seed, "seed", "Dropout", expected="an int, a key or None"))

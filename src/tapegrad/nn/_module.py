@@ -11,12 +11,15 @@ of the gradients ``grad(..., weights=net.trainable_params())`` gives back (MindS
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import DTypeLike
 
 from tapegrad._flags import Flag
 from tapegrad._params import Parameter, ParameterTuple, recast
 from tapegrad._state_dict import Stateful
+from tapegrad._typing import Array
 
 
 class Module(Stateful):
@@ -57,7 +60,7 @@ class Module(Stateful):
     # stages again only the programs that read it (a subclass that forgot super().__init__(): True)
     training = Flag(True)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.training = True
 
     def __init_subclass__(cls, **kwargs):
@@ -70,7 +73,7 @@ class Module(Stateful):
             flag.__set_name__(cls, "training")
             cls.training = flag
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Array:
         for name in ("forward", "construct"):
             method = getattr(self, name, None)
             if method is not None:

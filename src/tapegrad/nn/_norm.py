@@ -34,6 +34,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._core import Tracer
 from tapegrad._params import Parameter
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.numpy._float16 import accumulates_in_float32, is_float16
@@ -188,8 +189,8 @@ def normalize_batch(input, running_mean, running_var, weight, bias, training: bo
     return out
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
-               momentum: float = 0.1, eps: float = 1e-5):
+def batch_norm(input: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike, weight: ArrayLike = None,
+               bias: ArrayLike = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Array:
     """Batch normalisation over every axis but the channel axis 1 (``torch.nn.functional.batch_norm``).
 
     ``out = (input - mean) / sqrt(var + eps) * weight + bias``, per channel ``c``, where ``mean`` and
@@ -275,7 +276,8 @@ def as_normalized_shape(normalized_shape, what: str) -> tuple:
     return tuple(int(d) for d in dims)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+def layer_norm(input: ArrayLike, normalized_shape: ShapeLike, weight: ArrayLike = None, bias: ArrayLike = None,
+               eps: float = 1e-5) -> Array:
     """Layer normalisation over the last ``len(normalized_shape)`` axes
     (``torch.nn.functional.layer_norm``; Ba, Kiros & Hinton 2016).
 
@@ -318,7 +320,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return _affine(centred * _inv_std(var, eps), weight, bias)
 
 
-def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike = None, bias: ArrayLike = None,
+               eps: float = 1e-5) -> Array:
     """Group normalisation (``torch.nn.functional.group_norm``; Wu & He 2018).
 
     The ``C`` channels of axis 1 are split into ``num_groups`` consecutive groups of ``C //
@@ -388,7 +391,7 @@ def padding_index(padding_idx, num_embeddings: int, what: str):
     return int(padding_idx) % num_embeddings
 
 
-def embedding(input, weight, padding_idx=None):
+def embedding(input: ArrayLike, weight: ArrayLike, padding_idx: int | None = None) -> Array:
     """Rows of ``weight`` looked up by integer indices: ``out[...] = weight[input[...]]``
     (``torch.nn.functional.embedding``, without ``max_norm``).
 

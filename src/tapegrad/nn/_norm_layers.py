@@ -9,11 +9,14 @@ batch statistics and updates the running ones; in evaluation mode it normalises 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import default_namespace
 from tapegrad._params import Parameter
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 from tapegrad.nn import _norm
 from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.nn._module import Module
@@ -32,7 +35,7 @@ class _BatchNorm(Module):
     _ranks: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=np.float32):
+                 track_running_stats: bool = True, dtype: Any = np.float32) -> None:
         super().__init__()
         what = type(self).__name__
         self.num_features = as_int(num_features, "num_features", what, minimum=1)
@@ -47,7 +50,8 @@ class _BatchNorm(Module):
             self.running_var = _filled(shape, 1.0, dtype, requires_grad=False)
             self.num_batches_tracked = _filled((), 0, np.int64, requires_grad=False)
         else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+            # declared as the Parameters they are with running statistics, the case every use checks first
+            self.running_mean = self.running_var = self.num_batches_tracked = None  # type: ignore[assignment]
 
     def _check_input(self, x) -> None:
         shape = tuple(getattr(x, "shape", ()))
@@ -59,12 +63,12 @@ class _BatchNorm(Module):
             raise ValueError(f"{type(self).__name__}({self.num_features}): the input must have "
                              f"{self.num_features} channels on axis 1, got shape {shape}")
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         self._check_input(x)
         # PyTorch's rule: batch statistics in training, and always when there are no running ones
         use_batch = self.training or self.running_mean is None
         update = self.training and self.track_running_stats
-        running = (self.running_mean, self.running_var) if not use_batch or update else (None, None)
+        running: tuple[Any, Any] = (self.running_mean, self.running_var) if not use_batch or update else (None, None)
         _norm.check_batch_norm(x, *running, self.weight, self.bias, use_batch, self.eps)
         momentum = self.momentum
         if update:
@@ -185,8 +189,8 @@ class LayerNorm(Module):
             input whose trailing shape is not ``normalized_shape``.
     """
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
-                 dtype=np.float32):
+    def __init__(self, normalized_shape: ShapeLike, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype: Any = np.float32) -> None:
         super().__init__()
         self.normalized_shape = _norm.as_normalized_shape(normalized_shape, "LayerNorm")
         for size in self.normalized_shape:
@@ -198,7 +202,7 @@ class LayerNorm(Module):
         self.weight = _filled(self.normalized_shape, 1.0, dtype) if affine else None
         self.bias = _filled(self.normalized_shape, 0.0, dtype) if affine and bias else None
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return _norm.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -226,7 +230,7 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 dtype=np.float32):
+                 dtype: Any = np.float32) -> None:
         super().__init__()
         self.num_groups = as_int(num_groups, "num_groups", "GroupNorm", minimum=1)
         self.num_channels = as_int(num_channels, "num_channels", "GroupNorm", minimum=1)
@@ -239,7 +243,7 @@ class GroupNorm(Module):
         self.weight = _filled((self.num_channels,), 1.0, dtype) if self.affine else None
         self.bias = _filled((self.num_channels,), 0.0, dtype) if self.affine else None
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         shape = tuple(getattr(x, "shape", ()))
         if len(shape) < 2 or shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): the input must have shape "

@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 from tapegrad.extend import all_at_front, bind_batched, defbatch, defjvp, defvjp, ndim_of, primitive
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import conv_out_spatial
@@ -169,7 +171,7 @@ def _select_scatter_impl(ct, index, *, in_spatial, window, strides, dilation, pa
 def _window_gather_impl(t, index, *, window, strides, dilation, padding):
     """Each window's element at its argmax: the sum over offsets of the masked views (one is nonzero)."""
     xp = namespace_of(t)
-    out = None
+    out: Any = None
     views = _views(_as_bits(_padded(t, padding, 0)), window, strides, dilation, index.shape[-len(window):])
     for k, v in enumerate(views):
         term = xp.multiply(v, index == k)
@@ -361,7 +363,8 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode):
     return values
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool1d(input: ArrayLike, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: int = 1,
+               ceil_mode: bool = False) -> Array:
     """1-d max pooling over the last axis (``torch.nn.functional.max_pool1d``); see :func:`max_pool2d`.
 
     Args:
@@ -376,7 +379,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool2d(input: ArrayLike, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: int = 1,
+               ceil_mode: bool = False) -> Array:
     """2-d max pooling over the last two axes (``torch.nn.functional.max_pool2d``, NCHW).
 
     ``out[..., i, j] = max over a, b of xpad[..., i * sh + a * dh, j * sw + b * dw]`` for ``a < kh``,
@@ -446,7 +450,8 @@ def _avg_pool(fn, n, input, kernel_size, stride, padding, ceil_mode, count_inclu
     return _divide(sums, counts, input)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+def avg_pool1d(input: ArrayLike, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Array:
     """1-d average pooling over the last axis (``torch.nn.functional.avg_pool1d``); see :func:`avg_pool2d`.
 
     Args:
@@ -461,8 +466,8 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(input: ArrayLike, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Array:
     """2-d average pooling over the last two axes (``torch.nn.functional.avg_pool2d``, NCHW).
 
     Each output is the sum of its window of the zero-padded input divided by: ``divisor_override`` when
@@ -541,7 +546,7 @@ def _adaptive_avg_pool(fn, n, input, output_size):
     return _divide(x, counts, input)
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: ArrayLike, output_size: ShapeLike) -> Array:
     """1-d adaptive average pooling (``torch.nn.functional.adaptive_avg_pool1d``); see
     :func:`adaptive_avg_pool2d`.
 
@@ -555,7 +560,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: ArrayLike, output_size: ShapeLike) -> Array:
     """2-d adaptive average pooling (``torch.nn.functional.adaptive_avg_pool2d``, NCHW).
 
     Output ``(i, j)`` averages rows ``[floor(i * H / H_out), ceil((i + 1) * H / H_out))`` and the columns

@@ -6,6 +6,9 @@ shape at the call.
 """
 from __future__ import annotations
 
+from typing import Any
+
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 from tapegrad.nn import _pool
 from tapegrad.nn._args import as_ints
 from tapegrad.nn._module import Module
@@ -27,14 +30,15 @@ class _MaxPoolNd(Module):
     _n = 2
     _fn = staticmethod(_pool.max_pool2d)
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: int = 1,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
         _checked(type(self).__name__, self._n, kernel_size, stride, padding, dilation)
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride  # as PyTorch keeps it
         self.padding, self.dilation, self.ceil_mode = padding, dilation, bool(ceil_mode)
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return self._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
     def extra_repr(self) -> str:
@@ -96,7 +100,8 @@ class MaxPool2d(_MaxPoolNd):
 class _AvgPoolNd(Module):
     _n = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
         super().__init__()
         _checked(type(self).__name__, self._n, kernel_size, stride, padding)
         self.kernel_size = kernel_size
@@ -131,7 +136,7 @@ class AvgPool1d(_AvgPoolNd):
 
     _n = 1
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return _pool.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                 self.count_include_pad)
 
@@ -160,12 +165,12 @@ class AvgPool2d(_AvgPoolNd):
             (at the call).
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: Any = None) -> None:
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return _pool.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                 self.count_include_pad, self.divisor_override)
 
@@ -173,7 +178,7 @@ class AvgPool2d(_AvgPoolNd):
 class _AdaptiveAvgPoolNd(Module):
     _n = 2
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: ShapeLike) -> None:
         super().__init__()
         _pool._adaptive_sizes(output_size, (1,) * self._n, type(self).__name__)  # types and signs
         self.output_size = output_size
@@ -201,7 +206,7 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
 
     _n = 1
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return _pool.adaptive_avg_pool1d(x, self.output_size)
 
 
@@ -223,5 +228,5 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
             an input that is not floating-point (at the call).
     """
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Array:
         return _pool.adaptive_avg_pool2d(x, self.output_size)

@@ -16,12 +16,14 @@ Conventions that differ from one library to another, and the choice made here:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Tracer, bind
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.extend import def_out_impl, def_shape_rule, defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.nn._conv import ConvDimensionNumbers
 from tapegrad.nn._conv_api import (
@@ -67,7 +69,7 @@ defbatch_elementwise(relu_p)
 def_out_impl(relu_p, lambda x, out: np.maximum(x, 0, out=out))  # jit's buffer reuse
 
 
-def relu(x):
+def relu(x: ArrayLike) -> Array:
     """``max(x, 0)`` elementwise; same shape and dtype as ``x``.
 
     Its derivative is 1 where ``x > 0`` and 0 elsewhere, so ``relu'(0) = 0`` (JAX and
@@ -77,12 +79,12 @@ def relu(x):
     return bind(relu_p, x)
 
 
-def leaky_relu(x, negative_slope: float = 0.01):
+def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Array:
     """``x`` where ``x > 0``, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``)."""
     return tnp.where(x > 0, x, x * float(negative_slope))
 
 
-def elu(x, alpha: float = 1.0):
+def elu(x: ArrayLike, alpha: float = 1.0) -> Array:
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (``torch.nn.functional.elu``).
 
     ``expm1`` only ever sees the non-positive part, so a large ``x`` makes no ``inf * 0 = nan`` in the
@@ -92,7 +94,7 @@ def elu(x, alpha: float = 1.0):
     return tnp.where(x > 0, x, float(alpha) * tnp.expm1(negative_part))
 
 
-def gelu(x, approximate: str = "none"):
+def gelu(x: ArrayLike, approximate: str = "none") -> Array:
     """Gaussian error linear unit ``x * Phi(x)`` (Hendrycks & Gimpel 2016; ``torch.nn.functional.gelu``).
 
     Args:
@@ -110,13 +112,13 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def sigmoid(x):
+def sigmoid(x: ArrayLike) -> Array:
     """The logistic function ``1 / (1 + exp(-x))``, accurate in both tails (``torch.nn.functional.sigmoid``,
     computed as ``scipy.special.expit``)."""
     return special.expit(x)
 
 
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+def softplus(x: ArrayLike, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``.
 
     As ``torch.nn.functional.softplus``; the smooth branch is ``logaddexp(0, beta * x) / beta``, which
@@ -127,19 +129,19 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     return tnp.where(scaled > threshold, x, tnp.logaddexp(0.0, scaled) / beta)
 
 
-def silu(x):
+def silu(x: ArrayLike) -> Array:
     """``x * sigmoid(x)`` (also called swish; ``torch.nn.functional.silu``)."""
     return x * special.expit(x)
 
 
-def tanh(x):
+def tanh(x: ArrayLike) -> Array:
     """Hyperbolic tangent, elementwise (``torch.nn.functional.tanh``, ``numpy.tanh``); same shape and
     dtype as ``x``.
     """
     return tnp.tanh(x)
 
 
-def logsumexp(x, axis=None, keepdims: bool = False):
+def logsumexp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """``log(sum(exp(x), axis))``, shifted by the maximum for stability (``jax.nn.logsumexp``).
 
     ``axis=None`` reduces over every axis. The gradient is ``softmax(x, axis)``.
@@ -147,14 +149,14 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     return special.logsumexp(x, axis=axis, keepdims=keepdims)
 
 
-def log_softmax(x, axis: int = -1):
+def log_softmax(x: ArrayLike, axis: int = -1) -> Array:
     """``x - logsumexp(x, axis, keepdims=True)``: log-probabilities along ``axis``, same shape and dtype
     as ``x`` (``jax.nn.log_softmax``; PyTorch's ``torch.nn.functional.log_softmax`` with ``dim``).
     """
     return special.log_softmax(x, axis=axis)
 
 
-def softmax(x, axis: int = -1):
+def softmax(x: ArrayLike, axis: int = -1) -> Array:
     """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))`` (no overflow); same
     shape and dtype as ``x`` (``jax.nn.softmax``; PyTorch's ``torch.nn.functional.softmax`` with
     ``dim``).
@@ -167,7 +169,7 @@ for _name in ("logsumexp", "log_softmax", "softmax", "cross_entropy"):
                            "shift by the maximum stay float16)")
 
 
-def linear(x, weight, bias=None):
+def linear(x: ArrayLike, weight: ArrayLike, bias: ArrayLike = None) -> Array:
     """``x @ weight.T + bias`` (``torch.nn.functional.linear``).
 
     Args:
@@ -187,7 +189,7 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, Tracer)
 
 
-def one_hot(labels, num_classes: int = -1, dtype=np.float32):
+def one_hot(labels: ArrayLike, num_classes: int = -1, dtype: Any = np.float32) -> Array:
     """One-hot encoding: ``out[..., c] = (labels[...] == c)``.
 
     Args:
@@ -289,7 +291,8 @@ def _reduce_weighted(loss, sample_weight, reduction, squeeze_batch):
     return tnp.squeeze(loss, 0) if squeeze_batch else loss
 
 
-def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+def nll_loss(input: ArrayLike, target: ArrayLike, weight: ArrayLike = None, ignore_index: int = -100,
+             reduction: str = "mean") -> Array:
     """Negative log-likelihood of integer targets (``torch.nn.functional.nll_loss``).
 
     ``loss_n = -weight[t_n] * input[n, t_n]`` (0 where ``t_n == ignore_index``).
@@ -312,8 +315,8 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     return _reduce_weighted(loss, sample_weight, reduction, squeeze_batch)
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0):
+def cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Array:
     """Cross-entropy between logits and class targets (``torch.nn.functional.cross_entropy``).
 
     The target is either integer class indices or class probabilities (one-hot or soft labels):
@@ -394,7 +397,7 @@ def _check_same_shape(input, target, name: str) -> None:
                          "Reshape one of them first, e.g. input.reshape(target.shape)")
 
 
-def mse_loss(input, target, reduction: str = "mean"):
+def mse_loss(input: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Array:
     """Squared error ``(input - target)**2``, reduced (``torch.nn.functional.mse_loss``).
 
     Args:
@@ -410,7 +413,8 @@ def mse_loss(input, target, reduction: str = "mean"):
     return _reduce(tnp.square(input - target), reduction, "mse_loss")
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input: ArrayLike, target: ArrayLike, weight: ArrayLike = None,
+                                     reduction: str = "mean", pos_weight: ArrayLike = None) -> Array:
     """Binary cross-entropy of probabilities ``sigmoid(input)`` against ``target`` in ``[0, 1]``.
 
     As ``torch.nn.functional.binary_cross_entropy_with_logits``:

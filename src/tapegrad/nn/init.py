@@ -8,8 +8,12 @@ returns a NumPy array of ``dtype``; ``Dense(weight_init=...)`` takes any of them
 from __future__ import annotations
 
 import math
+import numbers
+from typing import Any
 
 import numpy as np
+
+from tapegrad._typing import Array, ShapeLike
 
 __all__ = ["calculate_gain", "constant", "kaiming_normal", "kaiming_uniform", "normal", "ones", "uniform",
            "xavier_normal", "xavier_uniform", "zeros"]
@@ -56,27 +60,27 @@ def calculate_gain(nonlinearity: str = "leaky_relu", param: float | None = None)
                      "'sigmoid', 'tanh', 'relu', 'leaky_relu', 'selu'")
 
 
-def zeros(shape, dtype=np.float32, rng=None):
+def zeros(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None) -> Array:
     """All zeros (``torch.nn.init.zeros_``, returning a new array)."""
     return np.zeros(_shape(shape), dtype)
 
 
-def ones(shape, dtype=np.float32, rng=None):
+def ones(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None) -> Array:
     """All ones (``torch.nn.init.ones_``, returning a new array)."""
     return np.ones(_shape(shape), dtype)
 
 
-def constant(shape, dtype=np.float32, rng=None, value: float = 0.0):
+def constant(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, value: float | numbers.Number = 0.0) -> Array:
     """Every element equal to ``value`` (``torch.nn.init.constant_``, returning a new array)."""
     return np.full(_shape(shape), value, dtype)
 
 
-def uniform(shape, dtype=np.float32, rng=None, low: float = 0.0, high: float = 1.0):
+def uniform(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, low: float = 0.0, high: float = 1.0) -> Array:
     """Uniform on ``[low, high)`` (``torch.nn.init.uniform_``'s default range is ``[0, 1)``)."""
     return _rng(rng).uniform(low, high, _shape(shape)).astype(dtype)
 
 
-def normal(shape, dtype=np.float32, rng=None, mean: float = 0.0, std: float = 1.0):
+def normal(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, mean: float = 0.0, std: float = 1.0) -> Array:
     """Normal with mean ``mean`` and standard deviation ``std`` (``torch.nn.init.normal_``, returning a
     new array).
     """
@@ -91,8 +95,8 @@ def _kaiming_std(shape, a, mode, nonlinearity) -> float:
     return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
-def kaiming_uniform(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu"):
+def kaiming_uniform(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu") -> Array:
     """He et al. (2015) uniform: ``U(-b, b)`` with ``b = gain * sqrt(3 / fan)``
     (``torch.nn.init.kaiming_uniform_``).
 
@@ -103,8 +107,8 @@ def kaiming_uniform(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str
     return uniform(shape, dtype, rng, -bound, bound)
 
 
-def kaiming_normal(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str = "fan_in",
-                   nonlinearity: str = "leaky_relu"):
+def kaiming_normal(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, a: float = 0.0, mode: str = "fan_in",
+                   nonlinearity: str = "leaky_relu") -> Array:
     """He et al. (2015) normal: ``N(0, std**2)`` with ``std = gain / sqrt(fan)``
     (``torch.nn.init.kaiming_normal_``: the same ``a``, ``mode`` and ``nonlinearity``).
 
@@ -114,7 +118,7 @@ def kaiming_normal(shape, dtype=np.float32, rng=None, a: float = 0.0, mode: str 
     return normal(shape, dtype, rng, 0.0, _kaiming_std(shape, a, mode, nonlinearity))
 
 
-def xavier_uniform(shape, dtype=np.float32, rng=None, gain: float = 1.0):
+def xavier_uniform(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, gain: float = 1.0) -> Array:
     """Glorot & Bengio (2010) uniform: ``U(-b, b)`` with ``b = gain * sqrt(6 / (fan_in + fan_out))``
     (``torch.nn.init.xavier_uniform_``).
 
@@ -126,7 +130,7 @@ def xavier_uniform(shape, dtype=np.float32, rng=None, gain: float = 1.0):
     return uniform(shape, dtype, rng, -bound, bound)
 
 
-def xavier_normal(shape, dtype=np.float32, rng=None, gain: float = 1.0):
+def xavier_normal(shape: ShapeLike, dtype: Any = np.float32, rng: Any = None, gain: float = 1.0) -> Array:
     """Glorot & Bengio (2010) normal: ``N(0, std**2)`` with ``std = gain * sqrt(2 / (fan_in + fan_out))``
     (``torch.nn.init.xavier_normal_``).
 

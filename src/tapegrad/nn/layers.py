@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import default_namespace, is_array
 from tapegrad._params import Parameter
+from tapegrad._typing import ArrayLike
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
 from tapegrad.nn._args import as_int
@@ -104,8 +107,10 @@ class Dense(Module):
         TypeError: sizes that are not integers.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, weight_init=None, bias_init=None,
-                 has_bias: bool = True, activation=None, dtype=np.float32, seed=None):
+    def __init__(self, in_channels: int, out_channels: int, weight_init: Callable[..., Any] | None = None,
+                 bias_init: Callable[..., Any] | None = None, has_bias: bool = True,
+                 activation: Callable[..., Any] | None = None, dtype: Any = np.float32,
+                 seed: int | None = None) -> None:
         super().__init__()
         self.in_channels = as_int(in_channels, "in_channels", "Dense", minimum=1)
         self.out_channels = as_int(out_channels, "out_channels", "Dense", minimum=1)
@@ -121,7 +126,7 @@ class Dense(Module):
         self.bias = Parameter(_initial_value(bias_init, (self.out_channels,), dtype, rng, bound,
                                              "Dense bias_init")) if self.has_bias else None
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         shape = getattr(x, "shape", None)
         if shape is not None and (len(shape) == 0 or shape[-1] != self.in_channels):
             raise ValueError(f"Dense({self.in_channels}, {self.out_channels}): the input's last axis must "
@@ -156,7 +161,7 @@ class Sequential(Module):
         TypeError: a layer that is not callable.
     """
 
-    def __init__(self, *layers):
+    def __init__(self, *layers: Any) -> None:
         super().__init__()
         if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
             layers = tuple(layers[0])
@@ -166,12 +171,12 @@ class Sequential(Module):
                                 "pass Modules or functions")
         self.layers = list(layers)
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         for layer in self.layers:
             x = layer(x)
         return x
 
-    def append(self, layer) -> Sequential:
+    def append(self, layer: Any) -> Sequential:
         """Add ``layer`` at the end (PyTorch's ``nn.Sequential.append``).
 
         Args:
@@ -211,21 +216,21 @@ class Sequential(Module):
 class ReLU(Module):
     """``max(x, 0)`` as a module (:func:`tapegrad.nn.functional.relu`)."""
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         return F.relu(x)
 
 
 class Tanh(Module):
     """``tanh(x)`` as a module."""
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         return F.tanh(x)
 
 
 class Sigmoid(Module):
     """``1 / (1 + exp(-x))`` as a module (:func:`tapegrad.nn.functional.sigmoid`)."""
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         return F.sigmoid(x)
 
 
@@ -255,8 +260,9 @@ class Embedding(Module):
         IndexError: (at the call) an index outside ``[0, n)``.
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, weight_init=None,
-                 dtype=np.float32, seed=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 weight_init: Callable[..., Any] | None = None, dtype: Any = np.float32,
+                 seed: int | None = None) -> None:
         super().__init__()
         self.num_embeddings = as_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
         self.embedding_dim = as_int(embedding_dim, "embedding_dim", "Embedding", minimum=1)
@@ -270,7 +276,7 @@ class Embedding(Module):
             value[padding_idx] = 0  # a fresh array of our own, not yet a Parameter
         self.weight = Parameter(value)
 
-    def __call__(self, input):
+    def __call__(self, input: ArrayLike) -> Any:
         return embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
@@ -295,12 +301,12 @@ class Flatten(Module):
             ``IndexError``).
     """
 
-    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim = as_int(start_dim, "start_dim", "Flatten")
         self.end_dim = as_int(end_dim, "end_dim", "Flatten")
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> Any:
         shape = tuple(x.shape)
         rank = max(len(shape), 1)  # a 0-d input is flattened as if it were (1,), as torch.flatten
         start, end = self.start_dim, self.end_dim

@@ -7,15 +7,18 @@ applies it once per axis. Derivatives come from the operations the function perf
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._reductions import normalize_axis
 from tapegrad.numpy._statistics import operand
 
 
-def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Array:
     """``func1d`` applied to each 1-D slice of ``arr`` along ``axis``, as ``numpy.apply_along_axis``:
     the result has shape ``arr.shape[:axis] + r.shape + arr.shape[axis+1:]``, where ``r`` is one
     call's result (every call must return the same shape). ``func1d`` runs once per slice (a Python
@@ -43,7 +46,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return _shape.transpose(out, order)
 
 
-def apply_over_axes(func, a, axes):
+def apply_over_axes(func: Callable[..., Any], a: ArrayLike, axes: Any) -> Array:
     """``func(a, axis)`` applied for each axis in ``axes`` in turn, each result kept at ``a``'s rank
     (a reduced axis comes back as length 1), as ``numpy.apply_over_axes``.
 

@@ -10,7 +10,9 @@ share every rule. The new functions are composites of existing operations; only 
 from __future__ import annotations
 
 import operator
+from typing import Any
 
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _complex, _reductions, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand
@@ -34,7 +36,7 @@ bitwise_count.__doc__ = ("The number of 1-bits in ``|x|`` (an integer or boolean
 
 
 # ---- shapes --------------------------------------------------------------------------------------
-def concat(arrays, /, *, axis=0):
+def concat(arrays: Any, /, *, axis: Axis = 0) -> Array:
     """``arrays`` joined along ``axis``, as the array API's ``concat`` (``numpy.concat``): ``axis=None``
     flattens each array first. Differentiable in every array.
 
@@ -47,13 +49,13 @@ def concat(arrays, /, *, axis=0):
     return _shape.concatenate(arrays, axis=axis)
 
 
-def permute_dims(a, /, axes):
+def permute_dims(a: ArrayLike, /, axes: Any) -> Array:
     """``a`` with its axes permuted by ``axes`` (required, unlike ``transpose``'s), as
     ``numpy.permute_dims``."""
     return _shape.transpose(a, axes)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     """``x`` with its last two axes swapped (a stack of matrices transposed), as
     ``numpy.matrix_transpose``.
 
@@ -66,7 +68,7 @@ def matrix_transpose(x, /):
     return _shape.swapaxes(x, -1, -2)
 
 
-def unstack(x, /, *, axis=0):
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> Array:
     """The slices of ``x`` along ``axis``, as a tuple of arrays of ``x``'s rank minus one, as
     ``numpy.unstack``.
 
@@ -82,7 +84,7 @@ def unstack(x, /, *, axis=0):
 
 
 # ---- products ------------------------------------------------------------------------------------
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """The dot product of vectors along ``axis`` (``sum(conj(x1) * x2, axis)``), broadcast over the
     other axes, as ``numpy.vecdot``: ``x1`` is conjugated (the array API's convention).
 
@@ -96,7 +98,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     return _reductions.sum(_complex.conj(x1) * x2, axis=axis)
 
 
-def matvec(x1, x2, /):
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Matrix-vector products, ``x1 @ x2`` for matrices ``x1[..., m, n]`` and vectors ``x2[..., n]``,
     broadcast over the leading axes, as ``numpy.matvec`` (no conjugation).
 
@@ -108,7 +110,7 @@ def matvec(x1, x2, /):
     return _reductions.sum(x1 * _shape.expand_dims(x2, -2), axis=-1)
 
 
-def vecmat(x1, x2, /):
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Vector-matrix products, ``conj(x1) @ x2`` for vectors ``x1[..., m]`` and matrices
     ``x2[..., m, n]``, broadcast over the leading axes, as ``numpy.vecmat`` (``x1`` conjugated).
 

@@ -6,10 +6,12 @@ derivative come from those primitives' rules.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, full_like
@@ -33,7 +35,7 @@ def _edge(value, a, shape, axis):
     return value
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+def diff(a: ArrayLike, n: int = 1, axis: Axis = -1, prepend: ArrayLike = None, append: ArrayLike = None) -> Array:
     """The ``n``-th discrete difference along ``axis``, ``a[1:] - a[:-1]`` applied ``n`` times, as
     ``numpy.diff`` (``not_equal`` for booleans). ``prepend``/``append`` (None: nothing; a scalar is
     broadcast) are joined to ``a`` first, and are differentiable too.
@@ -62,7 +64,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 # ---- rolls, rotations and flips ------------------------------------------------------------------
-def roll(a, shift, axis=None):
+def roll(a: ArrayLike, shift: Any, axis: Axis = None) -> Array:
     """Elements shifted cyclically by ``shift`` along ``axis`` (None: the flattened array, reshaped
     back), as ``numpy.roll``; ``shift`` and ``axis`` may be sequences (broadcast together, shifts on a
     repeated axis add up).
@@ -89,7 +91,7 @@ def roll(a, shift, axis=None):
     return a
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Array:
     """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes`` (from the first axis towards
     the second), as ``numpy.rot90``.
 
@@ -117,7 +119,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return _shape.flip(_shape.transpose(m, perm), axes[1])
 
 
-def fliplr(m):
+def fliplr(m: Any) -> Array:
     """``m`` with its columns (axis 1) reversed, as ``numpy.fliplr``.
 
     Raises:
@@ -129,7 +131,7 @@ def fliplr(m):
     return _shape.flip(m, 1)
 
 
-def flipud(m):
+def flipud(m: Any) -> Array:
     """``m`` with its rows (axis 0) reversed, as ``numpy.flipud``.
 
     Raises:
@@ -142,7 +144,7 @@ def flipud(m):
 
 
 # ---- select --------------------------------------------------------------------------------------
-def select(condlist, choicelist, default=0):
+def select(condlist: Any, choicelist: Any, default: int = 0) -> Array:
     """Per element, the choice of the first true condition (``default`` where none holds), as
     ``numpy.select``. Differentiable in every choice and in ``default``, never in the conditions.
 

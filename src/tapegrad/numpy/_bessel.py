@@ -14,6 +14,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand, asarray
 
@@ -62,7 +63,7 @@ def bessel_i(x, n: int):
     return bind(bessel_i_p, x if hasattr(x, "dtype") else asarray(x), n=n)
 
 
-def i0(x):
+def i0(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind and order 0, elementwise, as ``numpy.i0``.
 
     Real input only (NumPy refuses complex too); integers and booleans give float64, float32 stays

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._arrays import _along, diff
@@ -42,7 +45,7 @@ def _inexact(x):
 
 
 # ---- gradient ------------------------------------------------------------------------------------
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f: Callable[..., Any], *varargs: Any, axis: Axis = None, edge_order: int = 1) -> Array:
     """The gradient of ``f`` sampled on a grid, as ``numpy.gradient``: second-order central
     differences inside, first- or second-order (``edge_order``) one-sided differences at the ends.
 
@@ -117,7 +120,7 @@ def _gradient_along(f, axis, h, edge_order):
 
 
 # ---- integrals and differences -------------------------------------------------------------------
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: ArrayLike, x: ArrayLike = None, dx: float = 1.0, axis: Axis = -1) -> Array:
     """The integral of ``y`` along ``axis`` by the trapezoidal rule, as ``numpy.trapezoid``: on the
     sample points ``x`` (1-D, or ``y``'s shape) or, with ``x=None``, on steps of ``dx``.
     Differentiable in ``y``, ``x`` and ``dx``; ``y``'s shape without ``axis``, float dtype."""
@@ -136,7 +139,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return sum_(d * mid, axis=axis)
 
 
-def ediff1d(ary, to_end=None, to_begin=None):
+def ediff1d(ary: ArrayLike, to_end: Any = None, to_begin: Any = None) -> Array:
     """The differences of consecutive elements of the flattened ``ary``, with ``to_begin`` and
     ``to_end`` (flattened) joined at the ends, as ``numpy.ediff1d``; ``ary``'s dtype.
     Differentiable in all three.
@@ -157,7 +160,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return _shape.concatenate(pieces) if len(pieces) > 1 else pieces[0]
 
 
-def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
+def unwrap(p: Any, discont: Any = None, axis: Axis = -1, *, period: Any = 2 * math.pi) -> Array:
     """``p`` with jumps larger than ``discont`` (default ``period / 2``) along ``axis`` replaced by
     their ``period``-complement, as ``numpy.unwrap``.
 
@@ -178,7 +181,8 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
 
 
 # ---- interp --------------------------------------------------------------------------------------
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: Any = None, right: bool | None = None,
+           period: Any = None) -> Array:
     """The piecewise-linear interpolant of the points ``(xp, fp)`` evaluated at ``x``, as
     ``numpy.interp``.
 

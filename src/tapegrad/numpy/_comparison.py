@@ -7,8 +7,11 @@ returns ``real(a)`` (whose derivative is ``real``'s) or ``a`` itself.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
@@ -20,7 +23,7 @@ def _dtype(x):
     return np.dtype(getattr(x, "dtype", None) or np.result_type(x))
 
 
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Array:
     """Where ``|a - b| <= atol + rtol * |b|``, elementwise with broadcasting, as ``numpy.isclose``.
 
     Infinities are close only to the same infinity; nan is close to nan only with
@@ -41,13 +44,13 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return out
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Array:
     """Whether every element of ``a`` and ``b`` is close (:func:`isclose`), as ``numpy.allclose``: a 0-d
     boolean (NumPy returns a Python bool; ``bool(...)`` of ours is one, eagerly)."""
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
 
-def array_equal(a1, a2, equal_nan=False):
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     """Whether ``a1`` and ``a2`` have the same shape and elements, as ``numpy.array_equal``.
     ``equal_nan=True`` counts nan equal to nan. A 0-d boolean (``False`` for different shapes)."""
     a1, a2 = as_operand(a1), as_operand(a2)
@@ -56,7 +59,7 @@ def array_equal(a1, a2, equal_nan=False):
     return _all_equal(a1, a2, equal_nan)
 
 
-def array_equiv(a1, a2):
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
     """Whether ``a1`` and ``a2`` broadcast to each other and are then equal, as ``numpy.array_equiv``;
     a 0-d boolean (``False`` when their shapes do not broadcast)."""
     a1, a2 = as_operand(a1), as_operand(a2)
@@ -74,29 +77,29 @@ def _all_equal(a1, a2, equal_nan):
     return all_(same)
 
 
-def iscomplex(x):
+def iscomplex(x: ArrayLike) -> Array:
     """Where ``x`` has a nonzero imaginary part, as ``numpy.iscomplex``: a boolean array of ``x``'s
     shape (all False for a real dtype)."""
     x = as_operand(x)
     return ew.not_equal(_complex.imag(x), 0) if _complex.is_complex(x) else ew.astype(zeros_like(x), bool)
 
 
-def isreal(x):
+def isreal(x: ArrayLike) -> Array:
     """Where ``x``'s imaginary part is 0, as ``numpy.isreal``: a boolean array of ``x``'s shape."""
     return ew.logical_not(iscomplex(x))
 
 
-def iscomplexobj(x) -> bool:
+def iscomplexobj(x: ArrayLike) -> bool:
     """Whether ``x``'s dtype is complex (whatever its values), as ``numpy.iscomplexobj``."""
     return _dtype(as_operand(x)).kind == "c"
 
 
-def isrealobj(x) -> bool:
+def isrealobj(x: ArrayLike) -> bool:
     """Whether ``x``'s dtype is not complex, as ``numpy.isrealobj``."""
     return not iscomplexobj(x)
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a: ArrayLike, tol: Any = 100) -> Array:
     """``real(a)`` if every imaginary part of ``a`` is within ``tol`` machine epsilons of 0 (``tol`` > 1;
     ``tol <= 1`` is an absolute tolerance), else ``a``, as ``numpy.real_if_close``.
 

@@ -18,6 +18,7 @@ import numpy as np
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._structural import astype
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defbatch_elementwise, deflinear, defvjp, primitive
 from tapegrad.numpy._creation import as_operand, zeros_like
 
@@ -41,7 +42,7 @@ deflinear(conj_p)
 defbatch_elementwise(real_p, imag_p, conj_p)
 
 
-def real(val):
+def real(val: ArrayLike) -> Array:
     """The real part of ``val``, as ``numpy.real``: a real array of the matching precision
     (complex64 -> float32); ``val`` itself when it is real.
 
@@ -51,7 +52,7 @@ def real(val):
     return bind(real_p, val) if is_complex(val) else val
 
 
-def imag(val):
+def imag(val: ArrayLike) -> Array:
     """The imaginary part of ``val``, as ``numpy.imag``; constant zeros of ``val``'s shape and
     dtype when it is real.
 
@@ -61,7 +62,7 @@ def imag(val):
     return bind(imag_p, val) if is_complex(val) else zeros_like(val)
 
 
-def conj(x):
+def conj(x: ArrayLike) -> Array:
     """The complex conjugate, elementwise, as ``numpy.conj``; ``x`` itself when it is real.
 
     Derivative (JAX's convention): jvp ``conj(t)``; vjp ``conj(ct)``.

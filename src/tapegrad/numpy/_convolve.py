@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._indexing import take
@@ -35,7 +36,7 @@ def _check_mode(mode, name):
         raise ValueError(f"{name}: mode must be one of {_MODES}, got {mode!r}")
 
 
-def convolve(a, v, mode="full"):
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """The discrete linear convolution ``(a * v)[k] = sum_m a[m] v[k - m]``, as ``numpy.convolve``.
 
     Args:
@@ -61,7 +62,7 @@ def convolve(a, v, mode="full"):
     return matmul(windows, _shape.flip(v, 0))
 
 
-def correlate(a, v, mode="valid"):
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     """The cross-correlation ``c[k] = sum_n a[n + k] * conj(v[n])``, as ``numpy.correlate`` (which
     conjugates ``v``, unlike ``scipy.signal.correlate``'s old behaviour).
 

@@ -3,9 +3,11 @@ sums (differentiable in the data and in the weights ``aweights``)."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike, DTypeLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand, asarray
@@ -30,7 +32,8 @@ def _variables_by_rows(m, rowvar, dtype):
     return m if rowvar or _shape.shape(m)[0] == 1 else _shape.transpose(m)
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+def cov(m: Any, y: ArrayLike = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: ArrayLike = None, aweights: ArrayLike = None, *, dtype: DTypeLike = None) -> Array:
     """The covariance matrix of the variables in ``m`` (and ``y``), as ``numpy.cov``.
 
     Args:
@@ -95,7 +98,7 @@ def _weights(fweights, aweights, n_obs):
     return w
 
 
-def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+def corrcoef(x: ArrayLike, y: ArrayLike = None, rowvar: bool = True, *, dtype: DTypeLike = None) -> Array:
     """The Pearson correlation coefficients ``cov[i, j] / sqrt(cov[i, i] cov[j, j])``, as
     ``numpy.corrcoef``; the real parts are clipped to ``[-1, 1]`` (NumPy's rule; ``clip`` passes the
     gradient at the boundary, so the diagonal keeps its derivative, which is 0 analytically).

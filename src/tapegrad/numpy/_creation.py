@@ -3,12 +3,15 @@
 ``full`` of a traced fill value, which broadcasts it."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tapegrad import _backend, _structural
 from tapegrad._backend import default_namespace, is_array, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._structural import astype, stack
+from tapegrad._typing import Array, ArrayLike, DTypeLike, ShapeLike
 
 
 def _contains_traced(obj) -> bool:
@@ -19,7 +22,7 @@ def _contains_traced(obj) -> bool:
     return False
 
 
-def array(object, dtype=None, copy=True):
+def array(object: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True) -> Array:
     """An array from ``object`` (array, scalar or nested sequence), as ``numpy.array``.
 
     Nested lists of traced values are stacked with ``tnp.stack``, so ``tnp.array([t1, t2])`` is
@@ -53,26 +56,26 @@ def as_operand(a):
     return array(a) if isinstance(a, (list, tuple)) else a
 
 
-def asarray(a, dtype=None):
+def asarray(a: ArrayLike, dtype: DTypeLike = None) -> Array:
     """As :func:`array` (``numpy.asarray``), without copying an array that already has ``dtype``."""
     return array(a, dtype=dtype, copy=None)
 
 
-def zeros(shape, dtype=float):
+def zeros(shape: ShapeLike, dtype: Any = float) -> Array:
     """An array of zeros of ``shape`` and ``dtype`` (default float64) on the default backend, as
     ``numpy.zeros``; a constant, never traced.
     """
     return default_namespace().zeros(shape, dtype)
 
 
-def ones(shape, dtype=float):
+def ones(shape: ShapeLike, dtype: Any = float) -> Array:
     """An array of ones of ``shape`` and ``dtype`` (default float64) on the default backend, as
     ``numpy.ones``; a constant, never traced.
     """
     return default_namespace().ones(shape, dtype)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: ShapeLike, fill_value: ArrayLike, dtype: DTypeLike = None) -> Array:
     """An array of ``shape`` filled with ``fill_value``, as ``numpy.full``. A traced ``fill_value``
     (a scalar, or an array that broadcasts to ``shape``) is broadcast, so the result is differentiable
     in it (JAX's behaviour); ``dtype`` defaults to its dtype."""
@@ -86,28 +89,28 @@ def _shape_tuple(shape) -> tuple:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
 
 
-def empty(shape, dtype=float):
+def empty(shape: ShapeLike, dtype: Any = float) -> Array:
     """An uninitialised array of ``shape`` and ``dtype`` (default float64) on the default backend, as
     ``numpy.empty``; a constant, never traced.
     """
     return default_namespace().empty(shape, dtype)
 
 
-def eye(N, M=None, k=0, dtype=float):
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float) -> Array:
     """The ``N x M`` (``M`` defaults to ``N``) array with ones on diagonal ``k`` and zeros elsewhere, as
     ``numpy.eye``, on the default backend; a constant, never traced.
     """
     return default_namespace().eye(N, M, k, dtype=dtype)
 
 
-def identity(n, dtype=float):
+def identity(n: int, dtype: Any = float) -> Array:
     """The ``n x n`` identity matrix in ``dtype`` (default float64), as ``numpy.identity``, on the
     default backend; a constant, never traced.
     """
     return default_namespace().identity(n, dtype=dtype)
 
 
-def arange(*args, **kwargs):
+def arange(*args: Any, **kwargs: Any) -> Array:
     """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (the same arguments), on the
     default backend; a constant, never traced.
     """
@@ -122,21 +125,21 @@ def _like_args(a, dtype, shape):
     return _backend.like(_unboxed(a), shape, dtype)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a: ArrayLike, dtype: DTypeLike = None, shape: ShapeLike | None = None) -> Array:
     """Zeros with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
     ``numpy.zeros_like``; a constant, never traced (also for a tracer ``a``).
     """
     return _backend.zeros_like(_unboxed(a), shape, dtype)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a: ArrayLike, dtype: DTypeLike = None, shape: ShapeLike | None = None) -> Array:
     """Ones with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
     ``numpy.ones_like``; a constant, never traced.
     """
     return _backend.ones_like(_unboxed(a), shape, dtype)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike = None, shape: ShapeLike | None = None) -> Array:
     """``fill_value`` with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if given), as
     ``numpy.full_like``; a constant, never traced.
     """
@@ -144,7 +147,7 @@ def full_like(a, fill_value, dtype=None, shape=None):
     return xp.full(shape, fill_value, dtype)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a: ArrayLike, dtype: DTypeLike = None, shape: ShapeLike | None = None) -> Array:
     """An uninitialised array with ``a``'s shape, dtype and backend (or ``dtype`` and ``shape`` if
     given), as ``numpy.empty_like``; a constant, never traced (also for a traced ``a``).
     """

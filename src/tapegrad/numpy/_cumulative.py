@@ -3,6 +3,9 @@
 derivatives are ``cumsum``'s and ``cumprod``'s."""
 from __future__ import annotations
 
+from typing import Any
+
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, asarray, full_like
 from tapegrad.numpy._reductions import cumprod, cumsum, normalize_axis
@@ -26,7 +29,8 @@ def _running(reduce, identity, x, axis, dtype, include_initial):
     return _shape.concatenate([first, out], axis=axis)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_sum(x: ArrayLike, /, *, axis: Axis = None, dtype: DTypeLike = None, out: Any = None,
+                   include_initial: bool = False) -> Array:
     """Running sum along ``axis``, as ``numpy.cumulative_sum``: ``cumsum`` with, for
     ``include_initial=True``, a leading 0 along ``axis``. 0-d input counts as 1-D.
 
@@ -38,7 +42,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=Fal
     return _running(cumsum, 0, x, axis, dtype, include_initial)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_prod(x: ArrayLike, /, *, axis: Axis = None, dtype: DTypeLike = None, out: Any = None,
+                    include_initial: bool = False) -> Array:
     """Running product along ``axis``, as ``numpy.cumulative_prod``: ``cumprod`` (exact derivatives
     at zeros) with, for ``include_initial=True``, a leading 1 along ``axis``.
 

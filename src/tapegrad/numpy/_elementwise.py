@@ -15,16 +15,18 @@ from __future__ import annotations
 import cmath
 import math
 import string
+from collections.abc import Callable
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import ShapedArray, bind
+from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import shape_of
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import (
     ARITHMETIC_NS,
     broadcast_shapes,
@@ -55,7 +57,8 @@ def _ufunc_impl(name):
     return getattr(np, name)
 
 
-def _unary(name: str, rule=None, jvp=None, float_valued=True, fusion_ns=None):
+def _unary(name: str, rule: Callable | None = None, jvp: Callable | None = None, float_valued: bool = True,
+           fusion_ns: tuple[float, float] | None = None) -> tuple[Primitive, Callable[[ArrayLike], Array]]:
     """A unary ufunc primitive and its public function.
 
     ``rule(g, ans, x)`` is ``g * f'(x)``: the vjp, and also the jvp unless ``jvp`` is given (it is
@@ -76,7 +79,7 @@ def _unary(name: str, rule=None, jvp=None, float_valued=True, fusion_ns=None):
         defvjp(prim, rule)
         defjvp(prim, jvp or rule)
 
-    def fn(x):
+    def fn(x: ArrayLike) -> Array:
         return bind(prim, x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, as ``numpy.{name}``; differentiable: {rule is not None}."
@@ -115,7 +118,8 @@ def summed_to_operand(rule, argnum: int):
     return vjp
 
 
-def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
+def _binary(name: str, dx: Callable | None = None, dy: Callable | None = None, nondiff: bool = False,
+            fusion_ns: tuple[float, float] | None = None) -> tuple[Primitive, Callable[[ArrayLike, ArrayLike], Array]]:
     """A binary ufunc primitive (NumPy broadcasting) and its public function.
 
     ``dx(g, ans, x, y)`` is ``g * df/dx`` elementwise (``dy`` likewise); None means ``f`` does not
@@ -132,7 +136,7 @@ def _binary(name: str, dx=None, dy=None, nondiff=False, fusion_ns=None):
         defvjp(prim, summed_to_operand(dx, 0), summed_to_operand(dy, 1))
         defjvp(prim, dx, dy)
 
-    def fn(x, y):
+    def fn(x: ArrayLike, y: ArrayLike) -> Array:
         return bind(prim, x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with NumPy broadcasting, as ``numpy.{name}``."
@@ -179,10 +183,12 @@ square_p, square = _unary("square", lambda g, ans, x: _strong_zero_times(g, x * 
 reciprocal_p, reciprocal = _unary("reciprocal", lambda g, ans, x: -g * (ans * ans), float_valued=False,
                                   fusion_ns=ARITHMETIC_NS)
 sin_p, sin = _unary("sin", lambda g, ans, x: g * cos(x), fusion_ns=(2.8, 0.9))
+cos: Callable[[ArrayLike], Array]  # declared: sin's rule above reads it
 cos_p, cos = _unary("cos", lambda g, ans, x: -g * sin(x), fusion_ns=(2.9, 1.0))
 tan_p, tan = _unary("tan", lambda g, ans, x: g * (ans * ans + 1.0), fusion_ns=(8.9, 10.1))
 tanh_p, tanh = _unary("tanh", lambda g, ans, x: g * (1.0 - ans * ans), fusion_ns=(15.2, 7.9))
 sinh_p, sinh = _unary("sinh", lambda g, ans, x: g * cosh(x), fusion_ns=(15.1, 8.8))
+cosh: Callable[[ArrayLike], Array]
 cosh_p, cosh = _unary("cosh", lambda g, ans, x: g * sinh(x), fusion_ns=(11.1, 5.1))
 arcsin_p, arcsin = _unary("arcsin", lambda g, ans, x: g / sqrt(1.0 - x * x), fusion_ns=(4.8, 5.4))
 arccos_p, arccos = _unary("arccos", lambda g, ans, x: -g / sqrt(1.0 - x * x), fusion_ns=(5.7, 6.0))
@@ -195,7 +201,7 @@ isinf_p, isinf = _unary("isinf")
 logical_not_p, logical_not = _unary("logical_not", fusion_ns=ARITHMETIC_NS)
 
 
-def sign(x):
+def sign(x: ArrayLike) -> Array:
     """Elementwise sign, as ``numpy.sign``: -1, 0 or 1 for real ``x`` (derivative zero everywhere);
     ``z / |z|`` (0 at 0) for complex ``z``, as NumPy 2, which is differentiable away from 0."""
     if is_complex(x):
@@ -218,7 +224,7 @@ def_nondiff(round_p)
 defbatch_elementwise(round_p)
 
 
-def round(x, decimals: int = 0):
+def round(x: ArrayLike, decimals: int = 0) -> Array:
     """Round to ``decimals`` places (half to even), as ``numpy.round``; its derivative is zero."""
     return bind(round_p, x, decimals=int(decimals))
 
@@ -313,7 +319,7 @@ def _log_of_base(x):
 power_p, power = _binary("power", _power_dx, _power_dy, fusion_ns=(6.1, 8.1))
 
 
-def float_power(x1, x2):
+def float_power(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``x1 ** x2`` computed in float64 (at least), as ``numpy.float_power``."""
     return power(astype(x1, _shape.result_type(x1, np.float64)), x2)
 
@@ -352,7 +358,7 @@ defbatch_elementwise(where_p)
 def_fusion(where_p, "where")
 
 
-def where(condition, x, y):
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
     """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together).
 
     Only the three-argument form; for indices of true elements use ``numpy.nonzero`` on a concrete
@@ -381,7 +387,8 @@ defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
 
 
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002 (NumPy 2.1's names)
+def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *,
+         min: ArrayLike = None, max: ArrayLike = None) -> Array:  # noqa: A002 (NumPy 2.1's names)
     """Limit ``a`` to ``[a_min, a_max]`` (either or both may be None: no bound), as ``numpy.clip``;
     ``min=``/``max=`` are NumPy 2.1's keyword spellings of the bounds.
 
@@ -397,7 +404,7 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002 (NumPy
     return bind(clip_p, a, -math.inf if lo is None else lo, math.inf if hi is None else hi)
 
 
-def angle(z, deg: bool = False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The argument of ``z`` in ``(-pi, pi]`` (degrees if ``deg``), as ``numpy.angle``.
 
     Computed as ``arctan2(imag(z), real(z))``, so for complex ``z`` the derivative is that of

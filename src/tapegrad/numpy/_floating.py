@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import def_nondiff, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._elementwise import _binary, _unary, equal, summed_to_operand
@@ -39,7 +40,7 @@ defjvp(ldexp_p, _ldexp_dx, None)
 defbatch_elementwise(ldexp_p)
 
 
-def ldexp(x1, x2):
+def ldexp(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``x1 * 2**x2`` elementwise with broadcasting (``x2`` integers), as ``numpy.ldexp``: ``x1``'s
     float dtype. Differentiable in ``x1`` (``d/dx1 = 2**x2``); the exponent is an integer.
 
@@ -54,7 +55,7 @@ def_nondiff(frexp_exponent_p)
 defbatch_elementwise(frexp_exponent_p)
 
 
-def frexp(x):
+def frexp(x: ArrayLike) -> tuple[Array, ...]:
     """``(mantissa, exponent)`` with ``x = mantissa * 2**exponent`` and ``0.5 <= |mantissa| < 1``
     (0 for ``x = 0``; inf and nan are kept with exponent 0), as ``numpy.frexp``.
 
@@ -76,14 +77,14 @@ def_nondiff(modf_integral_p)
 defbatch_elementwise(modf_integral_p)
 
 
-def modf(x):
+def modf(x: ArrayLike) -> tuple[Array, ...]:
     """``(fractional, integral)`` parts of ``x`` elementwise, both with ``x``'s sign and float dtype,
     as ``numpy.modf``. The fractional part has derivative 1, the integral part 0."""
     x = as_operand(x)
     return modf_fraction_p.bind(x), modf_integral_p.bind(x)
 
 
-def divmod(x1, x2):
+def divmod(x1: ArrayLike, x2: ArrayLike) -> tuple[Array, ...]:
     """``(floor_divide(x1, x2), mod(x1, x2))``, as ``numpy.divmod``. The quotient is piecewise
     constant (derivative 0); the remainder has ``mod``'s derivatives (1 in ``x1``,
     ``-floor(x1 / x2)`` in ``x2``)."""
@@ -112,7 +113,7 @@ lcm_p, lcm = _binary("lcm", nondiff=True)
 lcm.__doc__ = """The least common multiple of integers ``|x1|`` and ``|x2|``, as ``numpy.lcm``; non-differentiable."""
 
 
-def fix(x):
+def fix(x: ArrayLike) -> Array:
     """``x`` rounded towards zero, as ``numpy.fix`` (``trunc``; integers are returned as they are).
     Non-differentiable (derivative 0)."""
     x = as_operand(x)

@@ -2,14 +2,18 @@
 made elementwise (``frompyfunc``), another library's array (``from_dlpack``)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from tapegrad._core import Tracer
+from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap_api import vmap
 from tapegrad.numpy import _shape
 
 
-def fromfunction(function, shape, *, dtype=float, **kwargs):
+def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: Any = float, **kwargs: Any) -> Array:
     """``function(*indices)``, where ``indices`` are the coordinate arrays of ``shape`` (of ``dtype``),
     as ``numpy.fromfunction``: ``function`` is called once, on whole arrays, and may use
     ``tapegrad.numpy`` (its result is differentiable in whatever it closes over)."""
@@ -34,7 +38,7 @@ class _PyFunc:
         return tuple(_shape.reshape(o, shape) for o in outs)
 
 
-def frompyfunc(func, /, nin, nout, *, identity=None):
+def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> Array:
     """``func`` (a function of ``nin`` scalars returning ``nout`` of them) as an elementwise function
     with broadcasting, as ``numpy.frompyfunc`` and JAX's: the arguments are broadcast together and
     ``func`` is ``vmap``-ped over their elements, so it must be written with traceable operations, and
@@ -47,7 +51,7 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
     return _PyFunc(func, int(nin), int(nout), identity)
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
+def from_dlpack(x: ArrayLike, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """An array sharing the memory of ``x`` (any object with ``__dlpack__``: a PyTorch tensor, a CuPy
     array), as ``numpy.from_dlpack``; a traced value is already tapegrad's and is returned as it is."""
     if isinstance(x, Tracer):

@@ -14,9 +14,11 @@ except for the string rules (``bins='auto'`` and the others), which NumPy comput
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions, _shape
 from tapegrad.numpy._creation import zeros_like
@@ -32,7 +34,7 @@ def _sum_into(n: int, index, weights, dtype):
 
 
 # ---- bincount ------------------------------------------------------------------------------------
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x: ArrayLike, weights: Any = None, minlength: int = 0, *, length: int | None = None) -> Array:
     """The number of occurrences of each value ``0, 1, ...`` in the non-negative integer array ``x``
     (with ``weights``: their sum per value), as ``numpy.bincount``. Counts are ``intp``; weighted
     sums are float64 (NumPy's dtype; complex weights stay complex). Differentiable in ``weights``.
@@ -122,7 +124,7 @@ def _bin_edges(a, bins, range, weights, name):
     return edges
 
 
-def histogram_bin_edges(a, bins=10, range=None, weights=None):
+def histogram_bin_edges(a: ArrayLike, bins: Any = 10, range: Any = None, weights: Any = None) -> Array:
     """The bin edges :func:`histogram` uses, as ``numpy.histogram_bin_edges``: ``bins`` equal bins
     over ``range`` (default: the data's smallest to largest value), the given edges, or a string rule
     (``'auto'``, ``'fd'``, ``'sturges'``, ...; concrete data only, constant edges).
@@ -147,7 +149,8 @@ def _bin_index(x, edges):
 
 
 # ---- histograms ----------------------------------------------------------------------------------
-def histogram(a, bins=10, range=None, density=None, weights=None):
+def histogram(a: ArrayLike, bins: Any = 10, range: Any = None, density: bool | None = None,
+              weights: Any = None) -> tuple[Array, ...]:
     """A histogram of ``a`` (flattened), as ``numpy.histogram``: ``(hist, bin_edges)``.
 
     ``hist`` has ``len(bin_edges) - 1`` entries: counts (``intp``), the sums of ``weights`` (their
@@ -186,7 +189,8 @@ def _samples(sample):
     return _shape.reshape(sample, (-1, 1)) if _shape.ndim(sample) == 1 else sample
 
 
-def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+def histogramdd(sample: ArrayLike, bins: Any = 10, range: Any = None, density: bool | None = None,
+                weights: Any = None) -> tuple[Array, ...]:
     """A ``D``-dimensional histogram of ``N`` samples, as ``numpy.histogramdd``: ``(hist, edges)``
     with ``hist`` of shape ``(nbins_0, ..., nbins_{D-1})`` (float64, or the weights' sums; a density
     with ``density=True``) and ``edges`` a list of ``D`` arrays.
@@ -232,7 +236,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     return hist, edges
 
 
-def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+def histogram2d(x: ArrayLike, y: ArrayLike, bins: Any = 10, range: Any = None, density: bool | None = None,
+                weights: Any = None) -> tuple[Array, ...]:
     """The two-dimensional histogram of the samples ``(x[i], y[i])``, as ``numpy.histogram2d``:
     ``(hist, xedges, yedges)``, ``hist`` of shape ``(nx, ny)``. ``bins``: an int, ``[nx, ny]``, one
     array of edges for both, or ``[xedges, yedges]``. Differentiable as :func:`histogram`.

@@ -10,10 +10,12 @@ differentiable in every operand.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import default_namespace
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
@@ -46,7 +48,7 @@ def _slice_range(item: slice):
     start = 0 if item.start is None else item.start
     step = 1 if item.step is None else item.step
     if isinstance(step, (complex, np.complexfloating)):
-        return np.linspace(start, item.stop, num=int(abs(step)))
+        return np.linspace(start, item.stop, num=int(abs(complex(step))))
     return np.arange(start, item.stop, step)
 
 
@@ -134,7 +136,7 @@ c_ = CClass()
 
 
 # ---- grids ---------------------------------------------------------------------------------------
-def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Array:
     """Coordinate arrays from 1-D coordinate vectors, as ``numpy.meshgrid``: a tuple of ``len(xi)``
     arrays of shape ``(len(x1), ..., len(xn))`` (``indexing='ij'``) or with the first two lengths
     swapped (``'xy'``, the default); ``sparse=True`` leaves them unit-length off their own axis.
@@ -159,14 +161,14 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(out)
 
 
-def indices(dimensions, dtype=int, sparse=False):
+def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Array:
     """The grid of indices of an array of shape ``dimensions``, as ``numpy.indices``: one array of
     shape ``(len(dimensions), *dimensions)`` (a tuple of broadcastable arrays for ``sparse=True``).
     A constant."""
     return default_namespace().indices(tuple(dimensions), dtype=dtype, sparse=sparse)
 
 
-def ix_(*args):
+def ix_(*args: Any) -> Array:
     """An open mesh from 1-D sequences, as ``numpy.ix_``: ``a[ix_(rows, cols)]`` picks the cross
     product. Sequence ``k`` of ``n`` comes back with shape ``(1,) * k + (len,) + (1,) * (n - k - 1)``;
     a boolean sequence is replaced by its true positions (so it must be concrete).
@@ -192,18 +194,18 @@ def ix_(*args):
 
 
 # ---- triangles and diagonals ---------------------------------------------------------------------
-def tri(N, M=None, k=0, dtype=float):
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float) -> Array:
     """A constant ``(N, M)`` array with ones at and below the ``k``-th diagonal, as ``numpy.tri``."""
     return default_namespace().tri(N, M, k, dtype=dtype)
 
 
-def tril_indices(n, k=0, m=None):
+def tril_indices(n: int, k: int = 0, m: Any = None) -> Array:
     """The ``(rows, cols)`` indices of the lower triangle (at and below diagonal ``k``) of an
     ``(n, m)`` array, as ``numpy.tril_indices``: constant integer arrays, row-major order."""
     return tuple(default_namespace().asarray(i) for i in np.tril_indices(n, k, m))
 
 
-def triu_indices(n, k=0, m=None):
+def triu_indices(n: int, k: int = 0, m: Any = None) -> Array:
     """The ``(rows, cols)`` indices of the upper triangle (at and above diagonal ``k``), as
     ``numpy.triu_indices``."""
     return tuple(default_namespace().asarray(i) for i in np.triu_indices(n, k, m))
@@ -216,7 +218,7 @@ def _matrix_shape(arr, name):
     return shape
 
 
-def tril_indices_from(arr, k=0):
+def tril_indices_from(arr: ArrayLike, k: int = 0) -> Array:
     """``tril_indices`` for the shape of the 2-D ``arr``, as ``numpy.tril_indices_from``.
 
     Raises:
@@ -226,7 +228,7 @@ def tril_indices_from(arr, k=0):
     return tril_indices(n, k, m)
 
 
-def triu_indices_from(arr, k=0):
+def triu_indices_from(arr: ArrayLike, k: int = 0) -> Array:
     """``triu_indices`` for the shape of the 2-D ``arr``, as ``numpy.triu_indices_from``.
 
     Raises:
@@ -236,14 +238,14 @@ def triu_indices_from(arr, k=0):
     return triu_indices(n, k, m)
 
 
-def diag_indices(n, ndim=2):
+def diag_indices(n: int, ndim: int = 2) -> Array:
     """The indices of the main diagonal of an ``(n,) * ndim`` array: ``ndim`` copies of
     ``arange(n)``, as ``numpy.diag_indices``."""
     idx = default_namespace().arange(n)
     return (idx,) * ndim
 
 
-def diag_indices_from(arr):
+def diag_indices_from(arr: ArrayLike) -> Array:
     """``diag_indices`` for ``arr``, whose axes must all have the same length, as
     ``numpy.diag_indices_from``.
 
@@ -259,7 +261,7 @@ def diag_indices_from(arr):
 
 
 # ---- axes ----------------------------------------------------------------------------------------
-def rollaxis(a, axis, start=0):
+def rollaxis(a: ArrayLike, axis: int, start: Any = 0) -> Array:
     """``a`` with ``axis`` moved to stand before position ``start``, as ``numpy.rollaxis`` (prefer
     ``moveaxis``, whose meaning of the destination is simpler).
 

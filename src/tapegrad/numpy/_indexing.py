@@ -9,11 +9,14 @@ the spec so that one indexing operation serves the whole batch (see "index specs
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from tapegrad._backend import is_array, namespace_of, zeros_like
-from tapegrad._core import Boxed, ShapedArray, Tracer, bind
+from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (
@@ -42,6 +45,8 @@ def encode_index(idx):
     """``(spec, arrays)``: a hashable description of ``idx`` and the index arrays it holds."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    arrays: list
+    spec: list[tuple]
     spec, arrays = [], []
     for item in idx:
         if isinstance(item, Boxed):
@@ -68,7 +73,7 @@ def _opt_index(v):
 
 
 def decode_index(spec, arrays):
-    out = []
+    out: list = []
     for item in spec:
         kind = item[0]
         if kind == "slice":
@@ -481,7 +486,7 @@ def _update_aval(x, y, *arrays, idx):
     """``x``'s type, where ``y`` broadcasts to ``x[idx]`` and casts to ``x``'s dtype as NumPy's
     in-place update would (``same_kind``); None otherwise (the dummy evaluation gives NumPy's error).
     The dummy evaluation would copy a whole ``x``."""
-    written = getitem_p.abstract_eval(x, *arrays, idx=idx)
+    written = cast(Callable, getitem_p.abstract_eval)(x, *arrays, idx=idx)  # set below, before any call
     if broadcast_shapes(y.shape, written.shape) != tuple(written.shape):
         return None
     if not np.can_cast(result_dtype(x, y), x.dtype, "same_kind"):
@@ -514,7 +519,7 @@ def _scatter_add_batch(vals, dims, *, idx, shape, dtype):
     return _update_batch(index_add_p)((zeros, *vals), (None, *dims), idx=idx)
 
 
-scatter_add_p = primitive("scatter_add", _scatter_add_impl,
+scatter_add_p: Primitive = primitive("scatter_add", _scatter_add_impl,
                           lambda ct, *arrays, idx, shape, dtype: ShapedArray(shape, dtype))
 defvjp_argnum(scatter_add_p, lambda argnum, ct, ans, c, *arrays, idx, shape, dtype:
               bind(getitem_p, ct, *arrays, idx=idx) if argnum == 0 else None)
@@ -558,7 +563,7 @@ def _masked_update(prim, vals, dims, idx, ndim: int, size: int):
     return bind(prim, x, y, to_front(mask, dm), idx=idx), axis
 
 
-def _broadcast_at(x, axis: int, size: int):
+def _broadcast_at(x, axis: int | None, size: int):
     """A shared ``x`` repeated for ``size`` examples along ``axis`` (a view; the updates copy it)."""
     shape = shape_of(x)
     return _shape.broadcast_to(_shape.expand_dims(x, axis), shape[:axis] + (size,) + shape[axis:])
@@ -713,7 +718,7 @@ class IndexUpdateHelper:
 
 
 # ---- gathers -------------------------------------------------------------------------------------
-def take(a, indices, axis=None):
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Array:
     """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``), as ``numpy.take``;
     differentiable in ``a`` (the cotangent is scattered back, summed over repeated indices).
     """
@@ -724,7 +729,7 @@ def take(a, indices, axis=None):
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
-def take_along_axis(arr, indices, axis=-1):
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1) -> Array:
     """``arr`` gathered along ``axis`` (default the last, as NumPy 2.3's) by ``indices`` of the same
     rank, as ``numpy.take_along_axis``."""
     arr = as_operand(arr)

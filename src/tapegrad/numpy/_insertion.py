@@ -14,10 +14,12 @@ code that expects its array to change would otherwise silently keep the old valu
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._core import Boxed, Tracer
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._indexing import IndexUpdateRef, take
@@ -46,7 +48,7 @@ def _tags(shape, start: int = 0):
 
 
 # ---- append, insert, delete ----------------------------------------------------------------------
-def append(arr, values, axis=None):
+def append(arr: ArrayLike, values: ArrayLike, axis: Axis = None) -> Array:
     """``values`` joined to the end of ``arr``, as ``numpy.append``: both flattened when ``axis`` is
     None, else joined along ``axis`` (shapes must agree off it). Differentiable in both.
 
@@ -59,7 +61,7 @@ def append(arr, values, axis=None):
     return _shape.concatenate([arr, values], axis=axis)
 
 
-def insert(arr, obj, values, axis=None):
+def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
     """``arr`` with ``values`` inserted before the positions ``obj`` along ``axis`` (None: of the
     flattened ``arr``), as ``numpy.insert``, with NumPy's rules for ``obj`` (an int, a slice or a
     sequence of ints) and for broadcasting ``values``; ``values`` are cast to ``arr``'s dtype.
@@ -79,7 +81,7 @@ def insert(arr, obj, values, axis=None):
     return _gather_by_tags(layout, [arr, values])
 
 
-def delete(arr, obj, axis=None):
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Array:
     """``arr`` without the sub-arrays at ``obj`` along ``axis`` (None: of the flattened ``arr``), as
     ``numpy.delete`` (``obj``: an int, a slice, a sequence of ints or a boolean mask).
     Differentiable in ``arr``; ``obj`` must be concrete.
@@ -119,7 +121,7 @@ def _max_ndim(arrays) -> int:
     return _shape.ndim(operand(arrays))
 
 
-def block(arrays):
+def block(arrays: Any) -> Array:
     """An array assembled from nested lists of blocks, as ``numpy.block``: the innermost lists are
     joined along the last axis, the next ones along the one before, and so on; blocks of lower rank
     get leading unit axes first. Differentiable in every block.
@@ -173,7 +175,7 @@ def _cycled(values, n: int, a):
     return take(values, constant_like(values, np.arange(n) % _shape.size(values)))
 
 
-def put(a, ind, v, mode="raise", *, inplace=True):
+def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str = "raise", *, inplace: bool = True) -> Array:
     """A copy of ``a`` with its flattened elements at ``ind`` replaced by ``v`` (repeated in turn if
     shorter), as ``numpy.put`` done functionally (``inplace=False`` is required, as in JAX).
     ``mode``: ``'raise'`` (concrete positions checked), ``'wrap'`` or ``'clip'``. Where ``ind``
@@ -208,7 +210,8 @@ def _checked_positions(ind, size: int, name: str):
     return ind
 
 
-def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int, inplace: bool = True, *,
+                   mode: str | None = None) -> Array:
     """A copy of ``arr`` with ``values`` written at ``indices`` along ``axis`` (the transpose of
     ``take_along_axis``), as ``numpy.put_along_axis`` done functionally (``inplace=False`` is
     required, as in JAX). ``values`` broadcast against ``indices``; ``axis=None`` works on the
@@ -233,7 +236,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     return IndexUpdateRef(arr, index).set(values)
 
 
-def fill_diagonal(a, val, wrap=False, *, inplace=True):
+def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: bool = True) -> Array:
     """A copy of ``a`` with its main diagonal set to ``val`` (repeated in turn if shorter), as
     ``numpy.fill_diagonal`` done functionally (``inplace=False`` is required, as in JAX). For a tall
     2-D ``a``, ``wrap=True`` restarts the diagonal every ``ncols + 1`` rows, as NumPy does.

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import operator
 import string
+from collections.abc import Sequence
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import (
     broadcast_shapes,
     def_out_impl,
@@ -132,7 +134,7 @@ defbatch(matmul_p, _matmul_batch)
 def_out_impl(matmul_p, np.matmul)  # jit's buffer reuse: the product into a dead intermediate
 
 
-def matmul(x1, x2):
+def matmul(x1: ArrayLike, x2: ArrayLike) -> Array:
     """Matrix product with broadcasting over leading axes, as ``numpy.matmul`` (the ``@`` operator)."""
     x1, x2 = as_operand(x1), as_operand(x2)
     return bind(matmul_p, x1, x2)
@@ -166,7 +168,7 @@ def _parse_einsum(subscripts: str, shapes) -> tuple[tuple[str, ...], str]:
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
         out = out.replace("...", ell)
-    sizes = {}
+    sizes: dict = {}
     for sub, s in zip(ins, shapes):
         for c, d in zip(sub, s):
             sizes[c] = max(sizes.get(c, 1), d)
@@ -236,7 +238,7 @@ def _einsum_aval(*operands, subscripts, optimize):
     """Explicit subscripts (as ``einsum`` binds them): each output letter's size from the operands,
     the operands' result type; None for Python scalars and for a letter of two sizes."""
     ins, out = subscripts.split("->")
-    sizes = {}
+    sizes: dict = {}
     for sub, aval in zip(ins.split(","), operands):
         if len(sub) != len(aval.shape) or not isinstance(aval.dtype, np.dtype):
             return None
@@ -266,7 +268,7 @@ def _einsum_batch(vals, dims, *, subscripts, optimize):
 defbatch(einsum_p, _einsum_batch)
 
 
-def einsum(subscripts, *operands, optimize=False):
+def einsum(subscripts: str, *operands: ArrayLike, optimize: bool = False) -> Array:
     """Einstein summation, as ``numpy.einsum`` (string subscripts, ``...`` and implicit output).
 
     Gradients are einsums again; an operand whose subscripts repeat an index (a diagonal) is not
@@ -281,7 +283,7 @@ def einsum(subscripts, *operands, optimize=False):
 
 
 # ---- built on einsum and matmul ------------------------------------------------------------------
-def tensordot(a, b, axes=2):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     """Sum of products over ``axes`` of ``a`` and ``b``, as ``numpy.tensordot``."""
     a, b = as_operand(a), as_operand(b)
     na, nb = _shape.ndim(a), _shape.ndim(b)
@@ -301,7 +303,7 @@ def tensordot(a, b, axes=2):
     return einsum("".join(sub_a) + "," + "".join(sub_b) + "->" + "".join(out), a, b)
 
 
-def dot(a, b):
+def dot(a: ArrayLike, b: ArrayLike) -> Array:
     """``numpy.dot``: a product for scalars, ``matmul`` up to 2-D, a last-by-second-last sum beyond."""
     a, b = as_operand(a), as_operand(b)
     na, nb = _shape.ndim(a), _shape.ndim(b)
@@ -312,7 +314,7 @@ def dot(a, b):
     return tensordot(a, b, axes=([na - 1], [max(nb - 2, 0)]))
 
 
-def inner(a, b):
+def inner(a: ArrayLike, b: ArrayLike) -> Array:
     """Sum of products over the last axes, as ``numpy.inner``."""
     a, b = as_operand(a), as_operand(b)
     if _shape.ndim(a) == 0 or _shape.ndim(b) == 0:
@@ -320,13 +322,13 @@ def inner(a, b):
     return tensordot(a, b, axes=([-1], [-1]))
 
 
-def outer(a, b):
+def outer(a: ArrayLike, b: ArrayLike) -> Array:
     """``ravel(a)[:, None] * ravel(b)[None, :]``, as ``numpy.outer``."""
     a, b = as_operand(a), as_operand(b)
     return _shape.expand_dims(_shape.ravel(a), 1) * _shape.expand_dims(_shape.ravel(b), 0)
 
 
-def vdot(a, b):
+def vdot(a: ArrayLike, b: ArrayLike) -> Array:
     """Dot product of the flattened arrays, as ``numpy.vdot`` for real inputs (it does not conjugate
     ``a``), a 0-d array.
     """

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import operator
 import warnings
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -25,7 +27,7 @@ def _backend_of(a):
 
 
 # ---- diagonals -----------------------------------------------------------------------------------
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: Any = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """The ``offset`` diagonal of the 2-D sub-arrays on ``axis1``/``axis2``, as ``numpy.diagonal``:
     those two axes are removed and the diagonal becomes the last axis.
 
@@ -50,7 +52,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return x[..., i - min(offset, 0), i + max(offset, 0)]
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Array:
     """The ``k``-th diagonal of a 2-D ``v``, or the square 2-D array with a 1-D ``v`` on its ``k``-th
     diagonal (zeros elsewhere), as ``numpy.diag``.
 
@@ -72,12 +74,13 @@ def diag(v, k=0):
     return _shape.pad(square, widths) if shift else square
 
 
-def diagflat(v, k=0):
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """The 2-D array with the flattened ``v`` on its ``k``-th diagonal, as ``numpy.diagflat``."""
     return diag(_shape.ravel(as_operand(v)), k)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def trace(a: ArrayLike, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike = None,
+          out: Any = None) -> Array:
     """Sum along the ``offset`` diagonal, as ``numpy.trace``: ``sum(diagonal(a, ...), axis=-1)``.
 
     Raises:
@@ -100,20 +103,20 @@ def _triangle(m, k, lower: bool):
     return ew.where(keep, m, zero) if lower else ew.where(keep, zero, m)
 
 
-def tril(m, k=0):
+def tril(m: Any, k: int = 0) -> Array:
     """``m`` with the entries above the ``k``-th diagonal set to zero (on the last two axes), as
     ``numpy.tril``. The gradient of a zeroed entry is zero."""
     return _triangle(m, operator.index(k), lower=True)
 
 
-def triu(m, k=0):
+def triu(m: Any, k: int = 0) -> Array:
     """``m`` with the entries below the ``k``-th diagonal set to zero (on the last two axes), as
     ``numpy.triu``. The gradient of a zeroed entry is zero."""
     return _triangle(m, operator.index(k), lower=False)
 
 
 # ---- products ------------------------------------------------------------------------------------
-def kron(a, b):
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """Kronecker product, as ``numpy.kron``: blocks ``a[i, j] * b``, with the shorter shape padded
     with leading 1s. Differentiable in both operands (it is a broadcast product and a reshape)."""
     a, b = as_operand(a), as_operand(b)
@@ -143,7 +146,7 @@ def _minus(p, q):
 _TWO_VECTORS = np.lib.NumpyVersion(np.__version__) < "2.5.0"
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Axis = None) -> Array:
     """Cross product of 3-vectors (or 2-vectors before NumPy 2.5, deprecated since 2.0) along the given axes, as
     ``numpy.cross``: ``(a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0)``, a missing third component
     being 0; two 2-vectors give the scalar ``a0 b1 - a1 b0``. The vector axes broadcast against each

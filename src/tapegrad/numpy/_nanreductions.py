@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -54,32 +56,32 @@ def _divide_by_count(total, count):
 
 
 # ---- sums and products ---------------------------------------------------------------------------
-def nansum(a, axis=None, dtype=None, keepdims=False):
+def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` treating NaNs as 0, as ``numpy.nansum`` (0 for an all-NaN slice)."""
     a, _ = _replace_nan(a, 0.0)
     return red.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-def nanprod(a, axis=None, dtype=None, keepdims=False):
+def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` treating NaNs as 1, as ``numpy.nanprod``; exact gradients at zeros."""
     a, _ = _replace_nan(a, 1.0)
     return red.prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-def nancumsum(a, axis=None, dtype=None):
+def nancumsum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Array:
     """Running sum along ``axis`` (None: flattened) treating NaNs as 0, as ``numpy.nancumsum``."""
     a, _ = _replace_nan(a, 0.0)
     return red.cumsum(a, axis=axis, dtype=dtype)
 
 
-def nancumprod(a, axis=None, dtype=None):
+def nancumprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Array:
     """Running product along ``axis`` (None: flattened) treating NaNs as 1, as ``numpy.nancumprod``."""
     a, _ = _replace_nan(a, 1.0)
     return red.cumprod(a, axis=axis, dtype=dtype)
 
 
 # ---- mean, variance, standard deviation ----------------------------------------------------------
-def nanmean(a, axis=None, dtype=None, keepdims=False):
+def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Mean of the non-NaN entries over ``axis``, as ``numpy.nanmean``.
 
     The result has the dtype of the sum (float32 stays float32). An all-NaN slice gives NaN and a
@@ -93,7 +95,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     return _divide_by_count(red.sum(a, axis=axis, dtype=dtype, keepdims=keepdims), count)
 
 
-def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
     """Variance of the non-NaN entries over ``axis``, as ``numpy.nanvar``:
     ``sum(|a - mean|**2) / (count - ddof)`` over the numbers of each slice (real for complex ``a``).
 
@@ -116,7 +118,7 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     return ew.where(bad, math.nan, var)
 
 
-def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
     """``sqrt(nanvar(...))``, as ``numpy.nanstd``; its gradient is infinite where the variance is 0."""
     return ew.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
@@ -132,13 +134,13 @@ def _nan_extreme(a, axis, keepdims, reduce, fill):
     return ew.where(empty, math.nan, out)
 
 
-def nanmax(a, axis=None, keepdims=False):
+def nanmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Maximum over ``axis`` ignoring NaNs, as ``numpy.nanmax``; ties share the gradient evenly; an
     all-NaN slice gives NaN (and a ``RuntimeWarning``)."""
     return _nan_extreme(a, axis, keepdims, red.amax, -math.inf)
 
 
-def nanmin(a, axis=None, keepdims=False):
+def nanmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Minimum over ``axis`` ignoring NaNs, as ``numpy.nanmin``; ties share the gradient evenly; an
     all-NaN slice gives NaN (and a ``RuntimeWarning``)."""
     return _nan_extreme(a, axis, keepdims, red.amin, math.inf)
@@ -153,7 +155,7 @@ def _nan_arg(a, axis, keepdims, reduce, fill):
     return reduce(a, axis=axis, keepdims=keepdims)
 
 
-def nanargmax(a, axis=None, keepdims=False):
+def nanargmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Index of the maximum ignoring NaNs, as ``numpy.nanargmax`` (an integer constant).
 
     Raises:
@@ -162,7 +164,7 @@ def nanargmax(a, axis=None, keepdims=False):
     return _nan_arg(a, axis, keepdims, red.argmax, -math.inf)
 
 
-def nanargmin(a, axis=None, keepdims=False):
+def nanargmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Index of the minimum ignoring NaNs, as ``numpy.nanargmin`` (an integer constant).
 
     Raises:
@@ -180,7 +182,8 @@ def _valid_samples_first(a, axis):
     return x, axes, order, _count(ew.isnan(x), 0, False)
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def nanmedian(a: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Array:
     """Median of the non-NaN entries over ``axis``, as ``numpy.nanmedian``: the mean of the middle
     one or two of each slice's numbers (half of the gradient to each of two). An all-NaN slice gives
     NaN (and a ``RuntimeWarning``).
@@ -233,8 +236,9 @@ def _nanquantile(a, q, axis, method, keepdims, weak_q: bool):
     return _shape.reshape(out, q_shape + stats.reduced_shape(_shape.shape(a), axes, keepdims))
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                weights=None, interpolation=None):
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: str | None = None) -> Array:
     """:func:`quantile` of the non-NaN entries of each slice, as ``numpy.nanquantile`` (same
     arguments, result shape, dtypes and derivatives; NaN entries get a zero gradient). An all-NaN
     slice gives NaN (and a ``RuntimeWarning``).
@@ -248,8 +252,9 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
     return _nanquantile(a, stats.checked_q(q, 1, "Quantiles"), axis, method, keepdims, weak_q)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                  weights=None, interpolation=None):
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                  interpolation: str | None = None) -> Array:
     """:func:`nanquantile` of ``q / 100`` (``q`` in ``[0, 100]``), as ``numpy.nanpercentile``."""
     stats.unsupported("nanpercentile", out=out, weights=weights, interpolation=interpolation)
     weak_q = type(q) in (int, float)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.errors import TracerArrayConversionError
 from tapegrad.numpy import _complex, _indexing, _linalg, _shape
 from tapegrad.numpy import _elementwise as ew
@@ -34,6 +37,10 @@ class ArrayOperators:
 
     __slots__ = ()
     __array_priority__ = 1000
+
+    if TYPE_CHECKING:  # the spine's Tracer and Boxed, which these methods are installed on, have them
+        def carries_derivative(self) -> bool: ...
+        def __len__(self) -> int: ...
 
     # arithmetic
     def __add__(self, other): return bind(ew.add_p, self, other)
@@ -70,7 +77,7 @@ class ArrayOperators:
     def __xor__(self, other): return ew.bitwise_xor(self, other)
     def __rxor__(self, other): return ew.bitwise_xor(other, self)
     def __invert__(self): return ew.invert(self)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy arrays are: == is elementwise
 
     # indexing
     def __getitem__(self, idx): return _indexing.getitem(self, idx)
@@ -80,7 +87,7 @@ class ArrayOperators:
                         "(or .add(v)), which returns the updated array")
 
     @property
-    def at(self):
+    def at(self) -> Array:
         """Functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.get()``."""
         return _indexing.IndexUpdateHelper(self)
 
@@ -90,41 +97,46 @@ class ArrayOperators:
 
     # methods
     @property
-    def T(self): return _shape.transpose(self)
-    def sum(self, axis=None, dtype=None, keepdims=False): return red.sum(self, axis, dtype, keepdims)
-    def mean(self, axis=None, dtype=None, keepdims=False): return red.mean(self, axis, dtype, keepdims)
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False): return red.var(self, axis, dtype, ddof, keepdims)
-    def std(self, axis=None, dtype=None, ddof=0, keepdims=False): return red.std(self, axis, dtype, ddof, keepdims)
-    def prod(self, axis=None, dtype=None, keepdims=False): return red.prod(self, axis, dtype, keepdims)
-    def max(self, axis=None, keepdims=False): return red.amax(self, axis, keepdims)
-    def min(self, axis=None, keepdims=False): return red.amin(self, axis, keepdims)
-    def argmax(self, axis=None, keepdims=False): return red.argmax(self, axis, keepdims)
-    def argmin(self, axis=None, keepdims=False): return red.argmin(self, axis, keepdims)
-    def all(self, axis=None, keepdims=False): return red.all(self, axis, keepdims)
-    def any(self, axis=None, keepdims=False): return red.any(self, axis, keepdims)
-    def cumsum(self, axis=None, dtype=None): return red.cumsum(self, axis, dtype)
-    def cumprod(self, axis=None, dtype=None): return red.cumprod(self, axis, dtype)
-    def reshape(self, *shape, order="C"): return _shape.reshape(self, _shape_args(shape), order)
-    def transpose(self, *axes): return _shape.transpose(self, _shape_args(axes) if axes else None)
-    def swapaxes(self, axis1, axis2): return _shape.swapaxes(self, axis1, axis2)
-    def squeeze(self, axis=None): return _shape.squeeze(self, axis)
-    def ravel(self): return _shape.ravel(self)
-    def flatten(self): return _shape.ravel(self)
-    def repeat(self, repeats, axis=None): return _shape.repeat(self, repeats, axis)
-    def take(self, indices, axis=None): return _indexing.take(self, indices, axis)
-    def astype(self, dtype): return ew.astype(self, dtype)
-    def clip(self, min=None, max=None): return ew.clip(self, min, max)
-    def round(self, decimals=0): return ew.round(self, decimals)
-    def dot(self, other): return _linalg.dot(self, other)
-    def copy(self): return self
+    def T(self) -> Array: return _shape.transpose(self)
+    def sum(self, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
+        return red.sum(self, axis, dtype, keepdims)
+    def mean(self, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
+        return red.mean(self, axis, dtype, keepdims)
+    def var(self, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
+        return red.var(self, axis, dtype, ddof, keepdims)
+    def std(self, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
+        return red.std(self, axis, dtype, ddof, keepdims)
+    def prod(self, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
+        return red.prod(self, axis, dtype, keepdims)
+    def max(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.amax(self, axis, keepdims)
+    def min(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.amin(self, axis, keepdims)
+    def argmax(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.argmax(self, axis, keepdims)
+    def argmin(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.argmin(self, axis, keepdims)
+    def all(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.all(self, axis, keepdims)
+    def any(self, axis: Axis = None, keepdims: bool = False) -> Array: return red.any(self, axis, keepdims)
+    def cumsum(self, axis: Axis = None, dtype: DTypeLike = None) -> Array: return red.cumsum(self, axis, dtype)
+    def cumprod(self, axis: Axis = None, dtype: DTypeLike = None) -> Array: return red.cumprod(self, axis, dtype)
+    def reshape(self, *shape: Any, order: str = "C") -> Array: return _shape.reshape(self, _shape_args(shape), order)
+    def transpose(self, *axes: Any) -> Array: return _shape.transpose(self, _shape_args(axes) if axes else None)
+    def swapaxes(self, axis1: int, axis2: int) -> Array: return _shape.swapaxes(self, axis1, axis2)
+    def squeeze(self, axis: Axis = None) -> Array: return _shape.squeeze(self, axis)
+    def ravel(self) -> Array: return _shape.ravel(self)
+    def flatten(self) -> Array: return _shape.ravel(self)
+    def repeat(self, repeats: Any, axis: int | None = None) -> Array: return _shape.repeat(self, repeats, axis)
+    def take(self, indices: ArrayLike, axis: int | None = None) -> Array: return _indexing.take(self, indices, axis)
+    def astype(self, dtype: DTypeLike) -> Array: return ew.astype(self, dtype)
+    def clip(self, min: ArrayLike = None, max: ArrayLike = None) -> Array: return ew.clip(self, min, max)
+    def round(self, decimals: int = 0) -> Array: return ew.round(self, decimals)
+    def dot(self, other: Any) -> Array: return _linalg.dot(self, other)
+    def copy(self) -> Array: return self
 
     # complex parts
     @property
-    def real(self): return _complex.real(self)
+    def real(self) -> Array: return _complex.real(self)
     @property
-    def imag(self): return _complex.imag(self)
-    def conj(self): return _complex.conj(self)
-    def conjugate(self): return _complex.conj(self)
+    def imag(self) -> Array: return _complex.imag(self)
+    def conj(self) -> Array: return _complex.conj(self)
+    def conjugate(self) -> Array: return _complex.conj(self)
 
     # NumPy protocols
     def __dlpack__(self, *args, **kwargs):
@@ -286,7 +298,7 @@ def _qualified(func) -> str:
     return ("linalg." if "linalg" in module else "") + func.__name__
 
 
-_UFUNCS = {
+_UFUNCS: dict[str, Callable[..., Any]] = {
     "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
     "true_divide": ew.divide, "power": ew.power, "float_power": ew.float_power, "negative": ew.negative,
     "positive": lambda x: x, "absolute": ew.abs, "fabs": uf.fabs, "sign": ew.sign, "exp": ew.exp,
@@ -323,7 +335,8 @@ def register_ufuncs(namespace: dict) -> None:
     _UFUNCS.update(namespace)
 
 
-_UFUNC_REDUCTIONS = {"add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
+_UFUNC_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "add": red.sum, "multiply": red.prod, "maximum": red.amax, "minimum": red.amin}
 
 _FUNCTIONS: dict = {}  # numpy function -> tapegrad.numpy function; filled by tapegrad.numpy's __init__
 

@@ -11,11 +11,13 @@ distinct).
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
@@ -50,7 +52,7 @@ def _inexact(p):
 
 
 # ---- evaluation and arithmetic -------------------------------------------------------------------
-def polyval(p, x):
+def polyval(p: Any, x: ArrayLike) -> Array:
     """``p[0] * x**(N-1) + ... + p[N-1]`` by Horner's scheme, as ``numpy.polyval``; ``x``'s shape, the
     promoted dtype. Differentiable in ``p`` and ``x``."""
     p = _coefficients(p)
@@ -76,24 +78,24 @@ def _aligned(a1, a2):
     return a1, a2
 
 
-def polyadd(a1, a2):
+def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """The sum of two polynomials, as ``numpy.polyadd``."""
     a1, a2 = _aligned(a1, a2)
     return a1 + a2
 
 
-def polysub(a1, a2):
+def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """The difference ``a1 - a2`` of two polynomials, as ``numpy.polysub``."""
     a1, a2 = _aligned(a1, a2)
     return a1 - a2
 
 
-def polymul(a1, a2):
+def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """The product of two polynomials (the convolution of their coefficients), as ``numpy.polymul``."""
     return convolve(_coefficients(a1, "a1"), _coefficients(a2, "a2"))
 
 
-def polydiv(u, v, *, trim_leading_zeros=True):
+def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = True) -> tuple[Array, ...]:
     """Quotient and remainder of ``u / v`` by long division, as ``numpy.polydiv``.
 
     Args:
@@ -134,7 +136,7 @@ def _concrete(flag, name, advice):
 
 
 # ---- calculus ------------------------------------------------------------------------------------
-def polyder(p, m=1):
+def polyder(p: Any, m: int = 1) -> Array:
     """The ``m``-th derivative of the polynomial ``p``, as ``numpy.polyder``; ``p``'s dtype.
 
     Raises:
@@ -154,7 +156,7 @@ def _derivative_last(p):
     return p[..., :-1] * np.arange(_shape.shape(p)[-1] - 1, 0, -1)
 
 
-def polyint(p, m=1, k=None):
+def polyint(p: Any, m: int = 1, k: int | None = None) -> Array:
     """The ``m``-th antiderivative of ``p``, with integration constants ``k`` (a scalar, or one per
     order, the first for the first integration), as ``numpy.polyint``; float. Differentiable in ``p``
     and ``k``.
@@ -177,7 +179,7 @@ def polyint(p, m=1, k=None):
 
 
 # ---- from roots and to roots ---------------------------------------------------------------------
-def poly(seq_of_zeros):
+def poly(seq_of_zeros: Any) -> Array:
     """The coefficients of the monic polynomial with the given roots, or the characteristic
     polynomial ``det(x I - A)`` of a square matrix ``A``, as ``numpy.poly``.
 
@@ -272,7 +274,7 @@ defjvp(roots_p, lambda t, ans, p: -_horner_last(t, ans) / _horner_last(_derivati
 defbatch_front(roots_p)
 
 
-def roots(p, *, strip_zeros=True):
+def roots(p: Any, *, strip_zeros: bool = True) -> Array:
     """The roots of the polynomial ``p`` (highest power first): the eigenvalues of its companion
     matrix, as ``numpy.roots``.
 
@@ -309,7 +311,7 @@ def roots(p, *, strip_zeros=True):
 
 
 # ---- least squares and the Vandermonde matrix ----------------------------------------------------
-def vander(x, N=None, increasing=False):
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """The Vandermonde matrix of ``x``: columns ``x**(N-1), ..., x, 1`` (or increasing powers), as
     ``numpy.vander``, built by running products as NumPy does. ``(len(x), N)``; integers and
     booleans give int64. Differentiable in ``x``.
@@ -331,7 +333,8 @@ def vander(x, N=None, increasing=False):
     return v if increasing else _shape.flip(v, 1)
 
 
-def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: Any = None, full: bool = False, w: ArrayLike = None,
+            cov: bool | str = False) -> Array:
     """The least-squares polynomial of degree ``deg`` through ``(x, y)``, as ``numpy.polyfit``.
 
     The Vandermonde matrix is weighted by ``w``, its columns scaled to unit norm (NumPy's

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand
 
 
-def isposinf(x):
+def isposinf(x: ArrayLike) -> Array:
     """Where ``x`` is +inf, as ``numpy.isposinf``: a boolean array of ``x``'s shape.
 
     Raises:
@@ -17,7 +18,7 @@ def isposinf(x):
     return ew.logical_and(ew.isinf(x), ew.greater(x, 0))
 
 
-def isneginf(x):
+def isneginf(x: ArrayLike) -> Array:
     """Where ``x`` is -inf, as ``numpy.isneginf``: a boolean array of ``x``'s shape.
 
     Raises:

@@ -10,10 +10,12 @@ NumPy there would send the tracer back through ``__array_function__`` to this ve
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import array_module, default_namespace, namespace_of
+from tapegrad._typing import Array, Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import _contains_traced, asarray
@@ -30,7 +32,8 @@ def _num(num, name: str) -> int:
     return num
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike = None, axis: Axis = 0) -> Array:
     """``num`` evenly spaced samples from ``start`` to ``stop``, as ``numpy.linspace``: shape
     ``(num,) + broadcast(start, stop).shape`` with the samples along ``axis``; dtype
     ``result_type(start, stop, float)`` unless ``dtype`` is given. With ``retstep``, ``(samples, step)``.
@@ -63,7 +66,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (samples, step) if retstep else samples
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype: DTypeLike = None,
+             axis: Axis = 0) -> Array:
     """``base ** linspace(start, stop, num, endpoint)``, as ``numpy.logspace``."""
     if not (_contains_traced(start) or _contains_traced(stop) or _contains_traced(base)):
         return _xp(start, stop, base).logspace(start, stop, num, endpoint, base, dtype, axis)
@@ -75,7 +79,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return out if dtype is None else ew.astype(out, dtype)
 
 
-def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: DTypeLike = None,
+              axis: Axis = 0) -> Array:
     """Samples evenly spaced on a log scale from ``start`` to ``stop`` (which share a sign and are not
     zero), as ``numpy.geomspace``; the endpoints are exact.
 

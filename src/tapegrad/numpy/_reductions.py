@@ -12,6 +12,7 @@ from tapegrad._core import bind
 from tapegrad._jvp import jvp_flat
 from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
 from tapegrad._tape import vjp_flat
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.extend import (
     def_nondiff,
     def_shape_rule,
@@ -36,7 +37,7 @@ def _reduce(prim, a, axis, keepdims):
     return bind(prim, a, axis=normalize_axis(axis, _shape.ndim(a)), keepdims=bool(keepdims))
 
 
-def sum(a, axis=None, dtype=None, keepdims=False):
+def sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` (None: all), as ``numpy.sum``; ``dtype`` converts ``a`` first. float16 is
     added in float32 and the sum rounded to float16 (NumPy adds it in float16)."""
     if dtype is not None:
@@ -74,14 +75,14 @@ defjvp(amax_p, _minmax_jvp)
 defjvp(amin_p, _minmax_jvp)
 
 
-def amax(a, axis=None, keepdims=False):
+def amax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Maximum over ``axis`` (None: all), as ``numpy.max`` (``numpy.amax``; ``tnp.max`` is this
     function); ties share the gradient evenly (as autograd and JAX).
     """
     return _reduce(amax_p, a, axis, keepdims)
 
 
-def amin(a, axis=None, keepdims=False):
+def amin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Minimum over ``axis`` (None: all), as ``numpy.min`` (``numpy.amin``; ``tnp.min`` is this
     function); ties share the gradient evenly (as autograd and JAX).
     """
@@ -133,7 +134,7 @@ defvjp(prod_p, _prod_vjp)
 defjvp(prod_p, _prod_jvp)
 
 
-def prod(a, axis=None, dtype=None, keepdims=False):
+def prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` (None: all), as ``numpy.prod``; ``dtype`` converts ``a`` first. Its
     gradient is exact where ``a`` has zeros, at every order.
     """
@@ -165,7 +166,7 @@ def _cumulative(prim, a, axis, dtype):
     return bind(prim, a, axis=normalize_axis(axis, _shape.ndim(a))[0])
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Array:
     """Running sum along ``axis`` (None: over the flattened array), as ``numpy.cumsum``. float16 is
     added in float32 and each partial sum rounded to float16."""
     return _cumulative(cumsum_p, a, axis, dtype)
@@ -204,7 +205,7 @@ defvjp(cumprod_p, _cumprod_vjp)
 defjvp(cumprod_p, _cumprod_jvp)
 
 
-def cumprod(a, axis=None, dtype=None):
+def cumprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None) -> Array:
     """Running product along ``axis`` (None: over the flattened array), as ``numpy.cumprod``: same
     shape (1-D when ``axis`` is None) and dtype as ``a`` (or ``dtype``, which converts ``a`` first).
 
@@ -240,7 +241,7 @@ def _single_axis(axis, a, name):
     return normalize_axis(axis, _shape.ndim(a))[0]
 
 
-def argmax(a, axis=None, keepdims=False):
+def argmax(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Index of the largest element along ``axis`` (None: of the flattened array), as ``numpy.argmax``:
     an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
     """
@@ -248,7 +249,7 @@ def argmax(a, axis=None, keepdims=False):
     return bind(argmax_p, a, axis=_single_axis(axis, a, "argmax"), keepdims=bool(keepdims))
 
 
-def argmin(a, axis=None, keepdims=False):
+def argmin(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Index of the smallest element along ``axis`` (None: of the flattened array), as ``numpy.argmin``:
     an ``intp`` array (the first index among ties); not differentiable (its derivative is zero).
     """
@@ -256,14 +257,14 @@ def argmin(a, axis=None, keepdims=False):
     return bind(argmin_p, a, axis=_single_axis(axis, a, "argmin"), keepdims=bool(keepdims))
 
 
-def all(a, axis=None, keepdims=False):
+def all(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Whether every element along ``axis`` (None: all) is true, as ``numpy.all``: a bool array;
     not differentiable.
     """
     return _reduce(all_p, a, axis, keepdims)
 
 
-def any(a, axis=None, keepdims=False):
+def any(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Whether any element along ``axis`` (None: all) is true, as ``numpy.any``: a bool array;
     not differentiable.
     """
@@ -281,7 +282,7 @@ def _count(a, axis) -> int:
     return n
 
 
-def mean(a, axis=None, dtype=None, keepdims=False):
+def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, keepdims: bool = False) -> Array:
     """Arithmetic mean over ``axis``, as ``numpy.mean``: ``sum / count`` (float32 stays float32). As NumPy, float16
     input is summed in float32 and the mean cast back to float16 (a float16 sum of two 65504s would
     be inf)."""
@@ -296,7 +297,7 @@ def mean(a, axis=None, dtype=None, keepdims=False):
 accumulates_in_float32("mean", "as numpy.mean: a float16 sum of two 65504s would be inf")
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
     """Variance ``sum((a - mean)**2) / (count - ddof)``, as ``numpy.var``. float16 input is computed in
     float32 and the variance rounded to float16 (its squares would overflow past 256)."""
     a = as_operand(a)
@@ -309,7 +310,7 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     return sum(squares, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, ddof: int = 0, keepdims: bool = False) -> Array:
     """Standard deviation, ``sqrt(var)``, as ``numpy.std`` (real for complex input). float16 input is
     computed in float32 and the deviation rounded to float16 (its variance may exceed 65504).
 

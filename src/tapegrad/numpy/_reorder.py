@@ -9,10 +9,13 @@ differentiated; the integer results (indices) are constants for every transform.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from tapegrad._core import Tracer
+from tapegrad._typing import Array, ArrayLike, ShapeLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
@@ -23,15 +26,15 @@ from tapegrad.numpy._sorting import argsort
 from tapegrad.numpy._statistics import concrete
 
 
-def copy(a, order="K", subok=False):
+def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = False) -> Array:
     """A copy of ``a``, as ``numpy.copy``: a new NumPy array for a concrete one; a traced value is
     returned as it is (tapegrad never writes into an array, so a copy could not be told apart)."""
     if isinstance(a, Tracer):
         return a
-    return np.copy(a, order=order, subok=subok)
+    return np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]  # its stubs overload on subok's literal
 
 
-def lexsort(keys, axis=-1):
+def lexsort(keys: Any, axis: int = -1) -> Array:
     """Indices that sort by several keys, the last key primary, as ``numpy.lexsort``: a stable sort by
     each key in turn, from the first (least significant) to the last. Integer result (``intp``), a
     constant for every transform.
@@ -54,7 +57,7 @@ def _unstacked(a):
     return [take(a, np.intp(i), axis=0) for i in range(a.shape[0])]
 
 
-def sort_complex(a):
+def sort_complex(a: ArrayLike) -> Array:
     """``a`` sorted by real part, then imaginary part, along its last axis, as ``numpy.sort_complex``:
     always complex (real input is converted, float32 to complex64, other types to complex128).
     Differentiable: each element's tangent moves with it."""
@@ -65,7 +68,7 @@ def sort_complex(a):
     return take_along_axis(a, lexsort([_complex.imag(a), _complex.real(a)]), axis=-1)
 
 
-def resize(a, new_shape):
+def resize(a: ArrayLike, new_shape: ShapeLike) -> Array:
     """An array of ``new_shape`` filled with the elements of ``a`` in order, repeated as often as
     needed, as ``numpy.resize``. Differentiable: each output element reads one element of ``a``."""
     a = as_operand(a)
@@ -78,7 +81,7 @@ def resize(a, new_shape):
     return _shape.reshape(take(flat, np.arange(size) % flat.shape[0]), shape)
 
 
-def place(arr, mask, vals, *, inplace=True):
+def place(arr: ArrayLike, mask: ArrayLike, vals: Any, *, inplace: bool = True) -> Array:
     """``arr`` with the positions where ``mask`` is true set to ``vals`` (cycled), as ``numpy.place``,
     but returned as a new array (JAX's ``inplace=False``, which must be passed: tapegrad never writes
     into an array). Differentiable in ``arr`` and ``vals``; ``mask`` may be traced.
@@ -101,7 +104,7 @@ def place(arr, mask, vals, *, inplace=True):
     return _shape.reshape(placed, arr.shape)
 
 
-def trim_zeros(filt, trim="fb"):
+def trim_zeros(filt: ArrayLike, trim: str = "fb") -> Array:
     """``filt`` (1-d) without its leading (``'f'``) and/or trailing (``'b'``) zeros, as
     ``numpy.trim_zeros``. Differentiable in the kept elements. The result's length depends on the
     values, so ``filt`` must be concrete (eager code, or a static argument of ``jit``).
@@ -125,7 +128,8 @@ def trim_zeros(filt, trim="fb"):
 
 
 # ---- flat indices -----------------------------------------------------------------------------------
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+def ravel_multi_index(multi_index: Any, dims: Sequence[int], mode: Literal["raise", "wrap", "clip"] = "raise",
+                      order: Literal["C", "F"] = "C") -> Array:
     """The flat index of each multi-index into an array of shape ``dims``, as
     ``numpy.ravel_multi_index``. Integer result, a constant for every transform.
 
@@ -158,7 +162,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     return flat
 
 
-def unravel_index(indices, shape, order="C"):
+def unravel_index(indices: ArrayLike, shape: ShapeLike, order: Literal["C", "F"] = "C") -> Array:
     """The multi-index (a tuple of integer arrays, one per axis) of each flat index into an array of
     ``shape``, as ``numpy.unravel_index``. Concrete indices out of bounds raise as in NumPy; traced
     ones are clamped to ``[0, size - 1]`` first (JAX's choice: nothing can raise inside ``jit``)."""
@@ -181,7 +185,7 @@ def _strides(dims, order):
     return strides
 
 
-def mask_indices(n, mask_func, k=0):
+def mask_indices(n: int, mask_func: Callable[..., Any], k: int = 0) -> Array:
     """The indices where ``mask_func(ones((n, n)), k)`` is nonzero (``mask_func`` such as ``tnp.triu``),
     as ``numpy.mask_indices``: a pair of integer arrays, computed from ``n`` and ``k`` alone."""
     return np.nonzero(np.asarray(mask_func(np.ones((int(n), int(n)), dtype=int), k)) != 0)

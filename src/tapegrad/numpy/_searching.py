@@ -14,11 +14,13 @@ padding); everything else is tapegrad operations around it.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of, to_host
 from tapegrad._core import Boxed, bind
+from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import def_nondiff, defbatch, defbatch_front, primitive, to_front
 from tapegrad.numpy import _elementwise as ew
@@ -88,7 +90,7 @@ def true_positions(mask, size, name: str):
 
 
 # ---- nonzero and friends -------------------------------------------------------------------------
-def nonzero(a, *, size=None, fill_value=None):
+def nonzero(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The indices of the non-zero elements, one ``intp`` array per dimension, as ``numpy.nonzero``
     (row-major order). Non-differentiable.
 
@@ -117,7 +119,8 @@ def nonzero(a, *, size=None, fill_value=None):
     return tuple(ew.where(valid, c, 0 if f is None else f) for c, f in zip(coords[::-1], fills))
 
 
-def where(condition, x=None, y=None, *, size=None, fill_value=None):
+def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None, *, size: int | None = None,
+          fill_value: ArrayLike = None) -> Array:  # a tuple of index arrays with condition alone
     """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together), as
     ``numpy.where``; gradients flow to ``x`` and ``y``, never to ``condition``. With ``condition``
     alone, ``nonzero(condition)`` (NumPy's one-argument form; ``size`` and ``fill_value`` as for
@@ -134,7 +137,7 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
     return ew.where(condition, x, y)
 
 
-def flatnonzero(a, *, size=None, fill_value=None):
+def flatnonzero(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The indices of the non-zero elements of ``a`` flattened, as ``numpy.flatnonzero`` (``size``
     and ``fill_value``, default 0, as for :func:`nonzero`). Non-differentiable.
 
@@ -146,7 +149,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     return ew.where(pos < _shape.size(flat), pos, 0 if fill_value is None else fill_value)
 
 
-def argwhere(a, *, size=None, fill_value=None):
+def argwhere(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The indices of the non-zero elements as rows, shape ``(count, a.ndim)``, as ``numpy.argwhere``
     (``size`` and ``fill_value`` as for :func:`nonzero`). Non-differentiable.
 
@@ -160,14 +163,14 @@ def argwhere(a, *, size=None, fill_value=None):
     return _shape.stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)
 
 
-def count_nonzero(a, axis=None, *, keepdims=False):
+def count_nonzero(a: ArrayLike, axis: Axis = None, *, keepdims: bool = False) -> Array:
     """The number of non-zero elements along ``axis`` (None: all), as ``numpy.count_nonzero``: an
     ``intp`` array (0-d for ``axis=None``). Non-differentiable; its shape never depends on values."""
     a = operand(a)
     return ew.astype(_reductions.sum(a != 0, axis=axis, keepdims=keepdims), np.intp)
 
 
-def extract(condition, arr, *, size=None, fill_value=0):
+def extract(condition: ArrayLike, arr: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = 0) -> Array:
     """The elements of ``arr`` (flattened) where ``condition`` (flattened) is non-zero, as
     ``numpy.extract``. Differentiable in ``arr``.
 
@@ -187,7 +190,8 @@ def extract(condition, arr, *, size=None, fill_value=0):
     return values if size is None else ew.where(valid, values, fill_value)
 
 
-def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: int | None = None,
+             fill_value: ArrayLike = 0, out: Any = None) -> Array:
     """The slices of ``a`` along ``axis`` (None: of ``a`` flattened) where the 1-D ``condition`` is
     true, as ``numpy.compress`` (a shorter ``condition`` counts as false beyond its end).
     Differentiable in ``a``.
@@ -258,7 +262,8 @@ def_nondiff(searchsorted_p)
 defbatch(searchsorted_p, _searchsorted_batch)
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method=None):
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: Any = None, *,
+                 method: str | None = None) -> Array:
     """The indices where ``v``'s elements would be inserted into the sorted 1-D ``a`` to keep it
     sorted, as ``numpy.searchsorted``: ``side='left'`` gives the first such place, ``'right'`` the
     last; ``sorter`` sorts an unsorted ``a``. An ``intp`` array of ``v``'s shape; non-differentiable.
@@ -277,7 +282,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method=None):
     return bind(searchsorted_p, a, v, side=side)
 
 
-def digitize(x, bins, right=False):
+def digitize(x: ArrayLike, bins: Any, right: bool = False) -> Array:
     """The index of the bin each element of ``x`` falls in, as ``numpy.digitize``: for increasing
     ``bins``, ``i`` with ``bins[i-1] <= x < bins[i]`` (``<`` and ``<=`` swapped with ``right=True``);
     for decreasing ``bins`` the mirror image. An ``intp`` array; non-differentiable.

@@ -5,8 +5,11 @@ values chosen from (never in the index or the conditions) in every mode.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
@@ -30,7 +33,7 @@ def _choice_index(a, n: int, mode: str):
     return a
 
 
-def choose(a, choices, out=None, mode="raise"):
+def choose(a: ArrayLike, choices: Any, out: Any = None, mode: str = "raise") -> Array:
     """Per element, the entry of the choice that the integer array ``a`` names, as ``numpy.choose``:
     ``a`` and every choice broadcast together, the result has the choices' common dtype.
     ``mode``: ``'raise'`` (a concrete ``a`` is checked), ``'wrap'`` or ``'clip'``. Differentiable in
@@ -69,7 +72,7 @@ def _condition_list(x, condlist) -> list:
     return list(condlist)
 
 
-def piecewise(x, condlist, funclist, *args, **kw):
+def piecewise(x: ArrayLike, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Array:
     """A piecewise-defined function of ``x``, as ``numpy.piecewise``: where ``condlist[k]`` holds the
     result is ``funclist[k](x, *args, **kw)`` (or the constant ``funclist[k]``); a later condition
     wins where several hold; one function more than conditions is the default, elsewhere 0. Same

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
@@ -85,8 +86,9 @@ def _picked(runs, starts, fill_value):
 
 
 # ---- unique --------------------------------------------------------------------------------------
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
-           size=None, fill_value=None, sorted=True):
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: Axis = None, *, equal_nan: bool = True, size: ShapeLike | None = None, fill_value: ArrayLike = None,
+           sorted: bool = True) -> Array:
     """The sorted distinct values of ``ar`` (flattened, or the distinct slices along ``axis``), as
     ``numpy.unique``; with the flags, a tuple ``(values, index, inverse, counts)`` holding the ones
     asked for: the first occurrence of each value, for each element of ``ar`` the position of its
@@ -140,30 +142,31 @@ def _unique_along(ar, axis, return_index, return_inverse, return_counts, equal_n
     return (values, *extra) if extra else values
 
 
-def unique_all(x, /, *, size=None, fill_value=None):
+def unique_all(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """``UniqueAllResult(values, indices, inverse_indices, counts)`` of ``x``, as ``numpy.unique_all``
     (``inverse_indices`` shaped like ``x``); sorted values. ``size``/``fill_value`` as :func:`unique`."""
     return UniqueAllResult(*unique(x, True, True, True, size=size, fill_value=fill_value))
 
 
-def unique_counts(x, /, *, size=None, fill_value=None):
+def unique_counts(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """``UniqueCountsResult(values, counts)`` of ``x``, as ``numpy.unique_counts``."""
     return UniqueCountsResult(*unique(x, return_counts=True, size=size, fill_value=fill_value))
 
 
-def unique_inverse(x, /, *, size=None, fill_value=None):
+def unique_inverse(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """``UniqueInverseResult(values, inverse_indices)`` of ``x``, as ``numpy.unique_inverse``."""
     return UniqueInverseResult(*unique(x, return_inverse=True, size=size, fill_value=fill_value))
 
 
-def unique_values(x, /, *, size=None, fill_value=None):
+def unique_values(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The distinct values of ``x``, as ``numpy.unique_values``, always sorted (NumPy's order is
     unspecified, and NumPy 2.3+ returns them unsorted). ``size``/``fill_value`` as :func:`unique`."""
     return unique(x, size=size, fill_value=fill_value)
 
 
 # ---- membership ----------------------------------------------------------------------------------
-def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False, invert: bool = False, *,
+         kind: str | None = None) -> Array:
     """Whether each element of ``element`` is among ``test_elements``, as ``numpy.isin``: a boolean
     array shaped like ``element`` (negated with ``invert``); NaN is never found (NaN != NaN).
     Found by binary search in the sorted test elements (O((n + m) log m)); ``assume_unique`` and
@@ -190,7 +193,7 @@ def _select(runs, keep, size, fill_value, name):
     return _picked(runs, starts[:-1], fill_value)
 
 
-def union1d(ar1, ar2, *, size=None, fill_value=None):
+def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The sorted distinct values found in either array (both flattened), as ``numpy.union1d``.
     Differentiable: each value comes from its first occurrence in ``ar1``, else in ``ar2``.
     ``size``/``fill_value`` as :func:`unique`."""
@@ -198,7 +201,8 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     return unique(joined, size=size, fill_value=fill_value)
 
 
-def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None, fill_value=None):
+def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, return_indices: bool = False, *,
+                size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The sorted distinct values found in both arrays (flattened), as ``numpy.intersect1d``; with
     ``return_indices``, also the index of each value's first occurrence in ``ar1`` and in ``ar2``.
     Differentiable in ``ar1`` (the values are gathered from it). ``size``/``fill_value`` as
@@ -217,7 +221,8 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     return values, index1, index2
 
 
-def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *, size: ShapeLike | None = None,
+              fill_value: ArrayLike = None) -> Array:
     """The values of ``ar1`` not in ``ar2``, as ``numpy.setdiff1d``: sorted and distinct, or, with
     ``assume_unique=True``, in ``ar1``'s order (NumPy's behaviour). Differentiable in ``ar1``.
     ``size``/``fill_value`` as :func:`unique`."""
@@ -232,7 +237,8 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     return _select(runs, runs.first & isin(runs.sorted, b, invert=True), size, fill_value, "setdiff1d")[0]
 
 
-def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+def setxor1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *, size: ShapeLike | None = None,
+             fill_value: ArrayLike = None) -> Array:
     """The sorted distinct values found in exactly one of the arrays, as ``numpy.setxor1d``.
     Differentiable (each value from the array that holds it). NaN, never equal to itself, is left
     out (NumPy keeps one NaN from each array that has one). ``size``/``fill_value`` as :func:`unique`.

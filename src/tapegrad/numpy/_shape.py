@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -14,21 +15,22 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._structural import normalize_axis, shape_of
 from tapegrad._structural import unbroadcast as unbroadcast  # re-exported for the rules of this package
+from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
 from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy._creation import as_operand
 
 
-def shape(a) -> tuple:
+def shape(a: ArrayLike) -> tuple:
     """``a``'s shape (also of a traced value), as ``numpy.shape``."""
     return shape_of(a)
 
 
-def ndim(a) -> int:
+def ndim(a: ArrayLike) -> int:
     """The number of axes of ``a`` (also of a traced value), a Python int, as ``numpy.ndim``."""
     return len(shape_of(a))
 
 
-def size(a, axis=None) -> int:
+def size(a: ArrayLike, axis: int | None = None) -> int:
     """The number of elements of ``a``, or its length along ``axis`` (also of a traced value), a
     Python int, as ``numpy.size``.
     """
@@ -41,14 +43,14 @@ def size(a, axis=None) -> int:
     return n
 
 
-def result_type(*arrays_and_dtypes):
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     """The dtype NumPy's promotion gives the arguments, as ``numpy.result_type``, with traced values
     standing for their dtype.
     """
     return np.result_type(*[a.dtype if isinstance(a, (Tracer, Boxed)) else a for a in arrays_and_dtypes])
 
 
-def reshape(a, shape, order="C"):
+def reshape(a: ArrayLike, shape: ShapeLike, order: str = "C") -> Array:
     """``a`` with a new shape (one entry may be -1), as ``numpy.reshape``; only C order."""
     a = as_operand(a)
     if order != "C":
@@ -56,18 +58,18 @@ def reshape(a, shape, order="C"):
     return _structural.reshape(a, shape)
 
 
-def ravel(a):
+def ravel(a: ArrayLike) -> Array:
     """``a`` flattened to 1-D in C order, as ``numpy.ravel``; differentiable (a reshape)."""
     a = as_operand(a)
     return reshape(a, (-1,))
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes: Any = None) -> Array:
     """Permute the axes (reverse them when ``axes`` is None), as ``numpy.transpose``."""
     return _structural.transpose(as_operand(a), axes)
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """``a`` with axes ``axis1`` and ``axis2`` interchanged, as ``numpy.swapaxes``; differentiable (a
     transpose).
     """
@@ -78,17 +80,17 @@ def swapaxes(a, axis1, axis2):
     return transpose(a, perm)
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: ArrayLike, source: Any, destination: Any) -> Array:
     """Move axes ``source`` to positions ``destination``, as ``numpy.moveaxis``."""
     return _structural.moveaxis(as_operand(a), source, destination)
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis: Axis) -> Array:
     """``a`` with unit axes inserted at ``axis``, as ``numpy.expand_dims``."""
     return _structural.expand_dims(as_operand(a), axis)
 
 
-def squeeze(a, axis=None):
+def squeeze(a: ArrayLike, axis: Axis = None) -> Array:
     """``a`` without its unit axes (those of ``axis`` only, if given), as ``numpy.squeeze``;
     differentiable (a reshape). An ``axis`` of length other than 1 is a ``ValueError``.
     """
@@ -104,12 +106,12 @@ def squeeze(a, axis=None):
 
 
 # ---- broadcasting --------------------------------------------------------------------------------
-def broadcast_to(array, shape):
+def broadcast_to(array: ArrayLike, shape: ShapeLike) -> Array:
     """``array`` broadcast to ``shape``, as ``numpy.broadcast_to``."""
     return _structural.broadcast_to(as_operand(array), shape)
 
 
-def broadcast_arrays(*args):
+def broadcast_arrays(*args: Any) -> list[Array]:
     """The arguments broadcast to their common shape, as ``numpy.broadcast_arrays``; returns a list
     (NumPy 2 returns a tuple); each entry differentiable in its argument.
     """
@@ -119,17 +121,17 @@ def broadcast_arrays(*args):
 
 
 # ---- concatenate and friends ---------------------------------------------------------------------
-def concatenate(arrays, axis=0):
+def concatenate(arrays: Any, axis: Axis = 0) -> Array:
     """Join ``arrays`` along an existing ``axis`` (None: flatten first), as ``numpy.concatenate``."""
     return _structural.concatenate([as_operand(a) for a in arrays], axis)
 
 
-def stack(arrays, axis=0):
+def stack(arrays: Any, axis: Axis = 0) -> Array:
     """Join ``arrays`` along a new ``axis``, as ``numpy.stack``."""
     return _structural.stack([as_operand(a) for a in arrays], axis)
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
     """Split into pieces along ``axis`` (equal sections or at indices), as ``numpy.split``."""
     ary = as_operand(ary)
     n = shape_of(ary)[axis]
@@ -155,7 +157,7 @@ defjvp(pad_p, lambda t, ans, x, *, pad_width, constant_values:
 defbatch_front(pad_p, lambda params: dict(params, pad_width=((0, 0),) + params["pad_width"]))
 
 
-def pad(array, pad_width, mode="constant", constant_values=0):
+def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: ArrayLike = 0) -> Array:
     """Pad with a constant, as ``numpy.pad``; other modes are not supported yet."""
     array = as_operand(array)
     if mode != "constant":
@@ -167,7 +169,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 
 
 # ---- repeat, tile, flip --------------------------------------------------------------------------
-def repeat(a, repeats, axis=None):
+def repeat(a: ArrayLike, repeats: Any, axis: int | None = None) -> Array:
     """Repeat elements, as ``numpy.repeat``: a gather, so the gradient sums the copies."""
     a = as_operand(a)
     if axis is None:
@@ -177,7 +179,7 @@ def repeat(a, repeats, axis=None):
     return a[(slice(None),) * axis + (index,)]  # a tracer's indexing is tapegrad.numpy's getitem
 
 
-def tile(A, reps):
+def tile(A: ArrayLike, reps: Any) -> Array:
     """Tile ``A`` ``reps`` times, as ``numpy.tile``: a broadcast, so the gradient sums the tiles."""
     A = as_operand(A)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
@@ -190,7 +192,7 @@ def tile(A, reps):
     return reshape(tiled, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def flip(m, axis=None):
+def flip(m: Any, axis: Axis = None) -> Array:
     """Reverse the order of elements along ``axis`` (None: all axes), as ``numpy.flip``; differentiable
     (a strided view).
     """

@@ -15,11 +15,13 @@ receives that slot's gradient: NumPy's default sort (fast, deterministic, not st
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.extend import (
     ShapedArray,
     def_nondiff,
@@ -109,7 +111,8 @@ def _no_order(order, name):
         raise NotImplementedError(f"{name}: order= (sorting structured arrays by field) is not supported")
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+def argsort(a: ArrayLike, axis: Axis = -1, kind: str | None = None, order: Any = None, *,
+            stable: bool | None = None) -> Array:
     """Indices that sort ``a`` along ``axis`` (None: the flattened array), as ``numpy.argsort``.
 
     NumPy's default sort, or a stable one (equal elements keep their order) with ``stable=True`` or
@@ -125,7 +128,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return bind(argsort_p, a, axis=axis, stable=_is_stable(kind, stable))
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+def sort(a: ArrayLike, axis: Axis = -1, kind: str | None = None, order: Any = None, *,
+         stable: bool | None = None) -> Array:
     """``a`` sorted along ``axis`` (None: the flattened array), as ``numpy.sort``.
 
     Same shape and dtype as ``a`` (flattened for ``axis=None``); NaNs sort to the end; complex
@@ -154,7 +158,7 @@ def _kth_tuple(kth, n: int) -> tuple:
     return tuple(out)
 
 
-def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+def argpartition(a: ArrayLike, kth: Any, axis: Axis = -1, kind: str = "introselect", order: Any = None) -> Array:
     """Indices that partition ``a`` along ``axis`` around the ``kth`` order statistics, as
     ``numpy.argpartition``: the element at each position ``k`` in ``kth`` is the one a full sort would
     put there, smaller ones come before it and larger ones after, in no particular order.
@@ -170,7 +174,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     return bind(argpartition_p, a, kth=_kth_tuple(kth, _shape.shape(a)[axis]), axis=axis)
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None):
+def partition(a: ArrayLike, kth: Any, axis: Axis = -1, kind: str = "introselect", order: Any = None) -> Array:
     """``a`` partially sorted along ``axis`` around the ``kth`` order statistics, as
     ``numpy.partition`` (same values in the same places: it is the gather by :func:`argpartition`).
 

@@ -7,9 +7,11 @@ every order) come from those primitives' rules.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
@@ -27,7 +29,7 @@ def _reshaped_each(arys, to_shape):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Array:
     """Each input with at least one axis (a scalar becomes shape ``(1,)``), as ``numpy.atleast_1d``.
 
     Returns one array for one input, else a tuple of arrays (NumPy 2).
@@ -35,13 +37,13 @@ def atleast_1d(*arys):
     return _reshaped_each(arys, lambda s: s or (1,))
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Array:
     """Each input with at least two axes: ``()`` -> ``(1, 1)``, ``(N,)`` -> ``(1, N)``, as
     ``numpy.atleast_2d``; one array for one input, else a tuple."""
     return _reshaped_each(arys, lambda s: (1,) * (2 - len(s)) + s if len(s) < 2 else s)
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: ArrayLike) -> Array:
     """Each input with at least three axes: ``()`` -> ``(1, 1, 1)``, ``(N,)`` -> ``(1, N, 1)``,
     ``(M, N)`` -> ``(M, N, 1)``, as ``numpy.atleast_3d``; one array for one input, else a tuple."""
     def to_3d(s):
@@ -68,7 +70,7 @@ def _at_least(fn, tup) -> list:
     return list(result) if isinstance(result, tuple) else [result]
 
 
-def vstack(tup, *, dtype=None, casting="same_kind"):
+def vstack(tup: ArrayLike, *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
     """Stack arrays vertically (row-wise): ``concatenate(atleast_2d(*tup), axis=0)``, as
     ``numpy.vstack``. ``dtype`` converts the inputs first; ``casting`` is accepted and not checked.
 
@@ -78,7 +80,7 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     return _join(_at_least(atleast_2d, tup), 0, dtype, "vstack")
 
 
-def hstack(tup, *, dtype=None, casting="same_kind"):
+def hstack(tup: ArrayLike, *, dtype: DTypeLike = None, casting: str = "same_kind") -> Array:
     """Stack arrays horizontally (column-wise), as ``numpy.hstack``: along axis 0 for 1-D inputs,
     else along axis 1."""
     arrays = _at_least(atleast_1d, tup)
@@ -86,13 +88,13 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
     return _join(arrays, axis, dtype, "hstack")
 
 
-def dstack(tup):
+def dstack(tup: ArrayLike) -> Array:
     """Stack arrays along the third axis: ``concatenate(atleast_3d(*tup), axis=2)``, as
     ``numpy.dstack``."""
     return _join(_at_least(atleast_3d, tup), 2, None, "dstack")
 
 
-def column_stack(tup):
+def column_stack(tup: ArrayLike) -> Array:
     """Stack 1-D arrays as columns of a 2-D array (2-D inputs are stacked as they are), as
     ``numpy.column_stack``."""
     arrays = []
@@ -104,7 +106,7 @@ def column_stack(tup):
 
 
 # ---- splitting -----------------------------------------------------------------------------------
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: ArrayLike, indices_or_sections: Any, axis: Axis = 0) -> list[Array]:
     """Split ``ary`` into pieces along ``axis``, as ``numpy.array_split``.
 
     Args:
@@ -145,7 +147,7 @@ def _split_checked(ary, indices_or_sections, axis):
     return array_split(ary, indices_or_sections, axis)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: ArrayLike, indices_or_sections: Any) -> Array:
     """Split along axis 1 (axis 0 for 1-D input) into equal pieces or at indices, as
     ``numpy.hsplit``.
 
@@ -158,7 +160,7 @@ def hsplit(ary, indices_or_sections):
     return _split_checked(ary, indices_or_sections, 1 if ndim > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary: ArrayLike, indices_or_sections: Any) -> Array:
     """Split along axis 0, as ``numpy.vsplit`` (for arrays of 2 or more dimensions).
 
     Raises:
@@ -169,7 +171,7 @@ def vsplit(ary, indices_or_sections):
     return _split_checked(ary, indices_or_sections, 0)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary: ArrayLike, indices_or_sections: Any) -> Array:
     """Split along axis 2, as ``numpy.dsplit`` (for arrays of 3 or more dimensions).
 
     Raises:

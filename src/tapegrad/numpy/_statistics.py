@@ -16,11 +16,13 @@ interpolation (0 for the methods that pick one sample).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -234,8 +236,9 @@ def _order_for(x, rows):
     return bind(argpartition_p, x, kth=kth, axis=0)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-             weights=None, interpolation=None):
+def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+             interpolation: str | None = None) -> Array:
     """The ``q``-th quantiles of ``a`` over ``axis`` (None: all), as ``numpy.quantile``.
 
     Args:
@@ -261,8 +264,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     return quantile_of(a, checked_q(q, 1, "Quantiles"), axis, method, keepdims, weak_q)
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-               weights=None, interpolation=None):
+def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+               interpolation: str | None = None) -> Array:
     """The ``q``-th percentiles (``q`` in ``[0, 100]``), as ``numpy.percentile``: :func:`quantile`
     of ``q / 100``, with the same arguments, result, derivatives and errors."""
     unsupported("percentile", out=out, weights=weights, interpolation=interpolation)
@@ -276,7 +280,8 @@ def unsupported(name, **given):
             raise NotImplementedError(f"{name}: {key}= is not supported by tapegrad.numpy")
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def median(a: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Array:
     """The median over ``axis`` (None: all; an int or tuple of ints), as ``numpy.median``.
 
     The mean of the middle one or two order statistics (so each of two gets half of the gradient);
@@ -302,7 +307,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 # ---- average and ptp -----------------------------------------------------------------------------
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average(a: ArrayLike, axis: Axis = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Array:
     """The (weighted) average over ``axis``, as ``numpy.average``: ``sum(a * w) / sum(w)``.
 
     Differentiable in ``a`` and in ``weights``.
@@ -365,7 +371,7 @@ def _weights_like(w, shape, axes):
     return _shape.reshape(w, tuple(s if ax in axes else 1 for ax, s in enumerate(shape)))
 
 
-def ptp(a, axis=None, keepdims=False):
+def ptp(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """Range of values, ``max - min`` over ``axis``, as ``numpy.ptp``; ties at either extreme share
     the gradient evenly (as ``max`` and ``min`` do)."""
     a = as_operand(a)

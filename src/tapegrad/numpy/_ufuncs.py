@@ -17,11 +17,13 @@ conventions at kinks, documented on each function and tested:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _complex
 from tapegrad.numpy._creation import as_operand, asarray
@@ -85,7 +87,7 @@ defjvp(sinc_p, lambda g, ans, x: g * _sinc_derivative(x))
 defbatch_elementwise(sinc_p)
 
 
-def sinc(x):
+def sinc(x: ArrayLike) -> Array:
     """The normalized sinc ``sin(pi x) / (pi x)``, 1 at 0, as ``numpy.sinc``; same shape, float dtype.
 
     Differentiable to any order, also at 0 (``sinc'(0) = 0``, ``sinc''(0) = -pi**2 / 3``): near 0 the
@@ -117,7 +119,7 @@ copysign_p, copysign = _binary("copysign", lambda g, ans, x, y: where(signbit(y)
 
 
 # ---- nan_to_num ----------------------------------------------------------------------------------
-def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Array:
     """``x`` with nan, +inf and -inf replaced, as ``numpy.nan_to_num`` (``copy`` is accepted and
     ignored: tapegrad never writes into arrays).
 

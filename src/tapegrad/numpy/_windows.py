@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._bessel import i0
 from tapegrad.numpy._creation import arange, ones, zeros
@@ -35,24 +37,24 @@ def _cosine_sum(M, name, *weights):
     return sum(w * ew.cos(n * (k * math.pi / (M - 1))) for k, w in enumerate(weights))
 
 
-def hamming(M):
+def hamming(M: int) -> Array:
     """The Hamming window ``0.54 + 0.46 cos(pi n / (M - 1))``, ``n = 1-M, 3-M, ..., M-1``, as
     ``numpy.hamming``: ``(M,)`` float64 (empty for ``M < 1``, ``[1.]`` for ``M = 1``)."""
     return _cosine_sum(M, "hamming", 0.54, 0.46)
 
 
-def hanning(M):
+def hanning(M: int) -> Array:
     """The Hann window ``0.5 + 0.5 cos(pi n / (M - 1))``, as ``numpy.hanning``."""
     return _cosine_sum(M, "hanning", 0.5, 0.5)
 
 
-def blackman(M):
+def blackman(M: int) -> Array:
     """The Blackman window ``0.42 + 0.5 cos(pi n / (M-1)) + 0.08 cos(2 pi n / (M-1))``, as
     ``numpy.blackman``."""
     return _cosine_sum(M, "blackman", 0.42, 0.5, 0.08)
 
 
-def bartlett(M):
+def bartlett(M: int) -> Array:
     """The triangular Bartlett window ``1 - |n| / (M - 1)``, as ``numpy.bartlett``."""
     n, M = _points(M, "bartlett")
     if n is None:
@@ -60,7 +62,7 @@ def bartlett(M):
     return ew.where(ew.less_equal(n, 0), 1.0 + n / (M - 1), 1.0 - n / (M - 1))
 
 
-def kaiser(M, beta):
+def kaiser(M: int, beta: Any) -> Array:
     """The Kaiser window ``i0(beta sqrt(1 - (2k / (M-1) - 1)**2)) / i0(beta)``, ``k = 0..M-1``, as
     ``numpy.kaiser``: ``(M,)`` float64, differentiable in ``beta`` (through ``i0' = I_1``)."""
     n, M = _points(M, "kaiser")

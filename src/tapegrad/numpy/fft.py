@@ -29,11 +29,13 @@ arrays' own ``xp.fft`` runs the transforms, so CuPy arrays stay on the GPU.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import _contains_traced, as_operand, full_like
@@ -237,7 +239,7 @@ def _c2c(a, s, axes, norm, inverse):
     return bind(fft_p, _fit(x, axes, lengths), axes=axes, inverse=inverse, norm=norm)
 
 
-def fft(a, n=None, axis=-1, norm=None):
+def fft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """One-dimensional discrete Fourier transform, as ``numpy.fft.fft``.
 
     Args:
@@ -261,7 +263,7 @@ def fft(a, n=None, axis=-1, norm=None):
     return _c2c(a, None if n is None else (n,), (axis,), norm, inverse=False)
 
 
-def ifft(a, n=None, axis=-1, norm=None):
+def ifft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """One-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``.
 
     Arguments, return value and derivatives as :func:`fft`; ``norm="backward"`` scales by ``1/n``
@@ -270,7 +272,7 @@ def ifft(a, n=None, axis=-1, norm=None):
     return _c2c(a, None if n is None else (n,), (axis,), norm, inverse=True)
 
 
-def fftn(a, s=None, axes=None, norm=None):
+def fftn(a: ArrayLike, s: Any = None, axes: Any = None, norm: str | None = None) -> Array:
     """N-dimensional discrete Fourier transform, as ``numpy.fft.fftn``.
 
     Args:
@@ -290,18 +292,18 @@ def fftn(a, s=None, axes=None, norm=None):
     return _c2c(a, s, axes, norm, inverse=False)
 
 
-def ifftn(a, s=None, axes=None, norm=None):
+def ifftn(a: ArrayLike, s: Any = None, axes: Any = None, norm: str | None = None) -> Array:
     """N-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``; see :func:`fftn`."""
     return _c2c(a, s, axes, norm, inverse=True)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None):
+def fft2(a: ArrayLike, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Array:
     """Two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``: :func:`fftn` over
     ``axes`` (the last two by default)."""
     return _c2c(a, s, axes, norm, inverse=False)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None):
+def ifft2(a: ArrayLike, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Array:
     """Two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``; see :func:`fftn`."""
     return _c2c(a, s, axes, norm, inverse=True)
 
@@ -333,7 +335,7 @@ def _c2r(a, s, axes, norm):
     return bind(irfft_p, _fit(z, axes, half), axes=axes, lengths=lengths, norm=norm)
 
 
-def rfft(a, n=None, axis=-1, norm=None):
+def rfft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """One-dimensional discrete Fourier transform of real input, as ``numpy.fft.rfft``.
 
     Args:
@@ -355,7 +357,7 @@ def rfft(a, n=None, axis=-1, norm=None):
     return _r2c(a, None if n is None else (n,), (axis,), norm)
 
 
-def irfft(a, n=None, axis=-1, norm=None):
+def irfft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """Inverse of :func:`rfft`, as ``numpy.fft.irfft``: a real signal of length ``n`` from its
     non-negative frequency terms.
 
@@ -380,31 +382,31 @@ def irfft(a, n=None, axis=-1, norm=None):
     return _c2r(a, None if n is None else (n,), (axis,), norm)
 
 
-def rfftn(a, s=None, axes=None, norm=None):
+def rfftn(a: ArrayLike, s: Any = None, axes: Any = None, norm: str | None = None) -> Array:
     """N-dimensional discrete Fourier transform of real input, as ``numpy.fft.rfftn``: the last of
     ``axes`` is transformed as by :func:`rfft` (halved), the others as by :func:`fft`. ``s`` and
     ``axes`` as in :func:`fftn`."""
     return _r2c(a, s, axes, norm)
 
 
-def irfftn(a, s=None, axes=None, norm=None):
+def irfftn(a: ArrayLike, s: Any = None, axes: Any = None, norm: str | None = None) -> Array:
     """Inverse of :func:`rfftn`, as ``numpy.fft.irfftn``; ``s`` gives the output lengths (default:
     the input's, and ``2 * (m - 1)`` along the last of ``axes``)."""
     return _c2r(a, s, axes, norm)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None):
+def rfft2(a: ArrayLike, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Array:
     """:func:`rfftn` over two axes (the last two by default), as ``numpy.fft.rfft2``."""
     return _r2c(a, s, axes, norm)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None):
+def irfft2(a: ArrayLike, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Array:
     """:func:`irfftn` over two axes (the last two by default), as ``numpy.fft.irfft2``."""
     return _c2r(a, s, axes, norm)
 
 
 # ---- Hermitian transforms ------------------------------------------------------------------------
-def hfft(a, n=None, axis=-1, norm=None):
+def hfft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """The transform of a signal with Hermitian symmetry (a real spectrum), as ``numpy.fft.hfft``:
     ``irfft(conj(a), n, axis)`` with the swapped ``norm`` (NumPy's definition), so ``n`` real
     outputs from ``n // 2 + 1`` terms.
@@ -427,7 +429,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     return _c2r(_complex.conj(_as_complex(a)), None if n is None else (n,), (axis,), _SWAPPED_NORM[_norm(norm)])
 
 
-def ihfft(a, n=None, axis=-1, norm=None):
+def ihfft(a: ArrayLike, n: int | None = None, axis: Axis = -1, norm: str | None = None) -> Array:
     """The inverse of :func:`hfft`, as ``numpy.fft.ihfft``: ``conj(rfft(a, n, axis))`` with the
     swapped ``norm``; ``n // 2 + 1`` complex terms from a real signal.
 
@@ -469,7 +471,7 @@ def _frequencies(name, n, d, dtype, half):
     return out if dtype is None else astype(out, dtype)
 
 
-def fftfreq(n, d=1.0, *, dtype=None, device=None):
+def fftfreq(n: int, d: float = 1.0, *, dtype: DTypeLike = None, device: Any = None) -> Array:
     """The sample frequencies of an ``n``-point :func:`fft`, as ``numpy.fft.fftfreq``:
     ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)``.
 
@@ -488,7 +490,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     return _frequencies("fftfreq", n, d, dtype, half=False)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None, device=None):
+def rfftfreq(n: int, d: float = 1.0, *, dtype: DTypeLike = None, device: Any = None) -> Array:
     """The sample frequencies of an ``n``-point :func:`rfft`, as ``numpy.fft.rfftfreq``:
     ``[0, 1, ..., n // 2] / (n * d)``, ``(n // 2 + 1,)`` of them. Arguments and errors as
     :func:`fftfreq`."""
@@ -515,7 +517,7 @@ def _shift_axes(x, axes):
     return tuple(_normalize(a, ndim) for a in axes)
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: Any = None) -> Array:
     """Move the zero-frequency term to the centre, as ``numpy.fft.fftshift``: a roll by ``n // 2``
     along each of ``axes`` (default: all). Keeps ``x``'s dtype; the derivatives are the rolls back."""
     x = as_operand(x)
@@ -524,7 +526,7 @@ def fftshift(x, axes=None):
     return _roll(x, [shape[a] // 2 for a in axes], axes)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: Any = None) -> Array:
     """The inverse of :func:`fftshift` (they differ for odd lengths), as ``numpy.fft.ifftshift``."""
     x = as_operand(x)
     axes = _shift_axes(x, axes)

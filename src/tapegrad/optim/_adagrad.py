@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import Optimizer, _cast_like, _flatten_like, _plain, check_nonnegative, rate_like, zero_step
 from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
@@ -54,21 +55,21 @@ class Adagrad(Optimizer):
             or ``eps``.
     """
 
-    def __init__(self, params=None, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10):
+    def __init__(self, params: PyTree = None, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> None:
         check_nonnegative("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                           initial_accumulator_value=initial_accumulator_value, eps=eps)
         self.lr_decay, self.weight_decay = float(lr_decay), float(weight_decay)
         self.initial_accumulator_value, self.eps = float(initial_accumulator_value), float(eps)
         super().__init__(params, lr)
 
-    def init(self, params) -> AdagradState:
+    def init(self, params: PyTree) -> AdagradState:
         """Step 0, and sums of squares filled with ``initial_accumulator_value``, shaped like ``params``."""
         params = _plain(params)
         return AdagradState(zero_step(params),
                             tree_map(lambda p: tnp.full_like(p, self.initial_accumulator_value), params))
 
-    def update(self, grads, state: AdagradState, params, learning_rate=None):
+    def update(self, grads: PyTree, state: AdagradState, params: PyTree, learning_rate: Any = None) -> Any:
         """One Adagrad step, in the functional style.
 
         The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`AdagradState` as

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import (
     Optimizer,
     _cast_like,
@@ -67,8 +68,8 @@ class Adam(Optimizer):
         ValueError: a negative ``lr``, ``eps`` or ``weight_decay``; a beta outside ``[0, 1)``.
     """
 
-    def __init__(self, params=None, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False):
+    def __init__(self, params: PyTree = None, lr: float = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False) -> None:
         name = type(self).__name__
         check_nonnegative(name, lr=lr, eps=eps, weight_decay=weight_decay)
         self.betas = check_betas(name, betas)
@@ -76,12 +77,12 @@ class Adam(Optimizer):
         self.decoupled_weight_decay = bool(decoupled_weight_decay)
         super().__init__(params, lr)
 
-    def init(self, params) -> AdamState:
+    def init(self, params: PyTree) -> AdamState:
         """Step 0 and zero moment estimates shaped like ``params``."""
         params = _plain(params)
         return AdamState(zero_step(params), tree_map(tnp.zeros_like, params), tree_map(tnp.zeros_like, params))
 
-    def update(self, grads, state: AdamState, params, learning_rate=None):
+    def update(self, grads: PyTree, state: AdamState, params: PyTree, learning_rate: Any = None) -> Any:
         """One Adam step, in the functional style.
 
         The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`AdamState` as

@@ -1,6 +1,9 @@
 """``AdamW`` (Loshchilov & Hutter, 2019), as ``torch.optim.AdamW``: Adam with decoupled weight decay."""
 from __future__ import annotations
 
+from typing import Any
+
+from tapegrad._typing import PyTree
 from tapegrad.optim._adam import Adam
 
 
@@ -33,7 +36,7 @@ class AdamW(Adam):
         ValueError: a negative ``lr``, ``eps`` or ``weight_decay``; a beta outside ``[0, 1)``.
     """
 
-    def __init__(self, params=None, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01):
+    def __init__(self, params: PyTree = None, lr: float = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          decoupled_weight_decay=True)

@@ -3,6 +3,7 @@ held in Parameters, and the helpers every update uses (see the package docstring
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -10,6 +11,7 @@ import tapegrad.numpy as tnp
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._params import Parameter, ParameterTuple
 from tapegrad._state_dict import Stateful, assign_all
+from tapegrad._typing import PyTree
 from tapegrad.numpy._creation import at_rest
 from tapegrad.tree import tree_flatten, tree_leaves, tree_map, tree_structure
 
@@ -109,9 +111,9 @@ class Optimizer(Stateful):
         ValueError: ``lr`` is negative or NaN.
     """
 
-    def __init__(self, params=None, lr: float = 1e-3):
+    def __init__(self, params: PyTree = None, lr: float = 1e-3) -> None:
         check_nonnegative(type(self).__name__, lr=lr)
-        self.initial_lr = None
+        self.initial_lr: float | None = None
         if params is None:
             self.params, self.state_params = None, None
             self.learning_rate = self._rate_parameter(lr, default_namespace())
@@ -167,12 +169,12 @@ class Optimizer(Stateful):
                 return None
             if isinstance(value, tuple):
                 return tuple(Parameter(v, name=f"{prefix}.{field}.{p.name}", requires_grad=False)
-                             for p, v in zip(self.params, value))
+                             for p, v in zip(self.params or (), value))
             return Parameter(value, name=f"{prefix}.{field}", requires_grad=False)
         return type(state)(*(hold(field, value) for field, value in zip(state._fields, state)))
 
     @property
-    def state(self):
+    def state(self) -> Any:
         """The optimiser state's current values (the subclass's state NamedTuple, as :meth:`init` and
         :meth:`update` use it), read from ``state_params``; None without ``params``. Assigning a state
         of the same structure, shapes and dtypes (a saved one, say) assigns each Parameter."""
@@ -194,7 +196,7 @@ class Optimizer(Stateful):
         state = tree_leaves(self.state_params) if self.state_params is not None else []
         return [(p.name, p) for p in (self.learning_rate, *state)]
 
-    def init(self, params):
+    def init(self, params: PyTree) -> Any:
         """The initial optimiser state for the pytree ``params`` (functional style); each subclass defines it.
 
         Args:
@@ -206,7 +208,7 @@ class Optimizer(Stateful):
         """
         raise NotImplementedError
 
-    def update(self, grads, state, params, learning_rate=None):
+    def update(self, grads: PyTree, state: PyTree, params: PyTree, learning_rate: Any = None) -> Any:
         """One update in the functional style; each subclass defines it (see its docstring for the rule).
 
         Args:
@@ -222,7 +224,7 @@ class Optimizer(Stateful):
         """
         raise NotImplementedError
 
-    def step(self, grads) -> None:
+    def step(self, grads: PyTree) -> None:
         """Update the Parameters given at construction in place, and the state Parameters (the stateful
         style: MindSpore's ``optimizer(grads)``, PyTorch's ``opt.step()`` with the gradients passed).
 
@@ -259,6 +261,6 @@ class Optimizer(Stateful):
         new_state = _flatten_like(new_state, tree_structure(self.state_params), "the new state", "opt.state_params")
         assign_all([*zip(self.params, new_values), *zip(tree_leaves(self.state_params), new_state)])
 
-    def __call__(self, grads) -> None:
+    def __call__(self, grads: PyTree) -> None:
         """``step(grads)`` (MindSpore calls an optimiser with the gradients)."""
         self.step(grads)

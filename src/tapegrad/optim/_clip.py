@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.numpy._creation import at_rest
 from tapegrad.optim._base import _plain, rate_like
 from tapegrad.tree import tree_flatten, tree_unflatten
 
 
-def clip_grad_norm(grads, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False):
+def clip_grad_norm(grads: PyTree, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Any:
     """Scale ``grads`` so that their global norm is at most ``max_norm``.
 
     The global norm is the ``norm_type``-norm of the vector of every leaf's ``norm_type``-norm (the
@@ -73,7 +75,7 @@ def _vector_norm(x, norm_type: float):
     return tnp.linalg.norm(tnp.ravel(x), ord=norm_type)
 
 
-def clip_grad_value(grads, clip_value: float):
+def clip_grad_value(grads: PyTree, clip_value: float) -> Any:
     """Clip every gradient entry to ``[-clip_value, clip_value]``, as PyTorch's ``clip_grad_value_``
     (out of place).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import Optimizer, _cast_like, _flatten_like, _plain, check_betas, check_nonnegative, rate_like
 from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
@@ -49,17 +50,18 @@ class Lion(Optimizer):
         ValueError: a negative ``lr`` or ``weight_decay``; a beta outside ``[0, 1)``.
     """
 
-    def __init__(self, params=None, lr: float = 1e-4, betas=(0.9, 0.99), weight_decay: float = 0.0):
+    def __init__(self, params: PyTree = None, lr: float = 1e-4, betas: Any = (0.9, 0.99),
+                 weight_decay: float = 0.0) -> None:
         check_nonnegative("Lion", lr=lr, weight_decay=weight_decay)
         self.betas = check_betas("Lion", betas)
         self.weight_decay = float(weight_decay)
         super().__init__(params, lr)
 
-    def init(self, params) -> LionState:
+    def init(self, params: PyTree) -> LionState:
         """Zero momentum shaped like ``params``."""
         return LionState(tree_map(tnp.zeros_like, _plain(params)))
 
-    def update(self, grads, state: LionState, params, learning_rate=None):
+    def update(self, grads: PyTree, state: LionState, params: PyTree, learning_rate: Any = None) -> Any:
         """One Lion step, in the functional style.
 
         The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`LionState` as

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import functools
 import numbers
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._params import Parameter
 from tapegrad._state_dict import Stateful
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import Optimizer, _cast_like, _plain, check_number
 from tapegrad.tree import tree_leaves, tree_map
 
@@ -95,8 +97,8 @@ class LossScaler(Stateful):
             ``drop_overflow_update=False``; the message names the argument.
     """
 
-    def __init__(self, init_loss_scale: float = 2.0 ** 24, scale_factor: float = 2, scale_window: int = 2000,
-                 *, dynamic: bool = True, drop_overflow_update: bool = True):
+    def __init__(self, init_loss_scale: float = 2.0 ** 24, scale_factor: float = 2, scale_window: int = 2000, *,
+                 dynamic: bool = True, drop_overflow_update: bool = True) -> None:
         for what, flag in (("dynamic", dynamic), ("drop_overflow_update", drop_overflow_update)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"LossScaler: {what} must be True or False, got {flag!r}")
@@ -146,7 +148,7 @@ class LossScaler(Stateful):
         transform read ``scaler.scale_value`` instead."""
         return float(self.scale_value.value)
 
-    def scale(self, inputs):
+    def scale(self, inputs: PyTree) -> Any:
         """``inputs * scale`` for each array of the pytree ``inputs`` (the loss, usually), inside the
         function being differentiated (MindSpore's ``DynamicLossScaler.scale``).
 
@@ -162,7 +164,7 @@ class LossScaler(Stateful):
         """
         return tree_map(lambda x: x * self.scale_value.value, _plain(inputs))
 
-    def unscale(self, grads):
+    def unscale(self, grads: PyTree) -> Any:
         """``grads / scale`` for each array of the pytree ``grads`` (MindSpore's
         ``DynamicLossScaler.unscale``): multiplied by ``1 / scale`` in float32 (or the gradient's wider
         dtype) and cast back to the gradient's dtype. An inf or NaN stays so.
@@ -176,7 +178,7 @@ class LossScaler(Stateful):
         inverse = 1.0 / self.scale_value.value
         return tree_map(lambda g: _cast_like(g * inverse, g), _plain(grads))
 
-    def all_finite(self, grads):
+    def all_finite(self, grads: PyTree) -> Any:
         """Whether every element of every array of the pytree ``grads`` is finite (neither inf nor NaN), as
         ``mindspore.amp.all_finite``.
 
@@ -190,7 +192,7 @@ class LossScaler(Stateful):
         flags = [tnp.all(tnp.isfinite(g)) for g in leaves]
         return functools.reduce(tnp.logical_and, flags) if flags else tnp.asarray(True)
 
-    def adjust(self, grads_finite):
+    def adjust(self, grads_finite: Any) -> Any:
         """Update the scale and the counter from this step's result (MindSpore's
         ``DynamicLossScaler.adjust``); does nothing for a fixed scale.
 
@@ -217,7 +219,7 @@ class LossScaler(Stateful):
         self.counter.assign(_cast_like(tnp.where(grads_finite, next_count, 0), counter))
         return grads_finite
 
-    def step(self, optimizer: Optimizer, grads):
+    def step(self, optimizer: Optimizer, grads: PyTree) -> Any:
         """Unscale ``grads``, check them, apply ``optimizer.step`` unless they overflowed, and adjust the
         scale (MindSpore's ``TrainOneStepWithLossScaleCell`` step; PyTorch's ``scaler.step(optimizer)``
         followed by ``scaler.update()``).

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import Optimizer, _cast_like, _flatten_like, _plain, check_nonnegative, rate_like
 from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
@@ -57,8 +58,8 @@ class RMSprop(Optimizer):
             ``[0, 1]``.
     """
 
-    def __init__(self, params=None, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
+    def __init__(self, params: PyTree = None, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False) -> None:
         check_nonnegative("RMSprop", lr=lr, eps=eps, weight_decay=weight_decay, momentum=momentum)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"RMSprop: alpha must be in [0, 1], got {alpha}")
@@ -66,12 +67,12 @@ class RMSprop(Optimizer):
         self.momentum, self.centered = float(momentum), bool(centered)
         super().__init__(params, lr)
 
-    def init(self, params) -> RMSpropState:
+    def init(self, params: PyTree) -> RMSpropState:
         """Zero averages (and buffers, where used) shaped like ``params``."""
         zeros = tree_map(tnp.zeros_like, _plain(params))
         return RMSpropState(zeros, zeros if self.momentum else None, zeros if self.centered else None)
 
-    def update(self, grads, state: RMSpropState, params, learning_rate=None):
+    def update(self, grads: PyTree, state: RMSpropState, params: PyTree, learning_rate: Any = None) -> Any:
         """One RMSprop step, in the functional style.
 
         The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`RMSpropState` as

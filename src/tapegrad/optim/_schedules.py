@@ -15,6 +15,7 @@ after the other for :class:`SequentialLR` share it.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class LRScheduler(Stateful):
         TypeError: ``optimizer`` is not a tapegrad optimiser.
     """
 
-    def __init__(self, optimizer, base_lr: float | None = None):
+    def __init__(self, optimizer: Any, base_lr: float | None = None) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: optimizer must be a tapegrad.optim optimiser (Adam, SGD, "
                             f"...), got {type(optimizer).__name__}")
@@ -76,7 +77,7 @@ class LRScheduler(Stateful):
                                     requires_grad=False)
         self._set_rate(self.last_epoch.value)  # PyTorch's initial step: the rate at step 0
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         """The learning rate after ``step`` calls of :meth:`step`; each schedule defines it (its formula is in
         its class docstring).
 
@@ -129,13 +130,13 @@ class ConstantLR(LRScheduler):
         ValueError: ``factor`` outside ``[0, 1]``; ``total_iters`` not a positive int.
     """
 
-    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5):
+    def __init__(self, optimizer: Any, factor: float = 1.0 / 3, total_iters: int = 5) -> None:
         _in_range("ConstantLR", "factor", factor, 0.0, 1.0)
         _positive_int("ConstantLR", total_iters=total_iters)
         self.factor, self.total_iters = float(factor), int(total_iters)
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         return self.base_lr * tnp.where(_as_float(step) < self.total_iters, self.factor, 1.0)
 
 
@@ -156,7 +157,8 @@ class LinearLR(LRScheduler):
             ``total_iters`` not a positive int.
     """
 
-    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0, total_iters: int = 5):
+    def __init__(self, optimizer: Any, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5) -> None:
         _in_range("LinearLR", "start_factor", start_factor, 0.0, 1.0, low_open=True)
         _in_range("LinearLR", "end_factor", end_factor, 0.0, 1.0)
         _positive_int("LinearLR", total_iters=total_iters)
@@ -164,7 +166,7 @@ class LinearLR(LRScheduler):
         self.total_iters = int(total_iters)
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         done = tnp.minimum(_as_float(step), float(self.total_iters)) / self.total_iters
         return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
 
@@ -184,14 +186,14 @@ class StepLR(LRScheduler):
         ValueError: ``step_size`` not a positive int; ``gamma`` negative.
     """
 
-    def __init__(self, optimizer, step_size: int, gamma: float = 0.1):
+    def __init__(self, optimizer: Any, step_size: int, gamma: float = 0.1) -> None:
         _positive_int("StepLR", step_size=step_size)
         if not gamma >= 0:
             raise ValueError(f"StepLR: gamma must be >= 0, got {gamma}")
         self.step_size, self.gamma = int(step_size), float(gamma)
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         return self.base_lr * tnp.power(self.gamma, tnp.floor_divide(tnp.asarray(step), self.step_size))
 
 
@@ -208,13 +210,13 @@ class ExponentialLR(LRScheduler):
         ValueError: ``gamma`` negative.
     """
 
-    def __init__(self, optimizer, gamma: float):
+    def __init__(self, optimizer: Any, gamma: float) -> None:
         if not gamma >= 0:
             raise ValueError(f"ExponentialLR: gamma must be >= 0, got {gamma}")
         self.gamma = float(gamma)
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         return self.base_lr * tnp.power(self.gamma, _as_float(step))
 
 
@@ -237,14 +239,14 @@ class CosineAnnealingLR(LRScheduler):
         ValueError: ``T_max`` not a positive int; ``eta_min`` negative.
     """
 
-    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0):  # noqa: N803 (PyTorch's name)
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0) -> None:  # noqa: N803 (PyTorch's name)
         _positive_int("CosineAnnealingLR", T_max=T_max)
         if not eta_min >= 0:
             raise ValueError(f"CosineAnnealingLR: eta_min must be >= 0, got {eta_min}")
         self.T_max, self.eta_min = int(T_max), float(eta_min)
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         cosine = (1.0 + tnp.cos(math.pi * _as_float(step) / self.T_max)) / 2.0
         return self.eta_min + (self.base_lr - self.eta_min) * cosine
 
@@ -267,7 +269,7 @@ class SequentialLR(LRScheduler):
             ints; a schedule of another optimiser.
     """
 
-    def __init__(self, optimizer, schedulers, milestones):
+    def __init__(self, optimizer: Any, schedulers: Any, milestones: Any) -> None:
         schedulers, milestones = list(schedulers), list(milestones)
         if not schedulers or len(milestones) != len(schedulers) - 1:
             raise ValueError(f"SequentialLR: milestones must have one entry fewer than schedulers, got "
@@ -281,7 +283,7 @@ class SequentialLR(LRScheduler):
         self.schedulers, self.milestones = schedulers, [int(m) for m in milestones]
         super().__init__(optimizer)
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         step = tnp.asarray(step)
         lr = self.schedulers[0].rate(step)
         for milestone, scheduler in zip(self.milestones, self.schedulers[1:]):
@@ -344,10 +346,10 @@ class OneCycleLR(LRScheduler):
             ``total_steps``.
     """
 
-    def __init__(self, optimizer, max_lr: float, total_steps: int | None = None, epochs: int | None = None,
+    def __init__(self, optimizer: Any, max_lr: float, total_steps: int | None = None, epochs: int | None = None,
                  steps_per_epoch: int | None = None, pct_start: float = 0.3, anneal_strategy: str = "cos",
                  cycle_momentum: bool = False, div_factor: float = 25.0, final_div_factor: float = 1e4,
-                 three_phase: bool = False):
+                 three_phase: bool = False) -> None:
         if total_steps is None:
             if epochs is None or steps_per_epoch is None:
                 raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
@@ -374,7 +376,7 @@ class OneCycleLR(LRScheduler):
             return end_lr + (start_lr - end_lr) / 2.0 * (tnp.cos(math.pi * pct) + 1.0)
         return start_lr + (end_lr - start_lr) * pct
 
-    def rate(self, step):
+    def rate(self, step: Any) -> Any:
         t = tnp.minimum(_as_float(step), float(self.total_steps))
         *first, (start, end, a, b) = self.phases
         lr = self._anneal(a, b, (t - start) / (end - start))  # the last phase: from its start on

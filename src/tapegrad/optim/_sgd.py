@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import PyTree
 from tapegrad.optim._base import Optimizer, _cast_like, _flatten_like, _plain, check_nonnegative, rate_like
 from tapegrad.tree import tree_flatten, tree_map, tree_unflatten
 
@@ -48,8 +49,8 @@ class SGD(Optimizer):
             ``momentum == 0``.
     """
 
-    def __init__(self, params=None, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False):
+    def __init__(self, params: PyTree = None, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
+                 nesterov: bool = False) -> None:
         check_nonnegative(type(self).__name__, lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and momentum == 0:
             raise ValueError("SGD: nesterov=True needs momentum > 0")
@@ -57,13 +58,13 @@ class SGD(Optimizer):
         self.weight_decay, self.nesterov = float(weight_decay), bool(nesterov)
         super().__init__(params, lr)
 
-    def init(self, params) -> SGDState:
+    def init(self, params: PyTree) -> SGDState:
         """Zero momentum buffers shaped like ``params`` (None when ``momentum == 0``)."""
         if not self.momentum:
             return SGDState(None)
         return SGDState(tree_map(tnp.zeros_like, _plain(params)))
 
-    def update(self, grads, state: SGDState, params, learning_rate=None):
+    def update(self, grads: PyTree, state: SGDState, params: PyTree, learning_rate: Any = None) -> Any:
         """One SGD step, in the functional style.
 
         The arguments and the return are :meth:`Optimizer.update`'s, with an :class:`SGDState` as
@@ -111,7 +112,7 @@ class Momentum(SGD):
             with ``momentum == 0``.
     """
 
-    def __init__(self, params=None, learning_rate: float = 0.01, momentum: float = 0.9,
-                 weight_decay: float = 0.0, use_nesterov: bool = False):
+    def __init__(self, params: PyTree = None, learning_rate: float = 0.01, momentum: float = 0.9,
+                 weight_decay: float = 0.0, use_nesterov: bool = False) -> None:
         super().__init__(params, lr=learning_rate, momentum=momentum, weight_decay=weight_decay,
                          nesterov=use_nesterov)

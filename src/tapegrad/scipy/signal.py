@@ -11,11 +11,14 @@ conjugation).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap_api import vmap
 from tapegrad.extend import ShapedArray, defbatch, defjvp, defvjp, primitive, shape_of
 from tapegrad.numpy.linalg._common import float_operand
@@ -118,7 +121,7 @@ def _flip_conj(x):
     return tnp.flip(tnp.conj(x) if np.dtype(x.dtype).kind == "c" else x)
 
 
-def convolve(in1, in2, mode="full", method="auto"):
+def convolve(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "auto") -> Array:
     """The n-dimensional convolution of ``in1`` and ``in2``, as ``scipy.signal.convolve``.
 
     Args:
@@ -146,7 +149,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     return _window(_full(in1, in2, method), tnp.shape(in1), tnp.shape(in2), mode, "convolve")
 
 
-def correlate(in1, in2, mode="full", method="auto"):
+def correlate(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "auto") -> Array:
     """The n-dimensional cross-correlation, as ``scipy.signal.correlate``:
     ``z[k] = sum_l in1[l] conj(in2[l - k + n2 - 1])`` for ``'full'``; ``convolve(in1,
     flip(conj(in2)), mode)``. Arguments, results and errors as :func:`convolve`."""
@@ -157,7 +160,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     return convolve(in1, _flip_conj(in2), mode, method)
 
 
-def fftconvolve(in1, in2, mode="full", axes=None):
+def fftconvolve(in1: ArrayLike, in2: ArrayLike, mode: str = "full", axes: Any = None) -> Array:
     """The convolution computed with FFTs, as ``scipy.signal.fftconvolve``: :func:`convolve` with
     ``method='fft'``, integers promoted to float64 (as SciPy's result).
 
@@ -198,8 +201,8 @@ def _convolve_axes(in1, in2, mode, axes):
 
 
 # ---- 2-D, with boundaries ------------------------------------------------------------------------
-_BOUNDARIES = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap", "symm": "symmetric",
-               "symmetric": "symmetric"}
+_BOUNDARIES: dict[str, Any] = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap",
+                               "symm": "symmetric", "symmetric": "symmetric"}
 
 
 def _extend(in1, widths, boundary, fillvalue):
@@ -214,7 +217,7 @@ def _extend(in1, widths, boundary, fillvalue):
     return in1
 
 
-def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+def convolve2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: str = "fill", fillvalue: int = 0) -> Array:
     """The 2-D convolution with a boundary condition, as ``scipy.signal.convolve2d``.
 
     Args:
@@ -233,7 +236,8 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     return _two_d(in1, in2, mode, boundary, fillvalue, "convolve2d")
 
 
-def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+def correlate2d(in1: ArrayLike, in2: ArrayLike, mode: str = "full", boundary: str = "fill",
+                fillvalue: int = 0) -> Array:
     """The 2-D cross-correlation with a boundary condition, as ``scipy.signal.correlate2d``:
     :func:`convolve2d` with ``in2`` reversed and conjugated, except that ``'same'`` with an even
     ``in2`` dimension is centred half a sample later on it (SciPy's ``correlate2d`` differs there from

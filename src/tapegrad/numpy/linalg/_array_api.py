@@ -4,6 +4,9 @@
 ``offset``, the last two axes for matrices), so derivatives, ``vmap`` and ``jit`` are theirs."""
 from __future__ import annotations
 
+from typing import Any
+
+from tapegrad._typing import Array, ArrayLike, DTypeLike
 from tapegrad.numpy import _matrices, _shape
 from tapegrad.numpy._array_api import matrix_transpose, vecdot  # numpy.linalg's are numpy's
 from tapegrad.numpy._creation import as_operand
@@ -13,7 +16,7 @@ from tapegrad.numpy._linalg import outer as _outer
 __all__ = ["cross", "diagonal", "matmul", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
 
 
-def outer(x1, x2, /):
+def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The outer product ``x1[:, None] * x2[None, :]`` of two vectors, as ``numpy.linalg.outer``.
 
     Raises:
@@ -26,7 +29,7 @@ def outer(x1, x2, /):
     return _outer(x1, x2)
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """The cross product of 3-vectors along ``axis``, as ``numpy.linalg.cross``.
 
     Raises:
@@ -39,12 +42,12 @@ def cross(x1, x2, /, *, axis=-1):
     return _matrices.cross(x1, x2, axis=axis)
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x: ArrayLike, /, *, offset: Any = 0) -> Array:
     """The ``offset`` diagonal of each matrix (the last two axes), as ``numpy.linalg.diagonal``."""
     return _matrices.diagonal(x, offset, -2, -1)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: ArrayLike, /, *, offset: Any = 0, dtype: DTypeLike = None) -> Array:
     """The sum of the ``offset`` diagonal of each matrix (the last two axes), as
     ``numpy.linalg.trace``."""
     return _matrices.trace(x, offset, -2, -1, dtype=dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
@@ -47,7 +48,7 @@ defjvp(cholesky_p, _cholesky_jvp)
 defbatch_matrices(cholesky_p)
 
 
-def cholesky(a, /, *, upper=False):
+def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
     """The Cholesky factor of each symmetric positive-definite matrix, as ``numpy.linalg.cholesky``.
 
     Args:

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -16,7 +18,7 @@ from tapegrad.numpy.linalg._solve import inv
 from tapegrad.numpy.linalg._svd import svd
 
 
-def cond(x, p=None):
+def cond(x: ArrayLike, p: Any = None) -> Array:
     """The condition number of each matrix, as ``numpy.linalg.cond``.
 
     Args:
@@ -54,7 +56,7 @@ def cond(x, p=None):
     return norm(x, p, axis=(-2, -1)) * norm(x_inv, p, axis=(-2, -1))
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+def matrix_rank(A: ArrayLike, tol: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Array:
     """The rank of each matrix: the number of singular values above a threshold, as
     ``numpy.linalg.matrix_rank``.
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, real_part, shaped, trace
@@ -38,7 +39,7 @@ defjvp(det_p, lambda t, ans, a: ans * trace(solve(a, t)))
 defbatch_matrices(det_p)
 
 
-def det(a):
+def det(a: ArrayLike) -> Array:
     """The determinant of each matrix of ``a`` (``(..., n, n) -> (...)``), as ``numpy.linalg.det``.
 
     The derivative (Jacobi's formula) needs ``inv(a)``: at a singular matrix it raises
@@ -92,7 +93,7 @@ defjvp(slogdet_p, _slogdet_jvp)
 defbatch_matrices(slogdet_p)
 
 
-def slogdet(a):
+def slogdet(a: ArrayLike) -> Array:
     """Sign and natural log of the absolute determinant of each matrix, as ``numpy.linalg.slogdet``.
 
     Args:

@@ -27,6 +27,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex
 from tapegrad.numpy._elementwise import astype
@@ -101,7 +102,7 @@ defjvp(eig_p, _eig_jvp)
 defbatch_matrices(eig_p)
 
 
-def eig(a):
+def eig(a: ArrayLike) -> Array:
     """Eigenvalues and right eigenvectors of each square matrix, as ``numpy.linalg.eig``.
 
     Args:
@@ -125,7 +126,7 @@ def eig(a):
     return EigResult(*bind(eig_p, matrix_operand(a, "eig")))
 
 
-def eigvals(a):
+def eigvals(a: ArrayLike) -> Array:
     """The eigenvalues (``(..., n)``, complex, in LAPACK's order) of each square matrix, as
     ``numpy.linalg.eigvals``: ``eig(a).eigenvalues``, with its derivative (which needs a
     diagonalisable ``a``). Always complex, as in JAX (NumPy returns reals when all are real)."""

@@ -27,6 +27,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex
 from tapegrad.numpy._linalg import matmul
@@ -90,7 +91,7 @@ defjvp(eigh_p, _eigh_jvp)
 defbatch_matrices(eigh_p)
 
 
-def eigh(a, UPLO="L", *, symmetrize_input=True):
+def eigh(a: ArrayLike, UPLO: str = "L", *, symmetrize_input: bool = True) -> Array:
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix, as
     ``numpy.linalg.eigh``.
 
@@ -118,7 +119,7 @@ def eigh(a, UPLO="L", *, symmetrize_input=True):
     return EighResult(*bind(eigh_p, a))
 
 
-def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+def eigvalsh(a: ArrayLike, UPLO: str = "L", *, symmetrize_input: bool = True) -> Array:
     """The eigenvalues (ascending, ``(..., n)``) of each symmetric matrix, as
     ``numpy.linalg.eigvalsh``; ``eigh(a, UPLO, symmetrize_input=...).eigenvalues``. Their derivative
     ``V^T dA V`` diagonal is defined also for repeated eigenvalues."""

@@ -3,9 +3,11 @@ mode, to any order, come from the rules of ``sum``, ``abs``, ``amax``, ``sqrt`` 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
@@ -14,7 +16,7 @@ from tapegrad.numpy.linalg._common import abs2, float_operand
 from tapegrad.numpy.linalg._svd import svd
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(x: ArrayLike, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Array:
     """Vector or matrix norm, as ``numpy.linalg.norm`` (real result, also for complex input).
 
     Vector norms (``axis`` an int, or 1-D ``x``): ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count
@@ -104,13 +106,13 @@ def _matrix_norm(x, ord, axes, keepdims):
     raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: str = "fro") -> Array:
     """The norm of each matrix (the last two axes), as ``numpy.linalg.matrix_norm``:
     ``norm(x, ord, axis=(-2, -1), keepdims)``, with the matrix orders of :func:`norm`."""
     return norm(x, ord, (-2, -1), keepdims)
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x: ArrayLike, /, *, axis: Axis = None, keepdims: bool = False, ord: int = 2) -> Array:
     """The vector norm over ``axis``, as ``numpy.linalg.vector_norm``.
 
     Args:

@@ -3,10 +3,12 @@ derivatives in both modes and to any order are ``matmul``'s."""
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._linalg import matmul
@@ -14,7 +16,7 @@ from tapegrad.numpy.linalg._common import eye_like
 from tapegrad.numpy.linalg._solve import inv
 
 
-def matrix_power(a, n):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (matrix products), as ``numpy.linalg.matrix_power``.
 
     Args:
@@ -48,7 +50,7 @@ def matrix_power(a, n):
         square = matmul(square, square)
 
 
-def multi_dot(arrays, *, out=None):
+def multi_dot(arrays: Any, *, out: Any = None) -> Array:
     """The product of two or more arrays in the cheapest order, as ``numpy.linalg.multi_dot``.
 
     Args:
@@ -90,7 +92,7 @@ def _chain_order(dims):
     """The optimal parenthesisation (Cormen et al., "Introduction to Algorithms", 15.2): ``split[i][j]``
     is where the cheapest product of arrays ``i..j`` splits."""
     n = len(dims) - 1
-    cost = [[0] * n for _ in range(n)]
+    cost: list[list[Any]] = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
@@ -99,7 +100,7 @@ defjvp(qr_p, _qr_jvp)
 defbatch_matrices(qr_p)
 
 
-def qr(a, mode="reduced"):
+def qr(a: ArrayLike, mode: str = "reduced") -> Array:
     """QR decomposition of each matrix, as ``numpy.linalg.qr``.
 
     Args:

@@ -14,10 +14,13 @@ transpose of its jvp under ``Re(sum(a * b))``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -74,7 +77,7 @@ defjvp(solve_p,
 defbatch_solve(solve_p)
 
 
-def solve(a, b):
+def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """The solution ``x`` of ``a @ x = b``, as ``numpy.linalg.solve`` (NumPy 2 semantics).
 
     Args:
@@ -107,7 +110,7 @@ defjvp(inv_p, lambda t, ans, a: -matmul(ans, matmul(t, ans)))
 defbatch_matrices(inv_p)
 
 
-def inv(a):
+def inv(a: ArrayLike) -> Array:
     """The inverse of each matrix of ``a`` (``(..., n, n)``), as ``numpy.linalg.inv``.
 
     Raises:
@@ -148,7 +151,7 @@ defbatch_matrices(pinv_p)
 _NO_VALUE = object()  # NumPy tells "rtol not given" from "rtol=None"
 
 
-def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
+def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NO_VALUE) -> Array:
     """The Moore-Penrose pseudo-inverse of each matrix of ``a``, as ``numpy.linalg.pinv``.
 
     Args:
@@ -177,7 +180,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 
 
 # ---- lstsq ---------------------------------------------------------------------------------------
-def lstsq(a, b, rcond=None):
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None) -> tuple[Array, ...]:
     """Least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``.
 
     Args:

@@ -31,6 +31,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._linalg import matmul
@@ -139,7 +140,7 @@ defjvp(svd_p, _svd_jvp)
 defbatch_matrices(svd_p)
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Array:
     """Singular value decomposition of each matrix, as ``numpy.linalg.svd``.
 
     Args:
@@ -168,7 +169,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(u, s, vh) if compute_uv else s
 
 
-def svdvals(x, /):
+def svdvals(x: ArrayLike, /) -> Array:
     """The singular values (``(..., k)``, descending) of each matrix, as ``numpy.linalg.svdvals``:
     ``svd(x, compute_uv=False)``, with its derivative (finite everywhere, see the module notes)."""
     return svd(x, compute_uv=False)

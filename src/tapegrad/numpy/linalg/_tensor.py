@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 import numpy as np
 
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy.linalg._solve import inv, solve
 
 
-def tensorinv(a, ind=2):
+def tensorinv(a: ArrayLike, ind: ArrayLike = 2) -> Array:
     """The inverse of ``a`` with respect to ``tensordot(., ., ind)``, as ``numpy.linalg.tensorinv``:
     ``a`` read as the matrix ``(prod(a.shape[:ind]), prod(a.shape[ind:]))``, inverted, and
     reshaped to ``a.shape[ind:] + a.shape[:ind]``.
@@ -31,7 +33,7 @@ def tensorinv(a, ind=2):
     return _shape.reshape(a_inv, shape[ind:] + shape[:ind])
 
 
-def tensorsolve(a, b, axes=None):
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Any = None) -> Array:
     """The ``x`` with ``tensordot(a, x, axes=x.ndim) == b``, as ``numpy.linalg.tensorsolve``.
 
     Args:

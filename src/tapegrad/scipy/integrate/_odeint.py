@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from tapegrad import _tree
 from tapegrad._api import vjp
 from tapegrad._control_flow import scan, while_loop
 from tapegrad._custom import custom_vjp
+from tapegrad._typing import Array, ArrayLike
 
 # ---- the Dormand-Prince tableau ------------------------------------------------------------------
 _ALPHA = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
@@ -225,7 +228,8 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
 _odeint.defvjp(_odeint_fwd, _odeint_bwd)
 
 
-def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
+def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
+           atol: float = 1.4e-8, mxstep: Any = np.inf, hmax: Any = np.inf) -> Array:
     """The solution of ``dy/dt = func(y, t, *args)``, ``y(t[0]) = y0``, at the times ``t``, as JAX's
     ``jax.experimental.ode.odeint`` (and autograd's ``scipy.integrate.odeint``).
 

@@ -3,6 +3,7 @@ differentiable in the samples ``y`` and the abscissae ``x`` to any order, in bot
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy.linalg._common import float_operand
 
 
@@ -40,7 +41,7 @@ def _at(a, axis, i):
     return a[tuple(index)]
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: ArrayLike, x: ArrayLike = None, dx: float = 1.0, axis: Axis = -1) -> Array:
     """The integral of the samples ``y`` by the trapezoidal rule, as ``scipy.integrate.trapezoid``.
 
     Args:
@@ -82,7 +83,7 @@ def _basic_simpson(y, stop, h, axis):
     return tnp.sum(terms, axis=axis)
 
 
-def simpson(y, x=None, *, dx=1.0, axis=-1):
+def simpson(y: ArrayLike, x: ArrayLike = None, *, dx: float = 1.0, axis: int = -1) -> Array:
     """The integral of the samples ``y`` by Simpson's rule, as ``scipy.integrate.simpson`` (SciPy 1.11+).
 
     With an odd number of samples, composite Simpson over pairs of intervals; with an even number,

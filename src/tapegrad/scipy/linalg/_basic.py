@@ -6,7 +6,10 @@ theirs. What SciPy adds is keywords: ``lower=`` (which triangle is read), ``assu
 """
 from __future__ import annotations
 
+from typing import Any
+
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy.linalg._common import T, float_operand, matrix_operand, tril, triu
 from tapegrad.scipy.linalg._triangular import solve_triangular
 
@@ -21,8 +24,8 @@ def _mirror(a, lower, hermitian=False):
     return (tril(a) if lower else triu(a)) + strict_t
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None,
-          transposed=False):
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Array:
     """The solution ``x`` of ``a @ x = b``, as ``scipy.linalg.solve``.
 
     Args:
@@ -56,19 +59,19 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     return tnp.linalg.solve(a, float_operand(b))
 
 
-def inv(a, overwrite_a=False, check_finite=True):
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The inverse of each matrix of ``a`` (``(..., n, n)``), as ``scipy.linalg.inv``
     (``tapegrad.numpy.linalg.inv``); ``overwrite_a``, ``check_finite`` are ignored."""
     return tnp.linalg.inv(a)
 
 
-def det(a, overwrite_a=False, check_finite=True):
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The determinant of each matrix of ``a`` (``(..., n, n)``), as ``scipy.linalg.det``
     (``tapegrad.numpy.linalg.det``); ``overwrite_a``, ``check_finite`` are ignored."""
     return tnp.linalg.det(a)
 
 
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The Cholesky factor of each symmetric positive-definite matrix, as ``scipy.linalg.cholesky``.
 
     Args:
@@ -85,8 +88,9 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     return tnp.linalg.cholesky(a, upper=not lower)
 
 
-def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, type=1,
-         check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+def eigh(a: ArrayLike, b: ArrayLike = None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, type: int = 1, check_finite: bool = True, subset_by_index: Any = None,
+         subset_by_value: Any = None, driver: str | None = None) -> Array:
     """Eigenvalues (ascending) and eigenvectors of a real symmetric matrix, or of the generalized
     problem ``a v = w b v`` with ``b`` positive definite, as ``scipy.linalg.eigh``.
 
@@ -129,8 +133,8 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     return w if eigvals_only else (w, v)
 
 
-def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None, check_finite=True, tol=0.0,
-                     lapack_driver="auto"):
+def eigh_tridiagonal(d: Any, e: ArrayLike, eigvals_only: bool = False, select: str = "a", select_range: Any = None,
+                     check_finite: bool = True, tol: float = 0.0, lapack_driver: str = "auto") -> Array:
     """Eigenvalues (and eigenvectors) of the real symmetric tridiagonal matrix with diagonal ``d``
     (``(n,)``) and off-diagonal ``e`` (``(n - 1,)``), as ``scipy.linalg.eigh_tridiagonal``.
 
@@ -154,8 +158,8 @@ def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None, ch
     return w if eigvals_only else (w, v)
 
 
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> Array:
     """The singular value decomposition, as ``scipy.linalg.svd``: ``(U, s, Vh)``, or ``s`` when
     ``compute_uv`` is False (``tapegrad.numpy.linalg.svd``, whose notes give the derivative's
     conditions); ``lapack_driver`` and the rest are ignored."""
@@ -166,7 +170,8 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 _QR_MODES = {"full": "complete", "economic": "reduced", "r": "r"}
 
 
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(a: ArrayLike, overwrite_a: bool = False, lwork: int | None = None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True) -> Array:
     """The QR decomposition, as ``scipy.linalg.qr``.
 
     Args:
@@ -193,7 +198,8 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     return tuple(tnp.linalg.qr(a, mode=_QR_MODES[mode]))
 
 
-def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False, overwrite_c=False):
+def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False) -> tuple[Array, ...]:
     """``Q @ c`` (``mode='left'``) or ``c @ Q`` (``mode='right'``) with ``Q`` the economic QR factor of
     ``a``, and ``R``, as ``scipy.linalg.qr_multiply``: ``(Q c or c Q, R)``.
 

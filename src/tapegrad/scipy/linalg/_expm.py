@@ -13,6 +13,7 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import zeros_like
@@ -52,7 +53,7 @@ defjvp(expm_p, lambda t, ans, a: _frechet(a, t))
 defbatch_matrices(expm_p)  # the batch is one more stack axis, which the impl takes
 
 
-def expm(A):
+def expm(A: ArrayLike) -> Array:
     """The matrix exponential of each matrix of ``A`` (``(..., n, n)``), as ``scipy.linalg.expm``.
 
     Values are SciPy's (Padé approximation with scaling and squaring, Al-Mohy and Higham 2009);
@@ -64,7 +65,8 @@ def expm(A):
     return bind(expm_p, matrix_operand(A, "expm"))
 
 
-def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+def expm_frechet(A: ArrayLike, E: ArrayLike, method: str | None = None, compute_expm: bool = True,
+                 check_finite: bool = True) -> Array:
     """The Frechet derivative ``L(A, E)`` of the matrix exponential at ``A`` in direction ``E``, as
     ``scipy.linalg.expm_frechet``.
 

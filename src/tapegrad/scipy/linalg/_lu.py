@@ -11,10 +11,13 @@ and products, so every order follows.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import ShapedArray, def_nondiff, defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._indexing import getitem
@@ -101,7 +104,8 @@ defjvp(lu_p, _lu_jvp)
 defbatch_matrices(lu_p)
 
 
-def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: bool = False) -> tuple[Array, ...]:
     """The LU decomposition with partial pivoting, ``a = P @ L @ U``, as ``scipy.linalg.lu``.
 
     Args:
@@ -130,7 +134,7 @@ def _inverse_of(perm):
     return argsort(perm, axis=-1)
 
 
-def lu_factor(a, overwrite_a=False, check_finite=True):
+def lu_factor(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Array, ...]:
     """The LU decomposition packed as LAPACK returns it, as ``scipy.linalg.lu_factor``.
 
     Returns:
@@ -160,7 +164,8 @@ def _pad_last(x, axis, count):
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
 
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+def lu_solve(lu_and_piv: Any, b: ArrayLike, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Array:
     """The solution of ``a x = b`` (``trans=0``) or ``a^T x = b`` (``trans=1``) from
     ``(lu, piv) = lu_factor(a)``, as ``scipy.linalg.lu_solve``.
 

@@ -6,9 +6,13 @@ zero. They batch under ``vmap`` and stage under ``jit``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from tapegrad._core import ShapedArray, bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy.linalg._common import defbatch_matrices, matrix_operand, shaped
 from tapegrad.scipy.linalg._common import over_stack, scipy_linalg
@@ -39,7 +43,8 @@ schur_p = primitive("scipy.linalg.schur",
 _values_only(schur_p)
 
 
-def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+def schur(a: ArrayLike, output: str = "real", lwork: int | None = None, overwrite_a: bool = False, sort: Any = None,
+          check_finite: bool = True) -> Array:
     """The Schur decomposition ``a = Z T Z^H``, as ``scipy.linalg.schur``: ``T`` quasi upper
     triangular (``output='real'``) or upper triangular (``'complex'``), ``Z`` unitary.
 
@@ -67,7 +72,7 @@ rsf2csf_p = primitive("scipy.linalg.rsf2csf", _rsf2csf_impl,
 _values_only(rsf2csf_p, operands=2)
 
 
-def rsf2csf(T, Z, check_finite=True):
+def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> Array:
     """The complex Schur form from the real one, as ``scipy.linalg.rsf2csf``: ``(T, Z)`` complex.
     Values only (no derivative)."""
     return tuple(bind(rsf2csf_p, matrix_operand(T, "rsf2csf"), matrix_operand(Z, "rsf2csf")))
@@ -82,7 +87,7 @@ hessenberg_p = primitive("scipy.linalg.hessenberg", _hessenberg_impl, lambda a: 
 _values_only(hessenberg_p)
 
 
-def hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
+def hessenberg(a: ArrayLike, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The Hessenberg form ``a = Q H Q^H``, as ``scipy.linalg.hessenberg``: ``H``, or ``(H, Q)`` with
     ``calc_q``. Values only (no derivative, as in JAX)."""
     h, q = bind(hessenberg_p, matrix_operand(a, "hessenberg"))
@@ -100,7 +105,7 @@ funm_p = primitive("scipy.linalg.funm", _funm_impl, lambda a, *, func: shaped(a.
 _values_only(funm_p)
 
 
-def funm(A, func, disp=True):
+def funm(A: ArrayLike, func: Callable[..., Any], disp: bool = True) -> Array:
     """The matrix function ``func(A)`` by the Schur-Parlett recurrence, as ``scipy.linalg.funm``.
 
     Args:

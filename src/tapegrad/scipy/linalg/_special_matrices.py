@@ -8,10 +8,13 @@ SciPy 1.13+ and JAX batch them. Those of an integer size (``dft``, ``hadamard``,
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy.linalg._common import float_operand
 
 
@@ -35,7 +38,7 @@ def _check_concrete(condition, message):
         raise ValueError(message)
 
 
-def toeplitz(c, r=None):
+def toeplitz(c: ArrayLike, r: ArrayLike = None) -> Array:
     """The Toeplitz matrix with first column ``c`` and first row ``r``, as ``scipy.linalg.toeplitz``.
 
     Args:
@@ -58,7 +61,7 @@ def _broadcast_last(*xs):
     return [tnp.broadcast_to(x, batch + tnp.shape(x)[-1:]) for x in xs]
 
 
-def circulant(c):
+def circulant(c: ArrayLike) -> Array:
     """The circulant matrix with first column ``c`` (``(..., n)``): ``out[..., i, j] = c[..., (i - j) % n]``,
     as ``scipy.linalg.circulant``; differentiable in ``c``."""
     c = _vector(c)
@@ -66,7 +69,7 @@ def circulant(c):
     return _gather(c, (np.arange(n)[:, None] - np.arange(n)) % n)
 
 
-def hankel(c, r=None):
+def hankel(c: ArrayLike, r: ArrayLike = None) -> Array:
     """The Hankel matrix with first column ``c`` (``(..., m)``) and last row ``r`` (``(..., n)``,
     ``r[..., 0]`` ignored; default zeros), as ``scipy.linalg.hankel``: ``out[i, j] = c[i + j]`` for
     ``i + j < m``, else ``r[i + j - m + 1]``. Leading axes are a batch (where SciPy, before 1.19,
@@ -78,7 +81,7 @@ def hankel(c, r=None):
     return _gather(vals, np.arange(m)[:, None] + np.arange(n))
 
 
-def companion(a):
+def companion(a: ArrayLike) -> Array:
     """The companion matrix of the polynomial with coefficients ``a`` (``(..., n)``, highest first),
     as ``scipy.linalg.companion``: ``(..., n - 1, n - 1)``, first row ``-a[1:] / a[0]``, ones below
     the diagonal. Differentiable in ``a``.
@@ -98,7 +101,7 @@ def companion(a):
     return _gather(tnp.concatenate([first_row, tnp.ones_like(a[..., :1])], axis=-1), index)
 
 
-def leslie(f, s):
+def leslie(f: Callable[..., Any], s: Any) -> Array:
     """The Leslie matrix of fecundities ``f`` (``(..., n)``) and survival rates ``s`` (``(..., n - 1)``),
     as ``scipy.linalg.leslie``: first row ``f``, ``s`` below the diagonal. Differentiable in both.
 
@@ -115,7 +118,7 @@ def leslie(f, s):
     return _gather(tnp.concatenate(_broadcast_last(f, s), axis=-1), index)
 
 
-def fiedler(a):
+def fiedler(a: ArrayLike) -> Array:
     """The symmetric Fiedler matrix ``|a[i] - a[j]|`` of ``a`` (``(..., n)``), as
     ``scipy.linalg.fiedler``; differentiable (``abs'(0) = 0`` on the diagonal)."""
     a = _vector(a)
@@ -134,7 +137,7 @@ def _fiedler_companion_index(n):
     return index
 
 
-def fiedler_companion(a):
+def fiedler_companion(a: ArrayLike) -> Array:
     """The Fiedler companion matrix of the polynomial with coefficients ``a`` (``(..., n + 1)``,
     highest first), as ``scipy.linalg.fiedler_companion``: ``(..., n, n)``, pentadiagonal, with the
     polynomial's roots as eigenvalues. Differentiable in ``a``.
@@ -153,7 +156,7 @@ def fiedler_companion(a):
     return _gather(tnp.concatenate([vals, tnp.ones_like(a[..., :1])], axis=-1), _fiedler_companion_index(n))
 
 
-def convolution_matrix(a, n, mode="full"):
+def convolution_matrix(a: ArrayLike, n: int, mode: str = "full") -> Array:
     """The matrix ``A`` with ``A @ v == numpy.convolve(a, v, mode)`` for ``v`` of length ``n``, as
     ``scipy.linalg.convolution_matrix``; ``a`` ``(..., m)`` (leading axes a batch). Differentiable
     in ``a``.
@@ -178,7 +181,7 @@ def convolution_matrix(a, n, mode="full"):
     return _gather(a, np.where((index >= 0) & (index < m), index, -1))
 
 
-def block_diag(*arrs):
+def block_diag(*arrs: Any) -> Array:
     """The block-diagonal matrix of ``arrs``, as ``scipy.linalg.block_diag``.
 
     Args:
@@ -208,36 +211,36 @@ def _scipy():
     return scipy.linalg
 
 
-def dft(n, scale=None):
+def dft(n: int, scale: ArrayLike = None) -> Array:
     """The ``n x n`` discrete Fourier transform matrix (complex128), as ``scipy.linalg.dft``; a constant."""
     return _scipy().dft(operator.index(n), scale=scale)
 
 
-def hadamard(n, dtype=int):
+def hadamard(n: int, dtype: Any = int) -> Array:
     """The ``n x n`` Hadamard matrix (``n`` a power of 2), as ``scipy.linalg.hadamard``; a constant."""
     return _scipy().hadamard(operator.index(n), dtype=dtype)
 
 
-def helmert(n, full=False):
+def helmert(n: int, full: bool = False) -> Array:
     """The Helmert matrix of order ``n``, as ``scipy.linalg.helmert``; a constant."""
     return _scipy().helmert(operator.index(n), full=full)
 
 
-def hilbert(n):
+def hilbert(n: int) -> Array:
     """The ``n x n`` Hilbert matrix ``1 / (i + j + 1)``, as ``scipy.linalg.hilbert``; a constant."""
     return _scipy().hilbert(operator.index(n))
 
 
-def invhilbert(n, exact=False):
+def invhilbert(n: int, exact: bool = False) -> Array:
     """The inverse of the ``n x n`` Hilbert matrix, as ``scipy.linalg.invhilbert``; a constant."""
     return _scipy().invhilbert(operator.index(n), exact=exact)
 
 
-def pascal(n, kind="symmetric", exact=True):
+def pascal(n: int, kind: str = "symmetric", exact: bool = True) -> Array:
     """The ``n x n`` Pascal matrix, as ``scipy.linalg.pascal``; a constant."""
     return _scipy().pascal(operator.index(n), kind=kind, exact=exact)
 
 
-def invpascal(n, kind="symmetric", exact=True):
+def invpascal(n: int, kind: str = "symmetric", exact: bool = True) -> Array:
     """The inverse of the ``n x n`` Pascal matrix, as ``scipy.linalg.invpascal``; a constant."""
     return _scipy().invpascal(operator.index(n), kind=kind, exact=exact)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
@@ -54,7 +55,7 @@ defvjp(sylvester_p, _sylvester_vjp_a, _sylvester_vjp_b,
 defbatch_matrices(sylvester_p)
 
 
-def solve_sylvester(a, b, q):
+def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     """The solution ``X`` of ``a @ X + X @ b = q``, as ``scipy.linalg.solve_sylvester``
     (Bartels-Stewart).
 
@@ -90,7 +91,7 @@ defvjp(sqrtm_p, lambda ct, ans, a: _sylvester(T(ans), T(ans), ct))
 defbatch_matrices(sqrtm_p)
 
 
-def sqrtm(A, disp=True, blocksize=64):
+def sqrtm(A: ArrayLike, disp: bool = True, blocksize: int = 64) -> Array:
     """The principal square root ``S`` (``S @ S = A``) of each matrix, as ``scipy.linalg.sqrtm``.
 
     Args:
@@ -109,7 +110,7 @@ def sqrtm(A, disp=True, blocksize=64):
 
 
 # ---- polar ---------------------------------------------------------------------------------------
-def polar(a, side="right"):
+def polar(a: ArrayLike, side: str = "right") -> tuple[Array, ...]:
     """The polar decomposition, as ``scipy.linalg.polar``: ``a = u @ p`` (``side='right'``) or
     ``a = p @ u`` (``'left'``), ``u`` with orthonormal columns (or rows), ``p`` symmetric
     positive semi-definite.

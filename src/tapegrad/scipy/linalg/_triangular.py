@@ -11,11 +11,13 @@ Rules:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _shape
 from tapegrad.numpy._linalg import matmul
@@ -146,8 +148,8 @@ def _tri_solve(a, b, trans, lower, unit_diagonal):
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
 
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True):
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int = 0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """The solution ``x`` of ``op(a) @ x = b`` for triangular ``a``, as ``scipy.linalg.solve_triangular``.
 
     Args:
@@ -182,7 +184,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 
 
 # ---- Cholesky ------------------------------------------------------------------------------------
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Array, ...]:
     """The Cholesky factor of each symmetric positive-definite matrix, for :func:`cho_solve`, as
     ``scipy.linalg.cho_factor``.
 
@@ -204,7 +207,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     return cholesky(a, upper=not lower), bool(lower)
 
 
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+def cho_solve(c_and_lower: Any, b: ArrayLike, overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """The solution of ``A x = b`` given ``(c, lower)`` from :func:`cho_factor`, as
     ``scipy.linalg.cho_solve``.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.scipy.special._impl import unary
 
@@ -52,26 +53,26 @@ i0e_p = unary("i0e", lambda x, ans: i1e(x) - ew.sign(x) * ans)
 i1e_p = unary("i1e", lambda x, ans: i0e(x) - _i1e_over_x(x) - ew.sign(x) * ans)
 
 
-def i0(x):
+def i0(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of order 0, as ``scipy.special.i0`` (needs
     SciPy). Derivative: ``i1(x)``."""
     return bind(i0_p, x)
 
 
-def i1(x):
+def i1(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of order 1, as ``scipy.special.i1`` (needs
     SciPy). Derivative: ``i0(x) - i1(x)/x``, which is 1/2 at 0 (``i1(x)/x`` from its series near 0)."""
     return bind(i1_p, x)
 
 
-def i0e(x):
+def i0e(x: ArrayLike) -> Array:
     """The exponentially scaled ``exp(-|x|) * i0(x)``, finite where ``i0`` overflows, as
     ``scipy.special.i0e`` (needs SciPy). Derivative: ``i1e(x) - sign(x) * i0e(x)`` (0 at the kink
     ``x = 0``, the convention of ``abs``)."""
     return bind(i0e_p, x)
 
 
-def i1e(x):
+def i1e(x: ArrayLike) -> Array:
     """The exponentially scaled ``exp(-|x|) * i1(x)``, as ``scipy.special.i1e`` (needs SciPy).
     Derivative: ``i0e(x) - i1e(x)/x - sign(x) * i1e(x)``."""
     return bind(i1e_p, x)

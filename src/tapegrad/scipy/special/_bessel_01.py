@@ -16,6 +16,7 @@ import math
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._impl import unary
 
 # J_1(x) / x = sum_k (-1)^k (x^2 / 4)^k / (2 k! (k + 1)!); at |x| < 1 the term k = 10 is below 1e-20
@@ -41,25 +42,25 @@ y0_p = unary("y0", lambda x, ans: -y1(x))
 y1_p = unary("y1", lambda x, ans: y0(x) - y1(x) / x)  # y1 is singular at 0: no removable 0/0 there
 
 
-def j0(x):
+def j0(x: ArrayLike) -> Array:
     """The Bessel function of the first kind of order 0, as ``scipy.special.j0``. Derivative
     ``-j1(x)``."""
     return bind(j0_p, x)
 
 
-def j1(x):
+def j1(x: ArrayLike) -> Array:
     """The Bessel function of the first kind of order 1, as ``scipy.special.j1``. Derivative
     ``j0(x) - j1(x) / x`` (DLMF 10.6.2), ``1/2`` at 0 (``j1(x) / x`` is summed from its series near 0)."""
     return bind(j1_p, x)
 
 
-def y0(x):
+def y0(x: ArrayLike) -> Array:
     """The Bessel function of the second kind of order 0, as ``scipy.special.y0`` (``x > 0``).
     Derivative ``-y1(x)``."""
     return bind(y0_p, x)
 
 
-def y1(x):
+def y1(x: ArrayLike) -> Array:
     """The Bessel function of the second kind of order 1, as ``scipy.special.y1`` (``x > 0``).
     Derivative ``y0(x) - y1(x) / x`` (DLMF 10.6.2)."""
     return bind(y1_p, x)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._partials import elementwise, no_derivative, static_count
 
 
@@ -37,7 +38,7 @@ yn_p = elementwise("yn", [no_derivative("yn", "n"), lambda n, z, ans: 0.5 * (yn(
                    dtype_from=(1,))
 
 
-def jv(v, z):
+def jv(v: ArrayLike, z: ArrayLike) -> Array:
     """The Bessel function of the first kind of real order ``v``, broadcast, as ``scipy.special.jv``
     (real ``z``; NaN where the value is complex, ``z < 0`` with non-integer ``v``).
 
@@ -49,14 +50,14 @@ def jv(v, z):
     return bind(jv_p, v, z)
 
 
-def jn(n, z):
+def jn(n: int, z: ArrayLike) -> Array:
     """The Bessel function of the first kind of integer order ``n``, as ``scipy.special.jn``; ``n`` is
     not differentiable and does not change the result's dtype (``z``'s). Derivative in ``z``:
     ``(jn(n - 1, z) - jn(n + 1, z)) / 2``."""
     return bind(jn_p, n, z)
 
 
-def yv(v, z):
+def yv(v: ArrayLike, z: ArrayLike) -> Array:
     """The Bessel function of the second kind of real order ``v``, as ``scipy.special.yv`` (``z > 0``).
 
     Derivative in ``z``: ``(yv(v - 1, z) - yv(v + 1, z)) / 2``.
@@ -67,13 +68,13 @@ def yv(v, z):
     return bind(yv_p, v, z)
 
 
-def yn(n, z):
+def yn(n: int, z: ArrayLike) -> Array:
     """The Bessel function of the second kind of integer order ``n``, as ``scipy.special.yn``; ``n`` is
     not differentiable. Derivative in ``z``: ``(yn(n - 1, z) - yn(n + 1, z)) / 2``."""
     return bind(yn_p, n, z)
 
 
-def iv(v, z):
+def iv(v: ArrayLike, z: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of real order ``v``, as ``scipy.special.iv``.
 
     Derivative in ``z``: ``(iv(v - 1, z) + iv(v + 1, z)) / 2``.
@@ -84,7 +85,7 @@ def iv(v, z):
     return bind(iv_p, v, z)
 
 
-def ive(v, z):
+def ive(v: ArrayLike, z: ArrayLike) -> Array:
     """The exponentially scaled ``exp(-|z|) iv(v, z)``, finite where ``iv`` overflows, as
     ``scipy.special.ive``.
 
@@ -96,7 +97,7 @@ def ive(v, z):
     return bind(ive_p, v, z)
 
 
-def kv(v, z):
+def kv(v: ArrayLike, z: ArrayLike) -> Array:
     """The modified Bessel function of the second kind of real order ``v``, as ``scipy.special.kv``
     (``z > 0``).
 
@@ -108,7 +109,7 @@ def kv(v, z):
     return bind(kv_p, v, z)
 
 
-def kve(v, z):
+def kve(v: ArrayLike, z: ArrayLike) -> Array:
     """The exponentially scaled ``exp(z) kv(v, z)``, finite where ``kv`` underflows, as
     ``scipy.special.kve``.
 
@@ -120,7 +121,7 @@ def kve(v, z):
     return bind(kve_p, v, z)
 
 
-def bessel_jn(z, *, v: int, n_iter: int = 50):
+def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Array:
     """The Bessel functions of the first kind of orders ``0, 1, ..., v`` at ``z``, stacked: shape
     ``(v + 1,) + z.shape``, as ``jax.scipy.special.bessel_jn``.
 

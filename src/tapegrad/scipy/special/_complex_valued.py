@@ -13,11 +13,14 @@ the last with SciPy's normalisation and Condon-Shortley phase (``Y_n^(n+1) = 0``
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._impl import SQRT_PI, special_function
 from tapegrad.scipy.special._partials import elementwise
 
@@ -54,7 +57,7 @@ sph_harm_y_p = elementwise(
 )
 
 
-def wofz(z):
+def wofz(z: ArrayLike) -> Array:
     """The Faddeeva function ``w(z) = exp(-z^2) erfc(-i z)``, as ``scipy.special.wofz``.
 
     Args:
@@ -65,7 +68,7 @@ def wofz(z):
     return bind(wofz_p, z)
 
 
-def sph_harm_y(n, m, theta, phi, diff_n=0, n_max=None):
+def sph_harm_y(n: int, m: Any, theta: ArrayLike, phi: ArrayLike, diff_n: int = 0, n_max: int | None = None) -> Array:
     """The spherical harmonic ``Y_n^m(theta, phi)`` of degree ``n`` and order ``m``, with ``theta`` the
     polar and ``phi`` the azimuthal angle, as ``scipy.special.sph_harm_y`` (SciPy >= 1.15, orthonormal
     with the Condon-Shortley phase), broadcast.

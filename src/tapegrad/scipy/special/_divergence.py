@@ -14,9 +14,11 @@ catastrophically as ``l -> 0``; there its Taylor series ``sum_k (k-1) l^(k-2) L^
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._impl import binary
 
 rel_entr_p = binary("rel_entr", lambda x, y, ans: tnp.log(x / y) + 1.0, lambda x, y, ans: -x / y)
@@ -46,7 +48,7 @@ boxcox1p_p = binary("boxcox1p", lambda x, lmbda, ans: tnp.exp((lmbda - 1) * tnp.
                     lambda x, lmbda, ans: _boxcox_dlmbda(tnp.log1p(x), lmbda, ans))
 
 
-def rel_entr(x, y):
+def rel_entr(x: ArrayLike, y: ArrayLike) -> Array:
     """The elementwise relative entropy ``x log(x / y)`` (0 at ``x = 0``, ``inf`` outside
     ``x, y >= 0``), broadcast, as ``scipy.special.rel_entr``; its sum is the Kullback-Leibler
     divergence of two distributions.
@@ -56,7 +58,7 @@ def rel_entr(x, y):
     return bind(rel_entr_p, x, y)
 
 
-def kl_div(x, y):
+def kl_div(x: ArrayLike, y: ArrayLike) -> Array:
     """``x log(x / y) - x + y`` (``y`` at ``x = 0``, ``inf`` outside ``x, y >= 0``), broadcast, as
     ``scipy.special.kl_div`` (the form that stays non-negative for unnormalised measures).
 
@@ -65,7 +67,7 @@ def kl_div(x, y):
     return bind(kl_div_p, x, y)
 
 
-def boxcox(x, lmbda):
+def boxcox(x: ArrayLike, lmbda: Any) -> Array:
     """The Box-Cox transform ``(x^lmbda - 1) / lmbda``, and ``log(x)`` at ``lmbda = 0``, broadcast, as
     ``scipy.special.boxcox`` (``x > 0``).
 
@@ -75,7 +77,7 @@ def boxcox(x, lmbda):
     return bind(boxcox_p, x, lmbda)
 
 
-def boxcox1p(x, lmbda):
+def boxcox1p(x: ArrayLike, lmbda: Any) -> Array:
     """``boxcox(1 + x, lmbda)``, computed accurately for small ``x`` (``log1p``), broadcast, as
     ``scipy.special.boxcox1p`` (``x > -1``). Derivatives as :func:`boxcox`'s, with ``log1p(x)``."""
     return bind(boxcox1p_p, x, lmbda)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.scipy.special._impl import SQRT_2, SQRT_2PI, SQRT_PI, unary
 
@@ -47,7 +48,7 @@ def _inverse_mills_ratio(x):
 log_ndtr_p = unary("log_ndtr", lambda x, ans: _inverse_mills_ratio(x))
 
 
-def erf(x):
+def erf(x: ArrayLike) -> Array:
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``, elementwise.
 
     Runs on ``scipy.special.erf`` (``cupyx.scipy.special.erf`` on CuPy), or ``math.erf`` elementwise
@@ -56,7 +57,7 @@ def erf(x):
     return bind(erf_p, x)
 
 
-def erfc(x):
+def erfc(x: ArrayLike) -> Array:
     """The complementary error function ``1 - erf(x)``, as ``scipy.special.erfc``: accurate where
     ``erf(x)`` is close to 1.
 
@@ -65,7 +66,7 @@ def erfc(x):
     return bind(erfc_p, x)
 
 
-def erfcx(x):
+def erfcx(x: ArrayLike) -> Array:
     """The scaled complementary error function ``exp(x**2) * erfc(x)``, as ``scipy.special.erfcx``
     (needs SciPy).
 
@@ -75,7 +76,7 @@ def erfcx(x):
     return bind(erfcx_p, x)
 
 
-def erfinv(y):
+def erfinv(y: ArrayLike) -> Array:
     """The inverse of :func:`erf` on ``(-1, 1)``, as ``scipy.special.erfinv``; ``±inf`` at ``±1``
     (needs SciPy).
 
@@ -84,7 +85,7 @@ def erfinv(y):
     return bind(erfinv_p, y)
 
 
-def erfcinv(y):
+def erfcinv(y: ArrayLike) -> Array:
     """The inverse of :func:`erfc` on ``(0, 2)``, as ``scipy.special.erfcinv`` (needs SciPy).
 
     Computed as ``-ndtri(y / 2) / sqrt(2)``, which keeps full precision for ``y`` near 0 where
@@ -93,7 +94,7 @@ def erfcinv(y):
     return -ndtri(0.5 * y) / SQRT_2
 
 
-def ndtr(x):
+def ndtr(x: ArrayLike) -> Array:
     """The standard normal CDF ``Phi(x) = (1 + erf(x / sqrt(2))) / 2``, as ``scipy.special.ndtr``
     (needs SciPy).
 
@@ -102,7 +103,7 @@ def ndtr(x):
     return bind(ndtr_p, x)
 
 
-def log_ndtr(x):
+def log_ndtr(x: ArrayLike) -> Array:
     """``log(ndtr(x))``, as ``scipy.special.log_ndtr``: accurate far into both tails (needs SciPy).
 
     The value is ``scipy.special.log_ndtr``. The derivative is the inverse Mills ratio
@@ -116,7 +117,7 @@ def log_ndtr(x):
     return bind(log_ndtr_p, x)
 
 
-def ndtri(q):
+def ndtri(q: ArrayLike) -> Array:
     """The inverse of :func:`ndtr` (the standard normal quantile) on ``(0, 1)``, as
     ``scipy.special.ndtri`` (needs SciPy).
 

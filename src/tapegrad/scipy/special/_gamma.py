@@ -13,6 +13,7 @@ import numpy as np
 
 from tapegrad._backend import is_array, namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import binary, scipy_impl, unary
@@ -43,7 +44,7 @@ defjvp(polygamma_p, None, lambda t, ans, n, x: t * polygamma(n + 1, x))
 defbatch_elementwise(polygamma_p)
 
 
-def gammaln(x):
+def gammaln(x: ArrayLike) -> Array:
     """``log|gamma(x)|``, elementwise, as ``scipy.special.gammaln`` (``math.lgamma`` without SciPy).
 
     Derivative: ``digamma(x)``. Float dtypes are kept; integers give float64.
@@ -51,7 +52,7 @@ def gammaln(x):
     return bind(gammaln_p, x)
 
 
-def digamma(x):
+def digamma(x: ArrayLike) -> Array:
     """The digamma function ``psi(x) = gamma'(x) / gamma(x)``, as ``scipy.special.digamma`` (and
     ``scipy.special.psi``, which ``psi`` here also is; needs SciPy). Derivative: ``polygamma(1, x)``."""
     return bind(digamma_p, x)
@@ -60,7 +61,7 @@ def digamma(x):
 psi = digamma
 
 
-def polygamma(n, x):
+def polygamma(n: int, x: ArrayLike) -> Array:
     """The ``n``-th derivative of :func:`digamma`, as ``scipy.special.polygamma`` (needs SciPy).
 
     Args:
@@ -74,7 +75,7 @@ def polygamma(n, x):
     return bind(polygamma_p, n, x)
 
 
-def gamma(x):
+def gamma(x: ArrayLike) -> Array:
     """The gamma function, as ``scipy.special.gamma`` (``math.gamma`` without SciPy).
 
     Derivative: ``gamma(x) * digamma(x)``.
@@ -82,7 +83,7 @@ def gamma(x):
     return bind(gamma_p, x)
 
 
-def betaln(a, b):
+def betaln(a: ArrayLike, b: ArrayLike) -> Array:
     """``log|B(a, b)|`` with ``B(a, b) = gamma(a) gamma(b) / gamma(a + b)``, broadcast, as
     ``scipy.special.betaln`` (needs SciPy).
 
@@ -91,7 +92,7 @@ def betaln(a, b):
     return bind(betaln_p, a, b)
 
 
-def multigammaln(a, d: int):
+def multigammaln(a: ArrayLike, d: int) -> Array:
     """The log of the multivariate gamma function of dimension ``d``, as ``scipy.special.multigammaln``:
     ``d (d - 1) / 4 * log(pi) + sum_{j=1..d} gammaln(a - (j - 1) / 2)``.
 

@@ -11,8 +11,11 @@ Derivatives (DLMF 5.2, 5.12), each written with :func:`digamma` so they differen
 """
 from __future__ import annotations
 
+from typing import Any
+
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import def_nondiff, defbatch_elementwise, primitive, unary_abstract_eval
 from tapegrad.scipy.special._gamma import digamma, gamma
 from tapegrad.scipy.special._impl import binary, scipy_impl, unary
@@ -31,7 +34,7 @@ def_nondiff(gammasgn_p)
 defbatch_elementwise(gammasgn_p)
 
 
-def beta(a, b):
+def beta(a: ArrayLike, b: ArrayLike) -> Array:
     """The beta function ``B(a, b) = gamma(a) gamma(b) / gamma(a + b)``, broadcast, as
     ``scipy.special.beta``.
 
@@ -41,7 +44,7 @@ def beta(a, b):
     return bind(beta_p, a, b)
 
 
-def rgamma(x):
+def rgamma(x: ArrayLike) -> Array:
     """The reciprocal gamma function ``1 / gamma(x)``, entire (0 at ``x = 0, -1, -2, ...``), as
     ``scipy.special.rgamma``.
 
@@ -51,7 +54,7 @@ def rgamma(x):
     return bind(rgamma_p, x)
 
 
-def loggamma(x):
+def loggamma(x: ArrayLike) -> Array:
     """The principal branch of ``log(gamma(x))``, as ``scipy.special.loggamma``.
 
     For real ``x`` it is real, and NaN for ``x < 0`` (SciPy's convention; :func:`gammaln` gives
@@ -62,13 +65,13 @@ def loggamma(x):
     return bind(loggamma_p, x)
 
 
-def gammasgn(x):
+def gammasgn(x: ArrayLike) -> Array:
     """The sign of the gamma function (``+1`` or ``-1``; 0 at ``x = 0, -1, -2, ...``), as
     ``scipy.special.gammasgn``. Piecewise constant: not differentiable (its derivative is 0)."""
     return bind(gammasgn_p, x)
 
 
-def poch(z, m):
+def poch(z: ArrayLike, m: Any) -> Array:
     """The Pochhammer symbol (rising factorial) ``(z)_m = gamma(z + m) / gamma(z)``, broadcast, as
     ``scipy.special.poch``.
 
@@ -83,7 +86,7 @@ def _refuse_exact(fn: str, exact):
                          f"scipy.special.{fn}(..., exact=True) on concrete integers, or pass exact=False")
 
 
-def factorial(n, exact=False):
+def factorial(n: int, exact: bool = False) -> Array:
     """``n!`` as SciPy's real extension ``gamma(n + 1)``, and 0 for ``n < 0``, as
     ``scipy.special.factorial(n, exact=False)`` (and JAX's).
 
@@ -104,7 +107,8 @@ def factorial(n, exact=False):
     return tnp.where(negative, 0.0, gamma(tnp.where(negative, 0, n) + 1))
 
 
-def comb(N, k, *, exact=False, repetition=False):  # noqa: N803 - SciPy's argument name
+def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False,  # noqa: N803 - SciPy's argument name
+         repetition: bool = False) -> Array:
     """The number of combinations of ``N`` things taken ``k`` at a time, as
     ``scipy.special.comb(N, k, exact=False)``: ``binom(N, k)`` where ``0 <= k <= N``, else 0.
 

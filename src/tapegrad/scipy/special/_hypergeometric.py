@@ -16,6 +16,7 @@ import math
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._error import erf
 from tapegrad.scipy.special._impl import SQRT_2, SQRT_2PI, binary
 from tapegrad.scipy.special._partials import elementwise, no_derivative
@@ -32,7 +33,7 @@ owens_t_p = binary(
 )
 
 
-def hyp1f1(a, b, x):
+def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """Kummer's confluent hypergeometric function ``1F1(a; b; x) = sum_k (a)_k / (b)_k x^k / k!``,
     broadcast, as ``scipy.special.hyp1f1``.
 
@@ -44,7 +45,7 @@ def hyp1f1(a, b, x):
     return bind(hyp1f1_p, a, b, x)
 
 
-def hyp2f1(a, b, c, x):
+def hyp2f1(a: ArrayLike, b: ArrayLike, c: ArrayLike, x: ArrayLike) -> Array:
     """The Gauss hypergeometric function ``2F1(a, b; c; x) = sum_k (a)_k (b)_k / (c)_k x^k / k!``,
     broadcast, as ``scipy.special.hyp2f1`` (real ``x``).
 
@@ -56,7 +57,7 @@ def hyp2f1(a, b, c, x):
     return bind(hyp2f1_p, a, b, c, x)
 
 
-def owens_t(h, a):
+def owens_t(h: ArrayLike, a: ArrayLike) -> Array:
     """Owen's T function ``T(h, a)``, the probability of ``X > h, 0 < Y < a X`` for independent
     standard normals, broadcast, as ``scipy.special.owens_t``.
 

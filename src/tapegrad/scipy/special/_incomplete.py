@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._betainc_ab import betainc_dab
 from tapegrad.scipy.special._gamma import betaln, gammaln
 from tapegrad.scipy.special._gammainc_a import gammainc_da
@@ -37,7 +38,7 @@ betainc_p = elementwise("betainc", [lambda a, b, x, ans: betainc_dab(a, b, x, (1
                                     lambda a, b, x, ans: betainc_dab(a, b, x, (0, 1)), _beta_density])
 
 
-def gammainc(a, x):
+def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function ``P(a, x) = gamma(a, x) / Gamma(a)``, broadcast,
     as ``scipy.special.gammainc`` (``a > 0``, ``x >= 0``).
 
@@ -48,7 +49,7 @@ def gammainc(a, x):
     return bind(gammainc_p, a, x)
 
 
-def gammaincc(a, x):
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``, accurate where ``P``
     is close to 1, as ``scipy.special.gammaincc``.
 
@@ -58,7 +59,7 @@ def gammaincc(a, x):
     return bind(gammaincc_p, a, x)
 
 
-def betainc(a, b, x):
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The regularized incomplete beta function ``I_x(a, b)``, broadcast, as ``scipy.special.betainc``
     (``a, b > 0``, ``0 <= x <= 1``).
 

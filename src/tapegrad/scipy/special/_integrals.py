@@ -14,6 +14,7 @@ import math
 
 import tapegrad.numpy as tnp
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special._impl import unary
 from tapegrad.scipy.special._partials import elementwise, scipy_part
 
@@ -58,19 +59,19 @@ def _spence_dz(z, ans):
 spence_p = unary("spence", _spence_dz)
 
 
-def expi(x):
+def expi(x: ArrayLike) -> Array:
     """The exponential integral ``Ei(x) = -PV integral_{-x}^inf e^(-t)/t dt``, as ``scipy.special.expi``.
     Derivative ``e^x / x``."""
     return bind(expi_p, x)
 
 
-def exp1(x):
+def exp1(x: ArrayLike) -> Array:
     """The exponential integral ``E_1(x) = integral_1^inf e^(-x t)/t dt`` for ``x > 0``, as
     ``scipy.special.exp1``. Derivative ``-e^(-x) / x``."""
     return bind(exp1_p, x)
 
 
-def expn(n, x):
+def expn(n: int, x: ArrayLike) -> Array:
     """The generalized exponential integral ``E_n(x) = integral_1^inf e^(-x t)/t^n dt``, broadcast, as
     ``scipy.special.expn``.
 
@@ -83,7 +84,7 @@ def expn(n, x):
     return bind(expn_p, n, x)
 
 
-def sici(x):
+def sici(x: ArrayLike) -> tuple[Array, ...]:
     """The sine and cosine integrals ``(Si(x), Ci(x))``, as ``scipy.special.sici``:
     ``Si(x) = integral_0^x sin(t)/t dt`` and ``Ci(x) = gamma + log|x| + integral_0^x (cos t - 1)/t dt``
     (for ``x < 0`` SciPy returns the real part, ``Ci(|x|)``).
@@ -95,7 +96,7 @@ def sici(x):
     return bind(_si_p, x), bind(_ci_p, x)
 
 
-def fresnel(x):
+def fresnel(x: ArrayLike) -> tuple[Array, ...]:
     """The Fresnel integrals ``(S(x), C(x))`` with ``S(x) = integral_0^x sin(pi t^2/2) dt`` and
     ``C(x) = integral_0^x cos(pi t^2/2) dt``, as ``scipy.special.fresnel`` (note SciPy's order: S first).
 
@@ -106,13 +107,13 @@ def fresnel(x):
     return bind(_fresnel_s_p, x), bind(_fresnel_c_p, x)
 
 
-def dawsn(x):
+def dawsn(x: ArrayLike) -> Array:
     """Dawson's integral ``e^(-x^2) integral_0^x e^(t^2) dt``, as ``scipy.special.dawsn``. Derivative
     ``1 - 2 x dawsn(x)``."""
     return bind(dawsn_p, x)
 
 
-def spence(z):
+def spence(z: ArrayLike) -> Array:
     """SciPy's dilogarithm ``spence(z) = integral_1^z log(t) / (1 - t) dt`` for real ``z >= 0``
     (``Li_2(1 - z)``), as ``scipy.special.spence``.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -33,19 +34,19 @@ xlog1py_p = binary("xlog1py", lambda x, y, ans: ew.log1p(y), lambda x, y, ans: x
 entr_p = unary("entr", lambda x, ans: -(1.0 + ew.log(x)))
 
 
-def expit(x):
+def expit(x: ArrayLike) -> Array:
     """The logistic sigmoid ``1 / (1 + exp(-x))``, as ``scipy.special.expit``, computed as
     ``exp(-logaddexp(0, -x))`` so that it keeps full relative precision in both tails. Derivative
     ``expit(x) * (1 - expit(x))``."""
     return bind(expit_p, x)
 
 
-def logit(x):
+def logit(x: ArrayLike) -> Array:
     """``log(x / (1 - x))``, the inverse of :func:`expit`, as ``scipy.special.logit``."""
     return ew.log(x) - ew.log1p(-x)
 
 
-def log_expit(x):
+def log_expit(x: ArrayLike) -> Array:
     """``log(expit(x)) = -logaddexp(0, -x)``, accurate for large negative ``x`` (as
     ``scipy.special.log_expit``)."""
     return -ew.logaddexp(0.0, -x)
@@ -61,7 +62,7 @@ def _max_shift(a, axis):
     return ew.where(ew.isfinite(shift), shift, 0.0)
 
 
-def logsumexp(a, axis=None, b=None, keepdims=False):
+def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike = None, keepdims: bool = False) -> Array:
     """``log(sum(b * exp(a)))`` over ``axis``, shifted by the maximum for stability, as
     ``scipy.special.logsumexp`` (without its ``return_sign``).
 
@@ -79,7 +80,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False):
     return squeeze(out, axis) if axis is not None else squeeze(out)
 
 
-def log_softmax(x, axis=None):
+def log_softmax(x: ArrayLike, axis: Axis = None) -> Array:
     """``x - logsumexp(x, axis, keepdims=True)``, as ``scipy.special.log_softmax`` (``axis=None``:
     over all elements), computed as ``s - log(sum(exp(s)))`` with ``s = x - max(x)``: subtracting the
     rounded ``logsumexp`` itself loses everything in float16 (logits near 65504 gave probabilities 1, 1)."""
@@ -88,13 +89,13 @@ def log_softmax(x, axis=None):
     return shifted - ew.log(red.sum(ew.exp(shifted), axis=axis, keepdims=True))
 
 
-def softmax(x, axis=None):
+def softmax(x: ArrayLike, axis: Axis = None) -> Array:
     """``exp(x) / sum(exp(x), axis)``, computed as ``exp(log_softmax(x, axis))``, as
     ``scipy.special.softmax``."""
     return ew.exp(log_softmax(x, axis=axis))
 
 
-def xlogy(x, y):
+def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
     """``x * log(y)``, and 0 where ``x == 0``, broadcast, as ``scipy.special.xlogy`` (needs SciPy).
 
     Derivatives (scipy/JAX convention): ``log(y)`` in ``x`` (also at ``x = 0``), ``x / y`` in ``y``.
@@ -102,7 +103,7 @@ def xlogy(x, y):
     return bind(xlogy_p, x, y)
 
 
-def xlog1py(x, y):
+def xlog1py(x: ArrayLike, y: ArrayLike) -> Array:
     """``x * log1p(y)``, and 0 where ``x == 0``, broadcast, as ``scipy.special.xlog1py`` (needs SciPy).
 
     Derivatives: ``log1p(y)`` in ``x`` (also at ``x = 0``), ``x / (1 + y)`` in ``y``.
@@ -110,7 +111,7 @@ def xlog1py(x, y):
     return bind(xlog1py_p, x, y)
 
 
-def entr(x):
+def entr(x: ArrayLike) -> Array:
     """The elementwise entropy ``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``, as
     ``scipy.special.entr`` (needs SciPy). Derivative ``-(1 + log(x))``: ``+inf`` at 0."""
     return bind(entr_p, x)

@@ -20,6 +20,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.special import _jets as jets
 from tapegrad.scipy.special._impl import _cast, _module_for, float_dtype, special_function
 from tapegrad.scipy.special._partials import elementwise, static_count
@@ -86,7 +87,7 @@ def _riemann_impl(s):
 riemann_zeta_p = elementwise("riemann_zeta", [lambda s, ans: zeta_ds(s, 1.0)], impl=_riemann_impl)
 
 
-def zeta(x, q=None):
+def zeta(x: ArrayLike, q: ArrayLike = None) -> Array:
     """The Hurwitz zeta function ``sum_{n >= 0} (n + q)^(-x)``, broadcast, as ``scipy.special.zeta``;
     ``q=None`` gives the Riemann zeta function, for every real ``x`` (SciPy's analytic continuation;
     the Hurwitz form is NaN for ``x < 1``, as SciPy's).
@@ -99,7 +100,7 @@ def zeta(x, q=None):
     return bind(hurwitz_zeta_p, x, q)
 
 
-def bernoulli(n: int):
+def bernoulli(n: int) -> Array:
     """The Bernoulli numbers ``B_0 ... B_n`` (``B_1 = -1/2``), a float64 array of shape ``(n + 1,)``, as
     ``scipy.special.bernoulli``.
 

@@ -8,10 +8,13 @@ and works under ``jit`` and ``vmap`` (build the estimator inside the transformed
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.scipy.linalg import solve_triangular
 from tapegrad.scipy.special import logsumexp, ndtr
 
@@ -47,7 +50,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
             per point, or ``bw_method`` is not one of the above.
     """
 
-    def __init__(self, dataset, bw_method=None, weights=None):
+    def __init__(self, dataset: ArrayLike, bw_method: Any = None, weights: Any = None) -> None:
         dataset = tnp.asarray(dataset)
         if dataset.ndim > 2:
             raise ValueError(f"gaussian_kde: dataset must be (d, n) or (n,); got shape {dataset.shape}")
@@ -67,17 +70,17 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         self.set_bandwidth(bw_method)
 
     # ---- bandwidth ----
-    def scotts_factor(self):
+    def scotts_factor(self) -> Array:
         """Scott's rule, ``neff ** (-1 / (d + 4))``."""
         return self.neff ** (-1.0 / (self.d + 4))
 
-    def silverman_factor(self):
+    def silverman_factor(self) -> Array:
         """Silverman's rule, ``(neff (d + 2) / 4) ** (-1 / (d + 4))``."""
         return (self.neff * (self.d + 2.0) / 4.0) ** (-1.0 / (self.d + 4))
 
-    covariance_factor = scotts_factor
+    covariance_factor: Callable[[], Any] = scotts_factor  # type: ignore[assignment]  # an instance's may be a lambda
 
-    def set_bandwidth(self, bw_method=None):
+    def set_bandwidth(self, bw_method: Any = None) -> None:
         """Choose the bandwidth factor (``bw_method`` as the constructor's) and recompute the kernel."""
         if bw_method is None or (isinstance(bw_method, str) and bw_method == "scott"):
             self.covariance_factor = self.scotts_factor
@@ -112,7 +115,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
             raise ValueError(f"gaussian_kde: points have dimension {d}, the data set {self.d}; pass (d, m)")
         return points
 
-    def logpdf(self, points):
+    def logpdf(self, points: ArrayLike) -> Array:
         """The log of the estimated density at ``points``, ``(d, m)`` (or ``(m,)`` for ``d = 1``):
         a ``logsumexp`` over the kernels, accurate far from the data. Returns ``(m,)``."""
         points = self._points(points)
@@ -120,7 +123,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         log_kernels = _gaussian_log_mass(diff, self.covariance) + tnp.log(self.weights)
         return logsumexp(log_kernels, axis=-1)
 
-    def evaluate(self, points):
+    def evaluate(self, points: ArrayLike) -> Array:
         """The estimated density at ``points`` (``(d, m)``, or ``(m,)`` for ``d = 1``): ``(m,)``."""
         return tnp.exp(self.logpdf(points))
 
@@ -128,7 +131,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
     pdf = evaluate
 
     # ---- integrals ----
-    def integrate_gaussian(self, mean, cov):
+    def integrate_gaussian(self, mean: ArrayLike, cov: Any) -> Array:
         """The integral of the estimate times the Gaussian ``N(mean, cov)`` (``mean`` ``(d,)``,
         ``cov`` ``(d, d)``)."""
         mean = tnp.reshape(tnp.asarray(mean), (self.d, 1))
@@ -136,7 +139,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         log_mass = _gaussian_log_mass(self.dataset - mean, self.covariance + cov)
         return tnp.sum(self.weights * tnp.exp(log_mass))
 
-    def integrate_box_1d(self, low, high):
+    def integrate_box_1d(self, low: ArrayLike, high: ArrayLike) -> Array:
         """The estimate's mass between ``low`` and ``high`` (one-dimensional data only).
 
         Raises:
@@ -149,7 +152,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         data = self.dataset[0]
         return tnp.sum(self.weights * (ndtr((high - data) / sd) - ndtr((low - data) / sd)))
 
-    def integrate_kde(self, other):
+    def integrate_kde(self, other: Any) -> Array:
         """The integral of the product of this estimate and ``other`` (another ``gaussian_kde`` of the
         same dimension)."""
         if other.d != self.d:
@@ -158,7 +161,7 @@ class gaussian_kde:  # noqa: N801 (SciPy's name)
         log_mass = _gaussian_log_mass(diff, self.covariance + other.covariance)
         return tnp.sum(self.weights[:, None] * other.weights[None, :] * tnp.exp(log_mass))
 
-    def resample(self, size=None, seed=None):
+    def resample(self, size: int | None = None, seed: int | None = None) -> Array:
         """``size`` draws from the estimate, ``(d, size)`` (default ``size``: ``int(neff)``): data points
         picked by weight plus the kernel's Gaussian noise, both from ``numpy.random.default_rng(seed)``
         (the same distribution as SciPy's, not the same draws for a seed: the noise is

@@ -14,6 +14,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import scipy_module
+from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import (
     bind,
     def_nondiff,
@@ -48,7 +49,7 @@ def_nondiff(mode_p)
 defbatch(mode_p, _batch)
 
 
-def mode(a, axis=0, nan_policy="propagate", keepdims=False):
+def mode(a: ArrayLike, axis: int = 0, nan_policy: str = "propagate", keepdims: bool = False) -> Array:
     """The most frequent value of ``a`` along ``axis`` (the smallest one among ties), and its count,
     as ``scipy.stats.mode``.
 

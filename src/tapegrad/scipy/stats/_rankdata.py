@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import scipy_module
+from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.extend import bind, def_nondiff, defbatch_single_axis, primitive
 from tapegrad.scipy.stats._support import host_only
 
@@ -27,7 +28,7 @@ def_nondiff(rankdata_p)
 defbatch_single_axis(rankdata_p)
 
 
-def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
+def rankdata(a: ArrayLike, method: str = "average", *, axis: Axis = None, nan_policy: str = "propagate") -> Array:
     """The ranks of ``a``'s entries, from 1, along ``axis`` (``None``: of the flattened array), as
     ``scipy.stats.rankdata``.
 

@@ -54,6 +54,8 @@ def scipy_valued(name: str, partials):
             missing.
     """
     prim = primitive(f"scipy.stats.{name}", scipy_impl(name))
+    vjps: list
+    jvps: list
     vjps, jvps = [], []
     for i, partial in enumerate(partials):
         if partial is None:

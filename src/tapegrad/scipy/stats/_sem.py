@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array, ArrayLike, Axis
 
 NAN_POLICIES = ("propagate", "omit")
 
 
-def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
+def sem(a: ArrayLike, axis: Axis = 0, ddof: int = 1, nan_policy: str = "propagate", *, keepdims: bool = False) -> Array:
     """``std(a, axis, ddof) / sqrt(n)``, ``n`` the number of values along ``axis``.
 
     Differentiable in ``a`` to any order in both modes (it is composed of ``tnp.std``).

@@ -120,6 +120,7 @@ _SHIFT_SEED = 0
 
 
 def _primes(count: int) -> list:
+    found: list
     found, n = [], 2
     while len(found) < count:
         if all(n % p for p in found if p * p <= n):
@@ -177,6 +178,7 @@ def cdf(x, mean, cov, num_points: int = _DEFAULT_POINTS):
     dtype = _shape.result_type(b, L)
     w = namespace_of(b, L).asarray(lattice_points(num_points, max(d - 1, 1)), dtype=dtype)
     tiny = float(np.finfo(dtype).tiny)
+    ys: list
     ys, f = [], None
     for i in range(d):
         s = b[..., i:i + 1]  # (..., 1), broadcast against the points
