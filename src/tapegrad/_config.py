@@ -25,6 +25,21 @@ def _env_flag(name: str, default: bool = False) -> bool:
                      "(on) or 0 (off), or unset it")
 
 
+def _switch(name: str) -> property:
+    """A boolean switch of :class:`Config`, kept in the slot ``_<name>``; setting anything but a bool
+    is a ``TypeError`` naming the switch."""
+    slot = "_" + name
+
+    def get(self: Config) -> bool:
+        return getattr(self, slot)
+
+    def set_(self: Config, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"config.{name} must be a bool (True or False), got {value!r}")
+        setattr(self, slot, value)
+    return property(get, set_)
+
+
 class Config:
     """tapegrad's switches.
 
@@ -49,25 +64,8 @@ class Config:
         self._explain_cache_misses = _env_flag("TAPEGRAD_EXPLAIN_CACHE_MISSES")
         self._warn_missing_has_aux = _env_flag("TAPEGRAD_WARN_MISSING_HAS_AUX", default=True)
 
-    @property
-    def explain_cache_misses(self) -> bool:
-        return self._explain_cache_misses
-
-    @explain_cache_misses.setter
-    def explain_cache_misses(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise TypeError(f"config.explain_cache_misses must be a bool (True or False), got {value!r}")
-        self._explain_cache_misses = value
-
-    @property
-    def warn_missing_has_aux(self) -> bool:
-        return self._warn_missing_has_aux
-
-    @warn_missing_has_aux.setter
-    def warn_missing_has_aux(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise TypeError(f"config.warn_missing_has_aux must be a bool (True or False), got {value!r}")
-        self._warn_missing_has_aux = value
+    explain_cache_misses = _switch("explain_cache_misses")
+    warn_missing_has_aux = _switch("warn_missing_has_aux")
 
     def __repr__(self):
         return (f"Config(explain_cache_misses={self.explain_cache_misses}, "
