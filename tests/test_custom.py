@@ -362,6 +362,47 @@ def test_extend_rules_may_return_python_floats():
         extend.PRIMITIVES.remove(p)  # the registry keeps the library's primitives only
 
 
+@pytest.mark.parametrize("route", ["eager", "jit", "vmap"])
+def test_extend_rules_returning_zero_d_values_are_broadcast_and_wrong_shapes_refused(route):
+    # a NumPy scalar (np.float64(2.0)) or a reduction of the cotangent (0-d, an eager NumPy scalar or a
+    # traced 0-d value) from a user primitive's vjp rule once reached grad's result as shape () float64
+    from tapegrad import extend
+
+    def run(rule):
+        p = extend.primitive("tests.zero_d_rules", lambda x: 2 * x, extend.unary_abstract_eval)
+        extend.defvjp(p, rule)
+        extend.defbatch_elementwise(p)
+        try:
+            g = tg.grad(lambda x: tnp.sum(extend.bind(p, x)))
+            x = np.array([1.0, 2.0, 3.0], np.float32)
+            if route == "jit":
+                return tg.jit(g)(x)
+            if route == "vmap":
+                return tg.vmap(g)(np.stack([x, x]))[0]
+            return g(x)
+        finally:
+            extend.PRIMITIVES.remove(p)
+
+    for rule in (lambda ct, ans, x: np.float64(2.0), lambda ct, ans, x: tnp.sum(ct) * 2.0 / 3.0):
+        g = run(rule)
+        assert g.shape == (3,) and g.dtype == np.float32
+        assert_close(g, [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match=r"'tests.zero_d_rules' returned a cotangent of shape \(2,\)"):
+        run(lambda ct, ans, x: ct[:2] * 2.0)
+    assert trace_stack() == ()
+
+
+def test_a_complex_cotangent_for_a_real_argument_is_refused():
+    @tg.custom_vjp
+    def f(x):
+        return x * 2.0
+
+    f.defvjp(lambda x: (f(x), None), lambda res, g: (g * (1.0 + 1.0j),))
+    with pytest.raises(TypeError, match=r"complex cotangent \(complex64\) for a real value \(float32\)"):
+        tg.grad(lambda x: tnp.sum(f(x)))(np.ones(3, np.float32))
+    assert trace_stack() == ()
+
+
 def test_scalar_cotangents_stay_on_the_device():
     from _device import DeviceArray, xp
 

@@ -36,6 +36,10 @@ def test_dtypes_follow_jax():
     # one dtype: no cast, and unravel keeps the vector's dtype (JAX's dtype-polymorphic unravel)
     flat32, unravel32 = ravel_pytree([np.ones(2, np.float32), np.ones(3, np.float32)])
     assert flat32.dtype == np.float32 and unravel32(flat32.astype(np.float64))[0].dtype == np.float64
+    # a list (what a Python optimiser may hand back) reads as an array of its own dtype, float64 here
+    leaves = unravel([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert [leaf.dtype for leaf in leaves] == [np.float32, np.float64, np.int32]
+    np.testing.assert_array_equal(leaves[1], [[3.0, 4.0]])
 
 
 def test_empty_tree_and_errors():

@@ -1,6 +1,7 @@
 """The ``grad`` / ``value_and_grad`` / ``get_grad`` / ``vjp`` contract of docs/grad.md:
 return conventions, pytrees, has_aux, return_ids, sensitivities, zeros, dtypes, the error table (type
 and moment), vjp, exception safety, Parameters, nesting, long chains and NumPy dispatch on tracers."""
+import functools
 import re
 import warnings
 
@@ -1037,6 +1038,22 @@ class TestMissingHasAux:
                 f(x)
         with pytest.warns(tg.errors.MissingHasAuxWarning):
             assert_array(f(x), 2 * x + 1)
+
+    def test_once_for_a_partial_or_a_module_built_again_at_each_step(self):
+        class Net(tg.nn.Module):
+            def __call__(self, w, x):
+                return (x * w).sum(), x * w
+
+        x = np.arange(3.0)
+        with pytest.warns(tg.errors.MissingHasAuxWarning) as record:
+            for _ in range(3):
+                tg.grad(functools.partial(lambda w, x: ((x * w).sum(), x * w), x=x))(np.ones(3))
+                tg.grad(Net())(np.ones(3), x)
+        assert len(record) == 2  # one for the partial's function, one for the class
+
+    def test_a_non_array_first_output_with_has_aux_says_to_return_the_loss_first(self):
+        with pytest.raises(TypeError, match=r"With has_aux=True the first output is differentiated"):
+            tg.grad(lambda x: ("note", x), has_aux=True)(np.ones(2))
 
     @pytest.mark.parametrize("api", [tg.grad, tg.value_and_grad])
     @pytest.mark.parametrize("extra", ["note", object()], ids=["str", "object"])

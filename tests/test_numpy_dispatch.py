@@ -309,3 +309,22 @@ def test_numpy_2_aliases_dispatch_to_the_function_of_numpys_own_name():
         np.testing.assert_array_equal(transform(lambda x: np.concat([x, x], axis=None))(x),
                                       np.concat([x, x], axis=None))
         np.testing.assert_array_equal(transform(lambda x: np.transpose(x, (1, 0)))(x), x.T)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64])
+@pytest.mark.parametrize("route", ["eager", "jit", "vmap"])
+def test_clip_of_integers_keeps_their_dtype_and_values(dtype, route):
+    # a missing bound was an infinity, which made an integer array float64 and rounded int64 values
+    # beyond 2**53 (2**60 + 1 came back as 2**60)
+    big = 2**60 + 1 if dtype == np.int64 else 200
+    a = np.array([1, 5, big], dtype)
+    top = int(np.iinfo(dtype).max)
+    calls = {"np.clip(a)": (lambda a: np.clip(a), a),
+             "np.clip(a, max=4)": (lambda a: np.clip(a, max=4), np.array([1, 4, 4], dtype)),
+             "tnp.clip(a, 2, None)": (lambda a: tnp.clip(a, 2, None), np.array([2, 5, big], dtype)),
+             "tnp.clip(a, None, top)": (lambda a: tnp.clip(a, None, top), a)}
+    for name, (call, expected) in calls.items():
+        run = {"eager": call, "jit": tg.jit(call), "vmap": lambda a, call=call: tg.vmap(call)(a[None])[0]}[route]
+        got = run(a)
+        assert got.dtype == dtype, name
+        np.testing.assert_array_equal(got, expected, err_msg=name)

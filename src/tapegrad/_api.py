@@ -208,10 +208,13 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
     for i, o in enumerate(out_primals):
         if not hasattr(o, "dtype") and type(o) not in (bool, int, float, complex):
             raise TypeError(f"{spec.api}: output leaf {i} of the function is of type {type(o).__name__!r} "
-                            f"({_short_repr(o)}), not an array. {spec.api} differentiates every output "
-                            "(the sum of all of them, MindSpore's convention), so each must be a float array; "
-                            "if the function returns (loss, extras...), pass has_aux=True: only the first "
-                            "output is differentiated and the others are returned as they are")
+                            f"({_short_repr(o)}), not an array. " + (
+                                "With has_aux=True the first output is differentiated: return the loss "
+                                "first, (loss, extras...)" if spec.has_aux else
+                                f"{spec.api} differentiates every output (the sum of all of them, MindSpore's "
+                                "convention), so each must be a float array; if the function returns "
+                                "(loss, extras...), pass has_aux=True: only the first output is "
+                                "differentiated and the others are returned as they are"))
         dtype = np.result_type(o) if not hasattr(o, "dtype") else o.dtype
         if np.dtype(dtype).kind not in "fc":
             raise TypeError(f"output leaf {i} has dtype {dtype}, which is not differentiable; return float "
@@ -240,10 +243,14 @@ _WARNED_HAS_AUX: weakref.WeakSet = weakref.WeakSet()
 
 
 def _warning_key(fn: Callable[..., Any]) -> object:
-    """What "once per function" counts: a function's code object (a bound method's function's), so that
-    wrapping the same function again at each step, or the closures one ``def`` makes, warn once; any
-    other callable (a Module, a ``functools.partial``) by itself."""
+    """What "once per function" counts: a function's code object (a bound method's function's, a
+    ``functools.partial``'s function's, a callable object's ``__call__``'s), so that wrapping the same
+    function again at each step, the closures one ``def`` makes, or a Module built again, warn once."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     fn = getattr(fn, "__func__", fn)
+    if not hasattr(fn, "__code__"):  # a Module or other callable object: its class's __call__, once for all
+        fn = type(fn).__call__  # grad was given a callable, so its type has one
     return getattr(fn, "__code__", fn)
 
 

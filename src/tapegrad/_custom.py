@@ -24,8 +24,7 @@ import numpy
 from tapegrad import _tree
 from tapegrad._backend import SCALAR_TYPES, zeros_like
 from tapegrad._core import Boxed, bind_joint, is_inexact
-from tapegrad._jvp import scalar_like
-from tapegrad._structural import astype, broadcast_to
+from tapegrad._jvp import fit_rule_result, scalar_like
 from tapegrad._tape import vjp_flat
 from tapegrad._typing import Fn
 
@@ -122,15 +121,11 @@ class _FlatCall:
                             f"{shape} and dtype {dtype} (or a scalar, broadcast to it)")
         if shape is None:
             return value
-        if tuple(value.shape) == () and shape != ():
-            value = broadcast_to(value, shape)
-        elif tuple(value.shape) != shape:
+        if tuple(value.shape) not in (shape, ()):
             raise ValueError(f"{self.name}: {where} has shape {tuple(value.shape)} (dtype {value.dtype}) where "
                              f"the {of} has shape {shape} and dtype {dtype}; return one shaped like the {of} "
                              "or a scalar, which is broadcast to it")
-        if dtype.kind in "fc" and numpy.dtype(value.dtype) != dtype and numpy.dtype(value.dtype).kind in "fiub":
-            value = astype(value, dtype)  # np.float64(2.0) or a float64 array for a float32 leaf: no upcast
-        return value
+        return fit_rule_result(value, like, self.name, "cotangent" if of == "argument" else "tangent")
 
 
 def _shape_dtype(x):

@@ -10,6 +10,8 @@ outside this one: jvp-of-grad (a Hessian-vector product), grad-of-jvp, jvp-of-jv
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tapegrad._backend import SCALAR_TYPES, full_like
 from tapegrad._core import PrimalTracer, Trace, bind, check_one_backend, holds_tracers_of, is_inexact, new_main
 from tapegrad._structural import astype, broadcast_to
@@ -119,6 +121,37 @@ def _fit(tangent, ans, rule=None):
     if tangent.dtype != ans.dtype:
         tangent = astype(tangent, ans.dtype)
     return tangent
+
+
+def fit_rule_result(value, like, rule: str, what: str = "cotangent"):
+    """A derivative rule's ``value`` for ``like`` (an operand's cotangent, an output's tangent) with
+    ``like``'s shape and dtype.
+
+    A scalar is broadcast, so that a rule may return a constant or a reduction where an array is due:
+    a Python number as a constant array (:func:`scalar_like`), a NumPy scalar, 0-d array or 0-d tracer
+    through ``broadcast_to`` and ``astype``, so that it stays differentiable (an eager ``tnp.sum(g)``
+    is a NumPy scalar where the same rule under ``jit`` gives a 0-d tracer, and both modes must agree).
+
+    Raises:
+        ValueError: ``value`` has another shape and is not 0-d.
+        TypeError: a complex ``value`` for a real ``like`` (a real one is cast to ``like``'s dtype).
+    """
+    if type(value) in SCALAR_TYPES:
+        return scalar_like(value, like, rule)
+    shape, dtype = tuple(like.shape), np.dtype(like.dtype)
+    value_shape, value_dtype = tuple(value.shape), np.dtype(value.dtype)
+    if value_shape != shape:
+        if value_shape != ():
+            raise ValueError(f"the derivative rule of {rule!r} returned a {what} of shape {value_shape} (dtype "
+                             f"{value_dtype}) for a value of shape {shape} and dtype {dtype}; return one shaped "
+                             "like it, or a scalar, which is broadcast to it")
+        value = broadcast_to(value, shape)
+    if value_dtype != dtype and dtype.kind in "fc":
+        if value_dtype.kind == "c" and dtype.kind != "c":
+            raise TypeError(f"the derivative rule of {rule!r} returned a complex {what} ({value_dtype}) for a "
+                            f"real value ({dtype}); return a real one (its .real, if the imaginary part is 0)")
+        value = astype(value, dtype)  # np.float64(2.0) for a float32 value: no rule upcasts
+    return value
 
 
 def scalar_like(value, like, rule: str):

@@ -30,7 +30,7 @@ from tapegrad._core import (
     is_inexact,
     new_main,
 )
-from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules, scalar_like
+from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules, fit_rule_result
 from tapegrad._structural import add_any
 
 
@@ -325,8 +325,9 @@ class Tape:
                     if parent is not None:
                         parent_ct = rules[argnum](ct, ans, *primals, **params)
                         if parent_ct is not None:
-                            if type(parent_ct) in SCALAR_TYPES:  # a rule's constant: an array like the operand
-                                parent_ct = scalar_like(parent_ct, primals[argnum], record.prim.name)
+                            if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != primals[argnum].shape:
+                                # a rule's constant or 0-d result: broadcast (or refused), like the operand
+                                parent_ct = fit_rule_result(parent_ct, primals[argnum], record.prim.name)
                             if type(parent) is VJPTracer and parent.ct is None:  # the first: nothing to add
                                 parent.ct = parent_ct
                             else:
@@ -350,8 +351,8 @@ def _all_operands(record, rules, ct, ans) -> None:
     parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
     for argnum, parent_ct in zip(argnums, parent_cts):
         if parent_ct is not None:
-            if type(parent_ct) in SCALAR_TYPES:
-                parent_ct = scalar_like(parent_ct, record.primals[argnum], record.prim.name)
+            if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != record.primals[argnum].shape:
+                parent_ct = fit_rule_result(parent_ct, record.primals[argnum], record.prim.name)
             accumulate(parents[argnum], parent_ct)
 
 

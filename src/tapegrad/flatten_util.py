@@ -52,7 +52,9 @@ class _Unravel:
     def __call__(self, flat: Any) -> Any:
         if isinstance(flat, Boxed):
             flat = flat.unbox()
-        shape = tuple(getattr(flat, "shape", np.shape(flat)))
+        if not isinstance(flat, Tracer) and not hasattr(flat, "dtype"):
+            flat = tnp.asarray(flat)  # a list or a Python sequence, as SciPy may hand back
+        shape = tuple(flat.shape)
         if shape != (self._size,):
             raise ValueError(f"unravel: expected a 1-D array of length {self._size} (what ravel_pytree "
                              f"returned), got shape {shape}")

@@ -400,8 +400,13 @@ def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *,
     """
     if (a_min is not None and min is not None) or (a_max is not None and max is not None):
         raise TypeError("clip: give each bound once, as a_min/a_max or as min=/max=, not both")
+    a = as_operand(a)
     lo, hi = min if a_min is None else a_min, max if a_max is None else a_max
-    return bind(clip_p, a, -math.inf if lo is None else lo, math.inf if hi is None else hi)
+    # a missing bound is the dtype's end: an infinity would promote an integer array to float64 (and
+    # round integers beyond 2**53)
+    ends = (int(np.iinfo(a.dtype).min), int(np.iinfo(a.dtype).max)) if np.dtype(a.dtype).kind in "iu" \
+        else (-math.inf, math.inf)
+    return bind(clip_p, a, ends[0] if lo is None else lo, ends[1] if hi is None else hi)
 
 
 def angle(z: ArrayLike, deg: bool = False) -> Array:
