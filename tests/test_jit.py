@@ -242,6 +242,28 @@ def test_parameters_are_implicit_inputs_and_writes_are_outputs():
     assert step._cache_size() == 1 and trace_stack() == ()
 
 
+def test_the_writes_of_a_call_are_all_or_nothing():
+    """Under an outer transform a program's Parameter outputs may be traced values, which a Parameter
+    cannot hold: the call raises before any Parameter is written, also those whose new value is
+    concrete."""
+    scale, first, second = tg.Parameter(np.ones(3)), tg.Parameter(np.zeros(3)), tg.Parameter(np.zeros(3))
+
+    @tg.jit
+    def step(x):
+        first.assign(scale * 5.0)  # concrete under grad: scale is not differentiated
+        second.assign(x * 2.0)  # traced under grad
+        return tnp.sum(x * scale)
+    assert_close(step(X), np.sum(X))
+    assert_close(first.value, np.full(3, 5.0))
+    assert_close(second.value, 2 * X)
+    first.assign(np.zeros(3))
+    second.assign(np.zeros(3))
+    with pytest.raises(TypeError, match="a Parameter holds a concrete array, not a traced value"):
+        tg.grad(step)(X)
+    assert np.array_equal(first.value, np.zeros(3)) and np.array_equal(second.value, np.zeros(3))
+    assert trace_stack() == ()
+
+
 def test_concrete_side_effects_run_only_while_staging():
     """A Parameter assigned a value that does not depend on the arguments is assigned once, while the
     function is staged; the program does not repeat Python side effects (as in JAX)."""

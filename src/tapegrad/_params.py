@@ -92,11 +92,24 @@ def recast(params, dtype) -> None:
     for p, value in cast:
         p._data = value
     if cast:
-        recasts[0] += 1  # jit's cached programs that read a Parameter check its dtype again
+        recasts[0] += 1  # jit's cached programs that read or write a Parameter check its dtype again
+
+
+def assign_all(params, values) -> None:
+    """``p.assign(v)`` for each pair, all or nothing: every value is checked (concrete, of its
+    Parameter's shape and dtype) before any Parameter changes, so a bad one leaves them all as they
+    were (``jit`` writes a program's Parameter outputs back this way).
+
+    Raises:
+        ValueError / TypeError: as ``Parameter.assign``, for the first bad value.
+    """
+    checked = [p._checked(_as_array(v)) for p, v in zip(params, values)]
+    for p, new in zip(params, checked):
+        p._store(new)
 
 
 # the number of recast() calls that changed a Parameter: a cached jit program staged at another count
-# checks the dtypes of the Parameters it reads before it runs (and stages again when one changed)
+# checks the dtypes of the Parameters it reads and writes before it runs (and stages again when one changed)
 recasts = [0]
 
 
@@ -216,19 +229,26 @@ class Parameter(Boxed):
         builder = _staging_builder()
         # inside jit, a staged value: the new value becomes an output that the call writes back
         staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
-        new = value if staged else _as_array(value)
+        new = self._checked(value if staged else _as_array(value))
+        if staged:
+            builder.writes[self] = new
+        else:
+            self._store(new)
+        return self
+
+    def _checked(self, new):
+        """``new`` if it has this Parameter's shape and dtype, else the ValueError of ``assign``."""
         if tuple(new.shape) != tuple(self._data.shape) or new.dtype != self._data.dtype:
             raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
                              f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
                              "the value first")
-        if staged:
-            builder.writes[self] = new
-        else:
-            log = _writes.get()
-            if log is not None and self not in log:
-                log[self] = self._data
-            self._data = new
-        return self
+        return new
+
+    def _store(self, new) -> None:
+        log = _writes.get()
+        if log is not None and self not in log:
+            log[self] = self._data
+        self._data = new
 
     @property
     def shape(self) -> Any:
