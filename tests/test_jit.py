@@ -297,13 +297,19 @@ def test_control_flow_on_a_traced_value(fn):
 
 
 def test_control_flow_on_a_python_scalar_argument_suggests_static_argnums():
-    """A value computed from a Python-scalar argument could be static, and the message says so (with
-    the traced ways out); the fix it names works."""
+    """A value computed from a scalar argument (Python or NumPy) could be static, and the message says so
+    (with the traced ways out); the fix it names works."""
     jf = tg.jit(lambda x, n: x if n > 1 else -x)
-    with pytest.raises(tg.errors.ConcretizationError, match=r"Python-scalar argument.*static_argnums.*tg\.cond"):
+    with pytest.raises(tg.errors.ConcretizationError, match=r"scalar argument.*static_argnums.*tg\.cond"):
         jf(X, 2)
     assert trace_stack() == ()
     assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, 2), X)
+    # a NumPy scalar is hashable too, so static_argnums takes it as well: the message names it
+    with pytest.raises(tg.errors.ConcretizationError, match=r"NumPy scalar\): mark that argument static"):
+        jf(X, np.float64(3.0))
+    assert trace_stack() == ()
+    assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, np.float64(3.0)), X)
+    assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, np.float64(0.5)), -X)
     # mixed with an array, it is an array's value again: no static_argnums
     with pytest.raises(tg.errors.ConcretizationError) as info:
         tg.jit(lambda x, n: x if n * x[0] > 1 else -x)(X, 2)

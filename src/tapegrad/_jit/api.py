@@ -356,7 +356,8 @@ class _Jitted(Generic[P, R]):
             out_leaves, treedef = _tree.tree_flatten(self.fn(*call_args, **call_kwargs))
             out_tree.append(treedef)
             return out_leaves
-        program, builder = stage(flat_fun, avals, backends)
+        scalars = [i for i, x in enumerate(leaves) if isinstance(x, np.generic)]
+        program, builder = stage(flat_fun, avals, backends, scalars)
         return _Entry(program, builder, out_tree[0], out_tree[0].num_leaves)
 
     def _cache_size(self) -> int:
