@@ -276,7 +276,7 @@ def test_float16_training_loops_train():
     opt, scaler = tg.optim.Adam(master.trainable_params(), lr=1e-2), tg.optim.LossScaler()
 
     def amp_loss(x, y):
-        half = {name: tnp.astype(p.value, np.float16) for name, p in master.named_parameters()}
+        half = {name: tnp.astype(p.value, np.float16) for name, p in master.named_parameters() if p.requires_grad}
         logits = tg.nn.functional_call(master, half, tnp.astype(x, np.float16))
         loss = F.cross_entropy(tnp.astype(logits, np.float32), y)
         return scaler.scale(loss), loss

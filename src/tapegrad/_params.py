@@ -6,6 +6,7 @@ for ``p``; the map lives in a ``ContextVar``, so nested and concurrent transform
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import weakref
@@ -22,6 +23,7 @@ _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parame
                                                                 default=None)
 _staging: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_staging", default=None)
 _writes: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_writes", default=None)
+_held: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_held", default=())
 _unnamed = itertools.count()
 
 
@@ -77,6 +79,42 @@ def substitute(mapping: dict):
     return scoped(_substitutions, {**current, **mapping} if current else dict(mapping))
 
 
+class _Held:
+    """The Parameters one ``functional_call`` substitutes, each with the ``params`` key that gave its
+    value; ``active`` until that call ends (a scope an interrupt left behind is then ignored)."""
+
+    __slots__ = ("keys", "active")
+
+    def __init__(self, keys: dict):
+        self.keys = keys
+        self.active = True
+
+
+@contextlib.contextmanager
+def holding(keys: dict):
+    """Within the block, ``assign`` refuses the Parameters of ``keys`` (``{Parameter: params key}``):
+    their value there is ``functional_call``'s, so a new value computed from it has no place to go."""
+    token = _Held(keys)
+    try:
+        with scoped(_held, (*_held.get(), token)):
+            yield
+    finally:
+        token.active = False
+
+
+@contextlib.contextmanager
+def restored_on_error(params):
+    """Within the block, an exception (an interrupt too) puts back each of ``params``'s stored arrays
+    as it was at the start (``assign`` replaces arrays, never writes into them), then propagates."""
+    before = [(p, p._data) for p in params]
+    try:
+        yield
+    except BaseException:
+        for p, data in before:
+            p._data = data
+        raise
+
+
 def recast(params, dtype) -> None:
     """Give each Parameter of ``params`` its value cast to ``dtype``: the one path that changes a
     Parameter's dtype (``Module.astype``; ``assign`` keeps shape and dtype). Every cast is made before
@@ -97,12 +135,14 @@ def recast(params, dtype) -> None:
 
 def assign_all(params, values) -> None:
     """``p.assign(v)`` for each pair, all or nothing: every value is checked (concrete, of its
-    Parameter's shape and dtype) before any Parameter changes, so a bad one leaves them all as they
-    were (``jit`` writes a program's Parameter outputs back this way).
+    Parameter's shape and dtype, none held by ``functional_call``) before any Parameter changes, so a
+    bad one leaves them all as they were (``jit`` writes a program's Parameter outputs back this way).
 
     Raises:
-        ValueError / TypeError: as ``Parameter.assign``, for the first bad value.
+        ValueError / TypeError / RuntimeError: as ``Parameter.assign``, for the first bad value.
     """
+    for p in params:
+        p._refuse_if_held()
     checked = [p._checked(_as_array(v)) for p, v in zip(params, values)]
     for p, new in zip(params, checked):
         p._store(new)
@@ -225,7 +265,10 @@ class Parameter(Boxed):
             ValueError: ``value`` has another shape or dtype (cast it, or make a new Parameter).
             TypeError: ``value`` is a traced value of ``grad``/``vjp``/``vmap`` (return it from the
                 transformed function and assign it outside).
+            RuntimeError: inside ``nn.functional_call``, to a Parameter whose value its ``params``
+                gives (the message says to call ``module.eval()`` or leave the key out).
         """
+        self._refuse_if_held()
         builder = _staging_builder()
         # inside jit, a staged value: the new value becomes an output that the call writes back
         staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
@@ -235,6 +278,19 @@ class Parameter(Boxed):
         else:
             self._store(new)
         return self
+
+    def _refuse_if_held(self) -> None:
+        """The RuntimeError of ``assign`` inside a ``functional_call`` that substitutes this Parameter."""
+        for token in _held.get():
+            key = token.keys.get(self) if token.active else None
+            if key is not None:
+                raise RuntimeError(
+                    f"Parameter {self.name!r}.assign inside functional_call, whose params[{key!r}] stands for "
+                    "this Parameter: the new value (computed from the given one, such as BatchNorm's running "
+                    "statistics or Dropout's key in training mode) has no place to go, as params is not "
+                    "written and the module's own value was not used. Call module.eval() first for a pure "
+                    f"function, or leave {key!r} out of params so that the module updates its own value as "
+                    "in a plain call")
 
     def _checked(self, new):
         """``new`` if it has this Parameter's shape and dtype, else the ValueError of ``assign``."""
