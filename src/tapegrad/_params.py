@@ -134,18 +134,18 @@ def recast(params, dtype) -> None:
 
 
 def assign_all(params, values) -> None:
-    """``p.assign(v)`` for each pair, all or nothing: every value is checked (concrete, of its
-    Parameter's shape and dtype, none held by ``functional_call``) before any Parameter changes, so a
-    bad one leaves them all as they were (``jit`` writes a program's Parameter outputs back this way).
+    """``p.assign(v)`` for each pair, all or nothing: every value is checked (concrete or staged by
+    the jit staging in progress, of its Parameter's shape and dtype, none held by ``functional_call``)
+    before any Parameter changes, so a bad one leaves them all as they were (``jit`` writes a
+    program's Parameter outputs back this way).
 
     Raises:
         ValueError / TypeError / RuntimeError: as ``Parameter.assign``, for the first bad value.
     """
-    for p in params:
-        p._refuse_if_held()
-    checked = [p._checked(_as_array(v)) for p, v in zip(params, values)]
+    builder = _staging_builder()
+    checked = [p._checked(v, builder) for p, v in zip(params, values)]
     for p, new in zip(params, checked):
-        p._store(new)
+        p._store(new, builder)
 
 
 # the number of recast() calls that changed a Parameter: a cached jit program staged at another count
@@ -268,15 +268,8 @@ class Parameter(Boxed):
             RuntimeError: inside ``nn.functional_call``, to a Parameter whose value its ``params``
                 gives (the message says to call ``module.eval()`` or leave the key out).
         """
-        self._refuse_if_held()
         builder = _staging_builder()
-        # inside jit, a staged value: the new value becomes an output that the call writes back
-        staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
-        new = self._checked(value if staged else _as_array(value))
-        if staged:
-            builder.writes[self] = new
-        else:
-            self._store(new)
+        self._store(self._checked(value, builder), builder)
         return self
 
     def _refuse_if_held(self) -> None:
@@ -292,15 +285,24 @@ class Parameter(Boxed):
                     f"function, or leave {key!r} out of params so that the module updates its own value as "
                     "in a plain call")
 
-    def _checked(self, new):
-        """``new`` if it has this Parameter's shape and dtype, else the ValueError of ``assign``."""
+    def _checked(self, value, builder):
+        """``value`` as the new value (an array, or a value staged by ``builder``, the jit staging in
+        progress), if this Parameter may take it; else the exception of ``assign``."""
+        self._refuse_if_held()
+        # inside jit, a staged value: the new value becomes an output that the call writes back
+        staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
+        new = value if staged else _as_array(value)
         if tuple(new.shape) != tuple(self._data.shape) or new.dtype != self._data.dtype:
             raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
                              f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
                              "the value first")
         return new
 
-    def _store(self, new) -> None:
+    def _store(self, new, builder) -> None:
+        """Make ``new`` (checked) the value: a write of the jit staging ``builder`` when staged by it."""
+        if builder is not None and isinstance(new, Tracer) and new._trace is builder.trace:
+            builder.writes[self] = new
+            return
         log = _writes.get()
         if log is not None and self not in log:
             log[self] = self._data
