@@ -133,19 +133,28 @@ def recast(params, dtype) -> None:
         recasts[0] += 1  # jit's cached programs that read or write a Parameter check its dtype again
 
 
-def assign_all(params, values) -> None:
-    """``p.assign(v)`` for each pair, all or nothing: every value is checked (concrete or staged by
-    the jit staging in progress, of its Parameter's shape and dtype, none held by ``functional_call``)
-    before any Parameter changes, so a bad one leaves them all as they were (``jit`` writes a
-    program's Parameter outputs back this way).
+def write_back(assignments: Iterable[tuple[Parameter, Any]]) -> None:
+    """``p.assign(v)`` for each ``(p, v)``, all or nothing: every value is checked (concrete or staged
+    by the jit staging in progress, of its Parameter's shape and dtype, none held by
+    ``functional_call``) before any Parameter changes, so a bad one leaves them all as they were; an
+    interrupt while they are stored puts back those already stored. ``jit`` writes a program's
+    Parameter outputs back this way (``_state_dict.assign_all``, for loads and optimiser steps,
+    goes through ``Parameter.assign`` one by one and rolls back instead).
 
     Raises:
         ValueError / TypeError / RuntimeError: as ``Parameter.assign``, for the first bad value.
     """
     builder = _staging_builder()
-    checked = [p._checked(v, builder) for p, v in zip(params, values)]
-    for p, new in zip(params, checked):
-        p._store(new, builder)
+    checked = [(p, p._checked(v, builder)) for p, v in assignments]
+    done = []
+    try:
+        for p, new in checked:
+            done.append((p, p._data))
+            p._store(new, builder)
+    except BaseException:
+        for p, old in reversed(done):
+            p._data = old
+        raise
 
 
 # the number of recast() calls that changed a Parameter: a cached jit program staged at another count

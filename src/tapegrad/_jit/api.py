@@ -22,7 +22,7 @@ from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
-from tapegrad._params import assign_all, recasts
+from tapegrad._params import recasts, write_back
 
 _SCALARS = (bool, int, float, complex)
 P = ParamSpec("P")
@@ -193,7 +193,7 @@ class _Entry:
                 evaluate(self.program, inputs)
                 raise
         if self.params_written:  # every new value is checked before any Parameter changes
-            assign_all(self.params_written, [_c_order(value) for value in outs[self.n_out:]])
+            write_back(zip(self.params_written, [_c_order(value) for value in outs[self.n_out:]]))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
         kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
