@@ -104,6 +104,18 @@ def test_module_mode_and_new_instance_are_named(explained):
     assert "first call on this instance" in instance
 
 
+def test_a_parameter_cast_by_astype_is_named(explained):
+    net = tg.nn.Dense(2, 3, seed=0)
+    f = tg.jit(lambda x: net(x))
+    x = np.ones((1, 2), np.float32)
+    f(x)
+    net.astype(np.float64)
+    assert f(x).dtype == np.float64
+    (message,) = messages(explained)
+    assert "Parameter 'weight' changed type: float32[3, 2] -> float64[3, 2]" in message
+    assert "Parameter 'bias' changed type: float32[3] -> float64[3]" in message
+
+
 def test_nothing_is_logged_when_the_switch_is_off(caplog):
     caplog.set_level(logging.WARNING, logger="tapegrad.jit")
     f = tg.jit(scale)

@@ -286,9 +286,22 @@ def test_value_dependent_length_without_size_names_size(name, fn, transform):
         transform(fn)(x if transform is tg.vmap else x[0])
 
 
+def test_numpys_one_argument_where_under_vmap_names_the_tnp_call_that_takes_size():
+    """np.where(condition) dispatches to tapegrad, but NumPy's signature refuses size=: the message
+    names the tnp functions that take it, and the call it names works."""
+    xs = np.array([[1.0, -1.0, 2.0], [-3.0, 4.0, 5.0]])
+    with pytest.raises(ConcretizationError, match=r"tnp\.where\(condition, size=n\)") as info:
+        tg.vmap(lambda x: np.where(x > 0))(xs)
+    assert "tnp.nonzero(..., size=n)" in str(info.value) and "np.nonzero accepts no size=" in str(info.value)
+    with pytest.raises(TypeError, match="size"):  # what the old hint led to
+        tg.vmap(lambda x: np.where(x > 0, size=2))(xs)
+    (positions,) = tg.vmap(lambda x: tnp.where(x > 0, size=2))(xs)
+    assert np.array_equal(positions, [[0, 2], [1, 2]])
+
+
 @pytest.mark.parametrize("transform", [tg.jit, tg.vmap])
 def test_bincount_without_length_names_length(transform):
-    with pytest.raises(ConcretizationError, match="length="):
+    with pytest.raises(ConcretizationError, match=r"length=.*tnp\.bincount\(\.\.\., length=n\)"):
         transform(tnp.bincount)(np.array([[0, 2, 1]]) if transform is tg.vmap else np.array([0, 2, 1]))
 
 

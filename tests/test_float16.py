@@ -212,6 +212,41 @@ def test_a_jitted_function_stages_again_after_astype():
     assert f(x).dtype == np.float32
 
 
+def test_a_jitted_function_that_only_writes_a_parameter_stages_again_after_astype():
+    """A program that writes a Parameter without reading it has that Parameter's old dtype built into
+    its output: after astype it must stage again, not write back a value of the old dtype."""
+    net = tg.nn.Dense(2, 3, seed=0)
+
+    @tg.jit
+    def reset_bias(x):
+        net.bias.assign(tnp.astype(x * 2, net.bias.dtype))  # the dtype read while staging
+        return x
+    x = np.arange(3, dtype=np.float32)
+    reset_bias(x)
+    assert net.bias.dtype == np.float32 and np.array_equal(net.bias.value, [0.0, 2.0, 4.0])
+    net.astype(np.float64)
+    reset_bias(x + 1)  # the same cache key (x is float32): staged again for the float64 bias
+    assert net.bias.dtype == np.float64 and np.array_equal(net.bias.value, [2.0, 4.0, 6.0])
+
+
+def test_a_write_that_no_longer_fits_after_astype_raises_before_any_parameter_changes():
+    counter = tg.Parameter(np.zeros(3, np.float32))  # outside the module: astype leaves it float32
+    net = tg.nn.Dense(2, 3, seed=0)
+
+    @tg.jit
+    def step(x):
+        counter.assign(counter.value + 1)
+        net.bias.assign(x * 2)  # x is float32: after astype the eager function raises here too
+        return x
+    step(np.ones(3, np.float32))
+    net.astype(np.float64)
+    bias = np.array(net.bias.value)
+    with pytest.raises(ValueError, match=r"Parameter 'bias'\.assign: expected shape \(3,\) and dtype float64"):
+        step(np.ones(3, np.float32))
+    assert np.array_equal(counter.value, [1.0, 1.0, 1.0])  # not written: the call raised
+    assert np.array_equal(net.bias.value, bias) and net.bias.dtype == np.float64
+
+
 def test_float16_training_loops_train():
     """A module cast to float16 trains with a LossScaler; and the mixed-precision recipe, float32
     master weights with a float16 forward pass through ``functional_call``, trains under jit too."""
@@ -241,7 +276,7 @@ def test_float16_training_loops_train():
     opt, scaler = tg.optim.Adam(master.trainable_params(), lr=1e-2), tg.optim.LossScaler()
 
     def amp_loss(x, y):
-        half = {name: tnp.astype(p.value, np.float16) for name, p in master.named_parameters()}
+        half = {name: tnp.astype(p.value, np.float16) for name, p in master.named_parameters() if p.requires_grad}
         logits = tg.nn.functional_call(master, half, tnp.astype(x, np.float16))
         loss = F.cross_entropy(tnp.astype(logits, np.float32), y)
         return scaler.scale(loss), loss

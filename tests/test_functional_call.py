@@ -120,3 +120,136 @@ def test_bad_input_names_the_problem_and_leaves_the_module_intact():
         assert np.array_equal(v, before[k]), k
     assert_close(net(X), by_hand(before, X))
     assert trace_stack() == ()
+
+
+# ---- assignments the module makes while it runs ------------------------------------------------------------
+def bn_net():
+    return tg.nn.Sequential(tg.nn.Dense(3, 4, seed=0, dtype=np.float64), tg.nn.BatchNorm1d(4, dtype=np.float64))
+
+
+def test_an_assign_to_a_given_parameter_is_refused_and_the_module_is_left_intact():
+    """BatchNorm in training mode updates its running mean from the value it read: with that value
+    given in params, the update has no place to go (params is not written, the module's own value was
+    not used), so it is refused, and nothing of the module changes."""
+    net = bn_net()
+    before = values(net)
+    with pytest.raises(RuntimeError, match=r"params\['layers\.1\.running_mean'\].*module\.eval\(\)"):
+        tg.nn.functional_call(net, {"layers.1.running_mean": 7 * np.ones(4)}, X)
+    for k, v in values(net).items():
+        assert np.array_equal(v, before[k]), k
+    assert trace_stack() == ()
+    # the same through a sequence (Dropout's key is not trainable: given by a dict only)
+    drop = tg.nn.Sequential(tg.nn.Dense(3, 4, seed=0, dtype=np.float64), tg.nn.Dropout(0.5))
+    key = np.array(drop.state_dict()["layers.1.key"])
+    with pytest.raises(RuntimeError, match=r"params\['layers\.1\.key'\]"):
+        tg.nn.functional_call(drop, {"layers.1.key": key}, X)
+    assert np.array_equal(drop.state_dict()["layers.1.key"], key)
+    # in evaluation mode nothing is assigned: the given statistics are used, and the module is untouched
+    net.eval()
+    out = tg.nn.functional_call(net, {"layers.1.running_mean": 7 * np.ones(4)}, X)
+    h = X @ before["layers.0.weight"].T + before["layers.0.bias"]
+    assert_close(out, (h - 7.0) / np.sqrt(before["layers.1.running_var"] + 1e-5))
+    for k, v in values(net).items():
+        assert np.array_equal(v, before[k]), k
+
+
+def test_an_assign_to_a_parameter_not_given_is_made_as_in_a_plain_call():
+    net, twin = bn_net(), bn_net()
+    new = {k: v + 0.5 for k, v in values(net).items() if k in ("layers.0.weight", "layers.0.bias")}
+    out = tg.nn.functional_call(net, new, X)
+    twin.load_state_dict({**values(twin), **new})  # the plain call with those values
+    assert_close(out, twin(X))
+    for k in ("layers.1.running_mean", "layers.1.running_var", "layers.1.num_batches_tracked"):
+        assert np.array_equal(net.state_dict()[k], twin.state_dict()[k]), k
+    assert int(net.state_dict()["layers.1.num_batches_tracked"]) == 1
+
+
+def test_an_exception_during_the_call_puts_back_what_the_module_assigned():
+    net = tg.nn.Sequential(tg.nn.BatchNorm1d(3, dtype=np.float64), tg.nn.Dense(4, 2, seed=0, dtype=np.float64))
+    before = values(net)
+    with pytest.raises(ValueError):  # the BatchNorm updates its statistics, then the Dense refuses 3 features
+        tg.nn.functional_call(net, {"layers.1.bias": np.zeros(2)}, X)
+    for k, v in values(net).items():
+        assert np.array_equal(v, before[k]), k
+    # a refused assign after one that was made: the first is put back too
+    twice = tg.nn.Sequential(tg.nn.BatchNorm1d(3, dtype=np.float64), tg.nn.BatchNorm1d(3, dtype=np.float64))
+    before = values(twice)
+    with pytest.raises(RuntimeError, match=r"layers\.1\.running_var"):
+        tg.nn.functional_call(twice, {"layers.1.running_var": np.full(3, 2.0)}, X)
+    for k, v in values(twice).items():
+        assert np.array_equal(v, before[k]), k
+    assert trace_stack() == ()
+
+
+class Counting(tg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = tg.Parameter(np.full(3, 2.0))
+        self.calls = tg.Parameter(np.zeros(()), requires_grad=False)
+
+    @tg.jit
+    def __call__(self, x):
+        self.calls.assign(self.calls.value + 1.0)
+        return x * self.scale
+
+
+def test_a_jitted_module_cannot_write_back_a_given_parameter():
+    """The program staged by a plain call writes ``calls`` back at each call: inside functional_call,
+    with ``calls`` given, the write-back is refused before any Parameter changes."""
+    net = Counting()
+    net(X[0])
+    assert float(net.calls.value) == 1.0
+    assert_close(tg.nn.functional_call(net, {"scale": np.ones(3)}, X[0]), X[0])  # calls not given: counted
+    assert float(net.calls.value) == 2.0
+    with pytest.raises(RuntimeError, match=r"params\['calls'\]"):
+        tg.nn.functional_call(net, {"scale": np.ones(3), "calls": np.zeros(())}, X[0])
+    assert float(net.calls.value) == 2.0 and np.array_equal(net.scale.value, np.full(3, 2.0))
+
+
+# ---- the keys and values of params ---------------------------------------------------------------------------
+class Tied(tg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = tg.nn.Dense(2, 2, has_bias=False, seed=0, dtype=np.float64)
+        self.b = tg.nn.Dense(2, 2, has_bias=False, seed=1, dtype=np.float64)
+        self.b.weight = self.a.weight  # one Parameter, two paths; state_dict() names it once
+
+    def __call__(self, x):
+        return self.b(self.a(x))
+
+
+def test_a_tied_parameter_is_given_under_any_of_its_paths():
+    net = Tied()
+    assert list(net.state_dict()) == ["a.weight"]
+    w, x = np.array([[2.0, 1.0], [0.0, 3.0]]), np.array([[1.0, -1.0]])
+    expected = x @ w.T @ w.T
+    assert_close(tg.nn.functional_call(net, {"a.weight": w}, x), expected)
+    assert_close(tg.nn.functional_call(net, {"b.weight": w}, x), expected)
+    assert_close(tg.nn.functional_call(net, {"a.weight": w, "b.weight": w}, x), expected)
+    assert_close(tg.nn.functional_call(net, {"b.weight": w}, x, strict=True), expected)
+    with pytest.raises(ValueError, match=r"params\['a\.weight'\] and params\['b\.weight'\] are the same \(tied\)"):
+        tg.nn.functional_call(net, {"a.weight": w, "b.weight": w + 1.0}, x)
+    g = tg.grad(lambda p: tnp.sum(tg.nn.functional_call(net, p, x)))({"b.weight": w})
+    assert_close(g["b.weight"], tg.grad(lambda v: tnp.sum(x @ v.T @ v.T))(w))
+
+
+def test_a_value_that_is_not_a_numeric_array_is_named():
+    net = make_net()
+    with pytest.raises(TypeError, match=r"params\['layers\.0\.bias'\] is a str, not an array.*shape \(4,\)"):
+        tg.nn.functional_call(net, {"layers.0.bias": "abc"}, X)
+    with pytest.raises(TypeError, match=r"params\['layers\.0\.bias'\] is a NoneType .*not a numeric array"):
+        tg.nn.functional_call(net, {"layers.0.bias": None}, X)
+    with pytest.raises(TypeError, match=r"params\[1\] \(Parameter 'layers\.0\.bias'\) is a str"):
+        tg.nn.functional_call(net, [np.zeros((4, 3)), "abcd", np.zeros((2, 4)), np.zeros(2)], X)
+
+
+def test_strict_with_a_sequence_requires_every_parameter_to_be_trainable():
+    net = make_net()
+    p = [np.asarray(q.value) for q in net.trainable_params()]
+    assert_close(tg.nn.functional_call(net, p, X, strict=True), net(X))  # every Parameter is trainable
+    bn = bn_net().eval()
+    p = [np.asarray(q.value) for q in bn.trainable_params()]
+    with pytest.raises(KeyError, match=r"strict=True.*\['layers\.1\.running_mean', 'layers\.1\.running_var', "
+                                       r"'layers\.1\.num_batches_tracked'\]"):
+        tg.nn.functional_call(bn, p, X, strict=True)
+    assert_close(tg.nn.functional_call(bn, p, X), bn(X))

@@ -242,6 +242,28 @@ def test_parameters_are_implicit_inputs_and_writes_are_outputs():
     assert step._cache_size() == 1 and trace_stack() == ()
 
 
+def test_the_writes_of_a_call_are_all_or_nothing():
+    """Under an outer transform a program's Parameter outputs may be traced values, which a Parameter
+    cannot hold: the call raises before any Parameter is written, also those whose new value is
+    concrete."""
+    scale, first, second = tg.Parameter(np.ones(3)), tg.Parameter(np.zeros(3)), tg.Parameter(np.zeros(3))
+
+    @tg.jit
+    def step(x):
+        first.assign(scale * 5.0)  # concrete under grad: scale is not differentiated
+        second.assign(x * 2.0)  # traced under grad
+        return tnp.sum(x * scale)
+    assert_close(step(X), np.sum(X))
+    assert_close(first.value, np.full(3, 5.0))
+    assert_close(second.value, 2 * X)
+    first.assign(np.zeros(3))
+    second.assign(np.zeros(3))
+    with pytest.raises(TypeError, match="a Parameter holds a concrete array, not a traced value"):
+        tg.grad(step)(X)
+    assert np.array_equal(first.value, np.zeros(3)) and np.array_equal(second.value, np.zeros(3))
+    assert trace_stack() == ()
+
+
 def test_concrete_side_effects_run_only_while_staging():
     """A Parameter assigned a value that does not depend on the arguments is assigned once, while the
     function is staged; the program does not repeat Python side effects (as in JAX)."""
@@ -275,13 +297,19 @@ def test_control_flow_on_a_traced_value(fn):
 
 
 def test_control_flow_on_a_python_scalar_argument_suggests_static_argnums():
-    """A value computed from a Python-scalar argument could be static, and the message says so (with
-    the traced ways out); the fix it names works."""
+    """A value computed from a scalar argument (Python or NumPy) could be static, and the message says so
+    (with the traced ways out); the fix it names works."""
     jf = tg.jit(lambda x, n: x if n > 1 else -x)
-    with pytest.raises(tg.errors.ConcretizationError, match=r"Python-scalar argument.*static_argnums.*tg\.cond"):
+    with pytest.raises(tg.errors.ConcretizationError, match=r"scalar argument.*static_argnums.*tg\.cond"):
         jf(X, 2)
     assert trace_stack() == ()
     assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, 2), X)
+    # a NumPy scalar is hashable too, so static_argnums takes it as well: the message names it
+    with pytest.raises(tg.errors.ConcretizationError, match=r"NumPy scalar\): mark that argument static"):
+        jf(X, np.float64(3.0))
+    assert trace_stack() == ()
+    assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, np.float64(3.0)), X)
+    assert_close(tg.jit(lambda x, n: x if n > 1 else -x, static_argnums=1)(X, np.float64(0.5)), -X)
     # mixed with an array, it is an array's value again: no static_argnums
     with pytest.raises(tg.errors.ConcretizationError) as info:
         tg.jit(lambda x, n: x if n * x[0] > 1 else -x)(X, 2)

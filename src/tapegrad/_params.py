@@ -6,6 +6,7 @@ for ``p``; the map lives in a ``ContextVar``, so nested and concurrent transform
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import weakref
@@ -22,6 +23,7 @@ _substitutions: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parame
                                                                 default=None)
 _staging: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_staging", default=None)
 _writes: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_writes", default=None)
+_held: contextvars.ContextVar = contextvars.ContextVar("tapegrad_parameter_held", default=())
 _unnamed = itertools.count()
 
 
@@ -77,6 +79,42 @@ def substitute(mapping: dict):
     return scoped(_substitutions, {**current, **mapping} if current else dict(mapping))
 
 
+class _Held:
+    """The Parameters one ``functional_call`` substitutes, each with the ``params`` key that gave its
+    value; ``active`` until that call ends (a scope an interrupt left behind is then ignored)."""
+
+    __slots__ = ("keys", "active")
+
+    def __init__(self, keys: dict):
+        self.keys = keys
+        self.active = True
+
+
+@contextlib.contextmanager
+def holding(keys: dict):
+    """Within the block, ``assign`` refuses the Parameters of ``keys`` (``{Parameter: params key}``):
+    their value there is ``functional_call``'s, so a new value computed from it has no place to go."""
+    token = _Held(keys)
+    try:
+        with scoped(_held, (*_held.get(), token)):
+            yield
+    finally:
+        token.active = False
+
+
+@contextlib.contextmanager
+def restored_on_error(params):
+    """Within the block, an exception (an interrupt too) puts back each of ``params``'s stored arrays
+    as it was at the start (``assign`` replaces arrays, never writes into them), then propagates."""
+    before = [(p, p._data) for p in params]
+    try:
+        yield
+    except BaseException:
+        for p, data in before:
+            p._data = data
+        raise
+
+
 def recast(params, dtype) -> None:
     """Give each Parameter of ``params`` its value cast to ``dtype``: the one path that changes a
     Parameter's dtype (``Module.astype``; ``assign`` keeps shape and dtype). Every cast is made before
@@ -92,11 +130,35 @@ def recast(params, dtype) -> None:
     for p, value in cast:
         p._data = value
     if cast:
-        recasts[0] += 1  # jit's cached programs that read a Parameter check its dtype again
+        recasts[0] += 1  # jit's cached programs that read or write a Parameter check its dtype again
+
+
+def write_back(assignments: Iterable[tuple[Parameter, Any]]) -> None:
+    """``p.assign(v)`` for each ``(p, v)``, all or nothing: every value is checked (concrete or staged
+    by the jit staging in progress, of its Parameter's shape and dtype, none held by
+    ``functional_call``) before any Parameter changes, so a bad one leaves them all as they were; an
+    interrupt while they are stored puts back those already stored. ``jit`` writes a program's
+    Parameter outputs back this way (``_state_dict.assign_all``, for loads and optimiser steps,
+    goes through ``Parameter.assign`` one by one and rolls back instead).
+
+    Raises:
+        ValueError / TypeError / RuntimeError: as ``Parameter.assign``, for the first bad value.
+    """
+    builder = _staging_builder()
+    checked = [(p, p._checked(v, builder)) for p, v in assignments]
+    done = []
+    try:
+        for p, new in checked:
+            done.append((p, p._data))
+            p._store(new, builder)
+    except BaseException:
+        for p, old in reversed(done):
+            p._data = old
+        raise
 
 
 # the number of recast() calls that changed a Parameter: a cached jit program staged at another count
-# checks the dtypes of the Parameters it reads before it runs (and stages again when one changed)
+# checks the dtypes of the Parameters it reads and writes before it runs (and stages again when one changed)
 recasts = [0]
 
 
@@ -212,8 +274,30 @@ class Parameter(Boxed):
             ValueError: ``value`` has another shape or dtype (cast it, or make a new Parameter).
             TypeError: ``value`` is a traced value of ``grad``/``vjp``/``vmap`` (return it from the
                 transformed function and assign it outside).
+            RuntimeError: inside ``nn.functional_call``, to a Parameter whose value its ``params``
+                gives (the message says to call ``module.eval()`` or leave the key out).
         """
         builder = _staging_builder()
+        self._store(self._checked(value, builder), builder)
+        return self
+
+    def _refuse_if_held(self) -> None:
+        """The RuntimeError of ``assign`` inside a ``functional_call`` that substitutes this Parameter."""
+        for token in _held.get():
+            key = token.keys.get(self) if token.active else None
+            if key is not None:
+                raise RuntimeError(
+                    f"Parameter {self.name!r}.assign inside functional_call, whose params[{key!r}] stands for "
+                    "this Parameter: the new value (computed from the given one, such as BatchNorm's running "
+                    "statistics or Dropout's key in training mode) has no place to go, as params is not "
+                    "written and the module's own value was not used. Call module.eval() first for a pure "
+                    f"function, or leave {key!r} out of params so that the module updates its own value as "
+                    "in a plain call")
+
+    def _checked(self, value, builder):
+        """``value`` as the new value (an array, or a value staged by ``builder``, the jit staging in
+        progress), if this Parameter may take it; else the exception of ``assign``."""
+        self._refuse_if_held()
         # inside jit, a staged value: the new value becomes an output that the call writes back
         staged = builder is not None and isinstance(value, Tracer) and value._trace is builder.trace
         new = value if staged else _as_array(value)
@@ -221,14 +305,17 @@ class Parameter(Boxed):
             raise ValueError(f"Parameter {self.name!r}.assign: expected shape {tuple(self._data.shape)} and "
                              f"dtype {self._data.dtype}, got {tuple(new.shape)} {new.dtype}; cast or reshape "
                              "the value first")
-        if staged:
+        return new
+
+    def _store(self, new, builder) -> None:
+        """Make ``new`` (checked) the value: a write of the jit staging ``builder`` when staged by it."""
+        if builder is not None and isinstance(new, Tracer) and new._trace is builder.trace:
             builder.writes[self] = new
-        else:
-            log = _writes.get()
-            if log is not None and self not in log:
-                log[self] = self._data
-            self._data = new
-        return self
+            return
+        log = _writes.get()
+        if log is not None and self not in log:
+            log[self] = self._data
+        self._data = new
 
     @property
     def shape(self) -> Any:

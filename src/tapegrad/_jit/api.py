@@ -22,7 +22,7 @@ from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
-from tapegrad._params import recasts
+from tapegrad._params import recasts, write_back
 
 _SCALARS = (bool, int, float, complex)
 P = ParamSpec("P")
@@ -146,16 +146,33 @@ class _Entry:
         self.captured = list(builder.captured)
         # the flags staging read (a module's training): the program is stale once one of them changes
         self.flags = flags_read(builder)
-        self.recasts = recasts[0]  # Module.astype changes Parameters' dtypes: then params_hold() checks
+        # the type (shape, dtype) the program gives each Parameter it reads (an input) or writes (an
+        # output): only Module.astype (_params.recast) changes a Parameter's dtype after staging
+        program = self.program
+        read_vars = program.invars[len(program.invars) - len(self.params_read):]
+        written_vars = program.outputs[n_out:]
+        self.param_types = [(p, tuple(v.aval.shape), np.dtype(v.aval.dtype))
+                            for p, v in zip(self.params_read + self.params_written, read_vars + written_vars)]
+        self.recasts = recasts[0]  # the recast count at which param_types was last found to hold
         self._run = None
 
-    def params_hold(self) -> bool:
-        """Whether every Parameter the program reads still has the dtype it was staged with (only
-        ``Module.astype`` changes one: ``_params.recast``)."""
-        count = recasts[0]
-        invars = self.program.invars[len(self.program.invars) - len(self.params_read):]
-        if any(np.dtype(p.dtype) != v.aval.dtype for p, v in zip(self.params_read, invars)):
+    def valid(self) -> bool:
+        """Whether the cached program still computes what the function would: every flag it read
+        (a module's ``training``) has the value it was staged with, and, once a Parameter has been
+        recast since the last check, every Parameter it reads or writes has the shape and dtype the
+        program gives it (a stale program would feed or write back values of the old dtype)."""
+        if self.flags is not None and not self.flags.hold():
             return False
+        return self.recasts == recasts[0] or self.params_hold()
+
+    def params_hold(self) -> bool:
+        """Whether every Parameter the program reads or writes still has the shape and dtype it was
+        staged with (only ``Module.astype`` changes a dtype: ``_params.recast``)."""
+        count = recasts[0]
+        for p, shape, dtype in self.param_types:
+            data = p._data
+            if np.dtype(data.dtype) != dtype or tuple(data.shape) != shape:
+                return False
         self.recasts = count
         return True
 
@@ -175,8 +192,8 @@ class _Entry:
                 # fix: replayed through bind, the equation that mixes them raises tapegrad's own
                 evaluate(self.program, inputs)
                 raise
-        for p, value in zip(self.params_written, outs[self.n_out:]):
-            p.assign(_c_order(value))
+        if self.params_written:  # every new value is checked before any Parameter changes
+            write_back(zip(self.params_written, [_c_order(value) for value in outs[self.n_out:]]))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
         kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
@@ -242,8 +259,7 @@ class _Jitted(Generic[P, R]):
         cache = self._programs_of(bound) if bound else self._cache
         key, leaves, rebuild = self._split(bound, args, kwargs, shared=cache is self._cache)
         entry = cache.get(key)
-        if (entry is None or entry.flags is not None and not entry.flags.hold()
-                or entry.recasts != recasts[0] and not entry.params_hold()):
+        if entry is None or not entry.valid():
             if config.explain_cache_misses and self._staged:
                 self._explain_miss(key, cache, entry)
             entry = self._stage(leaves, rebuild)
@@ -262,7 +278,7 @@ class _Jitted(Generic[P, R]):
     def _explain_miss(self, key, cache, stale) -> None:
         """Log why this call stages again (``tg.config.explain_cache_misses``)."""
         if stale is not None:
-            misses.explain_stale(self.fn, stale.flags)
+            misses.explain_stale(self.fn, stale.flags, stale.param_types)
         else:
             misses.explain_new_key(self.fn, key, cache, self._cache_size())
 
@@ -340,7 +356,8 @@ class _Jitted(Generic[P, R]):
             out_leaves, treedef = _tree.tree_flatten(self.fn(*call_args, **call_kwargs))
             out_tree.append(treedef)
             return out_leaves
-        program, builder = stage(flat_fun, avals, backends)
+        scalars = [i for i, x in enumerate(leaves) if isinstance(x, np.generic)]
+        program, builder = stage(flat_fun, avals, backends, scalars)
         return _Entry(program, builder, out_tree[0], out_tree[0].num_leaves)
 
     def _cache_size(self) -> int:
@@ -352,8 +369,7 @@ class _Jitted(Generic[P, R]):
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
-        if (entry is None or entry.flags is not None and not entry.flags.hold()
-                or entry.recasts != recasts[0] and not entry.params_hold()):
+        if entry is None or not entry.valid():
             entry = self._stage(leaves, rebuild)
         return entry.program
 
@@ -387,7 +403,8 @@ def jit(fn: Callable[P, R] | None = None, *, static_argnums: int | Sequence[int]
         A function with ``fn``'s signature and results. ``f._cache_size()`` says how many programs it
         holds: one per (pytree structure, shapes, dtypes, backend, static arguments). A program
         staged while a module's ``training`` flag was read is staged again (and replaced) after
-        that flag changes (``net.eval()``); other programs stay. With ``tg.config.explain_cache_misses``
+        that flag changes (``net.eval()``); so is a program that reads or writes a Parameter whose
+        dtype ``Module.astype`` changed; other programs stay. With ``tg.config.explain_cache_misses``
         each staging after the first logs, on the logger ``"tapegrad.jit"``, what changed.
 
     Parameters read inside ``fn`` are implicit inputs, read fresh at every call (``p.assign`` between
@@ -400,7 +417,8 @@ def jit(fn: Callable[P, R] | None = None, *, static_argnums: int | Sequence[int]
     Raises:
         ValueError: an unhashable static argument, or a ``cache_size`` that is neither None nor an
             int >= 0.
-        TypeError: an argument leaf that is neither an array nor a Python scalar.
+        TypeError: an argument leaf that is neither an array nor a Python scalar; under an outer
+            transform, a Parameter written with a traced value (no Parameter of the call changes).
         ConcretizationError: Python control flow on a traced value (the message suggests
             ``static_argnums`` or ``tnp.where``).
     """

@@ -3,13 +3,16 @@
 A cache key is ``(owner, treedef, leaf signatures, static values)`` (``api._Jitted._split``). On a miss
 after a function's first staging, the new key is compared with each cached one, argument by argument,
 and the closest is reported: which argument's pytree structure, leaf shape, dtype, backend or static
-value differs. A program whose module flag changed (``net.eval()``) and a method's first call on a new
+value differs. A program whose module flag changed (``net.eval()``) or whose Parameters changed dtype
+(``Module.astype``), and a method's first call on a new
 instance are reported too. Nothing here runs unless the switch is on; a cache hit never comes here.
 """
 from __future__ import annotations
 
 import inspect
 import logging
+
+import numpy as np
 
 logger = logging.getLogger("tapegrad.jit")
 
@@ -112,15 +115,20 @@ def explain_new_key(fn, key, cache, total_programs: int) -> None:
                        "never kept)", _name(fn), cache.size)
 
 
-def explain_stale(fn, flags) -> None:
-    """Log which module flag (``training``) changed since the cached program for this key was staged."""
+def explain_stale(fn, flags, param_types) -> None:
+    """Log what changed since the cached program for this key was staged: a module flag
+    (``training``), or the dtype or shape of a Parameter it reads or writes (``Module.astype``)."""
     changes = []
-    for ref, flag, value in flags.reads:
+    for ref, flag, value in flags.reads if flags is not None else ():
         obj = ref()
         if obj is None:
             changes.append(f"an object whose {flag.name} it read is gone")
             continue
         current = obj.__dict__.get(flag.name, flag.default)
         if current != value:
-            changes.append(f"{type(obj).__name__}.{flag.name} {value!r} -> {current!r}")
-    logger.warning("jit: staging %s again: module mode changed: %s", _name(fn), "; ".join(changes))
+            changes.append(f"module mode changed: {type(obj).__name__}.{flag.name} {value!r} -> {current!r}")
+    for p, shape, dtype in param_types:
+        if np.dtype(p.dtype) != dtype or tuple(p.shape) != shape:
+            changes.append(f"Parameter {p.name!r} changed type: {dtype}{list(shape)} -> "
+                           f"{np.dtype(p.dtype)}{list(p.shape)}")
+    logger.warning("jit: staging %s again: %s", _name(fn), "; ".join(changes))

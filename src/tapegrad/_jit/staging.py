@@ -47,11 +47,12 @@ class StagingTracer(Tracer):
         return f"StagingTracer({type_string(self.var.aval)})"
 
 
-def _from_python_scalars(builder, var: Var) -> bool:
-    """Whether ``var`` is computed from Python-scalar arguments of the staged function alone (with
-    literals and constants): then the argument could be marked static. Inputs made from Python scalars
-    keep their Python type as dtype (:func:`abstractify`); Parameters, captured values and array
-    arguments are arrays, which ``static_argnums`` cannot take (they are not hashable)."""
+def _from_scalars(builder, var: Var) -> bool:
+    """Whether ``var`` is computed from scalar arguments of the staged function alone (with literals
+    and constants): then the argument could be marked static. Inputs made from Python scalars keep
+    their Python type as dtype (:func:`abstractify`); those made from NumPy scalars (``np.float64(3)``,
+    hashable, so static-able too) are in ``builder.scalar_inputs``; Parameters, captured values and
+    array arguments are arrays, which ``static_argnums`` cannot take (they are not hashable)."""
     producer = {id(out): eqn for eqn in builder.eqns for out in eqn.outs}
     arrays = {id(v) for v in builder.params.values()} | {id(v) for v in builder.captured_vars}
     consts = {id(v) for v in builder.constvars}
@@ -65,7 +66,8 @@ def _from_python_scalars(builder, var: Var) -> bool:
         if eqn is not None:
             stack.extend(x for x in eqn.inputs if isinstance(x, Var))
         elif id(v) not in consts:
-            if id(v) in arrays or not isinstance(v.aval.dtype, type):  # np.dtype('f8') == float: no `in`
+            if id(v) in arrays or not (isinstance(v.aval.dtype, type)  # np.dtype('f8') == float: no `in`
+                                       or id(v) in builder.scalar_inputs):
                 return False
             roots += 1
     return roots > 0
@@ -73,16 +75,17 @@ def _from_python_scalars(builder, var: Var) -> bool:
 
 def abstract_value_message(builder, var: Var) -> str:
     """Why a staged value cannot be read as a Python value, and the ways out that fit where it comes
-    from: ``static_argnums`` only for a value computed from Python-scalar arguments (an array cannot be
-    static), the traced control flow (``tg.cond``, ``tg.while_loop``) and ``tnp.where`` always."""
+    from: ``static_argnums`` only for a value computed from scalar arguments, Python or NumPy (an array
+    cannot be static), the traced control flow (``tg.cond``, ``tg.while_loop``) and ``tnp.where`` always."""
     head = (f"a traced value ({type_string(var.aval)}) reached Python control flow or float()/int()/bool() "
             "inside jit, where only its shape and dtype are known, not its value. ")
     traced = ("branch with tg.cond(pred, true_fn, false_fn, *operands) (tg.switch for several branches), "
               "loop with tg.while_loop(cond_fn, body_fn, init) or tg.fori_loop, or select elementwise with "
               "tnp.where(cond, x, y); a value wanted in Python (logging) can be returned from the jitted "
               "function and converted outside")
-    if _from_python_scalars(builder, var):
-        return (head + "It is computed from a Python-scalar argument: mark that argument static "
+    if _from_scalars(builder, var):
+        return (head + "It is computed from a scalar argument (a Python number or a NumPy scalar): mark that "
+                "argument static "
                 "(jit(fn, static_argnums=...) or static_argnames=...) so that Python sees its value, "
                 "one program per value; or, to keep it traced, " + traced)
     return head + "It is computed from an array (an argument or a Parameter), which cannot be static: " + traced
@@ -99,6 +102,7 @@ class Builder:
         self.params = {}  # Parameter -> var: implicit inputs read fresh at each call
         self.writes = {}  # Parameter -> its new value (a tracer), in order of first write
         self.flags_read = {}  # (id(owner), attribute) -> (owner, Flag, value): flags read
+        self.scalar_inputs = set()  # ids of the input variables made from NumPy scalar arguments
         self.remat = False  # a joint call asking to be recomputed in reverse mode was staged (checkpoint)
         self.trace = None
         self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
@@ -182,8 +186,9 @@ class StagingTrace(Trace):
         return call.fun(*args)
 
 
-def stage(flat_fun, in_avals, backends):
-    """Stage ``flat_fun`` (a list of arrays to a list of outputs) on abstract inputs.
+def stage(flat_fun, in_avals, backends, scalar_inputs=()):
+    """Stage ``flat_fun`` (a list of arrays to a list of outputs) on abstract inputs; the positions
+    ``scalar_inputs`` hold NumPy scalars (which a static argument could take, as a Python scalar).
 
     Returns ``(program, builder, out_leaves)``: the program's inputs are the arguments, then the
     captured values, then the Parameters read; its outputs are the function's, then the new values
@@ -193,6 +198,7 @@ def stage(flat_fun, in_avals, backends):
     with new_main(StagingTrace, builder) as main:
         builder.trace = main.trace
         ins = [builder.new_input(aval, backend) for aval, backend in zip(in_avals, backends)]
+        builder.scalar_inputs = {id(ins[i].var) for i in scalar_inputs}
         with staging_parameters(builder):
             outs = flat_fun(*ins)
         out_operands = [builder.operand(o) for o in outs]

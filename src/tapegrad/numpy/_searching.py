@@ -52,11 +52,18 @@ def constant_like(like, x):
 
 def concrete(x, name: str, size_name: str = "size"):
     """``x``'s value (see :func:`host_value`) for a result whose length it decides; abstract, it
-    raises the error that names ``size=``/``fill_value=`` (or ``size_name``)."""
+    raises the error that names ``size=``/``fill_value=`` (or ``size_name``) and the ``tnp`` function
+    that takes it (NumPy's own, reached through ``np.nonzero(x)`` on a traced ``x``, has no such
+    argument)."""
     hint = ("size= (the length of the result) and fill_value= (its padding)" if size_name == "size"
-            else f"{size_name}= (the length of the result)")
+            else f"{size_name}= (the length of the result)") + ", as in JAX"
+    if name.isidentifier():  # a function's name (not "histogram with bins='auto'")
+        hint += (f", to tapegrad.numpy's own function: tnp.{name}(..., {size_name}=n) (NumPy's np.{name} "
+                 f"accepts no {size_name}=)")
+        if name == "nonzero":  # np.where(condition) and np.nonzero(a) both come here
+            hint += "; for np.where(condition), call tnp.where(condition, size=n)"
     return host_value(x, f"{name}: the length of the result depends on the values of a traced argument, which "
-                         f"jit and vmap do not know: pass {hint}, as in JAX")
+                         f"jit and vmap do not know: pass {hint}")
 
 
 # ---- the primitive -------------------------------------------------------------------------------
