@@ -247,6 +247,18 @@ def test_a_write_that_no_longer_fits_after_astype_raises_before_any_parameter_ch
     assert np.array_equal(net.bias.value, bias) and net.bias.dtype == np.float64
 
 
+def _scaled_step(loss_fn, net, opt, scaler):
+    """A jitted training step: ``loss_fn(x, y) -> (scaled loss, loss)`` differentiated for ``net``'s
+    Parameters, then ``scaler.step``; it returns ``(loss, whether the step was taken)``."""
+    grad_fn = tg.grad(loss_fn, grad_position=None, weights=net.trainable_params(), has_aux=True)
+
+    @tg.jit
+    def step(x, y):
+        grads, (loss,) = grad_fn(x, y)
+        return loss, scaler.step(opt, grads)
+    return step
+
+
 def test_float16_training_loops_train():
     """A module cast to float16 trains with a LossScaler; and the mixed-precision recipe, float32
     master weights with a float16 forward pass through ``functional_call``, trains under jit too."""
@@ -263,12 +275,7 @@ def test_float16_training_loops_train():
     def loss_fn(x, y):
         loss = F.cross_entropy(tnp.astype(net(x), np.float32), y)
         return scaler.scale(loss), loss
-    grad_fn = tg.grad(loss_fn, grad_position=None, weights=net.trainable_params(), has_aux=True)
-
-    @tg.jit
-    def step(x, y):
-        grads, (loss,) = grad_fn(x, y)
-        return loss, scaler.step(opt, grads)
+    step = _scaled_step(loss_fn, net, opt, scaler)
     losses = [float(step(x.astype(np.float16), y)[0]) for _ in range(60)]
     assert losses[-1] < 0.6 * losses[0] and all(p.dtype == np.float16 for p in net.trainable_params())
 
@@ -280,12 +287,7 @@ def test_float16_training_loops_train():
         logits = tg.nn.functional_call(master, half, tnp.astype(x, np.float16))
         loss = F.cross_entropy(tnp.astype(logits, np.float32), y)
         return scaler.scale(loss), loss
-    amp_grad = tg.grad(amp_loss, grad_position=None, weights=master.trainable_params(), has_aux=True)
-
-    @tg.jit
-    def amp_step(x, y):
-        grads, (loss,) = amp_grad(x, y)
-        return loss, scaler.step(opt, grads)
+    amp_step = _scaled_step(amp_loss, master, opt, scaler)
     with np.errstate(over="ignore", invalid="ignore"):  # the first steps overflow and are skipped
         results = [amp_step(x, y) for _ in range(60)]
     assert float(results[-1][0]) < 0.6 * float(results[0][0])
