@@ -380,19 +380,39 @@ xp.fft = _module("devicearray.fft", _FFT, np.fft)
 xp.lib = types.ModuleType("devicearray.lib")
 xp.lib.stride_tricks = _module("devicearray.lib.stride_tricks", ["as_strided"], np.lib.stride_tricks)
 
+def _fusion_signature(args) -> tuple:
+    """What CuPy's ``Fusion.__call__`` (cupy/_core/fusion.pyx) keys its kernels by: each array's dtype
+    and ndim, each NumPy scalar's dtype, each Python scalar's type (never a shape or a value)."""
+    return tuple((a.dtype.char,) if isinstance(a, np.generic) else (a.dtype.char, a.ndim) if hasattr(a, "dtype")
+                 else (type(a),) for a in args)
+
+
 class Fused:
     """What ``xp.fuse(fn)`` returns: ``fn`` run on device arrays, as one "kernel" (CuPy's ``fuse``
     compiles the body; here it runs eagerly on the double). ``calls`` counts the launches, so tests
-    can see that a fused program ran; host arrays are refused, as by any device kernel."""
+    can see that a fused program ran; host arrays are refused, as by any device kernel.
+
+    Compilations are counted as CuPy makes them: a ``cupy.fuse`` object traces ``fn`` and builds an
+    ``ElementwiseKernel`` at the first call with each new signature (:func:`_fusion_signature`) and
+    memoises it on itself (``Fusion._memo``). A second fuse object of the same function, or of an
+    equal one, starts with an empty memo and traces and builds again. ``signatures`` holds this
+    object's, ``compiled`` counts them over all kernels. (CuPy then runs NVRTC only for a kernel
+    source it has not compiled in this process nor finds in its on-disk cache; tracing and building
+    are the per-object cost counted here.)"""
 
     launches = 0  # over all kernels
+    compiled = 0  # (fuse object, signature) pairs traced and built, over all kernels
 
     def __init__(self, fn):
-        self.fn, self.calls = fn, 0
+        self.fn, self.calls, self.signatures = fn, 0, set()
 
     def __call__(self, *args):
         if any(isinstance(a, np.ndarray) for a in args):
             raise _host_operand_error("fuse")
+        signature = _fusion_signature(args)
+        if signature not in self.signatures:
+            self.signatures.add(signature)
+            Fused.compiled += 1
         self.calls += 1
         Fused.launches += 1
         return self.fn(*args)
@@ -438,7 +458,8 @@ def _use_cupy():
     compile_kernel = cupy.fuse
 
     class CountingFuse(Fused):
-        """``cupy.fuse(fn)``, counting its launches."""
+        """``cupy.fuse(fn)``, counting its launches and its compilations (the signatures its
+        ``Fusion`` object builds a kernel for)."""
 
         def __init__(self, fn):
             super().__init__(compile_kernel(fn))

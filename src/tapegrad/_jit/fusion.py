@@ -40,6 +40,13 @@ arithmetic groups is ~1000 elements; for ``sin`` (float32) ~150; a 3-operation g
 breaks even (not fused), a 30-operation one saves ~6 us. On CuPy every group of 2 or more is fused
 (a kernel launch costs ~10 us).
 
+Sharing. A kernel is stored, once per process, under the group's canonical form (``_recipe``: the
+operations in order, operands by position, literals by dtype and bits, the inputs' dtypes), so the
+similar groups of a program (an optimiser's update of each Parameter, identical layers) and of other
+programs build one kernel: one ``cupy.fuse`` object, which CuPy traces once per argument signature,
+and whose kernel source names no group, so CuPy's on-disk cache finds it again in another process;
+one numexpr compilation, copied into each program.
+
 Fusion runs only on the program compiled for the executor (``jit`` keeps the unfused one for
 ``evaluate`` under outer transforms), so ``fused`` has an impl and an abstract eval but no
 derivative rules. It is the last pass: after dead-code elimination, common-subexpression
@@ -50,8 +57,10 @@ fused equations holds a lock while it runs (``codegen``).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import operator
+import threading
 from typing import Any
 
 import numpy as np
@@ -97,12 +106,13 @@ RECOMPUTE_US = 0.05  # one more operation inside a numexpr call on a few element
 
 # ---- the fused primitive ----------------------------------------------------------------------------
 class Kernel:
-    """One fused group: ``fn(*inputs)`` computes it; ``text`` spells the expression for the printer."""
+    """One fused group: ``fn(*inputs)`` computes it; ``text`` spells the expression for the printer;
+    ``key`` is its canonical form (:func:`_recipe`), under which ``fn`` is shared."""
 
-    __slots__ = ("fn", "text", "aval")
+    __slots__ = ("fn", "text", "aval", "key")
 
-    def __init__(self, fn, text: str, aval: ShapedArray):
-        self.fn, self.text, self.aval = fn, text, aval
+    def __init__(self, fn, text: str, aval: ShapedArray, key=None):
+        self.fn, self.text, self.aval, self.key = fn, text, aval, key
 
     def __repr__(self):
         return self.text
@@ -433,28 +443,41 @@ def _compile(node, names, inputs):
 def numexpr_kernel(eqns, group, cache: dict) -> Kernel:
     """One numexpr program computing the group's root from its inputs (in ``group.inputs`` order).
 
-    Groups that spell the same expression over inputs of the same dtypes share one compiled program
-    through ``cache`` (numexpr's compiler takes ~70 us per operation; a chain repeats its groups).
+    numexpr's compiler takes ~70 us per operation, and a program repeats its groups (a chain, an
+    optimiser's update of each Parameter), so a compiled expression is shared under the group's
+    canonical form (:func:`_recipe`): compiled once per process (:func:`_shared`), then copied into
+    each program that uses it (``cache``, one per program: ~1 us), never shared between programs. A
+    numexpr program keeps its registers in itself, and each program runs under its own lock
+    (``codegen``), so two programs must not hold the same one.
     """
     root = eqns[group.root].out
-    text = _text(eqns, group)
-    key = (text, tuple(v.aval.dtype for v in group.inputs.values()))
-    if key not in cache:
-        names: dict
-        env: dict
-        names, env = {}, {}
-        for v in group.inputs.values():
-            _leaf(v, names)
-        for k in group.body():
-            eqn = eqns[k]
-            env[id(eqn.out)] = _node(eqn, lambda v: env[id(v)] if id(v) in env else _leaf(v, names))
-        cache[key] = _compile(env[id(root)], names, list(group.inputs.values()))
-    return Kernel(cache[key], text, root.aval)
+    key, _ = _recipe(eqns, group, np)
+    if key is None or key not in cache:
+        def build():
+            names: dict
+            env: dict
+            names, env = {}, {}
+            for v in group.inputs.values():
+                _leaf(v, names)
+            for k in group.body():
+                eqn = eqns[k]
+                env[id(eqn.out)] = _node(eqn, lambda v: env[id(v)] if id(v) in env else _leaf(v, names))
+            return _compile(env[id(root)], names, list(group.inputs.values()))
+        compiled = _copy(_shared(key, build))
+        if key is None:
+            return Kernel(compiled, _text(eqns, group), root.aval)
+        cache[key] = compiled
+    return Kernel(cache[key], _text(eqns, group), root.aval, key)
+
+
+def _copy(compiled):
+    """A numexpr program of its own (registers included) with ``compiled``'s code and constants."""
+    return numexpr.interpreter.NumExpr(compiled.signature, compiled.tempsig, compiled.program,
+                                       compiled.constants, compiled.input_names)
 
 
 def _text(eqns, group) -> str:
-    """The group as a readable expression, ``add(multiply(sin(a0), 1.01), 0.1)``, for the printer (and,
-    with the inputs' dtypes, the key under which its compiled program is shared)."""
+    """The group as a readable expression, ``add(multiply(sin(a0), 1.01), 0.1)``, for the printer."""
     names = {id(v): f"a{i}" for i, v in enumerate(group.inputs.values())}
     for k in group.body():
         eqn = eqns[k]
@@ -497,19 +520,119 @@ def device_fusible(eqn) -> bool:
 def device_kernel(eqns, group) -> Kernel:
     """The group replayed by one ``fuse`` kernel of the operands' backend: each equation applies its
     fusion template with the backend's functions, each literal is a NumPy scalar of the dtype NumPy 2
-    gives it."""
+    gives it. Groups of one canonical form (:func:`_recipe`) share one ``fuse`` object
+    (:func:`_shared`), in this program and in every other: CuPy traces and builds a kernel once per
+    ``fuse`` object and argument signature (dtypes and ndims), and names it after the function it
+    fuses, the same for every group, so identical groups give identical kernel sources, which CuPy's
+    on-disk cache (``CUPY_CACHE_DIR``) finds again in the next process."""
     xp = eqns[group.root].out.backend
-    members = [eqns[k] for k in group.body()]
-    inputs = list(group.inputs.values())
+    key, steps = _recipe(eqns, group, xp)
+    fn = _shared(key, lambda: xp.fuse(_replay(xp, steps)))
+    return Kernel(fn, _text(eqns, group), eqns[group.root].out.aval, key)
 
-    def body(*arrays):
-        env = {id(v): a for v, a in zip(inputs, arrays)}
-        for eqn in members:
-            args = [literal_dtype(eqn, i).type(x.value) if isinstance(x, Literal) else env[id(x)]
-                    for i, x in enumerate(eqn.inputs)]
-            env[id(eqn.out)] = _apply(eqn.prim.fusion.template, xp, args, eqn.params)
-        return env[id(members[-1].out)]
-    return Kernel(xp.fuse(body), _text(eqns, group), eqns[group.root].out.aval)
+
+def _replay(xp, steps):
+    """The function that ``fuse`` traces: ``steps`` (:func:`_recipe`) applied with ``xp``'s functions
+    to its arguments. It reads no variable of the program, so it outlives it, and its name, which
+    CuPy gives the kernel, is the same for every group."""
+    def fused(*arrays):
+        values = list(arrays)
+        for template, params, operands in steps:
+            values.append(_apply(template, xp, [values[o] if type(o) is int else o for o in operands], params))
+        return values[-1]
+    return fused
+
+
+# ---- kernels shared between groups and programs --------------------------------------------------------
+def _recipe(eqns, group, backend):
+    """``(key, steps)``: the group's canonical form. ``steps`` lists, in program order, each equation
+    of the kernel as ``(template, params, operands)``, an operand being the position of an input
+    (``0 .. n-1``) or of an earlier step's result (``n + j``), or a literal as the NumPy scalar of the
+    dtype NumPy 2 gives it. ``key`` is hashable and equal for two groups exactly when they compute the
+    same expression of inputs of the same dtypes on the same backend: templates, parameters (with
+    their types), literals by dtype and bits (``-0.0`` is not ``0.0``), no name or id of the program.
+    The inputs' ndims and shapes are not in it: ``cupy.fuse`` keys its kernels by ndim itself, and
+    numexpr's programs take any shape. None when a parameter is unhashable (the kernel is then not
+    shared)."""
+    position = {id(v): i for i, v in enumerate(group.inputs.values())}
+    steps, step_keys = [], []
+    for k in group.body():
+        eqn = eqns[k]
+        operands: list
+        operand_keys: list
+        operands, operand_keys = [], []
+        for i, x in enumerate(eqn.inputs):
+            if isinstance(x, Literal):
+                scalar = literal_dtype(eqn, i).type(x.value)
+                operands.append(scalar)
+                operand_keys.append((scalar.dtype.str, scalar.tobytes()))
+            else:
+                operands.append(position[id(x)])
+                operand_keys.append(position[id(x)])
+        position[id(eqn.out)] = len(position)
+        params = tuple((name, type(value), value) for name, value in sorted(eqn.params.items()))
+        steps.append((eqn.prim.fusion.template, eqn.params, operands))
+        step_keys.append((eqn.prim.fusion.template, params, tuple(operand_keys)))
+    key = (backend, tuple(v.aval.dtype for v in group.inputs.values()), tuple(step_keys))
+    try:
+        hash(key)
+    except TypeError:
+        return None, steps
+    return key, steps
+
+
+def kernel_recipe(kernel: Kernel) -> str:
+    """``kernel``'s canonical form as text, the same in every process (for tests and debugging)."""
+    if kernel.key is None:
+        return "<not shared>"
+    backend, dtypes, steps = kernel.key
+
+    def spell(x):
+        if isinstance(x, str) or not callable(x):
+            return repr(x)
+        return f"{getattr(x, '__module__', '?')}.{getattr(x, '__qualname__', '?')}"
+    lines = [f"{backend.__name__} ({', '.join(d.name for d in dtypes)})"]
+    for n, (template, params, operands) in enumerate(steps, len(dtypes)):
+        args = [f"%{x}" if type(x) is int else f"{x[0]}:{x[1].hex()}" for x in operands]
+        args += [f"{name}={spell(value)}" for name, _, value in params]
+        lines.append(f"  %{n} = {spell(template)}({', '.join(args)})")
+    return "\n".join(lines)
+
+
+MAX_KERNELS = 1024
+_kernels: collections.OrderedDict = collections.OrderedDict()  # key -> fuse object or compiled numexpr
+_kernels_lock = threading.Lock()
+
+
+def _shared(key, build):
+    """The kernel stored under ``key``, built by ``build()`` at the first request (``key`` None: built
+    and not stored). The store keeps the ``MAX_KERNELS`` most recently used: a program staged for
+    each new value of a literal (a static argument, a closed-over float) would otherwise add kernels
+    without end; an evicted kernel lives on in the programs that use it, and only a later group of
+    its form builds it again."""
+    if key is None:
+        return build()
+    with _kernels_lock:
+        if key in _kernels:
+            _kernels.move_to_end(key)
+            return _kernels[key]
+    kernel = build()  # outside the lock: compiling takes a while, and another thread's build is as good
+    with _kernels_lock:
+        kernel = _kernels.setdefault(key, kernel)
+        _kernels.move_to_end(key)
+        while len(_kernels) > MAX_KERNELS:
+            _kernels.popitem(last=False)
+    return kernel
+
+
+def clear_kernel_cache() -> None:
+    """Forget the shared kernels (programs keep theirs): the next groups build theirs again."""
+    with _kernels_lock:
+        _kernels.clear()
+
+
+def kernel_cache_size() -> int:
+    return len(_kernels)
 
 
 # ---- the pass ----------------------------------------------------------------------------------------
