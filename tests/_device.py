@@ -14,7 +14,11 @@ library that must never copy between host and device behind the user's back:
 - ``float()``, ``int()``, ``complex()``, ``bool()`` of a one-element array, ``.item()`` and
   ``.tolist()`` are allowed (CuPy synchronises and copies); ``.get()`` and ``xp.asnumpy(x)`` are the
   explicit device-to-host copies, ``xp.asarray(host)`` the explicit host-to-device one; host index
-  arrays and lists in ``x[idx]``, ``x[idx] = v`` and ``ufunc.at`` are accepted (CuPy copies them).
+  arrays and lists in ``x[idx]``, ``x[idx] = v`` and ``ufunc.at`` are accepted (CuPy copies them);
+- each of those device-to-host reads, and each operation whose result's shape depends on the data
+  (``nonzero``, a boolean mask...), declares a synchronisation where CuPy's ``get()`` does: under
+  ``devicearrayx.allow_synchronize(False)`` it raises ``devicearrayx.DeviceSynchronized``, as CuPy's
+  ``cupyx`` does (the rules and where they were read: ``tests/_device_cupyx.py``).
 
 ``xp`` is the namespace, a module like ``cupy``: creation functions, the ufuncs, array functions,
 ``linalg``, ``fft``, ``lib.stride_tricks``, the dtypes and ``fuse``, each implemented by calling NumPy
@@ -41,6 +45,9 @@ import sys
 import types
 
 import numpy as np
+
+import _device_cupyx
+from _device_cupyx import declare_synchronize
 
 _IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
              "NumPy array explicitly.")
@@ -87,10 +94,40 @@ def _wrap(x):
     return x
 
 
-def _device_call(fn, name: str):
-    """``fn`` (a NumPy function) on device arrays: operands unwrapped, results wrapped."""
+def _size(x) -> int:
+    return x.size if isinstance(x, (DeviceArray, np.ndarray)) else int(np.size(x))
+
+
+def _repeats_read(a, *rest, **kwargs) -> bool:
+    """CuPy's ``repeat`` reads a sequence or an array of repeats on the host (``reps_arr.item()`` or
+    ``int(boundaries[-1])``); a Python int it takes as it is."""
+    repeats = kwargs["repeats"] if "repeats" in kwargs else rest[0]
+    return not isinstance(repeats, (int, np.integer)) and _size(repeats) > 0
+
+
+# the operations whose result's shape depends on the data: CuPy reads a count on the host (a
+# synchronisation) when the data is not empty; by name (function and method), with the test
+_DATA_DEPENDENT = {
+    "nonzero": lambda a, *r, **k: _size(a) > 0,
+    "argwhere": lambda a, *r, **k: _size(a) > 0,
+    "flatnonzero": lambda a, *r, **k: _size(a) > 0,
+    "unique": lambda a, *r, **k: _size(a) > 0,
+    "where": lambda *args, **k: len(args) + len(k) == 1 and _size((args or tuple(k.values()))[0]) > 0,
+    "compress": lambda condition, *r, **k: _size(condition) > 0,
+    "repeat": _repeats_read,
+}
+
+
+def _device_call(fn, name: str, method_of=None):
+    """``fn`` (a NumPy function) on device arrays: operands unwrapped, results wrapped. ``method_of``:
+    the array whose method ``fn`` is (it is then the first operand of the synchronisation test)."""
+    reads = _DATA_DEPENDENT.get(name.rsplit(".", 1)[-1])
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if reads is not None and reads(*((method_of,) if method_of is not None and name != "ndarray.compress"
+                                          else ()), *args, **kwargs):
+            declare_synchronize()
         out = kwargs.get("out")
         result = fn(*_unwrap(args, name), **{k: _unwrap(v, name) for k, v in kwargs.items()})
         return out if type(out) is DeviceArray else _wrap(result)
@@ -168,27 +205,38 @@ class DeviceArray:
         return NotImplemented if impl is None else impl(*args, **kwargs)
 
     # -- explicit copies and conversions (CuPy synchronises and allows these) --
+    # Each goes through get(), which declares the synchronisation as CuPy's does: of a non-empty array
+    # only, before the copy; item() and bool() check the size first, float()/int()/complex() after.
     def get(self) -> np.ndarray:
         """The explicit device-to-host copy."""
+        if self._data.size:
+            declare_synchronize()
         return self._data.copy()
 
     def item(self, *args):
-        return self._data.item(*args)
+        if self._data.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.get().item(*args)
 
     def tolist(self):
-        return self._data.tolist()
+        return self.get().tolist()
 
     def __float__(self):
+        self.get()
         return float(self._scalar("float"))
 
     def __int__(self):
+        self.get()
         return int(self._scalar("int"))
 
     def __complex__(self):
+        self.get()
         return complex(self._scalar("complex"))
 
     def __bool__(self):
-        return bool(self._scalar("bool"))
+        value = self._scalar("bool")
+        self.get()
+        return bool(value)
 
     def _scalar(self, what):
         if self._data.size != 1:
@@ -220,7 +268,7 @@ class DeviceArray:
 
     def __getattr__(self, name):
         if name in _METHODS:
-            return _device_call(getattr(self._data, name), f"ndarray.{name}")
+            return _device_call(getattr(self._data, name), f"ndarray.{name}", self)
         raise AttributeError(f"'DeviceArray' object has no attribute {name!r} (not in the double's list)")
 
     def __len__(self):
@@ -232,9 +280,11 @@ class DeviceArray:
         return (DeviceArray(np.asarray(row)) for row in self._data)
 
     def __getitem__(self, idx):
+        _check_mask(idx)
         return _wrap(self._data[_unwrap_index(idx)])
 
     def __setitem__(self, idx, value):
+        _check_mask(idx)
         self._data[_unwrap_index(idx)] = _unwrap(value, "assignment")
 
     def __copy__(self):
@@ -243,17 +293,27 @@ class DeviceArray:
     def __deepcopy__(self, memo):
         return DeviceArray(copy.deepcopy(self._data, memo))
 
-    def __reduce__(self):
-        return (DeviceArray, (self._data,))
+    def __reduce__(self):  # CuPy pickles the host copy
+        return (DeviceArray, (self.get(),))
 
+    # printing reads the values: get(), as CuPy's __repr__, __str__ and __format__
     def __repr__(self):
-        return "device_" + repr(self._data)
+        return "device_" + repr(self.get())
 
     def __str__(self):
-        return str(self._data)
+        return str(self.get())
 
     def __format__(self, spec):
-        return format(self._data.item() if self._data.ndim == 0 else self._data, spec)
+        host = self.get()
+        return format(host.item() if host.ndim == 0 else host, spec)
+
+
+def _check_mask(idx) -> None:
+    """A boolean mask in an index (a device or host array, non-empty) makes CuPy count its true
+    entries on the host (``int(mask_scanned[-1])`` in ``_prepare_mask_indexing_single``)."""
+    for i in idx if type(idx) is tuple else (idx,):
+        if isinstance(i, (DeviceArray, np.ndarray)) and i.dtype == np.bool_ and i.size:
+            declare_synchronize()
 
 
 def _is_operand(x) -> bool:
@@ -324,7 +384,8 @@ def _unwrap_sequence(a):
 
 
 def _asnumpy(a, **kwargs):
-    """The explicit device-to-host copy; a host array passes through (as ``cupy.asnumpy``)."""
+    """The explicit device-to-host copy (``get()``, which synchronises); a host array passes through
+    (as ``cupy.asnumpy``)."""
     return a.get() if type(a) is DeviceArray else np.asarray(a, **kwargs)
 
 
@@ -421,9 +482,7 @@ class Fused:
 xp.fuse = Fused
 
 # ``cupyx.scipy`` (tapegrad finds it as ``<module>x.scipy.<name>``): what CuPy has of SciPy, spelled and
-# behaving as CuPy's does, in a file of its own
-import _device_cupyx  # noqa: E402
-
+# behaving as CuPy's does, in a file of its own (imported at the top)
 _device_cupyx.install(xp, _module)
 
 _SUBMODULES = {"numpy": xp, "numpy.linalg": xp.linalg, "numpy.fft": xp.fft}
@@ -449,6 +508,17 @@ def get(a):
     return tg.tree.tree_map(lambda x: x.get() if type(x) is DeviceArray else x, a)
 
 
+# ``cupyx``'s counterpart: ``xpx.allow_synchronize(False)`` makes any synchronisation raise
+# ``xpx.DeviceSynchronized``, on the double as on CuPy
+xpx = sys.modules[f"{xp.__name__}x"]
+
+
+def synchronizations() -> int | None:
+    """How many synchronisations the double has declared so far (allowed or not); None on real CuPy,
+    which counts none."""
+    return _device_cupyx.synchronizations if xp.__name__ == "devicearray" else None
+
+
 # ---- real CuPy in place of the double ------------------------------------------------------------
 def _use_cupy():
     """``TAPEGRAD_DEVICE=cupy``: every name above that tests import stands for CuPy's own, so the device
@@ -464,7 +534,9 @@ def _use_cupy():
         def __init__(self, fn):
             super().__init__(compile_kernel(fn))
 
-    xp, DeviceArray, Fused = cupy, cupy.ndarray, CountingFuse
+    global xpx
+    import cupyx
+    xp, DeviceArray, Fused, xpx = cupy, cupy.ndarray, CountingFuse, cupyx
     _asarray = cupy.asarray
     cupy.fuse = CountingFuse
 

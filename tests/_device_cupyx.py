@@ -3,8 +3,9 @@ under the names it uses, behaving as CuPy's do where that matters to tapegrad (t
 2026-11-27 showed where). A function CuPy lacks is absent here too (``jv``), so that tapegrad's own
 fallback or error is what a test sees.
 
-``install(xp, module)`` registers ``devicearrayx.scipy.special`` and ``.linalg`` in ``sys.modules``;
-tapegrad finds them by its ``<module>x.scipy.<name>`` convention, as it finds ``cupyx.scipy``.
+``install(xp, module)`` registers ``devicearrayx`` (with ``allow_synchronize`` and
+``DeviceSynchronized``), ``devicearrayx.scipy.special`` and ``.linalg`` in ``sys.modules``; tapegrad
+finds them by its ``<module>x.scipy.<name>`` convention, as it finds ``cupyx.scipy``.
 
 What is CuPy's own here (CuPy 14.2, read in its source), beyond the list of names:
 
@@ -15,13 +16,32 @@ What is CuPy's own here (CuPy 14.2, read in its source), beyond the list of name
   of dimensions with ``ValueError: Input must be 1- or 2-d.`` (``cupyx/scipy/linalg/_matfuncs.py``,
   ``cupy/_creation/matrix.py``);
 - ``xp.linalg.solve`` (on the namespace itself, not ``cupyx``) does not broadcast the stacks of ``a``
-  and ``b`` as NumPy 2 does: see :func:`_stacks_equal` (``cupy/linalg/_solve.py``).
+  and ``b`` as NumPy 2 does: see :func:`_stacks_equal` (``cupy/linalg/_solve.py``);
+- ``cupyx.allow_synchronize(allow)`` and ``cupyx.DeviceSynchronized``: see :func:`allow_synchronize`
+  (``cupy/_core/syncdetect.py``).
+
+Synchronisation detection, as CuPy 14 does it (read in ``cupy/_core/syncdetect.py``, ``core.pyx``,
+``cuda/device.pyx``, ``_core/_routines_indexing.pyx`` and ``_routines_manipulation.pyx``). CuPy
+declares a synchronisation in exactly two places: ``ndarray.get()`` of a non-empty array, before its
+device-to-host copy, and ``cuda.Device.synchronize()``; ``Stream.synchronize()`` and
+``Event.synchronize()`` are not checked. Everything else that reads device memory on the host goes
+through ``get()``: ``cupy.asnumpy``, ``item()`` (after its size check), ``tolist()``, ``int()``,
+``float()``, ``complex()``, ``bool()`` of a one-element array, ``repr``/``str``/``format`` and
+pickling; and so do the operations whose result's shape depends on the data, which read a count with
+``int(scan[-1])``: ``nonzero``, ``argwhere``, ``flatnonzero``, one-argument ``where``, ``compress``,
+``unique``, indexing and assignment with a boolean mask, and ``repeat`` with a sequence or array of
+repeats. The double declares a synchronisation at each of those (:func:`declare_synchronize`), counts
+them (:data:`synchronizations`, the double's own, for reports), and raises ``DeviceSynchronized``
+under ``allow_synchronize(False)``; the double has no ``cuda`` module, so no ``Device.synchronize``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
+import threading
 import types
+import warnings
 
 import numpy as np
 
@@ -31,6 +51,43 @@ _SPECIAL = """betaln xlog1py xlogy polygamma digamma psi multigammaln entr erf e
 gammaln i0 i0e i1 i1e log_ndtr ndtr ndtri expit logit j0 j1 y0 y1 k0 k1 k0e k1e zeta gammainc gammaincc
 beta""".split()
 _SCIPY_LINALG = ["solve_triangular", "expm"]
+
+
+class DeviceSynchronized(RuntimeError):
+    """CuPy's ``cupyx.DeviceSynchronized``: a synchronisation under ``allow_synchronize(False)``."""
+
+    def __init__(self, message=None):
+        super().__init__("Device synchronization was detected while disallowed." if message is None else message)
+
+
+_thread_local = threading.local()  # CuPy's state is per thread too
+synchronizations = 0  # every synchronisation declared, allowed or not (the double's own, for reports)
+
+
+def _is_allowed() -> bool:
+    return getattr(_thread_local, "allowed", True)
+
+
+def declare_synchronize() -> None:
+    """CuPy's ``syncdetect._declare_synchronize``: count one, and raise if this thread disallows them."""
+    global synchronizations
+    synchronizations += 1
+    if not _is_allowed():
+        raise DeviceSynchronized()
+
+
+@contextlib.contextmanager
+def allow_synchronize(allow):
+    """CuPy's ``cupyx.allow_synchronize``: allow or disallow synchronisation in this thread until the
+    block ends (the innermost block wins); like CuPy's, it warns that it is deprecated on each entry."""
+    warnings.warn("cupyx.allow_synchronize will be removed in future releases as it is not possible to "
+                  "reliably detect synchronizations.", stacklevel=3)
+    old = _is_allowed()
+    _thread_local.allowed = allow
+    try:
+        yield
+    finally:
+        _thread_local.allowed = old
 
 
 def _refuse_python_order(polygamma):
@@ -93,5 +150,7 @@ def install(xp, module) -> None:
     scipy_ns.linalg = module(f"{prefix}.scipy.linalg", _SCIPY_LINALG, scipy.linalg)
     scipy_ns.linalg.expm = _one_matrix(scipy_ns.linalg.expm)
     xp.linalg.solve = _stacks_equal(xp.linalg.solve, xp)
-    sys.modules.update({prefix: types.ModuleType(prefix), f"{prefix}.scipy": scipy_ns,
+    top = types.ModuleType(prefix)
+    top.scipy, top.allow_synchronize, top.DeviceSynchronized = scipy_ns, allow_synchronize, DeviceSynchronized
+    sys.modules.update({prefix: top, f"{prefix}.scipy": scipy_ns,
                         f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})

@@ -7,10 +7,12 @@ A key is a ``uint64`` array of shape ``(2,)``: the 128-bit key of NumPy's counte
 always gives the same numbers, so common-subexpression elimination and constant folding under
 ``jit`` are sound.
 
-Keys are 16 bytes: the draw runs on NumPy and its result goes to the key's backend (``xp.asarray``),
-so CPU and GPU draw the same numbers. A CuPy key is read back to the host for each draw, the one
-device-to-host copy in the library (16 bytes per key), which the counter-based design cannot avoid
-without a Philox kernel of our own.
+On the host the draw runs on NumPy's Generator. On a device (CuPy), ``uniform``, ``split`` and
+``fold_in`` compute NumPy's Philox4x64-10 themselves in the key's array module (:func:`_philox_raw`,
+64-bit products from 32-bit halves), bit for bit the words NumPy's ``Philox`` gives, so CPU and GPU
+draw the same numbers and a dropout mask or a new key never leaves the device: no host
+synchronisation. ``normal``, ``randint`` and ``permutation`` of a device key still read the key back
+(16 bytes, a synchronisation) and draw on NumPy, whose result goes to the key's device.
 
 Every ``impl`` also accepts keys with leading axes ``(*batch, 2)`` and draws once per key, stacking
 the results: that is the batch rule (one Generator per example, as a Python loop over the examples
@@ -102,6 +104,70 @@ def _random_primitive(name, impl, abstract_eval):
     return prim
 
 
+# ---- Philox on the key's device -------------------------------------------------------------------
+_M0, _M1 = 0xD2E7470EE14C6C93, 0xCA5A826395121157  # Philox4x64's multipliers and key increments
+_W0, _W1 = 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B
+_LOW32, _32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+
+
+def _mulhilo(a, b: int):
+    """The high and low words of the 128-bit products of the uint64 array ``a`` and the constant ``b``,
+    from 32-bit halves (no 128-bit type in an array module); uint64 arithmetic wraps."""
+    b_lo, b_hi = np.uint64(b & 0xFFFFFFFF), np.uint64(b >> 32)
+    a_lo, a_hi = a & _LOW32, a >> _32
+    ll, lh, hl = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo
+    cross = (ll >> _32) + (lh & _LOW32) + (hl & _LOW32)
+    return a_hi * b_hi + (lh >> _32) + (hl >> _32) + (cross >> _32), a * np.uint64(b)
+
+
+def _philox_raw(key, counter, n: int):
+    """``numpy.random.Philox(key=k, counter=counter).random_raw(n)`` for each key ``k`` along the
+    leading axes of ``key`` (``(*batch, 2)``), computed in ``key``'s array module: ``(*batch, n)``
+    uint64. ``counter``: four words, Python ints, or arrays of shape ``batch`` for word 0 (whose
+    carry goes into word 1, as NumPy's does). NumPy increments the counter before each block of four
+    words, so block ``j`` comes from ``counter + 1 + j``."""
+    xp = namespace_of(key)
+    blocks = -(-n // 4)
+    shape = tuple(key.shape[:-1]) + (blocks,)
+    start = counter[0] if isinstance(counter[0], int) else xp.expand_dims(counter[0], -1)
+    c0 = xp.arange(1, blocks + 1, dtype=np.uint64) + (np.uint64(start) if isinstance(start, int) else start)
+    c1 = (c0 < (np.uint64(start) if isinstance(start, int) else start)).astype(np.uint64) + np.uint64(counter[1])
+    c0, c1 = xp.broadcast_to(c0, shape), xp.broadcast_to(c1, shape)
+    # NumPy scalars: a Python int past int64's range (2**63) does not convert to every module's fill
+    c2, c3 = xp.full(shape, np.uint64(counter[2]), np.uint64), xp.full(shape, np.uint64(counter[3]), np.uint64)
+    k0, k1 = xp.expand_dims(key[..., 0], -1), xp.expand_dims(key[..., 1], -1)
+    for r in range(10):
+        if r:
+            k0, k1 = k0 + np.uint64(_W0), k1 + np.uint64(_W1)
+        hi0, lo0 = _mulhilo(c0, _M0)
+        hi1, lo1 = _mulhilo(c2, _M1)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return xp.stack([c0, c1, c2, c3], axis=-1).reshape(tuple(key.shape[:-1]) + (4 * blocks,))[..., :n]
+
+
+def _uniform_on_device(key, shape: tuple, dtype):
+    """``_uniform`` per key, on the key's device: NumPy's ``Generator.random``, which makes a float64
+    from the top 53 bits of a word and a float32 from the top 24 bits of a 32-bit half (the low half
+    of each word first)."""
+    xp = namespace_of(key)
+    batch, size = tuple(key.shape[:-1]), int(np.prod(shape, dtype=np.int64))
+    native = _native(dtype)
+    if native == np.float64:
+        u = (_philox_raw(key, (0, 0, 0, 0), size) >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
+    else:
+        words = _philox_raw(key, (0, 0, 0, 0), -(-size // 2))
+        halves = xp.stack([words & _LOW32, words >> _32], axis=-1).reshape(batch + (-1,))[..., :size]
+        u = (halves >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
+    u = u.reshape(batch + tuple(shape))
+    if dtype == np.float16:
+        u = xp.floor(u * np.float32(2048.0)) / np.float32(2048.0)
+    return u.astype(dtype, copy=False)
+
+
+def _on_host(key) -> bool:
+    return namespace_of(key) is np
+
+
 # ---- float draws ---------------------------------------------------------------------------------
 def _native(dtype) -> np.dtype:
     """The dtype NumPy's Generator draws in: itself for float32/float64, float32 for float16."""
@@ -125,7 +191,8 @@ normal_p = _random_primitive(
     lambda key, *, shape, dtype: _key_aval(key, shape, dtype))
 uniform_p = _random_primitive(
     "random_uniform",
-    lambda key, *, shape, dtype: _per_key(key, lambda k: _uniform(k, shape, dtype), shape, dtype),
+    lambda key, *, shape, dtype: (_per_key(key, lambda k: _uniform(k, shape, dtype), shape, dtype) if _on_host(key)
+                                  else _uniform_on_device(key, shape, dtype)),
     lambda key, *, shape, dtype: _key_aval(key, shape, dtype))
 
 
@@ -161,11 +228,32 @@ def _fold_in(key, data):
     return np.random.Philox(key=key, counter=counter).random_raw(2)
 
 
+def _split_on_device(key, num: int):
+    words = _philox_raw(key, [int(w) for w in _SPLIT_COUNTER], 2 * num)
+    return words.reshape(tuple(key.shape[:-1]) + (num, 2))
+
+
+def _fold_in_on_device(key, data):
+    """``_fold_in`` per key, on the key's device; ``data`` (an int or an integer array broadcast against
+    the keys' batch) wraps around into a uint64 word as there."""
+    xp = namespace_of(key)
+    batch = tuple(key.shape[:-1])
+    if isinstance(data, (int, np.integer)):
+        word = xp.full(batch, np.uint64(int(data) % 2 ** 64), np.uint64)
+    else:  # a cast from a signed integer wraps modulo 2**64, as int(data) % 2**64
+        data = data if namespace_of(data) is xp else xp.asarray(data)
+        word = xp.broadcast_to(data.astype(np.int64).astype(np.uint64) if data.dtype.kind == "i"
+                               else data.astype(np.uint64), batch)
+    return _philox_raw(key, (word, 0, 0, _FOLD_IN_WORD), 2)
+
+
 split_p = _random_primitive(
     "random_split",
-    lambda key, *, num: _per_key(key, lambda k: _split(k, num), (num, 2), KEY_DTYPE),
+    lambda key, *, num: (_per_key(key, lambda k: _split(k, num), (num, 2), KEY_DTYPE) if _on_host(key)
+                         else _split_on_device(key, num)),
     lambda key, *, num: _key_aval(key, (num, 2), KEY_DTYPE))
 fold_in_p = _random_primitive(
     "random_fold_in",
-    lambda key, data: _per_key(key, _fold_in, (2,), KEY_DTYPE, data),
+    lambda key, data: (_per_key(key, _fold_in, (2,), KEY_DTYPE, data) if _on_host(key)
+                       else _fold_in_on_device(key, data)),
     lambda key, data: _key_aval(key, (2,), KEY_DTYPE))

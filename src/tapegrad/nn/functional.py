@@ -189,6 +189,24 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, Tracer)
 
 
+def _readable(x) -> bool:
+    """Whether the labels ``x`` can be range-checked eagerly: host arrays only. Reading a device
+    array's minimum and maximum is a synchronisation per call on a GPU (the host waits for every queued
+    kernel), and a traced one has no values; for those an out-of-range label gives NaN instead: a
+    one-hot row of zeros would make a loss built on it finite and wrong, NaN makes the loss and its
+    gradients NaN, which a check of the loss or ``LossScaler`` sees."""
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+def _in_range(labels, num_classes: int):
+    """Where ``labels`` lie in ``[0, num_classes)``: computed where the labels are, with no host read."""
+    return tnp.logical_and(tnp.greater_equal(labels, 0), tnp.less(labels, num_classes))
+
+
+def _one_hot(labels, num_classes: int, dtype):
+    return tnp.astype(tnp.equal(tnp.expand_dims(labels, -1), namespace_of(labels).arange(int(num_classes))), dtype)
+
+
 def one_hot(labels: ArrayLike, num_classes: int = -1, dtype: Any = np.float32) -> Array:
     """One-hot encoding: ``out[..., c] = (labels[...] == c)``.
 
@@ -200,16 +218,21 @@ def one_hot(labels: ArrayLike, num_classes: int = -1, dtype: Any = np.float32) -
 
     Returns:
         ``labels.shape + (num_classes,)``, of ``dtype``; a constant (no gradient flows to ``labels``).
+        Device and traced labels are not range-checked (on a GPU the check would make the host wait
+        for the device at every call): a label outside ``[0, num_classes)`` gives a row of NaN in a
+        floating ``dtype`` (zeros in an integer or boolean one).
 
     Raises:
         TypeError: ``labels`` is not of an integer dtype.
-        ValueError: a label outside ``[0, num_classes)`` (checked when ``labels`` is concrete).
+        ValueError: a label outside ``[0, num_classes)`` (checked when ``labels`` is a host array);
+            ``num_classes=-1`` with traced labels.
     """
     labels = labels if hasattr(labels, "dtype") else np.asarray(labels)
     if np.dtype(labels.dtype).kind not in "iu":
         raise TypeError(f"one_hot: labels must be integers, got dtype {labels.dtype}; cast them with "
                         ".astype(np.int64)")
-    if _is_concrete(labels):
+    checked = _readable(labels)
+    if checked:
         lo, hi = (int(labels.min()), int(labels.max())) if labels.size else (0, -1)
         if num_classes == -1:
             num_classes = hi + 1
@@ -217,9 +240,14 @@ def one_hot(labels: ArrayLike, num_classes: int = -1, dtype: Any = np.float32) -
             raise ValueError(f"one_hot: labels must lie in [0, {num_classes}), found values in "
                              f"[{lo}, {hi}]")
     elif num_classes == -1:
-        raise ValueError("one_hot: num_classes=-1 needs concrete labels; pass num_classes")
-    classes = namespace_of(labels).arange(int(num_classes))
-    return tnp.astype(tnp.equal(tnp.expand_dims(labels, -1), classes), dtype)
+        if not _is_concrete(labels):
+            raise ValueError("one_hot: num_classes=-1 needs concrete labels; pass num_classes")
+        # the result's shape depends on the largest label: a read from the device (pass num_classes)
+        num_classes = int(labels.max()) + 1 if labels.size else 0
+    onehot = _one_hot(labels, num_classes, dtype)
+    if checked or np.dtype(dtype).kind not in "fc":
+        return onehot
+    return tnp.where(tnp.expand_dims(_in_range(labels, num_classes), -1), onehot, np.nan)
 
 
 # ---- losses --------------------------------------------------------------------------------------
@@ -257,16 +285,25 @@ def _class_targets(input, target, ignore_index: int, weight, name: str):
     num_classes = shape[1]
     keep = tnp.not_equal(target, ignore_index)
     safe = tnp.where(keep, target, 0)
-    if _is_concrete(safe) and safe.size and (int(safe.min()) < 0 or int(safe.max()) >= num_classes):
+    # host labels are range-checked here; device and traced ones are not read (see _readable): an
+    # element whose label is out of range gets a NaN weight instead, so that the loss and its gradients
+    # are NaN, never a finite wrong number
+    checked = _readable(safe)
+    if checked and safe.size and (int(safe.min()) < 0 or int(safe.max()) >= num_classes):
         raise ValueError(f"{name}: targets must lie in [0, {num_classes}) or equal ignore_index="
                          f"{ignore_index}, found values in [{int(safe.min())}, {int(safe.max())}]")
-    mask = tnp.moveaxis(one_hot(safe, num_classes, dtype=input.dtype), -1, 1)
+    if not checked:  # class 0 in their place, whose NaN weight below marks them (and keeps take in bounds)
+        in_range = _in_range(safe, num_classes)
+        safe = tnp.where(in_range, safe, 0)
+    mask = tnp.moveaxis(_one_hot(safe, num_classes, input.dtype), -1, 1)
     keep = tnp.astype(keep, input.dtype)
     if weight is None:
         sample_weight = keep
     else:
         weight = tnp.astype(weight, input.dtype)
         sample_weight = tnp.take(weight, safe) * keep
+    if not checked:
+        sample_weight = tnp.where(in_range, sample_weight, np.nan)
     return input, mask, keep, sample_weight, squeeze_batch
 
 
