@@ -462,7 +462,7 @@ def time_interleaved(calls: dict, rounds: int, target_s: float, sync_all) -> dic
             dt = time.perf_counter() - t0
         per_round[name] = max(1, min(200, int(target_s / max(dt, 1e-6))))
     samples = {name: [] for name in names}
-    for r in range(rounds):
+    for r in range(rounds if names else 0):
         for name in names[r % len(names):] + names[:r % len(names)]:
             call, sync = calls[name]
             gc.collect()
