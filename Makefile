@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench bench-publish dist clean
+.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench bench-publish bench-gpu \
+	bench-gpu-publish dist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +82,21 @@ bench: $(VENV)/.installed-bench
 bench-publish: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py $(BENCH_FLAGS) --json benchmarks/results.json
 	$(PY) benchmarks/plot.py benchmarks/results.json benchmarks/results.png
+
+# on a machine with CuPy and a GPU: benchmarks/bench_gpu.py, five float32 workloads, tapegrad eager and jit on
+# CuPy against PyTorch CUDA and JAX GPU where installed (each one's gradients checked first), medians of
+# interleaved, device-synchronised calls, each target MET or MISSED; its rows in
+# benchmarks/out/results-gpu.json and the picture results-gpu.png (ignored by git). Elsewhere one line says
+# why there is nothing to run, and it exits 0. BENCH_FLAGS=--quick for a smoke run, BENCH_FLAGS=gp for one
+# workload; benchmarks/gpu_session.sh runs this and test-gpu on a GPU machine that has no package registry
+bench-gpu: $(VENV)/.installed-bench
+	mkdir -p $(BENCH_OUT)
+	$(PY) benchmarks/bench_gpu.py $(BENCH_FLAGS) --json $(BENCH_OUT)/results-gpu.json --png $(BENCH_OUT)/results-gpu.png
+
+# the published GPU figures: a full run into the committed benchmarks/results-gpu.json and results-gpu.png
+# that docs/benchmarks.md's GPU section shows; bench_gpu.py refuses --quick, a subset or the double here
+bench-gpu-publish: $(VENV)/.installed-bench
+	$(PY) benchmarks/bench_gpu.py $(BENCH_FLAGS) --json benchmarks/results-gpu.json --png benchmarks/results-gpu.png
 
 # the release files: the sdist and the wheel in dist/ (python -m build; MANIFEST.in says what the sdist
 # adds), checked by twine and by tests/check_dist.py (the wheel's package data, the sdist's folders); then

@@ -53,10 +53,17 @@ def make_input():
 
 
 # ---- tapegrad ------------------------------------------------------------------------------------
-def chain_tnp(x):
-    for _ in range(STEPS):
-        x = tnp.sin(x) * 1.01 + 0.1
-    return tnp.sum(x)
+def make_chain(ns, steps: int = STEPS):
+    """The chain written with the array namespace ``ns`` (``tapegrad.numpy``, ``jax.numpy``, ``torch``: each
+    has ``sin`` and ``sum``); ``bench_gpu`` runs it with other ``steps`` on device arrays."""
+    def chain(x):
+        for _ in range(steps):
+            x = ns.sin(x) * 1.01 + 0.1
+        return ns.sum(x)
+    return chain
+
+
+chain_tnp = make_chain(tnp)
 
 
 tapegrad_grad = tg.grad(chain_tnp)
@@ -131,14 +138,9 @@ def make_torch_grad(torch):
     return torch_grad, torch_forward
 
 
-def make_jax(jax):
+def make_jax(jax, steps: int = STEPS):
     """``(jit(grad), jit(forward))`` of the chain in JAX, each taking the NumPy input."""
-    jnp = jax.numpy
-
-    def chain_jnp(x):
-        for _ in range(STEPS):
-            x = jnp.sin(x) * 1.01 + 0.1
-        return jnp.sum(x)
+    chain_jnp = make_chain(jax.numpy, steps)
     return on_device(jax, jax.jit(jax.grad(chain_jnp))), on_device(jax, jax.jit(chain_jnp))
 
 

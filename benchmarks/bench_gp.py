@@ -84,10 +84,10 @@ TORCH_ALL = f"torch eager, all cores ({CORES} threads)"
 MODULE_NAMES = ("Conv2d", "MaxPool2d", "Flatten", "Dense", "Sequential", "ReLU")
 
 
-def make_problem(seed: int = 0):
+def make_problem(seed: int = 0, batch: int = BATCH):
     """``(params, x, labels)``: float32 parameters ``{"conv1": (w, b), "conv2": (w, b), "fc": (w, b)}``
     drawn from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's default), a standard normal float32
-    batch (32, 3, 32, 32) and int64 labels in 0..9."""
+    batch (32, 3, 32, 32) and int64 labels in 0..9 (``bench_gpu`` asks for another ``batch``)."""
     rng = np.random.default_rng(seed)
 
     def uniform(shape, fan_in):
@@ -95,8 +95,8 @@ def make_problem(seed: int = 0):
     params = {"conv1": (uniform((8, CHANNELS, 3, 3), CHANNELS * 9), uniform((8,), CHANNELS * 9)),
               "conv2": (uniform((16, 8, 3, 3), 72), uniform((16,), 72)),
               "fc": (uniform((CLASSES, FLAT), FLAT), uniform((CLASSES,), FLAT))}
-    x = rng.standard_normal((BATCH, CHANNELS, IMAGE, IMAGE)).astype(np.float32)
-    labels = rng.integers(0, CLASSES, size=BATCH)
+    x = rng.standard_normal((batch, CHANNELS, IMAGE, IMAGE)).astype(np.float32)
+    labels = rng.integers(0, CLASSES, size=batch)
     return params, x, labels
 
 

@@ -60,16 +60,17 @@ JIT = "tapegrad jit(value_and_grad)"
 FORWARD = "tapegrad forward only"
 
 
-def make_problem(seed: int = 0):
-    """``(params, x, labels)``: He-initialised float32 weights, a float32 batch, int64 labels."""
+def make_problem(seed: int = 0, sizes=SIZES, batch: int = BATCH):
+    """``(params, x, labels)``: He-initialised float32 weights, a float32 batch, int64 labels (``bench_gpu``
+    asks for other ``sizes`` and ``batch``)."""
     rng = np.random.default_rng(seed)
     params = []
-    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         W = (rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
         b = (rng.standard_normal(fan_out) * 0.01).astype(np.float32)
         params.append((W, b))
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    labels = rng.integers(0, SIZES[-1], size=BATCH)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], size=batch)
     return params, x, labels
 
 
@@ -171,8 +172,8 @@ def make_torch(torch):
     return value_and_grad
 
 
-def make_jax(jax):
-    """A fresh ``jax.jit(jax.value_and_grad(loss))`` taking NumPy arrays (see ``bench_chain.on_device``)."""
+def jax_loss(jax):
+    """The MLP's loss in JAX (``bench_gpu`` takes its per-example gradients too)."""
     jnp = jax.numpy
 
     def loss(params, x, labels):
@@ -183,7 +184,12 @@ def make_jax(jax):
         logits = h @ W + b
         logp = logits - jax.scipy.special.logsumexp(logits, axis=1, keepdims=True)
         return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
-    return on_device(jax, jax.jit(jax.value_and_grad(loss)))
+    return loss
+
+
+def make_jax(jax):
+    """A fresh ``jax.jit(jax.value_and_grad(loss))`` taking NumPy arrays (see ``bench_chain.on_device``)."""
+    return on_device(jax, jax.jit(jax.value_and_grad(jax_loss(jax))))
 
 
 def contestants():
