@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import traceback
 from collections.abc import Iterator
 from typing import Any
+
+
+_FORWARD_S = 0.25  # seconds between printing the traceback and MPI_Abort
 
 
 def _report_and_abort(comm, exc_type, exc, tb) -> None:
@@ -19,6 +23,9 @@ def _report_and_abort(comm, exc_type, exc, tb) -> None:
     sys.stderr.write("".join(f"[rank {comm.rank}] {line}\n" for line in text.rstrip().splitlines()))
     sys.stderr.write(f"[rank {comm.rank}] ending the job (MPI_Abort): the other ranks would wait for this one\n")
     sys.stderr.flush()
+    # MPI_Abort kills every process at once, mpiexec's output proxies included: a moment for them to
+    # forward the message first (under load it was sometimes lost, leaving a job that ended unexplained)
+    time.sleep(_FORWARD_S)
     comm.comm.Abort(1)
 
 
