@@ -14,7 +14,6 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
-
 _FORWARD_S = 0.25  # seconds between printing the traceback and MPI_Abort
 
 
