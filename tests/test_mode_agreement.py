@@ -186,6 +186,9 @@ CASES = [
     _binary("switch", lambda x, y: tg.switch(5, [lambda a, b: a * b, lambda a, b: tnp.sin(a) * b], x, y)),
     # a scan over the rows of x, carrying a vector (both results differentiated)
     _binary("scan", lambda x, y: _product(*tg.scan(lambda c, r: (tnp.sin(c) * r + c, c * r), y, x))),
+    # a while_loop closing over y (reverse mode stores each step's residuals: while_stored)
+    _binary("while", lambda x, y: tg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, tnp.sin(c[1]) * y),
+                                                (0, x))[1]),
     # a custom_vjp function in a loop body stays whole in the staged body (its rule is exact here)
     _binary("custom_call", lambda x, y: _product(*tg.scan(lambda c, r: (_cube(c) * r, c * r), y, x))),
     # numerical functions (polynomial roots, i0, floating-point pieces)
@@ -286,9 +289,9 @@ def test_forward_and_reverse_mode_agree(case, dtype, seed):
 
 # Primitives reached only as derivatives of others: their rules are checked through those routes.
 DERIVATIVE_ONLY = {"select_scatter", "window_gather", "window_sum_transpose"}
-# Primitives with forward mode only (reverse mode refused, as in JAX): test_scan.py checks their jvp
-# against finite differences.
-FORWARD_ONLY = {"while"}
+# Primitives that only jit binds (reverse mode through while_loop under jit, whose own derivatives
+# raise): test_while_grad.py checks its values against the Python loop's gradient.
+FORWARD_ONLY = {"while_grad"}
 # Primitives with values only (their rules raise, as JAX has none): test_cov_scipy_linalg.py checks it.
 VALUES_ONLY = {"scipy.linalg.funm", "scipy.linalg.hessenberg", "scipy.linalg.rsf2csf", "scipy.linalg.schur"}
 

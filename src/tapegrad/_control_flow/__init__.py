@@ -1,6 +1,8 @@
 """Control flow that ``jit`` stages as one operation and every transform differentiates or batches:
 ``cond``/``switch`` (``_switch.py``), ``scan``/``fori_loop``/``map`` (``_scan.py``) and
-``while_loop`` (``_while.py``), built on the staged sub-programs of ``_closed.py``."""
+``while_loop`` (``_while.py``, its reverse mode in ``_while_rev.py``), built on the staged sub-programs
+of ``_closed.py``."""
+from tapegrad._control_flow import _while_rev  # noqa: F401 (the while primitive's reverse mode)
 from tapegrad._control_flow._scan import fori_loop, map, scan
 from tapegrad._control_flow._switch import cond, switch
 from tapegrad._control_flow._while import while_loop

@@ -382,12 +382,12 @@ def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: PyTree) -> Any:
     """``body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1``, threading ``val`` (JAX's
-    ``lax.fori_loop``): a :func:`scan` over ``arange(lower, upper)``, so differentiable in both modes.
+    ``lax.fori_loop``): a :func:`scan` over ``arange(lower, upper)``, differentiable in both modes.
 
     Args:
         lower, upper: integers. Concrete ones (Python ints) make a ``scan`` of ``upper - lower`` steps
-            (``upper <= lower`` returns ``init_val``); a traced one (under ``jit``) a ``while_loop``,
-            which forward mode differentiates and reverse mode refuses, as in JAX.
+            (``upper <= lower`` returns ``init_val``); a traced one (an array, or a ``jit`` argument) a
+            ``while_loop``, which both modes differentiate (JAX refuses reverse mode there).
         body_fun: ``body_fun(i, val) -> val``, with ``i`` a 0-d integer array and the same structure,
             shapes and dtypes in and out.
         init_val: a pytree of arrays and Python scalars.
@@ -414,7 +414,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: Py
 
 
 def _fori_while(lower, upper, body_fun, init_val):
-    """A traced bound: a ``while_loop`` over ``(i, upper, val)`` (forward mode only, as in JAX)."""
+    """A traced bound: a ``while_loop`` over ``(i, upper, val)``, differentiable in both modes (JAX
+    refuses reverse mode here)."""
     _, _, val = while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
                            (lower, upper, init_val))
     return val

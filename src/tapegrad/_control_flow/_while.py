@@ -3,9 +3,8 @@ multi-result primitive ``while`` holding the staged condition and body (:class:`
 
 Operands are the carries, then the values the condition closes over, then those the body closes
 over. Forward mode is a ``while`` over the body's jvp (the condition reads the primal carries only).
-Reverse mode is refused, as in JAX: the trip count is not known before the loop runs, so there is no
-static reverse loop to build; ``fori_loop`` with concrete bounds and ``scan`` differentiate in both
-modes. ``vmap`` batches every carry and runs until every example's condition is false, keeping the
+Reverse mode, which JAX refuses, is in ``_while_rev.py``: it stores each step's residuals as the loop
+runs. ``vmap`` batches every carry and runs until every example's condition is false, keeping the
 finished examples' carries as they are (``where``).
 """
 from __future__ import annotations
@@ -35,7 +34,7 @@ from tapegrad._core import bind
 from tapegrad._jit.staging import abstractify
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
+from tapegrad._rules import defjvp_joint, primitive
 from tapegrad._structural import broadcast_to, moveaxis, reshape
 from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
@@ -43,23 +42,34 @@ from tapegrad.numpy import any as any_
 from tapegrad.numpy import where
 
 
-def _while_impl(*args, cond, body, n_carry, n_cond):
+def _while_impl(*args, cond, body, n_carry, n_cond, max_steps, checkpoints, reverse_mode):
     carry, cond_consts, body_consts = list(args[:n_carry]), args[n_carry:n_carry + n_cond], args[n_carry + n_cond:]
+    steps = 0
     while bool(cond.run(*carry, *cond_consts)[0]):
+        steps = check_steps(steps, max_steps)
         carry = list(body.run(*carry, *body_consts))
     return owned(carry, caller=args)
 
 
-while_p = primitive("while", _while_impl, lambda *avals, cond, body, n_carry, n_cond: list(body.out_avals),
+def check_steps(steps: int, max_steps: int | None) -> int:
+    """``steps + 1``, the number of the step about to run; a RuntimeError past ``max_steps``."""
+    if max_steps is not None and steps >= max_steps:
+        raise RuntimeError(f"while_loop: cond_fun still holds after max_steps={max_steps} steps; raise max_steps "
+                           "(it bounds the loop, and with checkpoints sizes the stored carries) or check that "
+                           "the loop ends")
+    return steps + 1
+
+
+while_p = primitive("while", _while_impl, lambda *avals, cond, body, **params: list(body.out_avals),
                     multiple_results=True)
 
 
-def _while(carries, cond_consts, body_consts, cond, body):
+def _while(carries, cond_consts, body_consts, cond, body, **params):
     return bind(while_p, *carries, *cond_consts, *body_consts, cond=cond, body=body, n_carry=len(carries),
-                n_cond=len(cond_consts))
+                n_cond=len(cond_consts), **params)
 
 
-def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond):
+def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond, residuals=None, **params):
     """A ``while`` over the body's jvp, the float carries' tangents carried along."""
     carries, cond_consts, body_consts = args[:n_carry], args[n_carry:n_carry + n_cond], args[n_carry + n_cond:]
     t_carry, t_body = tangents[:n_carry], tangents[n_carry + n_cond:]
@@ -85,20 +95,14 @@ def _while_jvp(tangents, ans, *args, cond, body, n_carry, n_cond):
         return cond.evaluate(*ins[:n_carry], *ins[n_carry + n_tc:])
     jcond = cond.derived(("jvp", n_tc), lambda: _stage_closed(primal_cond, new_carries + list(cond_consts)))
     jbody = body.derived(("jvp", live_k), lambda: _stage_closed(jvp_body, new_carries + new_consts))
-    outs = _while(new_carries, list(cond_consts), new_consts, jcond, jbody)
+    outs = _while(new_carries, list(cond_consts), new_consts, jcond, jbody, **params)
     result = [None] * n_carry
     for j, k in enumerate(diff_c):
         result[k] = outs[n_carry + j]
     return result
 
 
-def _while_vjp(argnum, cts, ans, *primals, **params):
-    raise TypeError("while_loop: reverse-mode differentiation (grad, vjp) is not supported, as in JAX: the "
-                    "trip count is only known at run time; use fori_loop with concrete bounds, or scan, which "
-                    "differentiate in both modes (forward mode, jvp, works through while_loop)")
-
-
-def _while_batch(vals, dims, *, cond, body, n_carry, n_cond):
+def _while_batch(vals, dims, *, cond, body, n_carry, n_cond, **params):
     """Every carry batched at axis 0; the loop runs while any example's condition holds, and a
     finished example keeps its carry."""
     size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
@@ -120,27 +124,39 @@ def _while_batch(vals, dims, *, cond, body, n_carry, n_cond):
     bcond = cond.derived(key, lambda: _stage_closed(lambda *ins: [any_(preds(ins))], carries + cond_consts))
     bbody = body.derived(key, lambda: _stage_closed(batched_body, carries + cond_consts + body_consts))
     # the batched body evaluates the condition too (to keep finished examples): its consts come first
-    outs = _while(carries, cond_consts, cond_consts + body_consts, bcond, bbody)
+    outs = _while(carries, cond_consts, cond_consts + body_consts, bcond, bbody, **params)
     return outs, [0] * n_carry
 
 
 defjvp_joint(while_p, _while_jvp)
-defvjp_argnum(while_p, _while_vjp)
-defbatch(while_p, _while_batch)
+defbatch(while_p, _while_batch)  # reverse mode: _while_rev.py
 
 
-def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: PyTree) -> Any:
+def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: PyTree, *,
+               max_steps: int | None = None, checkpoints: int | None = None) -> Any:
     """``val = body_fun(val)`` while ``cond_fun(val)`` (JAX's ``lax.while_loop``), with a trip count
     decided at run time: under ``jit`` one ``while`` operation, under ``vmap`` until every example is
     done (finished examples keep their value).
 
-    Forward mode (``jvp``, ``jacfwd``) differentiates through it; reverse mode (``grad``, ``vjp``)
-    raises a ``TypeError``, as in JAX: use :func:`fori_loop` with concrete bounds or :func:`scan`.
+    Both modes differentiate through it. Forward mode (``jvp``, ``jacfwd``) is a loop over the body's
+    jvp. Reverse mode (``grad``, ``vjp``), which JAX refuses, stores each step's residuals as the loop
+    runs (memory: the trip count times one step's residuals) and pulls the cotangent back over them in
+    reverse; with ``checkpoints`` it stores only that many carries and recomputes the steps between
+    them. Eagerly the trip count is read from the predicate at each step (on a GPU, one read of device
+    memory per step).
 
     Args:
         cond_fun: ``cond_fun(val)`` -> a scalar bool (or integer).
         body_fun: ``body_fun(val) -> val``, keeping the structure, shapes and dtypes.
         init_val: a pytree of arrays and Python scalars.
+        max_steps: an upper bound on the trip count (a positive int), or None for none. A loop still
+            running after ``max_steps`` steps raises a ``RuntimeError`` (it never stops early, so
+            values and gradients are never those of a truncated loop). Equinox's name.
+        checkpoints: with ``max_steps``, the number of carries reverse mode may store (a positive
+            int): it stores the carry every ``ceil(max_steps / checkpoints)`` steps and recomputes each
+            segment's residuals in the backward pass, so it holds at most ``checkpoints`` carries and one
+            segment's residuals, for one more run of the body per step. Equinox's name. None stores
+            every step's residuals.
 
     Returns:
         The final value.
@@ -148,8 +164,20 @@ def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_
     Raises:
         TypeError: a function is not callable, ``cond_fun`` does not return a scalar, or ``body_fun``
             changes a leaf's structure, shape or dtype (naming the leaf and both types).
-        ValueError: a function assigns a Parameter.
+        ValueError: a function assigns a Parameter, ``max_steps`` or ``checkpoints`` is not a positive
+            int, or ``checkpoints`` is given without ``max_steps``.
+        RuntimeError: the loop runs past ``max_steps``.
     """
+    return _while_loop(cond_fun, body_fun, init_val, *_check_budget(max_steps, checkpoints), True)
+
+
+def forward_only_while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: PyTree) -> Any:
+    """:func:`while_loop` whose reverse mode raises a ``TypeError`` (naming ``while_loop: reverse-mode``),
+    for a loop inside a custom rule that reverse mode must never reach (``odeint``'s solver)."""
+    return _while_loop(cond_fun, body_fun, init_val, None, None, False)
+
+
+def _while_loop(cond_fun, body_fun, init_val, max_steps, checkpoints, reverse_mode):
     for name, fun in (("cond_fun", cond_fun), ("body_fun", body_fun)):
         if not callable(fun):
             raise TypeError(f"while_loop: {name} must be a function of the loop value, got {type(fun).__name__}")
@@ -168,8 +196,20 @@ def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_
         raise TypeError(f"while_loop: cond_fun must return a scalar bool, got {aval}; reduce it (tnp.all, tnp.any)")
     cond_consts = _implicit_operands(cond_builder)
     outs = bind(while_p, *leaves, *cond_consts, *_implicit_operands(body_builder), cond=ClosedProgram(cond_program),
-                body=ClosedProgram(body_program), n_carry=len(leaves), n_cond=len(cond_consts))
+                body=ClosedProgram(body_program), n_carry=len(leaves), n_cond=len(cond_consts), max_steps=max_steps,
+                checkpoints=checkpoints, reverse_mode=reverse_mode)
     return _tree.tree_unflatten(tree, outs)
+
+
+def _check_budget(max_steps, checkpoints) -> tuple[int | None, int | None]:
+    for name, value in (("max_steps", max_steps), ("checkpoints", checkpoints)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"while_loop: {name} must be a positive int or None, got {value!r}")
+    if checkpoints is not None and max_steps is None:
+        raise ValueError("while_loop: checkpoints needs max_steps (the segment between two stored carries is "
+                         "ceil(max_steps / checkpoints) steps); pass max_steps=, or leave checkpoints out to "
+                         "store every step")
+    return (None if max_steps is None else int(max_steps)), (None if checkpoints is None else int(checkpoints))
 
 
 def _staged_body(body_fun, tree, leaves):

@@ -27,7 +27,8 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad import _tree
 from tapegrad._api import vjp
-from tapegrad._control_flow import scan, while_loop
+from tapegrad._control_flow import scan
+from tapegrad._control_flow._while import forward_only_while_loop
 from tapegrad._custom import custom_vjp
 from tapegrad._typing import Array, ArrayLike
 
@@ -127,7 +128,7 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
             kept = [tnp.where(accept, a, b) for a, b in zip(new, old)]
             return (i + 1, kept[0], kept[1], kept[2], next_dt, kept[3], kept[4])
 
-        _, y, f, t, dt, last_t, coefficients = while_loop(cond_fun, body_fun, (0,) + tuple(carry))
+        _, y, f, t, dt, last_t, coefficients = forward_only_while_loop(cond_fun, body_fun, (0,) + tuple(carry))
         span = t - last_t
         s = (target_t - last_t) / tnp.where(span == 0.0, 1.0, span)
         return (y, f, t, dt, last_t, coefficients), _polyval(coefficients, s)
