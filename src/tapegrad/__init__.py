@@ -28,16 +28,16 @@ except importlib.metadata.PackageNotFoundError:  # src/ put on the path without 
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
     from tapegrad import distributed, flatten_util, nn, optim, random, scipy, testing
-    from tapegrad._control_flow import cond, fori_loop, map, scan, switch, while_loop
+    from tapegrad._control_flow import cond, custom_linear_solve, custom_root, fori_loop, map, scan, switch, while_loop
     from tapegrad._jit import jit, make_program
     from tapegrad._serialization import load, load_checkpoint, save, save_checkpoint
 
 __all__ = [
-    "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_vjp", "distributed",
-    "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit",
-    "jvp", "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "random", "save",
-    "save_checkpoint", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing", "tree", "value_and_grad",
-    "vmap", "vjp", "while_loop"
+    "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_linear_solve", "custom_root",
+    "custom_vjp", "distributed", "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp",
+    "jacfwd", "jacrev", "jit", "jvp", "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy",
+    "optim", "random", "save", "save_checkpoint", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing",
+    "tree", "value_and_grad", "vmap", "vjp", "while_loop"
 ]
 
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
@@ -45,7 +45,8 @@ __all__ = [
 # (which control flow stages its bodies with) about a fifth of what is left
 _LAZY_SUBMODULES = ("distributed", "flatten_util", "nn", "optim", "random", "scipy", "testing")
 _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", **dict.fromkeys(
-    ("cond", "fori_loop", "map", "scan", "switch", "while_loop"), "_control_flow"),
+    ("cond", "custom_linear_solve", "custom_root", "fori_loop", "map", "scan", "switch", "while_loop"),
+    "_control_flow"),
     **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization")}
 # a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
 defer_registrations("scipy", f"{__name__}.scipy")

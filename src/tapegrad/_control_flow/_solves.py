@@ -1,0 +1,423 @@
+"""``custom_root`` and ``custom_linear_solve`` (JAX's ``lax.custom_root`` and ``lax.custom_linear_solve``):
+a solver's result differentiated by the implicit function theorem, never through its iterations.
+
+The function whose root is sought (``f``) and the linear operator (``matvec``) close over the values
+they are differentiated with respect to. Each is staged once (``_closed._staged``, the closure
+conversion of ``cond`` and ``scan``), which finds the values of outer transforms and the Parameters it
+reads; the staged program is then a function of those values made explicit, ``f(theta, x)``.
+
+The solver runs on ``stop_gradient`` of everything it is given, so no transform records its
+iterations; its result enters a joint call (``bind_joint``) whose operands are ``theta`` and the
+solution and whose rules are the implicit function theorem's:
+
+- root: ``f(theta, x*) = 0`` gives ``dx* = -(d_x f)^-1 (d_theta f) dtheta``: forward mode calls
+  ``tangent_solve`` on the linearisation of ``f`` in ``x``; reverse mode transposes that tangent map.
+- linear solve: ``A(theta) x = b`` gives ``dx = A^-1 (db - dA x)`` (forward mode, ``solve`` again) and
+  ``ct_b = A^-T ct_x``, ``ct_theta = -<ct_b, dA x>`` (reverse mode, ``transpose_solve`` on the
+  transpose of ``matvec``, which reverse mode builds).
+
+Each rule applies the call again to its own operands, so the solution it uses is itself
+differentiable by an outer transform, and every order works where ``f`` and ``tangent_solve`` are
+written in tapegrad operations. The joint call's forward applies the call one level down for the same
+reason: an outer transform sees the implicit-function rule, not a constant.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._backend import SCALAR_TYPES, namespace_of, zeros_like
+from tapegrad._control_flow._closed import _implicit_operands, _operand_leaf, _staged
+from tapegrad._core import Tracer, bind_joint, is_inexact
+from tapegrad._jit.codegen import evaluate
+from tapegrad._jvp import jvp_flat, scalar_like
+from tapegrad._structural import astype, stop_gradient
+from tapegrad._tape import vjp_flat
+from tapegrad._typing import PyTree
+from tapegrad.numpy import copy as _copy
+from tapegrad.numpy import negative, subtract
+
+
+# ---- shared pieces -------------------------------------------------------------------------------
+def _leaves_of(tree, where: str, what: str) -> tuple[list, Any]:
+    """The leaves of ``tree`` as arrays (a Python scalar as a 0-d array of NumPy's dtype for it)."""
+    leaves, treedef = _tree.tree_flatten(tree)
+    leaves = [_operand_leaf(x, where, k, what) for k, x in enumerate(leaves)]
+    return [np.asarray(x) if type(x) in SCALAR_TYPES else x for x in leaves], treedef
+
+
+def _type(x) -> str:
+    return f"{np.dtype(x.dtype).name}{list(x.shape)}"
+
+
+def _check_like(where: str, who: str, got, like_leaves, like_tree, like_name: str, cast: bool = True) -> list:
+    """The leaves of ``got`` (returned by ``who``), checked against ``like_leaves``: the same pytree
+    structure and shapes (a ValueError naming ``who`` otherwise); a dtype that differs is cast to the
+    expected one where ``cast``, else refused."""
+    leaves, treedef = _tree.tree_flatten(got)
+    if treedef != like_tree:
+        raise ValueError(f"{where}: {who} returned a value of pytree structure {treedef}, but {like_name} has "
+                         f"{like_tree}; return one of {like_name}'s structure")
+    out = []
+    for k, (x, like) in enumerate(zip(leaves, like_leaves)):
+        if type(x) in SCALAR_TYPES:
+            x = scalar_like(x, like, where)
+        if not hasattr(x, "shape") or tuple(x.shape) != tuple(like.shape):
+            shape = tuple(x.shape) if hasattr(x, "shape") else type(x).__name__
+            raise ValueError(f"{where}: {who} returned leaf {k} of shape {shape} where {like_name} has "
+                             f"{_type(like)}; return one shaped like {like_name}")
+        if np.dtype(x.dtype) != np.dtype(like.dtype):
+            if not cast:
+                raise TypeError(f"{where}: {who} returned leaf {k} of dtype {x.dtype} where {like_name} has "
+                                f"{_type(like)}; cast it with .astype")
+            x = astype(x, like.dtype)
+        out.append(x)
+    return out
+
+
+class _Explicit:
+    """A function of one pytree that closes over traced values, staged: ``self(theta, leaves)`` runs its
+    program with the values it closed over (``theta``) given explicitly, through ``bind``."""
+
+    def __init__(self, fun, leaves, treedef, where: str, name: str):
+        def flat(*xs):
+            out = fun(_tree.tree_unflatten(treedef, list(xs)))
+            return _check_like(where, name, out, xs, treedef, "its argument", cast=False)
+        program, builder = _staged(flat, leaves, where, name)
+        self.program = program
+        self.theta = _implicit_operands(builder)
+
+    def __call__(self, theta, xs) -> list:
+        return evaluate(self.program, list(xs) + list(theta))
+
+
+def _replace(values, positions, new) -> list:
+    values = list(values)
+    for i, v in zip(positions, new):
+        values[i] = v
+    return values
+
+
+def _inexact_positions(theta) -> list:
+    """The positions of ``theta`` that carry derivatives: float and complex values (an integer closed-over
+    value gets none)."""
+    return [i for i, t in enumerate(theta) if is_inexact(t)]
+
+
+def _zeros_for_none(values, likes) -> list:
+    return [zeros_like(like) if v is None else v for v, like in zip(values, likes)]
+
+
+def _is_concrete(values) -> bool:
+    return not any(isinstance(v, Tracer) for v in values)
+
+
+# ---- custom_root ---------------------------------------------------------------------------------
+class _RootCall:
+    """The joint call of a root: operands ``theta`` (what ``f`` closed over) and the solution's leaves;
+    its value is the solution, its derivatives the implicit function theorem's."""
+
+    remat = False
+    name = "custom_root"
+
+    def __init__(self, f: _Explicit, n_theta: int, treedef, tangent_solve):
+        self.f, self.n_theta, self.treedef, self.tangent_solve = f, n_theta, treedef, tangent_solve
+
+    def __repr__(self):
+        return self.name
+
+    def fun(self, *leaves):
+        return [_copy(x) for x in leaves[self.n_theta:]]  # a copy: no result aliases an operand
+
+    def forward(self, *primals):
+        return bind_joint(self, *primals), primals  # applied again one level down: outer transforms see the rule
+
+    def backward(self, primals, out_cts):
+        from tapegrad._custom import _transpose
+        return _transpose(lambda t: self.jvp(primals, t)[1], primals, out_cts)
+
+    def jvp(self, primals, tangents):
+        theta = list(primals[:self.n_theta])
+        sol = bind_joint(self, *primals)
+        live = [i for i in _inexact_positions(theta) if tangents[i] is not None]
+        if not live:
+            return sol, [None] * len(sol)
+        _, rhs = jvp_flat(lambda *v: self.f(_replace(theta, live, v), sol), [theta[i] for i in live],
+                          [tangents[i] for i in live])
+        rhs = _zeros_for_none(rhs, sol)
+        dx = self._tangent_solve(theta, sol, rhs)
+        return sol, [negative(d) for d in dx]
+
+    def _tangent_solve(self, theta, sol, rhs) -> list:
+        """``tangent_solve(g, rhs)`` for ``g``, ``f``'s linearisation in ``x`` at ``sol``, checked."""
+        def g(v):
+            v_leaves = _check_like("custom_root", "tangent_solve's argument to g", v, sol, self.treedef,
+                                   "initial_guess")
+            _, out = jvp_flat(lambda *xs: self.f(theta, xs), list(sol), v_leaves)
+            return _tree.tree_unflatten(self.treedef, _zeros_for_none(out, sol))
+        out = self.tangent_solve(g, _tree.tree_unflatten(self.treedef, list(rhs)))
+        return _check_like("custom_root", "tangent_solve", out, sol, self.treedef, "initial_guess")
+
+    def on_capture(self, args):
+        raise TypeError("custom_root: tangent_solve uses a value traced by the running transform that it does not "
+                        "receive (a closure over a traced value); compute it from the linear function g and the "
+                        "right-hand side it is given, and close over traced values in f only")
+
+
+def _residual_scale(values) -> float:
+    return max([1.0] + [float(namespace_of(v).max(namespace_of(v).abs(v))) for v in values if v.size])
+
+
+def _check_residual(f: _Explicit, theta, guess, sol, residual_tol) -> None:
+    """The ValueError of ``custom_root`` when ``f(sol)`` is not near zero (only for concrete values)."""
+    if residual_tol is None or not _is_concrete(list(theta) + list(sol) + list(guess)):
+        return
+    floats = [np.dtype(x.dtype) for x in sol if is_inexact(x)]
+    if residual_tol == "auto":
+        residual_tol = max([np.finfo(d).eps for d in floats] or [np.finfo(np.float64).eps]) ** 0.25
+    worst = max([0.0] + [float(namespace_of(r).max(namespace_of(r).abs(r))) for r in f(theta, sol) if r.size])
+    scale = _residual_scale(f(theta, guess))
+    if not worst <= residual_tol * scale:  # NaN fails too
+        raise ValueError(f"custom_root: solve returned a point where f is not near zero: max |f(x)| = {worst:.3g} > "
+                         f"residual_tol * max(1, max |f(initial_guess)|) = {residual_tol:.3g} * {scale:.3g}; the "
+                         "implicit-function derivative holds only at a root. Check that solve(f, initial_guess) "
+                         "returns a root of f (let it iterate longer), or pass a larger residual_tol= (None "
+                         "skips the check)")
+
+
+def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[[Callable, Any], Any],
+                tangent_solve: Callable[[Callable, Any], Any], has_aux: bool = False, *,
+                residual_tol: float | Literal["auto"] | None = "auto") -> Any:
+    """A root of ``f`` found by ``solve``, differentiated by the implicit function theorem (JAX's
+    ``lax.custom_root``).
+
+    ``x* = solve(f, initial_guess)`` with ``f(x*) = 0``. The derivatives are with respect to the values
+    ``f`` closes over (``theta``): from ``f(theta, x*(theta)) = 0``,
+    ``dx* = -(d_x f)^-1 (d_theta f) dtheta``, which forward mode computes by calling ``tangent_solve``
+    on the linearisation of ``f`` in ``x`` and reverse mode by transposing that map. ``solve`` is never
+    differentiated: it runs on constant (``stop_gradient``) values, so it may iterate in Python (eagerly
+    it sees concrete arrays) and no transform records its iterations. ``initial_guess`` and the values
+    only ``solve`` reads get no derivative (as in JAX). Both modes, every order where ``f`` and
+    ``tangent_solve`` are differentiable, ``vmap`` and ``jit`` work.
+
+    Args:
+        f: ``f(x) -> y``, ``y`` of ``x``'s pytree structure, shapes and dtypes. It is staged once on the
+            types of ``initial_guess`` (as a ``cond`` branch is) to find the traced values and Parameters
+            it reads, so it must be written in tapegrad operations with no Python control flow on
+            ``x``'s values. Integer values it closes over get no derivative.
+        initial_guess: a pytree of float arrays (or Python floats, as float64), where ``solve`` starts.
+        solve: ``solve(f, initial_guess) -> x*`` (``(x*, aux)`` with ``has_aux``), ``x*`` of
+            ``initial_guess``'s structure and shapes (a dtype that differs is cast to the guess's).
+        tangent_solve: ``tangent_solve(g, y) -> x`` with ``g(x) = y``, where ``g`` is ``f`` linearised
+            in ``x`` at the root (JAX's examples: ``lambda g, y: y / g(1.0)`` for a scalar,
+            ``lambda g, y: tnp.linalg.solve(tg.jacfwd(g)(y), y)`` for a small vector). Reverse mode
+            differentiates it in ``y``, so write it in tapegrad operations (or with
+            :func:`custom_linear_solve`); it must read traced values only through ``g``.
+        has_aux: ``solve`` returns ``(x*, aux)``; ``aux`` is returned as it is, with no derivative.
+        residual_tol: the check that ``solve`` returned a root: where the values are concrete (eager
+            mode, not under ``vmap`` or ``jit``, where it is not made), ``max |f(x*)|`` must be at most
+            ``residual_tol * max(1, max |f(initial_guess)|)``. ``"auto"`` (the default) is
+            ``eps ** 0.25`` of the least precise float dtype of ``x*`` (1.2e-4 for float64, 0.019 for
+            float32): loose enough for an iterative solver, tight enough to catch a wrong one. ``None``
+            skips the check. On CuPy the check reads one number from the device.
+
+    Returns:
+        ``x*``, a pytree of ``initial_guess``'s structure, shapes and dtypes; with ``has_aux``,
+        ``(x*, aux)``.
+
+    Raises:
+        TypeError: ``f``, ``solve`` or ``tangent_solve`` not callable; a leaf of ``initial_guess`` not
+            an array; ``f`` returning another dtype; ``has_aux`` with ``solve`` not returning a pair;
+            ``tangent_solve`` reading a traced value it is not given.
+        ValueError: ``f``, ``solve`` or ``tangent_solve`` returning a value of another structure or shape
+            than ``initial_guess``; ``f(x*)`` not near zero (``residual_tol``); ``f`` assigning a
+            Parameter.
+    """
+    for name, fun in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
+        if not callable(fun):
+            raise TypeError(f"custom_root: {name} must be a function, got {type(fun).__name__}")
+    if residual_tol is not None and residual_tol != "auto" and not (
+            isinstance(residual_tol, (int, float)) and residual_tol > 0):
+        raise ValueError(f"custom_root: residual_tol must be a positive number, 'auto' or None, got {residual_tol!r}")
+    guess, treedef = _leaves_of(initial_guess, "custom_root", "initial_guess")
+    explicit = _Explicit(f, guess, treedef, "custom_root", "f")
+    theta = explicit.theta
+    theta_sg, guess_sg = [stop_gradient(t) for t in theta], [stop_gradient(g) for g in guess]
+
+    def f_constant(x):
+        return _tree.tree_unflatten(treedef, explicit(theta_sg, _tree.tree_leaves(x)))
+    result = solve(f_constant, _tree.tree_unflatten(treedef, guess_sg))
+    aux = None
+    if has_aux:
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TypeError(f"custom_root: with has_aux=True, solve must return a pair (solution, aux), got "
+                            f"{type(result).__name__}")
+        result, aux = result
+        aux = _tree.tree_map(lambda a: stop_gradient(a) if hasattr(a, "dtype") else a, aux)
+    sol = [stop_gradient(x) for x in _check_like("custom_root", "solve", result, guess, treedef, "initial_guess")]
+    _check_residual(explicit, theta_sg, guess_sg, sol, residual_tol)
+    call = _RootCall(explicit, len(theta), treedef, tangent_solve)
+    out = _tree.tree_unflatten(treedef, bind_joint(call, *theta, *sol))
+    return (out, aux) if has_aux else out
+
+
+# ---- custom_linear_solve -------------------------------------------------------------------------
+class _LinearSolveCall:
+    """The joint call of ``x = A(theta)^-1 b``: operands ``theta`` (what ``matvec`` closed over) and the
+    leaves of ``b``; results the leaves of ``x`` and of ``solve``'s aux. Its transpose (``A^T``, with
+    ``transpose_solve``) is another such call, made once."""
+
+    remat = False
+
+    def __init__(self, name, matvec, vecmat, solve, transpose_solve, n_theta, treedef, b_leaves, has_aux,
+                 transposed=None):
+        self.name, self.matvec, self.vecmat = name, matvec, vecmat
+        self.solve, self.transpose_solve = solve, transpose_solve
+        self.n_theta, self.treedef, self.b_leaves, self.has_aux = n_theta, treedef, b_leaves, has_aux
+        self.aux_tree = None
+        self._transposed = transposed
+
+    def __repr__(self):
+        return self.name
+
+    @property
+    def transposed(self) -> _LinearSolveCall:
+        if self.transpose_solve is None:
+            raise TypeError("custom_linear_solve: reverse-mode differentiation (grad, vjp) needs transpose_solve, "
+                            "the solve of the transposed system: pass transpose_solve=, or symmetric=True when "
+                            "matvec is symmetric (then solve serves both), as in JAX")
+        if self._transposed is None:
+            self._transposed = _LinearSolveCall(f"{self.name} (transposed)", self.vecmat, self.matvec,
+                                                self.transpose_solve, self.solve, self.n_theta, self.treedef,
+                                                self.b_leaves, self.has_aux, transposed=self)
+        return self._transposed
+
+    def fun(self, *leaves):
+        theta = [stop_gradient(t) for t in leaves[:self.n_theta]]
+        b = [stop_gradient(x) for x in leaves[self.n_theta:]]
+
+        def matvec(x):
+            return _tree.tree_unflatten(self.treedef, self.matvec(theta, _tree.tree_leaves(x)))
+        result = self.solve(matvec, _tree.tree_unflatten(self.treedef, b))
+        aux_leaves = []
+        if self.has_aux:
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError(f"{self.name}: with has_aux=True, the solve must return a pair (solution, aux), got "
+                                f"{type(result).__name__}")
+            result, aux = result
+            aux_leaves, self.aux_tree = _tree.tree_flatten(aux)
+            aux_leaves = [stop_gradient(a) for a in aux_leaves]
+        who = "transpose_solve" if "transposed" in self.name else "solve"
+        x = _check_like("custom_linear_solve", who, result, self.b_leaves, self.treedef, "b")
+        return [_copy(stop_gradient(v)) for v in x] + aux_leaves
+
+    def forward(self, *primals):
+        outs = bind_joint(self, *primals)  # applied again one level down: outer transforms see the rule
+        return outs, (list(primals), list(outs))
+
+    def jvp(self, primals, tangents):
+        n, nx = self.n_theta, len(self.b_leaves)
+        theta, outs = list(primals[:n]), bind_joint(self, *primals)
+        x = list(outs[:nx])
+        live = [i for i in _inexact_positions(theta) if tangents[i] is not None]
+        db = list(tangents[n:])
+        if not live and all(t is None for t in db):
+            return outs, [None] * len(outs)
+        rhs = _zeros_for_none(db, self.b_leaves)
+        if live:
+            _, dax = jvp_flat(lambda *v: self.matvec(_replace(theta, live, v), x), [theta[i] for i in live],
+                              [tangents[i] for i in live])
+            rhs = [r if d is None else subtract(r, d) for r, d in zip(rhs, dax)]
+        dx = bind_joint(self, *theta, *rhs)[:nx]
+        return outs, list(dx) + [None] * (len(outs) - nx)
+
+    def backward(self, residuals, out_cts):
+        primals, outs = residuals
+        n, nx = self.n_theta, len(self.b_leaves)
+        theta, x = list(primals[:n]), list(outs[:nx])
+        cts = list(out_cts[:nx])
+        if all(c is None for c in cts):
+            return [None] * len(primals)
+        ct_b = list(bind_joint(self.transposed, *theta, *_zeros_for_none(cts, x))[:nx])
+        ct_theta: list = [None] * n
+        live = _inexact_positions(theta)
+        if live:
+            _, pullback = vjp_flat(lambda *v: self.matvec(_replace(theta, live, v), x), [theta[i] for i in live])
+            for i, ct in zip(live, pullback(ct_b)):
+                ct_theta[i] = None if ct is None else negative(ct)
+        return ct_theta + ct_b
+
+    def on_capture(self, args):
+        raise TypeError("custom_linear_solve: solve or transpose_solve uses a value traced by the running transform "
+                        "that it does not receive (a closure over a traced value); compute the solution from the "
+                        "matvec and right-hand side it is given, and close over traced values in matvec only")
+
+
+def _transpose_of(matvec, b_leaves) -> Callable:
+    """``vecmat(theta, y)``: the transpose of the linear ``matvec(theta, .)``, by reverse mode at zero."""
+    def vecmat(theta, ys):
+        _, pullback = vjp_flat(lambda *xs: matvec(theta, xs), [zeros_like(b) for b in b_leaves])
+        return _zeros_for_none(pullback(list(ys)), b_leaves)
+    return vecmat
+
+
+def custom_linear_solve(matvec: Callable[[Any], Any], b: PyTree, solve: Callable[[Callable, Any], Any],
+                        transpose_solve: Callable[[Callable, Any], Any] | None = None, symmetric: bool = False,
+                        has_aux: bool = False) -> Any:
+    """A matrix-free linear solve ``x = A^-1 b`` with implicitly defined derivatives (JAX's
+    ``lax.custom_linear_solve``).
+
+    ``x = solve(matvec, b)`` with ``matvec(x) = b``. The derivatives are with respect to ``b`` and the
+    values ``matvec`` closes over (``theta``, the matrix): from ``A(theta) x = b``, forward mode
+    computes ``dx = A^-1 (db - dA x)`` with ``solve`` and reverse mode ``ct_b = A^-T ct_x`` with
+    ``transpose_solve`` on ``matvec``'s transpose (built by reverse mode), and
+    ``ct_theta = -<ct_b, dA x>``. The solvers are never differentiated: they run on constant
+    (``stop_gradient``) values, so they may iterate in Python eagerly. Both modes, every order, ``vmap``
+    and ``jit`` work.
+
+    Args:
+        matvec: ``matvec(x) -> A x``, linear, ``x`` and the result of ``b``'s structure, shapes and dtypes.
+            It is staged once on ``b``'s types (as a ``cond`` branch is) to find the traced values and
+            Parameters it reads, so write it in tapegrad operations; integer values it closes over get no
+            derivative.
+        b: the right-hand side, a pytree of float arrays (or Python floats, as float64).
+        solve: ``solve(matvec, b) -> x`` (``(x, aux)`` with ``has_aux``) with ``matvec(x) = b``, ``x`` of
+            ``b``'s structure and shapes (a dtype that differs is cast to ``b``'s).
+        transpose_solve: ``transpose_solve(vecmat, b) -> x`` for the transposed system (``vecmat`` is
+            ``matvec``'s transpose); needed by reverse mode only. None with ``symmetric=True``: ``solve``.
+        symmetric: ``matvec`` is symmetric: its own transpose (no transpose is built), and ``solve``
+            serves as ``transpose_solve`` when that is None.
+        has_aux: the solves return ``(x, aux)``; ``aux`` (a pytree of arrays) is returned with no derivative.
+
+    Returns:
+        ``x``, of ``b``'s structure, shapes and dtypes; with ``has_aux``, ``(x, aux)``.
+
+    Raises:
+        TypeError: a function not callable; a leaf of ``b`` not an array; ``matvec`` returning another
+            dtype; ``has_aux`` with a solve not returning a pair; reverse mode without
+            ``transpose_solve`` (and not ``symmetric``); a solve reading a traced value it is not given.
+        ValueError: ``matvec`` or a solve returning a value of another structure or shape than ``b``;
+            ``matvec`` assigning a Parameter.
+    """
+    for name, fun in (("matvec", matvec), ("solve", solve)):
+        if not callable(fun):
+            raise TypeError(f"custom_linear_solve: {name} must be a function, got {type(fun).__name__}")
+    if transpose_solve is not None and not callable(transpose_solve):
+        raise TypeError(f"custom_linear_solve: transpose_solve must be a function or None, got "
+                        f"{type(transpose_solve).__name__}")
+    if transpose_solve is None and symmetric:
+        transpose_solve = solve
+    b_leaves, treedef = _leaves_of(b, "custom_linear_solve", "b")
+    explicit = _Explicit(matvec, b_leaves, treedef, "custom_linear_solve", "matvec")
+    b_likes = [zeros_like(stop_gradient(x)) for x in b_leaves]
+    vecmat = explicit if symmetric else _transpose_of(explicit, b_likes)
+    call = _LinearSolveCall("custom_linear_solve", explicit, vecmat, solve, transpose_solve, len(explicit.theta),
+                            treedef, b_likes, has_aux)
+    outs = bind_joint(call, *explicit.theta, *b_leaves)
+    x = _tree.tree_unflatten(treedef, list(outs[:len(b_leaves)]))
+    if not has_aux:
+        return x
+    return x, _tree.tree_unflatten(call.aux_tree, list(outs[len(b_leaves):]))
