@@ -10,7 +10,7 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from _tol import assert_close
-from tapegrad.scipy.optimize import minimize, root
+from tapegrad.scipy.optimize import fixed_point, least_squares, minimize, root, root_scalar
 
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=(5, 3))
@@ -82,3 +82,108 @@ def test_errors():
         tg.vmap(lambda lm: minimize(ridge_objective, np.zeros(3), args=(lm,)).x)(np.array([0.5, 0.7]))
     with pytest.raises(ValueError, match="implicit_solve must be"):
         minimize(ridge_objective, np.zeros(3), args=(lam,), implicit_solve="lu")  # type: ignore[arg-type]
+
+
+def cube(x, t):
+    return x ** 3 - t
+
+
+@pytest.mark.parametrize("kwargs", [{"method": "newton", "x0": 1.0}, {"method": "brentq", "bracket": [0.5, 5.0]},
+                                    {"method": "halley", "x0": 1.0}, {"x0": 1.0, "x1": 1.5}])
+def test_root_scalar_cube_root(kwargs):
+    def solution(t):
+        return root_scalar(cube, args=(t,), xtol=1e-15, **kwargs).root
+    t = np.array(8.0)
+    res = root_scalar(cube, args=(t,), xtol=1e-15, **kwargs)
+    assert type(res).__name__ == "RootResults" and res.converged
+    assert_close(solution(t), 2.0)
+    assert_close(tg.grad(solution)(t), 1 / 12)                         # 1 / (3 x*^2), x* = t^(1/3)
+    assert_close(tg.jvp(solution, (t,), (np.array(1.0),))[1], 1 / 12)
+    assert_close(tg.grad(tg.grad(solution))(t), -2 / 9 * 8.0 ** (-5 / 3))
+
+
+M = 0.1 * np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])   # spectral radius < 1: a contraction
+
+
+@pytest.mark.parametrize("method, implicit_solve", [("del2", "auto"), ("iteration", "gmres")])
+def test_fixed_point_linear(method, implicit_solve):
+    def solution(theta):
+        return fixed_point(lambda x, th: M @ x + th, np.zeros(3), args=(theta,), xtol=1e-12, maxiter=2000,
+                           method=method, implicit_solve=implicit_solve)
+    theta = np.array([1.0, 2.0, -1.0])
+    inverse = np.linalg.inv(np.eye(3) - M)
+    assert isinstance(solution(theta), np.ndarray)
+    assert_close(solution(theta), inverse @ theta, rtol=1e-10)
+    assert_close(tg.jacrev(solution)(theta), inverse, rtol=1e-10)
+    assert_close(tg.jacfwd(solution)(theta), inverse, rtol=1e-10)
+
+
+A_LS = RNG.normal(size=(8, 3))
+
+
+@pytest.mark.parametrize("method", ["trf", "lm", "dogbox"])
+def test_least_squares_linear_model(method):
+    # r = A x - b(theta), b = theta^2 elementwise: x* = lstsq(A, b), dx*/dtheta = pinv(A) diag(2 theta)
+    def solution(theta):
+        return least_squares(lambda x, th: A_LS @ x - th ** 2, np.zeros(3), args=(theta,), method=method,
+                             ftol=1e-15, xtol=1e-15, gtol=1e-15).x
+    theta = np.linspace(0.5, 2.0, 8)
+    res = least_squares(lambda x, th: A_LS @ x - th ** 2, np.zeros(3), args=(theta,), method=method)
+    assert res.success and res.status > 0 and hasattr(res, "cost")
+    assert_close(solution(theta), np.linalg.lstsq(A_LS, theta ** 2, rcond=None)[0], rtol=1e-8)
+    closed = np.linalg.pinv(A_LS) * (2 * theta)
+    assert_close(tg.jacrev(solution)(theta), closed, rtol=1e-8)
+    assert_close(tg.jacfwd(solution)(theta), closed, rtol=1e-8)
+
+
+T_DECAY = np.linspace(0.0, 3.0, 12)
+
+
+def decay(p, y):
+    return p[0] * tnp.exp(-p[1] * T_DECAY) - y
+
+
+def test_least_squares_exponential_fit_against_resolving():
+    # a fit with non-zero residuals: the Hessian of the cost has second-order terms (not only J^T J)
+    y = 2.0 * np.exp(-0.7 * T_DECAY) + 0.05 * np.sin(5 * T_DECAY)
+
+    def solution(y):
+        return least_squares(decay, np.array([1.0, 1.0]), args=(y,),
+                             ftol=1e-15, xtol=1e-15, gtol=1e-15).x
+    jac = tg.jacrev(solution)(y)
+    assert_close(tg.jacfwd(solution)(y), jac, rtol=1e-8)
+    h = 1e-4  # central differences: truncation ~h^2, the solution's own error (~1e-10) / h
+    columns = [(solution(y + h * e) - solution(y - h * e)) / (2 * h) for e in np.eye(y.size)]
+    assert_close(jac, np.stack(columns, axis=1), rtol=1e-5)
+    assert np.abs(jac).max() > 0.1
+
+
+def test_new_solvers_errors():
+    t = np.array(8.0)
+    with pytest.raises(ValueError, match="did not converge"):
+        tg.grad(lambda t: root_scalar(cube, args=(t,), method="newton", x0=100.0, maxiter=2).root)(t)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not root_scalar(cube, args=(t,), method="newton", x0=100.0, maxiter=2).converged
+    assert any("did not converge" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="singular"):   # the triple root x* = 0 of x^3 - 0 (bisect's first midpoint)
+        tg.grad(lambda t: root_scalar(cube, args=(t,), method="bisect", bracket=[-1.0, 1.0]).root)(np.array(0.0))
+    with pytest.raises(TypeError, match="args\\[0\\] is a value of vmap or jit"):
+        tg.vmap(lambda t: root_scalar(cube, args=(t,), x0=1.0).root)(np.array([8.0, 27.0]))
+    with pytest.raises(RuntimeError, match="fixed_point: SciPy's iteration did not converge"):
+        fixed_point(lambda x, th: 2.0 * x + th, np.ones(2), args=(np.ones(2),), maxiter=5, method="iteration")
+    with pytest.raises(ValueError, match="singular"):   # func(x) = x - th + th: every point is fixed, I - G = 0
+        tg.jacrev(lambda th: fixed_point(lambda x, th: x + th - th, np.ones(2), args=(th,),
+                                         implicit_solve="dense"))(np.ones(2))
+    theta = np.linspace(0.5, 2.0, 8)
+
+    def linear(x, th):
+        return A_LS @ x - th ** 2
+    with pytest.raises(ValueError, match="did not converge"):
+        tg.jacrev(lambda th: least_squares(linear, np.zeros(3), args=(th,), max_nfev=1).x)(theta)
+    with pytest.raises(ValueError, match="lies on a bound"):
+        tg.jacrev(lambda th: least_squares(linear, np.ones(3), args=(th,), bounds=(0.5, 10.0)).x)(theta)
+    with pytest.raises(ValueError, match="robust fit \\(loss='soft_l1'\\) is not differentiated"):
+        tg.jacrev(lambda th: least_squares(linear, np.zeros(3), args=(th,), loss="soft_l1").x)(theta)
+    with pytest.raises(TypeError, match="is a value of vmap or jit"):
+        tg.vmap(lambda th: least_squares(linear, np.zeros(3), args=(th,)).x)(np.stack([theta, theta]))

@@ -1,7 +1,8 @@
-"""``tapegrad.scipy.optimize``: SciPy's ``minimize`` and ``root``, run by SciPy on host values, whose
-solution is differentiable with respect to traced ``args`` by the implicit function theorem
-(:func:`tapegrad.custom_root`): the optimality condition ``grad f(x*, args) = 0`` for ``minimize``,
-``F(x*, args) = 0`` for ``root``.
+"""``tapegrad.scipy.optimize``: SciPy's ``minimize``, ``root``, ``root_scalar``, ``fixed_point`` and
+``least_squares``, run by SciPy on host values, whose solution is differentiable with respect to traced
+``args`` by the implicit function theorem (:func:`tapegrad.custom_root`) on each one's optimality
+condition: ``grad f(x*, args) = 0`` (``minimize``), ``F(x*, args) = 0`` (``root``, ``root_scalar``),
+``g(x*, args) - x* = 0`` (``fixed_point``), ``J^T r = 0`` (``least_squares``).
 
 SciPy runs on NumPy arrays on the host: CuPy inputs are copied to the host once per solver call
 (``.get()``, a synchronisation) and the solution is copied back. Gradients, Hessians and Jacobians that
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+import tapegrad.numpy as tnp
 from tapegrad._api import grad, stop_gradient, value_and_grad
 from tapegrad._backend import namespace_of, to_host
 from tapegrad._control_flow import custom_linear_solve, custom_root
@@ -76,14 +78,16 @@ def _tangent_solve(implicit_solve: str, n: int, symmetric: bool, where: str) -> 
                                                             ("cg" if symmetric else "gmres"))
     if kind == "dense":
         def dense(g, y):
-            matrix = jacfwd(g)(y)
+            # on x flattened: a 0-d x (root_scalar) or an x of several axes is one vector of unknowns
+            shape = y.shape
+            matrix = jacfwd(lambda v: reshape(g(reshape(v, shape)), (-1,)))(reshape(y, (-1,)))
             if not isinstance(stop_gradient(matrix), Tracer):
                 host = to_host(stop_gradient(matrix))
                 if not np.all(np.isfinite(host)) or np.linalg.cond(host) > 1 / np.finfo(host.dtype).eps:
                     raise ValueError(f"{where}: the adjoint system of the implicit derivative is singular at the "
                                      "solution (the Hessian or Jacobian there is not invertible), so x* does not "
                                      "depend smoothly on args: the derivative is undefined")
-            return linalg.solve(matrix, y)
+            return reshape(linalg.solve(matrix, reshape(y, (-1,))), shape)
         return dense
     solver = _host_solver(kind, where)
     if symmetric:
@@ -91,25 +95,47 @@ def _tangent_solve(implicit_solve: str, n: int, symmetric: bool, where: str) -> 
     return lambda g, y: custom_linear_solve(g, y, solver, transpose_solve=solver)
 
 
-def _result_x(res, x0, optimality, args, implicit_solve, symmetric, where: str):
-    """``res.x`` on ``x0``'s backend and shape, through ``custom_root`` on ``optimality``."""
-    xp = namespace_of(stop_gradient(x0))
-    x_star = xp.asarray(np.asarray(res.x).reshape(np.shape(x0)), dtype=x0.dtype)
+def _implicit_solution(x_host, like, optimality, args, implicit_solve, symmetric, where: str):
+    """SciPy's solution ``x_host`` with ``like``'s shape, dtype and backend, differentiable with respect to
+    the traced ``args`` through ``custom_root`` on ``optimality(x, *args) = 0``."""
+    like = stop_gradient(like)
+    xp = namespace_of(like)
+    x_star = xp.asarray(np.asarray(x_host).reshape(like.shape), dtype=like.dtype)
     if not _traced(args):
         return x_star
-    guess = stop_gradient(x0)
-    return custom_root(lambda x: optimality(x, *args), guess, lambda f, g: x_star,
-                          _tangent_solve(implicit_solve, int(np.size(x_star)), symmetric, where), residual_tol=None)
+    return custom_root(lambda x: optimality(x, *args), like, lambda f, g: x_star,
+                       _tangent_solve(implicit_solve, int(np.size(x_star)), symmetric, where), residual_tol=None)
 
 
-def _check_success(res, args, where: str) -> None:
-    if res.success:
+def _check_success(success: bool, message: Any, args, where: str,
+                   fix: str = "raise options['maxiter'], loosen tol, or start nearer (x0)") -> None:
+    """A solver that did not converge: a ValueError when its solution is differentiated (the implicit
+    derivative holds only at a solution), a RuntimeWarning otherwise."""
+    if success:
         return
-    message = f"{where}: SciPy's solver did not converge ({res.message!r})"
+    text = f"{where}: SciPy's solver did not converge ({message!r})"
     if _traced(args):
-        raise ValueError(message + "; its x is no solution, so the implicit derivative would be wrong. Raise "
-                         "options['maxiter'], loosen tol, or start nearer (x0)")
-    warnings.warn(message + "; res.x is not a solution", RuntimeWarning, stacklevel=3)
+        raise ValueError(text + f"; its x is no solution, so the implicit derivative would be wrong: {fix}")
+    warnings.warn(text + "; the result is not a solution", RuntimeWarning, stacklevel=3)
+
+
+def _check_bounds(x, lower, upper, where: str) -> None:
+    """An entry of ``x`` on a bound (``lower``, ``upper``: arrays of ``x``'s size, NaN or inf where
+    there is none) is a ValueError: the unconstrained optimality condition does not hold there."""
+    x = np.asarray(x, dtype=float).ravel()
+    near = np.sqrt(np.finfo(float).eps) * (1 + np.abs(x))
+    active = np.flatnonzero((np.abs(x - lower) <= near) | (np.abs(x - upper) <= near))
+    if active.size:
+        raise ValueError(f"{where}: the solution lies on a bound (entries {active.tolist()}): the "
+                         "unconstrained optimality condition does not hold there, so the implicit derivative "
+                         "would be wrong; loosen the bound or drop it")
+
+
+def _float_like(x0) -> Any:
+    """``x0`` as an array of a floating dtype (float64 for integers), on its backend, without a derivative."""
+    x0 = asarray(stop_gradient(x0))
+    dtype = np.result_type(np.dtype(x0.dtype), np.float32)
+    return namespace_of(x0).asarray(x0, dtype=dtype)
 
 
 def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str | None = None,
@@ -171,23 +197,21 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
             return np.asarray(hessian_fn(x))
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
                             bounds=bounds, constraints=constraints, tol=tol, callback=callback, options=options)
-    _check_success(res, args, where)
+    _check_success(res.success, res.message, args, where)
     if _traced(args):
         if constraints:
             raise ValueError(f"{where}: the solution of a constrained problem ({method}) is not differentiated: its "
                              "optimality condition is not a gradient equal to zero; drop constraints, or "
                              "differentiate a penalty formulation")
         if bounds is not None:
-            lo, hi = (np.array([np.nan if b is None else b for b in side], dtype=float) for side in zip(
-                *bounds)) if not hasattr(bounds, "lb") else (np.asarray(bounds.lb, float) * np.ones(res.x.size),
-                                                              np.asarray(bounds.ub, float) * np.ones(res.x.size))
-            near = np.sqrt(np.finfo(float).eps) * (1 + np.abs(res.x))
-            active = np.flatnonzero((np.abs(res.x - lo) <= near) | (np.abs(res.x - hi) <= near))
-            if active.size:
-                raise ValueError(f"{where}: the solution lies on a bound (entries {active.tolist()}): the "
-                                 "unconstrained optimality condition grad f = 0 does not hold there, so the "
-                                 "implicit derivative would be wrong; loosen the bound or drop it")
-    res.x = _result_x(res, asarray(x0), lambda x, *a: grad(fun)(x, *a), args, implicit_solve, True, where)
+            n = res.x.size
+            if hasattr(bounds, "lb"):
+                lo, hi = (np.broadcast_to(np.asarray(b, float), (n,)) for b in (bounds.lb, bounds.ub))
+            else:
+                lo, hi = (np.array([np.nan if b is None else b for b in side], dtype=float) for side in zip(*bounds))
+            _check_bounds(res.x, lo, hi, where)
+    res.x = _implicit_solution(res.x, _float_like(x0), lambda x, *a: grad(fun)(x, *a), args, implicit_solve, True,
+                               where)
     return res
 
 
@@ -235,9 +259,204 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
             return np.asarray(jacobian_fn(x))
     res = optimize.root(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, tol=tol, callback=callback,
                         options=options)
-    _check_success(res, args, where)
-    res.x = _result_x(res, asarray(x0), fun, args, implicit_solve, implicit_solve == "cg", where)
+    _check_success(res.success, res.message, args, where)
+    res.x = _implicit_solution(res.x, _float_like(x0), fun, args, implicit_solve, implicit_solve == "cg", where)
     return res
 
 
-__all__ = ["minimize", "root"]
+
+
+_BRACKETED = {"bisect", "ridder", "brentq", "brenth", "toms748"}
+
+
+def root_scalar(f: Callable[..., Any], args: Sequence[Any] = (), method: str | None = None, bracket: Any = None,
+                fprime: Any = None, fprime2: Any = None, x0: Any = None, x1: Any = None, xtol: float | None = None,
+                rtol: float | None = None, maxiter: int | None = None, options: dict | None = None) -> Any:
+    """SciPy's ``scipy.optimize.root_scalar``, with a root differentiable with respect to ``args``.
+
+    SciPy's solver runs on host floats (any ``method``, chosen as SciPy chooses it when ``None``);
+    tapegrad supplies ``fprime`` (by reverse mode) to ``newton`` and ``halley``, and ``fprime2`` to
+    ``halley``, unless they are given. The derivative comes from ``f(x*, *args) = 0``
+    (:func:`tapegrad.custom_root`): ``dx*/dargs = -(df/dargs) / f'(x*)``; both modes, every order.
+
+    Args:
+        f: ``f(x, *args) -> scalar``, written in tapegrad operations (with ``fprime=True``: returning
+            ``(f, f')``, with ``fprime2=True``: ``(f, f', f'')``, as in SciPy).
+        args: extra arguments of ``f``: arrays (traced ones are differentiated) or constants.
+        method, bracket, fprime, fprime2, x0, x1, xtol, rtol, maxiter, options: SciPy's.
+
+    Returns:
+        SciPy's ``RootResults``; its ``root`` is a 0-d array (``x0``'s dtype and backend, float64
+        without ``x0``) differentiable with respect to the traced ``args``.
+
+    Raises:
+        TypeError: ``args`` under ``vmap`` or ``jit`` (SciPy needs concrete values).
+        ValueError: when ``root`` is differentiated: the solver did not converge (``converged=False``;
+            eagerly without a derivative, a ``RuntimeWarning``) or ``f'(x*) = 0`` (a multiple root:
+            ``x*`` does not depend smoothly on ``args``).
+    """
+    from scipy import optimize
+    where = "tapegrad.scipy.optimize.root_scalar"
+    args = tuple(args)
+    host_args = _concrete(args, where)
+    value = (lambda x, *a: f(x, *a)[0]) if fprime is True or fprime2 is True else f
+    if not method:  # SciPy's choice, on the derivatives the caller gave: supplying ours must not change it
+        method = ("brentq" if bracket is not None else None if x0 is None else
+                  ("halley" if fprime2 else "newton") if fprime else "secant" if x1 is not None else "newton")
+    name = method.lower() if method else ""
+    like = _float_like(np.float64(0.0) if x0 is None else x0)
+
+    def host_f(x):
+        out = f(np.asarray(x, dtype=like.dtype), *host_args)
+        return tuple(float(o) for o in out) if isinstance(out, tuple) else float(out)
+    if name in ("newton", "halley") and not fprime:
+        derivative = grad(lambda x: value(x, *host_args))
+
+        def fprime(x):
+            return float(derivative(np.asarray(x, dtype=like.dtype)))
+    if name == "halley" and not fprime2:
+        second = grad(grad(lambda x: value(x, *host_args)))
+
+        def fprime2(x):
+            return float(second(np.asarray(x, dtype=like.dtype)))
+    x0_host = None if x0 is None else float(to_host(stop_gradient(asarray(x0))))
+    x1_host = None if x1 is None else float(to_host(stop_gradient(asarray(x1))))
+    bracket_host = None if bracket is None else [float(to_host(stop_gradient(asarray(b)))) for b in bracket]
+    sol = optimize.root_scalar(host_f, args=(), method=method, bracket=bracket_host,
+                               fprime=fprime if fprime is not True else True,
+                               fprime2=fprime2 if fprime2 is not True else True, x0=x0_host, x1=x1_host,
+                               xtol=xtol, rtol=rtol, maxiter=maxiter, options=options)
+    _check_success(sol.converged, sol.flag, args, where,
+                   "raise maxiter, give a bracket with a sign change, or start nearer (x0)")
+    sol.root = _implicit_solution(np.asarray(sol.root), like, value, args, "dense", False, where)
+    return sol
+
+
+def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xtol: float = 1e-08,
+                maxiter: int = 500, method: str = "del2", *, implicit_solve: ImplicitSolve = "auto") -> Any:
+    """SciPy's ``scipy.optimize.fixed_point``, with a fixed point differentiable with respect to ``args``.
+
+    SciPy iterates on host values (``method`` ``"del2"`` or ``"iteration"``). The derivative comes from
+    ``func(x*, *args) - x* = 0`` (:func:`tapegrad.custom_root`): ``dx*/dargs = (I - G)^-1 dfunc/dargs``,
+    ``G`` the Jacobian of ``func`` in ``x`` at ``x*``; both modes, every order.
+
+    Args:
+        func: ``func(x, *args) -> array`` of ``x``'s shape, written in tapegrad operations.
+        x0: the starting point, an array (or a scalar).
+        args: extra arguments of ``func``: arrays (traced ones are differentiated) or constants.
+        xtol, maxiter, method: SciPy's.
+        implicit_solve: the adjoint system's solve: ``"dense"``, ``"gmres"`` (matrix-free) or ``"auto"``
+            (dense up to 200 unknowns, ``gmres`` above); ``"cg"`` only where ``I - G`` is symmetric.
+
+    Returns:
+        The fixed point, an array of ``x0``'s shape, dtype and backend (SciPy returns an ndarray),
+        differentiable with respect to the traced ``args``.
+
+    Raises:
+        TypeError: ``args`` under ``vmap`` or ``jit``.
+        RuntimeError: the iteration did not converge within ``maxiter`` (SciPy's error, with its cause).
+        ValueError: when differentiated, ``I - G`` is singular at ``x*`` (``func``'s Jacobian has the
+            eigenvalue 1); a bad ``implicit_solve``.
+    """
+    from scipy import optimize
+    where = "tapegrad.scipy.optimize.fixed_point"
+    _check_implicit_solve(implicit_solve, where)
+    args = tuple(args)
+    host_args = _concrete(args, where)
+    like = _float_like(x0)
+    shape = like.shape
+
+    def host_func(x):
+        return np.asarray(func(np.asarray(x, dtype=like.dtype).reshape(shape), *host_args), dtype=float)
+    try:
+        x_host = optimize.fixed_point(host_func, to_host(like).astype(float), args=(), xtol=xtol, maxiter=maxiter,
+                                      method=method)
+    except RuntimeError as error:
+        raise RuntimeError(f"{where}: SciPy's iteration did not converge ({error}); raise maxiter, loosen xtol, "
+                           "start nearer (x0), or try method='iteration' (del2's acceleration can stall)") from error
+    return _implicit_solution(x_host, like, lambda x, *a: func(x, *a) - x, args, implicit_solve,
+                              implicit_solve == "cg", where)
+
+
+def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any = (-np.inf, np.inf),
+                  method: str = "trf", ftol: float | None = 1e-08, xtol: float | None = 1e-08,
+                  gtol: float | None = 1e-08, x_scale: Any = None, loss: Any = "linear", f_scale: float = 1.0,
+                  diff_step: Any = None, tr_solver: str | None = None, tr_options: dict | None = None,
+                  jac_sparsity: Any = None, max_nfev: int | None = None, verbose: int = 0,
+                  args: Sequence[Any] = (), kwargs: dict | None = None, callback: Callable[..., Any] | None = None,
+                  workers: Any = None, *, implicit_solve: ImplicitSolve = "auto") -> Any:
+    """SciPy's ``scipy.optimize.least_squares``, with a solution differentiable with respect to ``args``.
+
+    SciPy's solver runs on host values (any ``method``); tapegrad supplies the Jacobian of the
+    residuals (forward mode) unless ``jac`` is given (``jac=None``, the default here, where SciPy's
+    default is ``"2-point"``: pass a string for SciPy's finite differences). The derivative comes from
+    the normal equations ``J^T r = 0``, the gradient of the cost ``C = 0.5 sum fun^2``:
+    ``dx*/dargs = -H^-1 d(J^T r)/dargs``, ``H`` the full Hessian of ``C`` (not its Gauss-Newton part
+    ``J^T J``); both modes, every order.
+
+    Args:
+        fun: ``fun(x, *args, **kwargs) -> 1-d array`` of residuals, written in tapegrad operations.
+        x0: the starting point, an array (SciPy sees it flattened).
+        loss: SciPy's; any runs, but only ``"linear"``'s solution is differentiated.
+        args, kwargs: extra arguments of ``fun``: arrays (traced ones are differentiated) or constants.
+        jac, bounds, method, ftol, xtol, gtol, x_scale, f_scale, diff_step, tr_solver, tr_options,
+            jac_sparsity, max_nfev, verbose, callback, workers: SciPy's.
+        implicit_solve: the adjoint system's solve, as in :func:`minimize`: ``"dense"``, ``"cg"``,
+            ``"gmres"`` or ``"auto"`` (dense up to 200 unknowns, ``cg`` above).
+
+    Returns:
+        SciPy's ``OptimizeResult``; its ``x`` has ``x0``'s shape, dtype and backend and is differentiable
+        with respect to the traced ``args`` and ``kwargs``.
+
+    Raises:
+        TypeError: ``args`` or ``kwargs`` under ``vmap`` or ``jit``.
+        ValueError: when ``x`` is differentiated: the solver did not converge (``status <= 0``;
+            otherwise a ``RuntimeWarning``), the solution lies on a bound, ``loss`` is not
+            ``"linear"``, or the Hessian of the cost at ``x*`` is singular (the
+            parameters are not identifiable); a bad ``implicit_solve``.
+    """
+    from scipy import optimize
+    where = "tapegrad.scipy.optimize.least_squares"
+    _check_implicit_solve(implicit_solve, where)
+    args, kwargs = tuple(args), dict(kwargs or {})
+    keys = list(kwargs)
+    traced = args + tuple(kwargs.values())
+    host = _concrete(traced, where)
+    host_args, host_kwargs = host[:len(args)], dict(zip(keys, host[len(args):]))
+    like = _float_like(x0)
+    shape = like.shape
+
+    def residuals(x, *values):
+        return reshape(fun(reshape(x, shape), *values[:len(args)], **dict(zip(keys, values[len(args):]))), (-1,))
+
+    def host_fun(x):
+        return np.asarray(residuals(x, *host_args, *host_kwargs.values()), dtype=float)
+    if jac is None:
+        jacobian_fn = jacfwd(lambda x: residuals(x, *host_args, *host_kwargs.values()))
+
+        def jac(x, *_, **__):
+            return np.asarray(jacobian_fn(x), dtype=float)
+    res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
+                                 method=method, ftol=ftol, xtol=xtol, gtol=gtol, x_scale=x_scale, loss=loss,
+                                 f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver, tr_options=tr_options,
+                                 jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose, callback=callback,
+                                 workers=workers)
+    _check_success(res.status > 0, res.message, traced, where, "raise max_nfev, loosen ftol/xtol/gtol, or start "
+                   "nearer (x0)")
+    if _traced(traced):
+        if loss != "linear":
+            raise ValueError(f"{where}: the solution of a robust fit (loss={loss!r}) is not differentiated: only "
+                             "loss='linear' (optimality condition J^T r = 0) is; use loss='linear', or minimize "
+                             "with the robust cost written in tapegrad operations")
+        lb, ub = (bounds.lb, bounds.ub) if hasattr(bounds, "lb") else bounds
+        n = res.x.size
+        lower, upper = (np.broadcast_to(np.asarray(b, float), (n,)) for b in (lb, ub))
+        _check_bounds(res.x, lower, upper, where)
+
+    def cost(x, *values):
+        return 0.5 * tnp.sum(residuals(x, *values) ** 2)
+    res.x = _implicit_solution(res.x, like, lambda x, *a: grad(cost)(x, *a), traced, implicit_solve, True, where)
+    return res
+
+
+__all__ = ["fixed_point", "least_squares", "minimize", "root", "root_scalar"]
