@@ -75,6 +75,25 @@ def test_unary(spec, shape, dtype):
     check_op(spec, (_draw(spec.domains[0], shape, dtype, np.random.default_rng(0)),), dtype)
 
 
+@pytest.mark.parametrize("spec", UNARY, ids=repr)
+def test_rules_are_linear_in_the_tangent_and_the_cotangent(spec):
+    """A jvp rule is linear in the tangent and a vjp rule in the cotangent, also where it is 0: the
+    Jacobian of ``v -> jvp(op, x, v)`` at ``v = 0`` is the one at any other ``v``. A rule that returned
+    a constant 0 where the tangent was 0 (sqrt's did, for the convention at sqrt(0)) had the right value
+    and no derivative there, and transposing it (``custom_root``'s reverse mode) gave wrong numbers."""
+    rng = np.random.default_rng(2)
+    x = _draw(spec.domains[0], (3,), np.float64, rng)
+    v = rng.standard_normal(3)
+    if not np.issubdtype(np.result_type(spec.op(x)), np.floating):
+        pytest.skip("no derivative")
+    tangent_map = lambda v: tg.jvp(spec.op, (x,), (v,))[1]
+    cotangent_map = lambda c: tg.vjp(spec.op, x)[1](c)[0]
+    for linear_map in (tangent_map, cotangent_map):
+        at_zero, at_v = tg.jacfwd(linear_map)(np.zeros(3)), tg.jacfwd(linear_map)(v)
+        assert_close(at_zero, at_v, rtol=1e-12)
+        assert_close(tg.jacrev(linear_map)(np.zeros(3)), at_v, rtol=1e-12)
+
+
 # ---- binary ------------------------------------------------------------------------------------
 BINARY = [
     OpSpec("add", tnp.add, np.add),

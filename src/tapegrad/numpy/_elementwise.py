@@ -173,8 +173,15 @@ def _strong_zero_times(g, d):
 
 def _sqrt_rule(g, ans, x):
     """``g / (2 sqrt(x))``; a zero ``g`` stays zero at ``x = 0`` (the forward-mode side of the same
-    convention: a zero tangent into ``sqrt(0)`` gives a zero tangent, not nan)."""
-    return where(equal(g, 0), 0.0, g / (ans * 2.0))
+    convention: a zero tangent into ``sqrt(0)`` gives a zero tangent, not nan).
+
+    Written ``g * scale`` so that it stays linear in ``g``: ``scale`` is ``1 / (2 sqrt(x))``, or 0 at
+    ``x = 0`` where ``g`` is 0 (so ``0 * inf`` never happens). A mask on ``g``'s value that returned
+    the constant 0 (``where(g == 0, 0, ...)``) had the right value but no derivative in ``g`` at
+    ``g = 0``, and that derivative is what transposing the rule (``custom_root``'s reverse mode, a
+    Jacobian of a ``jvp`` taken at a zero tangent) reads."""
+    half_reciprocal = 1.0 / (ans * 2.0)
+    return g * where(equal(g, 0) & equal(ans, 0), 0.0, half_reciprocal)
 
 
 sqrt_p, sqrt = _unary("sqrt", _sqrt_rule, fusion_ns=(0.9, 1.2))
