@@ -378,6 +378,17 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xto
                               implicit_solve == "cg", where)
 
 
+# SciPy's named losses rho(z) of z = (r / f_scale)^2 (scipy.optimize.least_squares's documentation),
+# in tapegrad operations so that the optimality condition, the gradient of the cost, is differentiable
+_ROBUST_LOSSES: dict[str, Callable[[Any], Any]] = {
+    "linear": lambda z: z,
+    "soft_l1": lambda z: 2.0 * (tnp.sqrt(1.0 + z) - 1.0),
+    "huber": lambda z: tnp.where(z <= 1.0, z, 2.0 * tnp.sqrt(z) - 1.0),
+    "cauchy": tnp.log1p,
+    "arctan": tnp.arctan,
+}
+
+
 def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any = (-np.inf, np.inf),
                   method: str = "trf", ftol: float | None = 1e-08, xtol: float | None = 1e-08,
                   gtol: float | None = 1e-08, x_scale: Any = None, loss: Any = "linear", f_scale: float = 1.0,
@@ -390,14 +401,17 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     SciPy's solver runs on host values (any ``method``); tapegrad supplies the Jacobian of the
     residuals (forward mode) unless ``jac`` is given (``jac=None``, the default here, where SciPy's
     default is ``"2-point"``: pass a string for SciPy's finite differences). The derivative comes from
-    the normal equations ``J^T r = 0``, the gradient of the cost ``C = 0.5 sum fun^2``:
+    the normal equations ``J^T r = 0``, the gradient of the cost ``C = 0.5 sum fun^2`` (of SciPy's robust
+    cost with another ``loss``):
     ``dx*/dargs = -H^-1 d(J^T r)/dargs``, ``H`` the full Hessian of ``C`` (not its Gauss-Newton part
     ``J^T J``); both modes, every order.
 
     Args:
         fun: ``fun(x, *args, **kwargs) -> 1-d array`` of residuals, written in tapegrad operations.
         x0: the starting point, an array (SciPy sees it flattened).
-        loss: SciPy's; any runs, but only ``"linear"``'s solution is differentiated.
+        loss: SciPy's; any runs, and the named ones (``"linear"``, ``"soft_l1"``, ``"huber"``,
+            ``"cauchy"``, ``"arctan"``) are differentiated through the gradient of SciPy's cost
+            ``0.5 f_scale^2 sum rho((r / f_scale)^2)``; a callable loss is not.
         args, kwargs: extra arguments of ``fun``: arrays (traced ones are differentiated) or constants.
         jac, bounds, method, ftol, xtol, gtol, x_scale, f_scale, diff_step, tr_solver, tr_options,
             jac_sparsity, max_nfev, verbose, callback, workers: SciPy's.
@@ -411,8 +425,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     Raises:
         TypeError: ``args`` or ``kwargs`` under ``vmap`` or ``jit``.
         ValueError: when ``x`` is differentiated: the solver did not converge (``status <= 0``;
-            otherwise a ``RuntimeWarning``), the solution lies on a bound, ``loss`` is not
-            ``"linear"``, or the Hessian of the cost at ``x*`` is singular (the
+            otherwise a ``RuntimeWarning``), the solution lies on a bound, ``loss`` is a callable,
+            or the Hessian of the cost at ``x*`` is singular (the
             parameters are not identifiable); a bad ``implicit_solve``.
     """
     from scipy import optimize
@@ -444,17 +458,21 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     _check_success(res.status > 0, res.message, traced, where, "raise max_nfev, loosen ftol/xtol/gtol, or start "
                    "nearer (x0)")
     if _traced(traced):
-        if loss != "linear":
-            raise ValueError(f"{where}: the solution of a robust fit (loss={loss!r}) is not differentiated: only "
-                             "loss='linear' (optimality condition J^T r = 0) is; use loss='linear', or minimize "
-                             "with the robust cost written in tapegrad operations")
+        if loss not in _ROBUST_LOSSES:
+            raise ValueError(f"{where}: the solution of a fit with loss={loss!r} is not differentiated: only SciPy's "
+                             f"named losses {sorted(_ROBUST_LOSSES)} are (a callable loss is NumPy code tapegrad "
+                             "cannot differentiate); use one of them, or minimize with the cost written in "
+                             "tapegrad operations")
         lb, ub = (bounds.lb, bounds.ub) if hasattr(bounds, "lb") else bounds
         n = res.x.size
         lower, upper = (np.broadcast_to(np.asarray(b, float), (n,)) for b in (lb, ub))
         _check_bounds(res.x, lower, upper, where)
 
-    def cost(x, *values):
-        return 0.5 * tnp.sum(residuals(x, *values) ** 2)
+    rho = _ROBUST_LOSSES.get(loss) if isinstance(loss, str) else None
+
+    def cost(x, *values):  # SciPy's cost: 0.5 f_scale^2 sum rho((r / f_scale)^2)
+        z = (residuals(x, *values) / f_scale) ** 2
+        return 0.5 * f_scale ** 2 * tnp.sum(rho(z) if rho is not None else z)
     res.x = _implicit_solution(res.x, like, lambda x, *a: grad(cost)(x, *a), traced, implicit_solve, True, where)
     return res
 
