@@ -1,7 +1,8 @@
 """Run every tapegrad benchmark and print one compact table (``make bench``).
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
-[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]``
+[sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]
+[distributed] [implicit] [while_rev]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -14,16 +15,18 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
 ``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``, ``bench_jit_step.py``,
-``bench_gp.py``, ``bench_control_flow.py``, ``bench_import.py``). ``compare_revisions.py`` runs these
+``bench_gp.py``, ``bench_control_flow.py``, ``bench_import.py``, ``bench_implicit.py``,
+``bench_while_rev.py``). ``compare_revisions.py`` runs these
 benchmarks at two git revisions, alternated, for a before/after table.
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
-kind, GP step or first-order gradient; for ``import`` NumPy's own import); "note" holds the second
+kind, GP step or first-order gradient; for ``import`` NumPy's own import; for ``implicit`` the implicit
+hypergradient's row; for ``while_rev`` the ``scan`` row of the same mode); "note" holds the second
 number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
-``grad``; jit_step: steps per second; gp: a jitted row's first call); "error" is the max relative
+``grad``; jit_step: steps per second; gp: a jitted row's first call; implicit: peak memory); "error" is the max relative
 error against the reference (``sin10``: absolute error; ``jit_step``: the Parameters after a few steps
 against eager tapegrad's; ``gp``: against eager tapegrad's row of the same kind).
 Timings: best (minimum) per-call time over interleaved repeats, gc enabled (see ``_timing.py``).
@@ -48,6 +51,7 @@ import bench_control_flow  # noqa: E402
 import bench_distributed  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_hessian  # noqa: E402
+import bench_implicit  # noqa: E402
 import bench_import  # noqa: E402
 import bench_jacobian_memory  # noqa: E402
 import bench_jit_step  # noqa: E402
@@ -56,13 +60,14 @@ import bench_mlp  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_staging  # noqa: E402
 import bench_vmap  # noqa: E402
+import bench_while_rev  # noqa: E402
 import numpy as np  # noqa: E402
 
 BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, "sin10": bench_sin10,
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
               "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
-              "distributed": bench_distributed}
+              "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev}
 
 
 def _peers() -> str:

@@ -185,7 +185,7 @@ def test_site_builds_without_warnings(tmp_path):
     assert not absent, f"public names missing from the rendered API reference: {absent}"
     # the tutorials ran: their executed outputs are on the pages, which the site's contents link to
     tutorials = [t for t in NOTEBOOKS.iterdir() if t.suffix in (".ipynb", ".md")]
-    assert len(tutorials) >= 6
+    assert len(tutorials) >= 7
     contents = (out / "docs" / "index.html").read_text()
     for tutorial in tutorials:
         html = (out / "notebooks" / f"{tutorial.stem}.html").read_text()
