@@ -413,8 +413,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
             ``"cauchy"``, ``"arctan"``) are differentiated through the gradient of SciPy's cost
             ``0.5 f_scale^2 sum rho((r / f_scale)^2)``; a callable loss is not.
         args, kwargs: extra arguments of ``fun``: arrays (traced ones are differentiated) or constants.
-        jac, bounds, method, ftol, xtol, gtol, x_scale, f_scale, diff_step, tr_solver, tr_options,
-            jac_sparsity, max_nfev, verbose, callback, workers: SciPy's.
+        jac, bounds, method, ftol, xtol, gtol, x_scale, f_scale: SciPy's.
+        diff_step, tr_solver, tr_options, jac_sparsity, max_nfev, verbose, callback, workers: SciPy's.
         implicit_solve: the adjoint system's solve, as in :func:`minimize`: ``"dense"``, ``"cg"``,
             ``"gmres"`` or ``"auto"`` (dense up to 200 unknowns, ``cg`` above).
 
