@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import tracemalloc
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -142,3 +143,19 @@ def standalone_main(run, table, verdict, argv=None):
     print(table(results))
     print(verdict(results))
     return results
+
+
+def peak_mib(fn) -> float:
+    """MiB allocated at the peak of one call of ``fn`` (its result kept until the end), by tracemalloc:
+    host memory that Python's allocators see (NumPy's buffers included), not a device's."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del result
+    return (peak - base) / 2.0 ** 20

@@ -35,13 +35,11 @@ Run alone: ``python benchmarks/bench_checkpoint.py [--quick] [--threads N]``.
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
-import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, format_table, interleaved, standalone_main  # noqa: E402
+from _timing import apply_thread_flag, format_table, interleaved, peak_mib, standalone_main  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
@@ -56,7 +54,6 @@ DTYPE = np.float32
 SEGMENTS = (5, 10)
 PLAIN = "tapegrad plain grad"
 PER_LAYER = "tapegrad checkpoint each layer"
-MIB = 2.0 ** 20
 
 
 def make_problem(seed: int = 0):
@@ -130,21 +127,6 @@ def contestants():
         out[f"tapegrad checkpoint segments of {k}"] = tg.grad(make_loss_segments(k))
     out["numpy fwd+bwd (hand)"] = numpy_grad
     return out
-
-
-def peak_mib(fn) -> float:
-    """MiB allocated at the peak of one call of ``fn`` (its result kept until the end), by tracemalloc."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del result
-    return (peak - base) / MIB
 
 
 def page_faults(fn):

@@ -108,15 +108,8 @@ class GradientMismatch(AssertionError):
 # ---- the backends --------------------------------------------------------------------------------
 def why_not() -> str | None:
     """Why there is no GPU run here (None: there is): CuPy missing, or no device it can reach."""
-    try:
-        import cupy
-    except ImportError as error:
-        return f"CuPy is not installed ({error}): pip install 'tapegrad[cuda13]' (CUDA 13) or 'tapegrad[cuda12]'"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # noqa: BLE001 - any failure to reach a driver means no usable GPU
-        return f"CuPy {cupy.__version__} sees no GPU ({type(error).__name__}: {error})"
-    return None if count else f"CuPy {cupy.__version__} sees no GPU"
+    from tapegrad._backend import gpu_unavailable
+    return gpu_unavailable()
 
 
 class Backend:

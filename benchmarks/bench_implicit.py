@@ -24,13 +24,11 @@ Run alone: ``python benchmarks/bench_implicit.py [--quick] [--threads N]``.
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
-import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, format_table, interleaved, standalone_main  # noqa: E402
+from _timing import apply_thread_flag, format_table, interleaved, peak_mib, standalone_main  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
@@ -45,7 +43,6 @@ N_TRAIN, N_VAL, D = 60, 200, 40
 STEPS = (10, 100, 1000, 3000)  # 3000: where unrolled GD has converged (rel err ~4e-7)
 S0 = float(np.log(1e-2))
 IMPLICIT = "tapegrad implicit (L-BFGS-B)"
-MIB = 2.0 ** 20
 
 
 def make_problem(seed: int = 0):
@@ -88,20 +85,6 @@ def contestants(Xt, yt, Xv, yv):
     for K in STEPS:
         out[f"tapegrad unrolled GD, K = {K}"] = tg.grad(unrolled(K))
     return out
-
-
-def peak_mib(fn) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del result
-    return (peak - base) / MIB
 
 
 def run(quick: bool = False):

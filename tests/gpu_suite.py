@@ -24,15 +24,8 @@ TESTS = Path(__file__).resolve().parent
 
 def why_not() -> str | None:
     """Why the GPU run cannot happen here (None: it can)."""
-    try:
-        import cupy
-    except ImportError as error:
-        return f"CuPy is not installed ({error}): pip install 'tapegrad[cuda13]' (CUDA 13) or 'tapegrad[cuda12]'"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # noqa: BLE001 - any failure to reach a driver means no usable GPU
-        return f"CuPy {cupy.__version__} sees no GPU ({type(error).__name__}: {error})"
-    return None if count else f"CuPy {cupy.__version__} sees no GPU"
+    from tapegrad._backend import gpu_unavailable
+    return gpu_unavailable()
 
 
 def describe() -> str:

@@ -220,3 +220,17 @@ def default_namespace():
         import cupy  # optional dependency, imported only when chosen
         return cupy
     return numpy
+
+
+def gpu_unavailable() -> str | None:
+    """Why CuPy cannot run on a GPU here, as one line (CuPy missing, or no device its driver reaches);
+    None when it can. ``make test-gpu`` and the GPU benchmark print it and exit 0."""
+    try:
+        import cupy
+    except ImportError as error:
+        return f"CuPy is not installed ({error}): pip install 'tapegrad[cuda13]' (CUDA 13) or 'tapegrad[cuda12]'"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # noqa: BLE001 - any failure to reach a driver means no usable GPU
+        return f"CuPy {cupy.__version__} sees no GPU ({type(error).__name__}: {error})"
+    return None if count else f"CuPy {cupy.__version__} sees no GPU"
