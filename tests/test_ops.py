@@ -94,6 +94,20 @@ def test_rules_are_linear_in_the_tangent_and_the_cotangent(spec):
         assert_close(tg.jacrev(linear_map)(np.zeros(3)), at_v, rtol=1e-12)
 
 
+@pytest.mark.parametrize("route", ["rev-rev", "fwd-rev", "fwd-fwd"])
+def test_second_derivatives_at_zero_where_the_first_vanishes(route):
+    """x**2 and square at x = 0: the first derivative is 0 there (and stops an infinite cotangent, the
+    sqrt(sum(x**2)) convention), the second is 2. A rule that returned a constant 0 wherever 2x == 0
+    had the right value and no derivative, so these Hessians came out 0, and with them the implicit
+    derivative of an exactly fitting least_squares."""
+    hess = {"rev-rev": lambda f: tg.jacrev(tg.grad(f)), "fwd-rev": lambda f: tg.jacfwd(tg.grad(f)),
+            "fwd-fwd": lambda f: tg.jacfwd(tg.jacfwd(f))}[route]
+    for f, second in [(lambda w: tnp.sum(w ** 2), 2.0), (lambda w: tnp.sum(tnp.square(w)), 2.0),
+                      (lambda w: tnp.sum(w ** 3), 0.0)]:
+        assert_close(hess(f)(np.zeros(3)), second * np.eye(3), rtol=1e-12)
+    assert_close(tg.grad(lambda x: tnp.sqrt(tnp.sum(x ** 2)))(np.zeros(3)), np.zeros(3), rtol=0)
+
+
 # ---- binary ------------------------------------------------------------------------------------
 BINARY = [
     OpSpec("add", tnp.add, np.add),

@@ -78,7 +78,7 @@ def test_errors():
         # a valley of minima: the Hessian at the solution is singular, x* does not depend smoothly on lam
         tg.grad(lambda lm: tnp.sum(minimize(lambda x, lm: (x[0] + x[1] - lm) ** 2, np.zeros(2), args=(lm,),
                                            implicit_solve="dense").x))(lam)
-    with pytest.raises(TypeError, match="args\\[0\\] is a value of vmap or jit"):
+    with pytest.raises(TypeError, match=r"args\[0\] is \(or holds\) a value of vmap or jit"):
         tg.vmap(lambda lm: minimize(ridge_objective, np.zeros(3), args=(lm,)).x)(np.array([0.5, 0.7]))
     with pytest.raises(ValueError, match="implicit_solve must be"):
         minimize(ridge_objective, np.zeros(3), args=(lam,), implicit_solve="lu")  # type: ignore[arg-type]
@@ -175,6 +175,34 @@ def test_least_squares_robust_losses_against_resolving(loss):
     assert_close(jac, np.stack(columns, axis=1), rtol=1e-5)
 
 
+@pytest.mark.parametrize("wrap", ["dict", "tuple", "list"])
+def test_traced_values_inside_pytree_args_are_differentiated(wrap):
+    # a dict, tuple or list argument holding a traced value was taken for a constant: gradient 0
+    pack = {"dict": lambda c: {"c": c}, "tuple": lambda c: (c,), "list": lambda c: [c]}[wrap]
+    unpack = {"dict": lambda p: p["c"], "tuple": lambda p: p[0], "list": lambda p: p[0]}[wrap]
+    c = np.array([1.0, 2.0])
+    x_min = lambda c: minimize(lambda x, p: tnp.sum((x - unpack(p)) ** 2), np.zeros(2), args=(pack(c),)).x
+    x_root = lambda c: root(lambda x, p: x ** 3 - unpack(p), np.ones(2), args=(pack(c),)).x
+    assert_close(tg.grad(lambda c: tnp.sum(x_min(c)))(c), np.ones(2), rtol=1e-7)
+    assert_close(tg.jacfwd(x_root)(c), np.diag(1.0 / (3.0 * np.cbrt(c) ** 2)), rtol=1e-7)
+
+
+def test_least_squares_exact_fit():
+    # every residual 0 at the solution: the cost's Hessian is J^T J, whose second-order part (through
+    # r**2 at r = 0) once came out 0, giving a wrong Jacobian with no error
+    t = np.linspace(0.0, 1.0, 5)
+    y = 2.0 * np.exp(-0.5 * t)
+
+    def solution(y):
+        return least_squares(lambda p, y: p[0] * tnp.exp(p[1] * t) - y, np.array([1.0, 0.0]), args=(y,),
+                             ftol=1e-15, xtol=1e-15, gtol=1e-15).x
+    p = solution(y)
+    J = np.stack([np.exp(p[1] * t), p[0] * t * np.exp(p[1] * t)], axis=1)
+    closed = np.linalg.solve(J.T @ J, J.T)  # dp*/dy at an exact fit: (J^T J)^-1 J^T
+    assert_close(tg.jacrev(solution)(y), closed, rtol=1e-6)
+    assert_close(tg.jacfwd(solution)(y), closed, rtol=1e-6)
+
+
 def test_new_solvers_errors():
     t = np.array(8.0)
     with pytest.raises(ValueError, match="did not converge"):
@@ -185,7 +213,7 @@ def test_new_solvers_errors():
     assert any("did not converge" in str(w.message) for w in caught)
     with pytest.raises(ValueError, match="singular"):   # the triple root x* = 0 of x^3 - 0 (bisect's first midpoint)
         tg.grad(lambda t: root_scalar(cube, args=(t,), method="bisect", bracket=[-1.0, 1.0]).root)(np.array(0.0))
-    with pytest.raises(TypeError, match="args\\[0\\] is a value of vmap or jit"):
+    with pytest.raises(TypeError, match=r"args\[0\] is \(or holds\) a value of vmap or jit"):
         tg.vmap(lambda t: root_scalar(cube, args=(t,), x0=1.0).root)(np.array([8.0, 27.0]))
     with pytest.raises(RuntimeError, match="fixed_point: SciPy's iteration did not converge"):
         fixed_point(lambda x, th: 2.0 * x + th, np.ones(2), args=(np.ones(2),), maxiter=5, method="iteration")
@@ -204,5 +232,15 @@ def test_new_solvers_errors():
         def own_loss(z):  # SciPy's form for a callable: rho, rho', rho''
             return np.stack([z, np.ones_like(z), np.zeros_like(z)])
         tg.jacrev(lambda th: least_squares(linear, np.zeros(3), args=(th,), loss=own_loss).x)(theta)
-    with pytest.raises(TypeError, match="is a value of vmap or jit"):
+    with pytest.raises(TypeError, match="a value of vmap or jit"):
         tg.vmap(lambda th: least_squares(linear, np.zeros(3), args=(th,)).x)(np.stack([theta, theta]))
+
+
+def test_a_float32_start_with_float64_args():
+    # the optimality condition is taken in x0's dtype (it came out float64, which custom_root refused
+    # with a message about its own internals)
+    t = np.array(8.0)
+    x_star = root_scalar(cube, args=(t,), x0=np.float32(1.0), method="newton").root
+    assert x_star.dtype == np.float32
+    g = tg.grad(lambda t: root_scalar(cube, args=(t,), x0=np.float32(1.0), method="newton").root)(t)
+    assert_close(g, 1.0 / 12.0, rtol=1e-6)

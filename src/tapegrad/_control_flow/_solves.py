@@ -231,7 +231,11 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
     Raises:
         TypeError: ``f``, ``solve`` or ``tangent_solve`` not callable; a leaf of ``initial_guess`` not
             an array; ``f`` returning another dtype; ``has_aux`` with ``solve`` not returning a pair;
-            ``tangent_solve`` reading a traced value it is not given.
+            ``tangent_solve`` reading a traced value it is not given, in the modes that call it while
+            the transform runs.
+        RuntimeError: ``tangent_solve`` reading a traced value it is not given, where it runs after the
+            transform that traced the value (reverse mode, ``jacfwd``): the message names the operation
+            that met the finished transform's value. Close over traced values in ``f`` only.
         ValueError: ``f``, ``solve`` or ``tangent_solve`` returning a value of another structure or shape
             than ``initial_guess``; ``f(x*)`` not near zero (``residual_tol``); ``f`` assigning a
             Parameter.

@@ -165,10 +165,12 @@ log1p_p, log1p = _unary("log1p", lambda g, ans, x: g / (x + 1.0), fusion_ns=(8.9
 log2_p, log2 = _unary("log2", lambda g, ans, x: g / (x * LN2))
 log10_p, log10 = _unary("log10", lambda g, ans, x: g / (x * LN10), fusion_ns=(7.6, 8.4))
 def _strong_zero_times(g, d):
-    """``g * d``, but exactly 0 where ``d == 0`` even when ``g`` is infinite: a derivative that is
+    """``g * d``, but exactly 0 where ``d == 0`` even when ``g`` is infinite or nan: a derivative that is
     exactly zero stops the flow. This is what makes ``sqrt(sum(x**2))`` have gradient 0 (not nan) at
     ``x = 0``, where ``sqrt'(0) = inf`` meets ``d(x**2)/dx = 0`` (docs/numpy.md, "Conventions")."""
-    return where(equal(d, 0), 0.0, g * d)
+    # masked only where g is not finite: a mask wherever d == 0 would make the result a constant there,
+    # with no derivative in x (the Hessian of sum(x**2) at 0 came out 0) and none in g
+    return where(equal(d, 0) & logical_not(isfinite(g)), 0.0, g * d)
 
 
 def _sqrt_rule(g, ans, x):

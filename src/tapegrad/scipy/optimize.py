@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad import _tree
 from tapegrad._api import grad, stop_gradient, value_and_grad
 from tapegrad._backend import namespace_of, to_host
 from tapegrad._control_flow import custom_linear_solve, custom_root
@@ -33,18 +34,21 @@ _DENSE_MAX = 200  # "auto": a dense adjoint solve up to this many unknowns, iter
 
 
 def _concrete(args, where: str) -> list:
-    """``args`` as host NumPy arrays; a value under ``vmap`` or ``jit`` has none (a TypeError)."""
-    values = [stop_gradient(a) for a in args]
+    """``args`` with every array leaf (of a pytree argument too) as a host NumPy array; a value under
+    ``vmap`` or ``jit`` has none (a TypeError)."""
+    values = [_tree.tree_map(stop_gradient, a) for a in args]
     for k, v in enumerate(values):
-        if isinstance(v, Tracer):
-            raise TypeError(f"{where}: args[{k}] is a value of vmap or jit, but SciPy's solver needs concrete host "
-                            "values: call it eagerly (grad, vjp, jvp and their nestings work), or use "
+        if any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(v)):
+            raise TypeError(f"{where}: args[{k}] is (or holds) a value of vmap or jit, but SciPy's solver needs "
+                            "concrete host values: call it eagerly (grad, vjp, jvp and their nestings work), or use "
                             "tg.custom_root with a solver written in tapegrad operations under vmap or jit")
-    return [to_host(v) if hasattr(v, "shape") else v for v in values]
+    return [_tree.tree_map(lambda leaf: to_host(leaf) if hasattr(leaf, "shape") else leaf, v) for v in values]
 
 
 def _traced(args) -> bool:
-    return any(isinstance(a, Tracer) for a in args)
+    """Whether any leaf of ``args`` (a dict, tuple or list argument's too) is traced: its solution is then
+    differentiated."""
+    return any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(list(args)))
 
 
 def _check_implicit_solve(implicit_solve, where: str) -> None:
@@ -103,7 +107,8 @@ def _implicit_solution(x_host, like, optimality, args, implicit_solve, symmetric
     x_star = xp.asarray(np.asarray(x_host).reshape(like.shape), dtype=like.dtype)
     if not _traced(args):
         return x_star
-    return custom_root(lambda x: optimality(x, *args), like, lambda f, g: x_star,
+    # the condition in x's dtype: float64 args with a float32 x0 would give f another dtype than x
+    return custom_root(lambda x: tnp.astype(optimality(x, *args), like.dtype), like, lambda f, g: x_star,
                        _tangent_solve(implicit_solve, int(np.size(x_star)), symmetric, where), residual_tol=None)
 
 
