@@ -105,7 +105,8 @@ def test_second_derivatives_at_zero_where_the_first_vanishes(route):
     for f, second in [(lambda w: tnp.sum(w ** 2), 2.0), (lambda w: tnp.sum(tnp.square(w)), 2.0),
                       (lambda w: tnp.sum(w ** 3), 0.0)]:
         assert_close(hess(f)(np.zeros(3)), second * np.eye(3), rtol=1e-12)
-    assert_close(tg.grad(lambda x: tnp.sqrt(tnp.sum(x ** 2)))(np.zeros(3)), np.zeros(3), rtol=0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # sqrt'(0) = inf meets 2x = 0, as documented
+        assert_close(tg.grad(lambda x: tnp.sqrt(tnp.sum(x ** 2)))(np.zeros(3)), np.zeros(3), rtol=0)
 
 
 # ---- binary ------------------------------------------------------------------------------------
