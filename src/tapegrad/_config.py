@@ -56,20 +56,27 @@ class Config:
             give the gradient of ``loss + sum(logits)`` without a word. Set it to False when the sum is
             what you mean. Default: the environment variable ``TAPEGRAD_WARN_MISSING_HAS_AUX`` (unset:
             on).
+        compiled_executor: when True (the default where numba imports), ``jit`` compiles a NumPy
+            program whose primitives all have a lowering into one native function with numba
+            (``tapegrad._jit.native``); other programs, and every program when False or without numba,
+            run with the Python executor. ``jit(f).executor(*args)`` says which one a program got.
+            Default: the environment variable ``TAPEGRAD_COMPILED_EXECUTOR`` (unset: on).
     """
 
-    __slots__ = ("_explain_cache_misses", "_warn_missing_has_aux")
+    __slots__ = ("_explain_cache_misses", "_warn_missing_has_aux", "_compiled_executor")
 
     def __init__(self) -> None:
         self._explain_cache_misses = _env_flag("TAPEGRAD_EXPLAIN_CACHE_MISSES")
         self._warn_missing_has_aux = _env_flag("TAPEGRAD_WARN_MISSING_HAS_AUX", default=True)
+        self._compiled_executor = _env_flag("TAPEGRAD_COMPILED_EXECUTOR", default=True)
 
     explain_cache_misses = _switch("explain_cache_misses")
     warn_missing_has_aux = _switch("warn_missing_has_aux")
+    compiled_executor = _switch("compiled_executor")
 
     def __repr__(self):
         return (f"Config(explain_cache_misses={self.explain_cache_misses}, "
-                f"warn_missing_has_aux={self.warn_missing_has_aux})")
+                f"warn_missing_has_aux={self.warn_missing_has_aux}, compiled_executor={self.compiled_executor})")
 
 
 config = Config()

@@ -82,7 +82,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
-                 "fusion", "multiple_results", "vjp_fwd")
+                 "fusion", "lowering", "multiple_results", "vjp_fwd")
 
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
@@ -96,6 +96,7 @@ class Primitive:
         self.batch_rule: Callable | None = None
         self.out_impl: Callable | None = None
         self.fusion: Any = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
+        self.lowering: Any = None  # jit's compiled-executor lowering (``tapegrad.extend.def_lowering``)
         self.nondiff = False
         self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
 

@@ -596,3 +596,23 @@ def def_fusion(prim: Primitive, template: Any, extra_ns: tuple = ARITHMETIC_NS) 
         None; ``prim.fusion`` is set to a :class:`Fusion`.
     """
     prim.fusion = Fusion(template, tuple(extra_ns))
+
+
+def def_lowering(prim: Primitive, lowering: Any) -> None:
+    """Let jit's compiled executor (numba, ``tapegrad._jit.native``) compile ``prim``.
+
+    Args:
+        prim: the primitive.
+        lowering: ``lowering(ctx, *operands, **params)`` returning the numba-compilable Python source of
+            the result: an expression (str), or for a primitive with several results a list of them.
+            Each operand is a ``tapegrad._jit.native.Operand``: ``text`` (an expression), ``shape``
+            and ``dtype``; a 0-d value is a scalar (a float, int or bool), any other an array. ``ctx``
+            gives the output avals (``ctx.outs``), emits statements before the expression
+            (``ctx.emit``), makes fresh names (``ctx.fresh``), inlines a sub-program (``ctx.inline``)
+            and opens an indented block (``ctx.block``). Raise ``tapegrad._jit.native.NotLowerable``
+            (or return None) to decline: the program then runs with the Python executor.
+
+    Returns:
+        None; ``prim.lowering`` is set.
+    """
+    prim.lowering = lowering

@@ -24,9 +24,11 @@ import numpy as np
 
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad import _lowerings
 from tapegrad._rules import (
     broadcast_shapes,
     def_fusion,
+    def_lowering,
     def_nondiff,
     def_shape_rule,
     deflinear,
@@ -374,3 +376,13 @@ def stack(arrays, axis=0):
     out_ndim = len(shape_of(arrays[0])) + 1
     axis = operator.index(axis) % out_ndim
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+# ---- lowerings for jit's compiled executor (tapegrad._jit.native) ----------------------------------
+def_lowering(add_any_p, _lowerings.ufunc_lowering("add"))
+def_lowering(stop_gradient_p, _lowerings.identity_lowering)
+def_lowering(astype_p, _lowerings.astype_lowering)
+def_lowering(reshape_p, _lowerings.reshape_lowering)
+def_lowering(sum_p, _lowerings.sum_lowering)
+def_lowering(broadcast_to_p, _lowerings.broadcast_to_lowering)
+def_lowering(concatenate_p, _lowerings.concatenate_lowering)

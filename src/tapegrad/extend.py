@@ -39,7 +39,8 @@ and hashable; rules are written in tapegrad operations, so derivatives different
   operand's shape: every binary vjp needs it) and :func:`keep_reduced` (a reduction's cotangent
   reshaped to broadcast against its operand);
 - ``out=`` form for jit's buffer reuse, ``out_impl(*arrays, out)`` (:func:`def_out_impl`);
-- fusion template for jit's elementwise fusion (:func:`def_fusion`).
+- fusion template for jit's elementwise fusion (:func:`def_fusion`);
+- lowering for jit's compiled (numba) executor (:func:`def_lowering`).
 
 Several results: see :class:`Primitive` (``multiple_results``).
 
@@ -76,6 +77,7 @@ from tapegrad._rules import (
     aval_of,
     broadcast_shapes,
     def_fusion,
+    def_lowering,
     def_nondiff,
     def_out_impl,
     def_shape_rule,
@@ -113,7 +115,7 @@ def primitives() -> tuple:
 __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
     "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
-    "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise", "defbatch_front",
+    "def_lowering", "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise", "defbatch_front",
     "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint", "deflinear", "defvjp",
     "defvjp_argnum", "defvjp_fwd", "example_shape", "is_identity_basis", "keep_reduced",
     "lead_batch", "ndim_of", "primitive", "primitives",

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad import _tree
+from tapegrad import _lowerings, _tree
 from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import defbatch
 from tapegrad._control_flow._closed import (
@@ -46,7 +46,7 @@ from tapegrad._jit.program import Eqn, Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
+from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._structural import broadcast_to, moveaxis
 from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
@@ -128,6 +128,37 @@ def _scan_abstract(*avals, body, length, reverse, n_carry, n_xs, unroll):
 
 
 scan_p = primitive("scan", _scan_impl, _scan_abstract, multiple_results=True)
+
+
+def _scan_lowering(ctx, *operands, body, length, reverse, n_carry, n_xs, unroll):
+    """A native loop: the carries in local variables (an array carry kept C-contiguous, so that its
+    type is the same at every step), each ``ys`` written into its preallocated stack."""
+    carry_in, xs, consts = _split(operands, n_carry, n_xs)
+    carries = [ctx.fresh("s") for _ in carry_in]
+    for name, x in zip(carries, carry_in):
+        ctx.emit(f"{name} = {_contiguous(x.text, x.ndim)}")
+    ys = []
+    for aval in body.out_avals[n_carry:]:
+        ys.append(ctx.fresh("y"))
+        ctx.emit(f"{ys[-1]} = np.empty({(length,) + tuple(aval.shape)!r}, {_lowerings.dtype_text(aval.dtype)})")
+    i = ctx.fresh("i")
+    ctx.emit(f"for {i} in {f'range({length - 1}, -1, -1)' if reverse else f'range({length})'}:")
+    with ctx.block():
+        slices = [f"{x.text}[{i}]" for x in xs]
+        outs = ctx.inline(body.program, carries + slices + [c.text for c in consts])
+        new = [_contiguous(o, len(a.shape)) for o, a in zip(outs[:n_carry], body.out_avals[:n_carry])]
+        if carries:
+            ctx.emit(f"{', '.join(carries)}, = {', '.join(new)},")
+        for y, o in zip(ys, outs[n_carry:]):
+            ctx.emit(f"{y}[{i}] = {o}")
+    return carries + ys
+
+
+def _contiguous(text, ndim):
+    return f"np.ascontiguousarray({text})" if ndim else text
+
+
+def_lowering(scan_p, _scan_lowering)
 
 
 

@@ -16,7 +16,7 @@ from tapegrad._backend import is_array
 from tapegrad._config import config
 from tapegrad._core import Boxed, Tracer
 from tapegrad._flags import flags_read
-from tapegrad._jit import misses
+from tapegrad._jit import misses, native
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program
@@ -176,6 +176,25 @@ class _Entry:
         self.recasts = count
         return True
 
+    def _compile(self):
+        """The executor of the optimised program: numba's compiled function where
+        ``config.compiled_executor`` is on, numba imports and every equation has a lowering, else the
+        Python executor's function."""
+        def python():
+            return compile_program(optimize(self.program), donate=self.donated)
+        if config.compiled_executor and native.available():
+            run = native.compile_native(optimize(self.program, fuse=False), python)
+            if run is not None:
+                return run
+        return python()
+
+    @property
+    def executor(self) -> str:
+        """``"numba"`` or ``"python"``: which executor runs this program (compiled at first use)."""
+        if self._run is None:
+            self._run = self._compile()
+        return getattr(self._run, "executor", "python")
+
     def run(self, leaves):
         inputs = leaves
         if self.captured or self.params_read:
@@ -184,7 +203,7 @@ class _Entry:
             outs = evaluate(self.program, inputs)
         else:
             if self._run is None:
-                self._run = compile_program(optimize(self.program), donate=self.donated)
+                self._run = self._compile()
             try:
                 outs = self._run(*inputs)
             except TypeError:
@@ -364,6 +383,17 @@ class _Jitted(Generic[P, R]):
         """How many compiled programs this function holds (one per argument signature and, for a
         method, per live instance)."""
         return len(self._cache) + sum(len(p) for _, p in list(self._instances.values()))
+
+    def executor(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """Which executor runs the program for these arguments: ``"numba"`` (one natively compiled
+        function, ``tg.config.compiled_executor``) or ``"python"`` (the generated Python function)."""
+        key, leaves, rebuild = self._split((), args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None or not entry.valid():
+            entry = self._stage(leaves, rebuild)
+            entry.donated = self._donated_leaves(args)
+            self._cache.put(key, entry)
+        return entry.executor
 
     def program(self, *args: P.args, **kwargs: P.kwargs) -> Program:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""

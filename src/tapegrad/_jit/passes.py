@@ -30,7 +30,7 @@ from tapegrad._jit.program import Eqn, Literal, Program, Var
 FOLD_LIMIT = 1 << 16
 
 
-def optimize(program: Program) -> Program:
+def optimize(program: Program, fuse: bool = True) -> Program:
     """The pass pipeline run before a program is compiled.
 
     Dead code goes first (a gradient's program carries forward values that nothing reads, and folding
@@ -38,9 +38,11 @@ def optimize(program: Program) -> Program:
     written twice is folded once; folding last leaves the constants it consumed unused, which the final
     dead-code pass drops, with the ``broadcast_to`` equations that elementwise equations no longer
     read. Elementwise fusion comes last: the groups it forms depend on the use counts
-    that the other passes settle.
+    that the other passes settle; ``fuse=False`` leaves it out (numba's compiled executor fuses on
+    its own).
     """
-    return fusion.fuse(dce(elide_broadcasts(fold_constants(cse(dce(program))))))
+    program = dce(elide_broadcasts(fold_constants(cse(dce(program)))))
+    return fusion.fuse(program) if fuse else program
 
 
 # ---- dead-code elimination -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
 from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
+from tapegrad import _lowerings
 from tapegrad.extend import (
     ShapeRule,
     aval_of,
@@ -26,6 +27,7 @@ from tapegrad.extend import (
     broadcast_shapes,
     def_shape_rule,
     defbatch,
+    def_lowering,
     defjvp_argnum,
     defjvp_joint,
     defvjp_argnum,
@@ -526,6 +528,8 @@ defvjp_argnum(scatter_add_p, lambda argnum, ct, ans, c, *arrays, idx, shape, dty
 defjvp_argnum(scatter_add_p, lambda argnum, t, ans, c, *arrays, idx, shape, dtype:
               bind(scatter_add_p, t, *arrays, idx=idx, shape=shape, dtype=dtype) if argnum == 0 else None)
 defbatch(scatter_add_p, _scatter_add_batch)
+def_lowering(getitem_p, _lowerings.getitem_lowering)
+def_lowering(scatter_add_p, _lowerings.scatter_add_lowering)
 
 
 def _update_batch(prim):
