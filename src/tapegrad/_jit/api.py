@@ -16,7 +16,7 @@ from tapegrad._backend import is_array
 from tapegrad._config import config
 from tapegrad._core import Boxed, Tracer
 from tapegrad._flags import flags_read
-from tapegrad._jit import misses, native
+from tapegrad._jit import misses, native, passes
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program
@@ -183,7 +183,7 @@ class _Entry:
         def python():
             return compile_program(optimize(self.program), donate=self.donated)
         if config.compiled_executor and native.available():
-            run = native.compile_native(optimize(self.program, fuse=False), python)
+            run = native.compile_native(passes.optimize(self.program, fuse=False), python)
             if run is not None:
                 return run
         return python()
