@@ -7,6 +7,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _loops import halvings, python_halvings
 from _tol import assert_close
 from tapegrad.testing import check_grads
 
@@ -330,29 +331,18 @@ def test_hessian_jit_vmap_grad_and_custom_vjp_inside_the_body():
 
 
 # ---- while_loop ----------------------------------------------------------------------------------
-def _halve_until_small(v):
-    return tg.while_loop(lambda c: c[1] > 0.1, lambda c: (c[0] + 1, c[1] * 0.5 + tnp.sin(c[1]) * 0.01), (0, v))
-
-
-def _python_halving(v):
-    n = 0
-    while v > 0.1:
-        n, v = n + 1, v * 0.5 + np.sin(v) * 0.01
-    return n, v
-
-
 def test_while_loop_matches_python_eagerly_under_jit_and_vmap():
     vs = np.array([0.05, 0.7, 3.0, 40.0])
     for v in vs:
-        for got in (_halve_until_small(np.array(v)), tg.jit(_halve_until_small)(np.array(v))):
-            want = _python_halving(v)
+        for got in (halvings(np.array(v)), tg.jit(halvings)(np.array(v))):
+            want = python_halvings(v)
             assert int(got[0]) == want[0]
             assert_close(got[1], want[1])
-    program = tg.make_program(_halve_until_small)(np.array(1.0))
+    program = tg.make_program(halvings)(np.array(1.0))
     assert [eqn.prim.name for eqn in program.eqns] == ["while"]
-    for batched in (tg.vmap(_halve_until_small)(vs), tg.jit(tg.vmap(_halve_until_small))(vs)):
+    for batched in (tg.vmap(halvings)(vs), tg.jit(tg.vmap(halvings))(vs)):
         for b, v in enumerate(vs):  # each example stops at its own count
-            want = _python_halving(v)
+            want = python_halvings(v)
             assert int(batched[0][b]) == want[0]
             assert_close(batched[1][b], want[1])
 

@@ -11,6 +11,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _loops import halvings, python_halvings
 from _tol import assert_close
 from tapegrad._control_flow import _while_rev
 from tapegrad.testing import check_grads
@@ -51,18 +52,6 @@ def python_newton(x, tol=1e-12):
     while tnp.abs(y - previous) > tol * y:
         y, previous = 0.5 * (y + x / y), y
     return y
-
-
-def halvings(v):
-    """A loop whose trip count is decided by the traced input itself."""
-    return tg.while_loop(lambda c: c[1] > 0.1, lambda c: (c[0] + 1, c[1] * 0.5 + tnp.sin(c[1]) * 0.01), (0, v))
-
-
-def python_halvings(v):
-    n = 0
-    while v > 0.1:
-        n, v = n + 1, v * 0.5 + tnp.sin(v) * 0.01
-    return n, v
 
 
 @pytest.mark.parametrize("n", [0, 1, 4])

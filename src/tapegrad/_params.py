@@ -146,15 +146,9 @@ def write_back(assignments: Iterable[tuple[Parameter, Any]]) -> None:
     """
     builder = _staging_builder()
     checked = [(p, p._checked(v, builder)) for p, v in assignments]
-    done = []
-    try:
+    with restored_on_error([p for p, _ in checked]):
         for p, new in checked:
-            done.append((p, p._data))
             p._store(new, builder)
-    except BaseException:
-        for p, old in reversed(done):
-            p._data = old
-        raise
 
 
 # the number of recast() calls that changed a Parameter: a cached jit program staged at another count

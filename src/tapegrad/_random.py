@@ -129,9 +129,9 @@ def _philox_raw(key, counter, n: int):
     xp = namespace_of(key)
     blocks = -(-n // 4)
     shape = tuple(key.shape[:-1]) + (blocks,)
-    start = counter[0] if isinstance(counter[0], int) else xp.expand_dims(counter[0], -1)
-    c0 = xp.arange(1, blocks + 1, dtype=np.uint64) + (np.uint64(start) if isinstance(start, int) else start)
-    c1 = (c0 < (np.uint64(start) if isinstance(start, int) else start)).astype(np.uint64) + np.uint64(counter[1])
+    start = np.uint64(counter[0]) if isinstance(counter[0], int) else xp.expand_dims(counter[0], -1)
+    c0 = xp.arange(1, blocks + 1, dtype=np.uint64) + start
+    c1 = (c0 < start).astype(np.uint64) + np.uint64(counter[1])
     c0, c1 = xp.broadcast_to(c0, shape), xp.broadcast_to(c1, shape)
     # NumPy scalars: a Python int past int64's range (2**63) does not convert to every module's fill
     c2, c3 = xp.full(shape, np.uint64(counter[2]), np.uint64), xp.full(shape, np.uint64(counter[3]), np.uint64)

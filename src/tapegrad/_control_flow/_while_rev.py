@@ -27,17 +27,15 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of, zeros_like
-from tapegrad._batching import defbatch
+from tapegrad._batching import at_front, defbatch
 from tapegrad._control_flow._closed import ClosedProgram, _cut, _stage_closed
-from tapegrad._control_flow._partial import split_body
+from tapegrad._control_flow._partial import _backend_of, split_body
 from tapegrad._control_flow._scan import _dense, _scan_fwd, _scan_jvp, _scan_vjp, _stacked
 from tapegrad._control_flow._while import check_steps, while_p
 from tapegrad._core import ShapedArray, Tracer, bind
-from tapegrad._jit.program import Var
 from tapegrad._jit.staging import StagingTracer, abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
-from tapegrad._structural import broadcast_to, moveaxis
 from tapegrad._vmap import BatchTracer, vmap_flat
 from tapegrad.numpy import any as any_
 from tapegrad.numpy import where
@@ -140,7 +138,7 @@ def _stored_batch(vals, dims, *, cond, fwd, n_carry, n_cond, max_steps):
 
 
 def _batched_front(vals, dims, size) -> list:
-    return [broadcast_to(v, (size,) + tuple(v.shape)) if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    return [at_front(v, d, size) for v, d in zip(vals, dims)]
 
 
 defjvp_joint(while_stored_p, _stored_jvp)
@@ -279,10 +277,6 @@ def _while_vjp(argnums, cts, ans, primals, *, cond, body, n_carry, n_cond, max_s
     by_operand = dict(zip(split.diff_c, outs))
     by_operand.update((n_carry + i, g) for i, g in zip(need_k, outs[len(split.diff_c):]))
     return [by_operand.get(argnum) for argnum in argnums]
-
-
-def _backend_of(x):
-    return x.backend if isinstance(x, Var) else np
 
 
 defvjp_fwd(while_p, _while_fwd)

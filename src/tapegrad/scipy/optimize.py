@@ -125,9 +125,10 @@ def _check_success(success: bool, message: Any, args, where: str,
 
 
 def _check_bounds(x, lower, upper, where: str) -> None:
-    """An entry of ``x`` on a bound (``lower``, ``upper``: arrays of ``x``'s size, NaN or inf where
-    there is none) is a ValueError: the unconstrained optimality condition does not hold there."""
+    """An entry of ``x`` on a bound (``lower``, ``upper``: scalars or sequences of ``x``'s size, NaN or
+    inf where there is none) is a ValueError: the unconstrained optimality condition does not hold there."""
     x = np.asarray(x, dtype=float).ravel()
+    lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), x.shape) for b in (lower, upper))
     near = np.sqrt(np.finfo(float).eps) * (1 + np.abs(x))
     active = np.flatnonzero((np.abs(x - lower) <= near) | (np.abs(x - upper) <= near))
     if active.size:
@@ -181,8 +182,8 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     _check_implicit_solve(implicit_solve, where)
     args = tuple(args)
     host_args = _concrete(args, where)
-    x0_host = to_host(stop_gradient(x0)).astype(np.result_type(np.asarray(x0).dtype if not hasattr(x0, "dtype")
-                                                                   else x0.dtype, np.float32))
+    like = _float_like(x0)
+    x0_host = to_host(like)
     shape = x0_host.shape
     name = (method or ("BFGS" if bounds is None and not constraints else "L-BFGS-B" if not constraints
                        else "SLSQP")).lower() if isinstance(method, str) or method is None else ""
@@ -209,13 +210,10 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
                              "optimality condition is not a gradient equal to zero; drop constraints, or "
                              "differentiate a penalty formulation")
         if bounds is not None:
-            n = res.x.size
-            if hasattr(bounds, "lb"):
-                lo, hi = (np.broadcast_to(np.asarray(b, float), (n,)) for b in (bounds.lb, bounds.ub))
-            else:
-                lo, hi = (np.array([np.nan if b is None else b for b in side], dtype=float) for side in zip(*bounds))
+            lo, hi = (bounds.lb, bounds.ub) if hasattr(bounds, "lb") else (
+                [np.nan if b is None else b for b in side] for side in zip(*bounds))
             _check_bounds(res.x, lo, hi, where)
-    res.x = _implicit_solution(res.x, _float_like(x0), lambda x, *a: grad(fun)(x, *a), args, implicit_solve, True,
+    res.x = _implicit_solution(res.x, like, lambda x, *a: grad(fun)(x, *a), args, implicit_solve, True,
                                where)
     return res
 
@@ -252,7 +250,8 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
     _check_implicit_solve(implicit_solve, where)
     args = tuple(args)
     host_args = _concrete(args, where)
-    x0_host = to_host(stop_gradient(asarray(x0))).astype(float)
+    like = _float_like(x0)
+    x0_host = to_host(like).astype(float)
     shape = x0_host.shape
 
     def host_fun(x):
@@ -265,10 +264,8 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
     res = optimize.root(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, tol=tol, callback=callback,
                         options=options)
     _check_success(res.success, res.message, args, where)
-    res.x = _implicit_solution(res.x, _float_like(x0), fun, args, implicit_solve, implicit_solve == "cg", where)
+    res.x = _implicit_solution(res.x, like, fun, args, implicit_solve, implicit_solve == "cg", where)
     return res
-
-
 
 
 _BRACKETED = {"bisect", "ridder", "brentq", "brenth", "toms748"}
@@ -469,9 +466,7 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
                              "cannot differentiate); use one of them, or minimize with the cost written in "
                              "tapegrad operations")
         lb, ub = (bounds.lb, bounds.ub) if hasattr(bounds, "lb") else bounds
-        n = res.x.size
-        lower, upper = (np.broadcast_to(np.asarray(b, float), (n,)) for b in (lb, ub))
-        _check_bounds(res.x, lower, upper, where)
+        _check_bounds(res.x, lb, ub, where)
 
     rho = _ROBUST_LOSSES.get(loss) if isinstance(loss, str) else None
 
