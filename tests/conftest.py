@@ -9,6 +9,11 @@ Neither has a deadline: the machines running the suite are shared, and a slow ex
 """
 import os
 
+# jit's compiled executor (numba, tapegrad._jit.native) compiles each program it takes at its first
+# call, ~0.1-1 s apiece: the suite runs on the Python executor unless this is set (``make test-native``
+# runs it with TAPEGRAD_COMPILED_EXECUTOR=1); tests/test_jit_native.py switches it on itself
+os.environ.setdefault("TAPEGRAD_COMPILED_EXECUTOR", "0")
+
 from hypothesis import HealthCheck, settings
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -1,148 +1,340 @@
-"""The lowerings of tapegrad's own primitives for jit's compiled executor (``tapegrad._jit.native``),
-declared beside each primitive with ``tapegrad.extend.def_lowering``; no numba here, only source text.
+"""Lowerings for jit's compiled executor (``tapegrad._jit.native``): how a primitive is written as the
+source of a numba function. No numba here, only text; each primitive declares its lowering beside
+itself with ``tapegrad.extend.def_lowering``, built from the families below.
 
-A lowering is ``lowering(ctx, *operands, **params) -> str`` (a numba-compilable expression; a list of
-them for several results). A 0-d value is a scalar in the generated code, any other an array
-(``Operand.ndim``), so a lowering spells both where they differ.
+A lowering is ``lowering(ctx, *operands, **params)`` returning a :class:`Value` (a list of them for a
+primitive with several results), or raising :class:`NotLowerable`. A value of the generated code has
+one of two forms:
+
+- **unrolled**: a small array (at most ``ctx.unroll_limit`` elements; every 0-d value) held as one
+  scalar local per element. ``texts`` is a NumPy object array of the elements' expressions (names or
+  literals), shaped as the value, so a shape operation on it is the NumPy operation on ``texts``
+  (no code at all), and arithmetic is written element by element, which numba keeps in registers.
+- **array**: a numba array, ``name``; for what is larger than ``ctx.unroll_limit``.
+
+``ctx.texts(value)`` gives any value's element expressions (loading them from an array) and
+``ctx.array(value)`` any value's array (building it from the elements); ``ctx.out`` is the aval of the
+result being lowered.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 
 class NotLowerable(Exception):
-    """This equation (or program) has no lowering: the program runs with the Python executor."""
+    """An equation has no lowering: the program (or loop) runs with the Python executor."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Operand:
-    text: str  # a numba expression: a name, or a literal's text
-    shape: tuple
-    dtype: np.dtype
+_WEAK = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_))
+
+
+def concrete(dtype) -> np.dtype:
+    """The dtype a value has in the generated code (a weak Python scalar's: float64, int64, bool)."""
+    if dtype in _WEAK:
+        return _WEAK[dtype]
+    dtype = np.dtype(dtype)
+    if dtype not in DTYPES:
+        raise NotLowerable(f"dtype {dtype.name} (the compiled executor takes float64, float32, int64, bool)")
+    return dtype
+
+
+class Value:
+    """One value of the generated code: unrolled (``texts``) or an array (``name``); ``dtype`` may be a
+    weak Python type (``float``), as in the program."""
+
+    __slots__ = ("shape", "dtype", "texts", "name")
+
+    def __init__(self, shape, dtype, texts=None, name=None):
+        self.shape, self.dtype, self.texts, self.name = tuple(shape), dtype, texts, name
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def unrolled(self) -> bool:
+        return self.texts is not None
+
+    @property
+    def weak(self) -> bool:
+        return self.dtype in _WEAK
+
+    def promote_key(self):
+        """What ``np.result_type`` takes for this operand: a weak one as a Python scalar."""
+        return self.dtype(0) if self.weak else self.dtype
+
+
+def unrolled(texts, dtype) -> Value:
+    texts = np.asarray(texts, dtype=object)
+    return Value(texts.shape, dtype, texts=texts)
+
+
+def scalar(text: str, dtype) -> Value:
+    return unrolled(np.array(text, dtype=object), dtype)
+
 
 def dtype_text(dtype) -> str:
-    return f"np.{np.dtype(dtype).name}" if np.dtype(dtype) != np.bool_ else "np.bool_"
+    dtype = concrete(dtype)
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
 
 
-def literal_text(value) -> str:
-    """A Python scalar literal as source (non-finite floats through ``np``)."""
-    if isinstance(value, (bool, np.bool_)):
+def literal_text(value, dtype) -> str:
+    """A Python or NumPy scalar as source of ``dtype`` (non-finite floats through ``np``)."""
+    dtype = concrete(dtype)
+    if dtype == np.bool_:
         return repr(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return repr(int(value))
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isnan(value):
-            return "np.nan"
-        if math.isinf(value):
-            return "np.inf" if value > 0 else "(-np.inf)"
-        return repr(value)
-    raise NotLowerable(f"literal {value!r}")
+    if dtype.kind == "i":
+        return f"np.int64({int(value)})"
+    value = float(value)
+    text = "np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf") if math.isinf(value) \
+        else repr(value)
+    return f"np.float64({text})" if dtype == np.float64 else f"np.float32({text})"
 
 
-# NumPy's elementwise functions that numba compiles for scalars and arrays alike, under NumPy's name
-UFUNCS = frozenset({
-    "add", "subtract", "multiply", "divide", "negative", "exp", "log", "sin", "cos", "tan", "tanh", "sinh",
-    "cosh", "sqrt", "square", "reciprocal", "expm1", "log1p", "arcsin", "arccos", "arctan", "absolute",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
-    "logical_not", "maximum", "minimum", "arctan2", "power"})
+def cast(text: str, dtype) -> str:
+    """A scalar expression converted to ``dtype`` (numba types ``np.float32(x)`` as float32)."""
+    return f"{dtype_text(dtype)}({text})"
 
 
-def ufunc_lowering(name: str):
-    """The lowering ``np.<name>(*operands)`` of a NumPy elementwise function."""
-    if name not in UFUNCS:
-        raise ValueError(f"no numba lowering for numpy.{name}")
+# ---- elementwise ---------------------------------------------------------------------------------
+class Sym:
+    """An expression built by a fusion template (``def_fusion``): its operators and the functions of
+    :data:`NAMESPACE` write source, which numba compiles for scalars and arrays alike."""
 
-    def lowering(ctx, *xs):
-        return f"np.{name}({', '.join(x.text for x in xs)})"
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    __add__, __radd__ = (lambda x, y: _op("+", x, y)), (lambda x, y: _op("+", y, x))
+    __sub__, __rsub__ = (lambda x, y: _op("-", x, y)), (lambda x, y: _op("-", y, x))
+    __mul__, __rmul__ = (lambda x, y: _op("*", x, y)), (lambda x, y: _op("*", y, x))
+    __truediv__, __rtruediv__ = (lambda x, y: _op("/", x, y)), (lambda x, y: _op("/", y, x))
+    __pow__, __rpow__ = (lambda x, y: _call("power", x, y)), (lambda x, y: _call("power", y, x))
+    __eq__, __ne__ = (lambda x, y: _op("==", x, y)), (lambda x, y: _op("!=", x, y))  # type: ignore[assignment,return-value]
+    __lt__, __le__ = (lambda x, y: _op("<", x, y)), (lambda x, y: _op("<=", x, y))
+    __gt__, __ge__ = (lambda x, y: _op(">", x, y)), (lambda x, y: _op(">=", x, y))
+    __and__, __rand__ = (lambda x, y: _op("&", x, y)), (lambda x, y: _op("&", y, x))
+    __or__, __ror__ = (lambda x, y: _op("|", x, y)), (lambda x, y: _op("|", y, x))
+    __xor__, __rxor__ = (lambda x, y: _op("^", x, y)), (lambda x, y: _op("^", y, x))
+    __hash__ = None  # type: ignore[assignment]
+
+    def __neg__(self):
+        return Sym(f"(-{self.text})")
+
+    def __abs__(self):
+        return _call("absolute", self)
+
+    def __bool__(self):
+        raise NotLowerable("a fusion template branches on a value")
+
+
+def _text(x) -> str:
+    if isinstance(x, Sym):
+        return x.text
+    raise NotLowerable(f"a fusion template uses the constant {x!r}")
+
+
+def _op(op: str, x, y) -> Sym:
+    return Sym(f"({_text(x)} {op} {_text(y)})")
+
+
+def _call(name: str, *args) -> Sym:
+    return Sym(f"np.{name}({', '.join(_text(a) for a in args)})")
+
+
+class _Namespace:
+    """The ``f`` of a fusion template: NumPy's function of each name, as numba spells it."""
+
+    def __init__(self, array: bool):
+        self.array = array
+
+    def where(self, c, x, y):
+        if self.array:
+            return _call("where", c, x, y)
+        return Sym(f"({_text(x)} if {_text(c)} else {_text(y)})")
+
+    def __getattr__(self, name: str) -> Callable:
+        if name not in NUMBA_UFUNCS:
+            raise NotLowerable(f"numpy.{name} has no numba spelling here")
+        return lambda *args: _call(name, *args)
+
+
+# NumPy's functions that numba compiles for scalars and arrays alike (numba's supported ufuncs)
+NUMBA_UFUNCS = frozenset({
+    "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "power", "absolute",
+    "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "cbrt", "reciprocal",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "isfinite", "isinf", "isnan", "maximum", "minimum",
+    "fmax", "fmin", "logaddexp", "logaddexp2", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "copysign", "signbit",
+    "floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "deg2rad",
+    "rad2deg"})
+_SCALAR_NS, _ARRAY_NS = _Namespace(array=False), _Namespace(array=True)
+
+
+def elementwise(template, extra: Callable | None = None) -> Callable:
+    """The lowering of an elementwise primitive from its fusion template: each operand converted to the
+    dtype NumPy 2 computes in (weak scalars follow the arrays), the template applied element by element
+    when the result is unrolled, to whole arrays otherwise, the result cast to the output's dtype."""
+    def lowering(ctx, *xs, **params):
+        if extra is not None:
+            params = extra(**params)
+        out = ctx.out
+        compute = np.result_type(*[x.promote_key() for x in (xs[1:] if template == "where" else xs)])
+        if template == "where":
+            xs = (xs[0],) + tuple(ctx.convert(x, compute) for x in xs[1:])
+        else:
+            xs = tuple(ctx.convert(x, compute) for x in xs)
+        if ctx.unrolls(out.shape):
+            operands = np.broadcast_arrays(*[ctx.texts(x) for x in xs])
+            texts = np.empty(out.shape, dtype=object)
+            for index in np.ndindex(*out.shape):
+                expr = _apply(template, _SCALAR_NS, [Sym(o[index]) for o in operands], params).text
+                texts[index] = ctx.let(cast(expr, out.dtype))
+            return unrolled(texts, out.dtype)
+        operands = [Sym(ctx.array(x, out.shape if template == "where" else None)) for x in xs]
+        expr = _apply(template, _ARRAY_NS, operands, params).text
+        return ctx.array_value(f"np.asarray({expr}).astype({dtype_text(out.dtype)})", out.shape, out.dtype)
     return lowering
 
 
-def where_lowering(ctx, c, x, y):
-    if c.ndim == x.ndim == y.ndim == 0:
-        return f"({x.text} if {c.text} else {y.text})"
-    return f"np.where({c.text}, {x.text}, {y.text})"
+def _apply(template, f, args, params):
+    if isinstance(template, str):
+        return getattr(f, template)(*args, **params)
+    return template(f, *args, **params)
 
 
-def identity_lowering(ctx, x, **params):
-    return x.text
+# ---- shape operations ------------------------------------------------------------------------------
+def structural(on_texts: Callable, on_array: Callable | None = None) -> Callable:
+    """A shape operation: ``on_texts(texts, **params)`` is the NumPy operation itself, run on the
+    operands' element expressions (an unrolled result costs no code); ``on_array(ctx, *arrays,
+    **params)`` is its numba source on arrays, for a result too large to unroll (None: not lowered)."""
+    def lowering(ctx, *xs, **params):
+        out = ctx.out
+        if ctx.unrolls(out.shape):
+            texts = on_texts(*[ctx.texts(x) for x in xs], **params)
+            return unrolled(np.asarray(texts, dtype=object).reshape(out.shape), out.dtype)
+        if on_array is None:
+            raise NotLowerable("no array form")
+        return ctx.array_value(on_array(ctx, *[ctx.array(x) for x in xs], **params), out.shape, out.dtype)
+    return lowering
 
 
-def astype_lowering(ctx, x, *, dtype, **params):
-    if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)):
-        raise NotLowerable(f"astype to {np.dtype(dtype).name}")
-    if x.ndim == 0:
-        return f"{dtype_text(dtype)}({x.text})"
-    return f"{x.text}.astype({dtype_text(dtype)})"
+def identity(ctx, x, **params) -> Value:
+    return x
 
 
-def reshape_lowering(ctx, x, *, shape):
-    shape = tuple(shape)
-    if shape == ():
-        return x.text if x.ndim == 0 else f"{x.text}.flat[0]"
-    if x.ndim == 0:
-        return f"np.full({shape!r}, {x.text})"
-    return f"np.ascontiguousarray({x.text}).reshape({shape!r})"
+def astype(ctx, x, *, dtype, **params) -> Value:
+    return ctx.convert(x, concrete(dtype))
 
 
-def broadcast_to_lowering(ctx, x, *, shape):
-    shape = tuple(shape)
-    if shape == ():
-        return x.text
-    if x.ndim == 0:
-        return f"np.full({shape!r}, {x.text})"
-    return f"np.ascontiguousarray(np.broadcast_to({x.text}, {shape!r}))"
+# ---- reductions ------------------------------------------------------------------------------------
+def _extremum(op: str) -> Callable:
+    """NumPy's max/min of two scalars: NaN propagates."""
+    return lambda a, b: f"({a} if ({a} {op} {b} or {a} != {a}) else {b})"
 
 
-def concatenate_lowering(ctx, *xs, axis):
-    if any(x.ndim == 0 for x in xs) or len({x.dtype for x in xs}) != 1:
-        raise NotLowerable("concatenate of scalars or of mixed dtypes")
-    return f"np.concatenate(({''.join(x.text + ', ' for x in xs)}), axis={axis})"
+_COMBINE = {"sum": lambda a, b: f"({a} + {b})", "prod": lambda a, b: f"({a} * {b})",
+            "max": _extremum(">"), "min": _extremum("<"),
+            "any": lambda a, b: f"({a} or {b})", "all": lambda a, b: f"({a} and {b})"}
+_ARRAY_REDUCE = {"sum": "np.sum", "prod": "np.prod", "max": "np.max", "min": "np.min", "any": "np.any",
+                 "all": "np.all"}
 
 
-def sum_lowering(ctx, x, *, axis, keepdims):
-    if x.ndim == 0 and not keepdims:
-        return x.text
-    if keepdims:
-        raise NotLowerable("sum with keepdims")
-    if axis is None or tuple(np.atleast_1d(axis)) == tuple(range(x.ndim)):
-        return f"np.sum({x.text})"
-    if isinstance(axis, int) or (isinstance(axis, tuple) and len(axis) == 1):
-        return f"np.sum({x.text}, axis={axis if isinstance(axis, int) else axis[0]})"
-    raise NotLowerable(f"sum over axes {axis!r}")
+def _axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,))))
 
 
-def index_text(idx) -> str:
-    """A static index spec (ints and slices only) as source."""
-    items = []
-    for item in idx:
-        if item[0] == "int":
-            items.append(repr(int(item[1])))
-        elif item[0] == "slice":
-            items.append(":".join("" if v is None else repr(int(v)) for v in item[1:]))
-        else:
-            raise NotLowerable(f"index item {item!r}")
-    return ", ".join(items) + ("," if len(items) == 1 else "")
+def reduction(kind: str) -> Callable:
+    """``sum``, ``prod``, ``max``, ``min``, ``any`` or ``all`` over static axes: a chain of scalar
+    operations in index order where the operand is unrolled (sums may round otherwise than NumPy's
+    pairwise summation past 8 elements); on an array, numba's ``np.<kind>`` of the whole array."""
+    combine = _COMBINE[kind]
+
+    def lowering(ctx, x, *, axis, keepdims, **params):
+        out = ctx.out
+        axes = _axes(axis, x.ndim)
+        if x.unrolled or ctx.unrolls(x.shape):
+            texts = ctx.texts(ctx.convert(x, out.dtype)) if kind in ("sum", "prod") else ctx.texts(x)
+            kept = [a for a in range(x.ndim) if a not in axes]
+            moved = np.moveaxis(texts, axes, range(-len(axes), 0)) if axes else texts
+            flat = moved.reshape(tuple(x.shape[a] for a in kept) + (-1,))
+            result = np.empty(flat.shape[:-1], dtype=object)
+            for index in np.ndindex(*result.shape):
+                items = list(flat[index])
+                if not items:
+                    raise NotLowerable(f"{kind} of an empty array")
+                expr = items[0]
+                for item in items[1:]:
+                    expr = ctx.let(combine(expr, item))
+                result[index] = ctx.let(cast(expr, out.dtype))
+            return unrolled(result.reshape(out.shape), out.dtype)
+        if len(axes) != x.ndim:
+            raise NotLowerable(f"{kind} over some axes of an array")
+        return scalar(ctx.let(cast(f"{_ARRAY_REDUCE[kind]}({ctx.array(x)})", out.dtype)), out.dtype)
+    return lowering
 
 
-def getitem_lowering(ctx, x, *arrays, idx):
-    if arrays or x.ndim == 0:
-        raise NotLowerable("getitem with array indices")
-    return f"{x.text}[{index_text(idx)}]"
+# ---- matrix products -------------------------------------------------------------------------------
+def matmul(ctx, x, y) -> Value:
+    """``x @ y`` of 1-D and 2-D operands: sums of products written out where small, numba's ``np.dot``
+    (BLAS) on C-contiguous arrays otherwise."""
+    out = ctx.out
+    if x.ndim not in (1, 2) or y.ndim not in (1, 2):
+        raise NotLowerable("matmul of stacks of matrices")
+    compute = np.result_type(x.promote_key(), y.promote_key())
+    x, y = ctx.convert(x, compute), ctx.convert(y, compute)
+    inner = x.shape[-1]
+    if ctx.unrolls(out.shape) and math.prod(out.shape) * inner <= 8 * ctx.unroll_limit:
+        a = ctx.texts(x).reshape((-1, inner))
+        b = ctx.texts(y).reshape((inner, -1))
+        texts = np.empty((a.shape[0], b.shape[1]), dtype=object)
+        for i, j in np.ndindex(*texts.shape):
+            expr = f"({a[i, 0]} * {b[0, j]})"
+            for k in range(1, inner):
+                expr = ctx.let(f"({expr} + {a[i, k]} * {b[k, j]})")
+            texts[i, j] = ctx.let(cast(expr, out.dtype))
+        return unrolled(texts.reshape(out.shape), out.dtype)
+    if concrete(compute).kind != "f" or not x.ndim or not y.ndim:
+        raise NotLowerable("matmul of integers or of 0-d operands")
+    text = f"np.dot(np.ascontiguousarray({ctx.array(x)}), np.ascontiguousarray({ctx.array(y)}))"
+    if not out.shape:
+        return scalar(ctx.let(text), out.dtype)
+    return ctx.array_value(text, out.shape, out.dtype)
 
 
-def scatter_add_lowering(ctx, ct, *arrays, idx, shape, dtype):
-    if arrays:
-        raise NotLowerable("scatter_add with array indices")
-    out = ctx.fresh()
-    ctx.emit(f"{out} = np.zeros({tuple(shape)!r}, {dtype_text(dtype)})")
-    ctx.emit(f"{out}[{index_text(idx)}] += {ct.text}")
-    return out
+def einsum(ctx, *xs, subscripts, optimize) -> Value:
+    """``einsum`` written out as sums of products over its index space, where that space is small and
+    the subscripts explicit (``...`` and implicit outputs are not lowered)."""
+    out = ctx.out
+    if "..." in subscripts or "->" not in subscripts:
+        raise NotLowerable(f"einsum {subscripts!r}")
+    inputs, target = subscripts.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    sizes = {c: n for term, x in zip(terms, xs) for c, n in zip(term, x.shape)}
+    summed = [c for c in sizes if c not in target]
+    if not ctx.unrolls(out.shape) or math.prod(sizes.values()) > 8 * ctx.unroll_limit:
+        raise NotLowerable(f"einsum {subscripts!r} past the unroll limit")
+    compute = np.result_type(*[x.promote_key() for x in xs])
+    texts = [ctx.texts(ctx.convert(x, compute)) for x in xs]
+    result = np.empty(out.shape, dtype=object)
+    for index in np.ndindex(*out.shape):
+        at = dict(zip(target, index))
+        expr = None
+        for inner in np.ndindex(*[sizes[c] for c in summed]):
+            at.update(zip(summed, inner))
+            product = " * ".join(t[tuple(at[c] for c in term)] for t, term in zip(texts, terms))
+            expr = f"({product})" if expr is None else ctx.let(f"({expr} + {product})")
+        result[index] = ctx.let(cast(expr if expr is not None else literal_text(0, out.dtype), out.dtype))
+    return unrolled(result, out.dtype)

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad import _lowerings
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad import _lowerings
 from tapegrad._rules import (
     broadcast_shapes,
     def_fusion,
@@ -379,10 +379,19 @@ def stack(arrays, axis=0):
 
 
 # ---- lowerings for jit's compiled executor (tapegrad._jit.native) ----------------------------------
-def_lowering(add_any_p, _lowerings.ufunc_lowering("add"))
-def_lowering(stop_gradient_p, _lowerings.identity_lowering)
-def_lowering(astype_p, _lowerings.astype_lowering)
-def_lowering(reshape_p, _lowerings.reshape_lowering)
-def_lowering(sum_p, _lowerings.sum_lowering)
-def_lowering(broadcast_to_p, _lowerings.broadcast_to_lowering)
-def_lowering(concatenate_p, _lowerings.concatenate_lowering)
+def_lowering(add_any_p, _lowerings.elementwise("add"))
+def_lowering(stop_gradient_p, _lowerings.identity)
+def_lowering(astype_p, _lowerings.astype)
+def_lowering(reshape_p, _lowerings.structural(
+    lambda x, *, shape: x.reshape(shape),
+    lambda ctx, x, *, shape: f"np.ascontiguousarray({x}).reshape({tuple(shape)!r})"))
+def_lowering(transpose_p, _lowerings.structural(
+    lambda x, *, axes: x.transpose(axes),
+    lambda ctx, x, *, axes: f"np.ascontiguousarray({x}.transpose({tuple(axes)!r}))"))
+def_lowering(broadcast_to_p, _lowerings.structural(
+    lambda x, *, shape: np.broadcast_to(x, shape),
+    lambda ctx, x, *, shape: f"np.ascontiguousarray(np.broadcast_to({x}, {tuple(shape)!r}))"))
+def_lowering(concatenate_p, _lowerings.structural(
+    lambda *xs, axis: np.concatenate(xs, axis=axis),
+    lambda ctx, *xs, axis: f"np.concatenate(({''.join(x + ', ' for x in xs)}), axis={axis})"))
+def_lowering(sum_p, _lowerings.reduction("sum"))

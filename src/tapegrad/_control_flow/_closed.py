@@ -9,7 +9,9 @@ import numpy as np
 import optree
 
 from tapegrad import _tree
+from tapegrad._config import config
 from tapegrad._core import ShapedArray
+from tapegrad._jit import native
 from tapegrad._jit.api import traceable
 from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
@@ -64,6 +66,19 @@ class ClosedProgram:
             scalar = all(v.aval.shape == () for v in self.program.invars[:n_carry])
             self._scalar = compile_scalar_loop(optimize(self.program), n_carry, n_xs) if scalar else None
         return self._scalar
+
+    def native_loop(self, prim, args, params):
+        """The loop ``prim`` (``scan`` or ``while``, of which this is the body) on ``args``, compiled
+        alone by jit's compiled executor (``tapegrad._jit.native.compile_loop``), or None: outside a
+        jitted program, with the executor off, or where the loop does not lower. Built once per
+        signature of ``args``; the function it returns gives None where numba refuses the loop."""
+        if not (native.in_jit.get() and config.compiled_executor and native.available()):
+            return None
+        if not all(type(a) is np.ndarray or isinstance(a, np.generic) for a in args):
+            return None
+        key = ("native", prim.name, tuple((np.shape(a), a.dtype) for a in args), tuple(params.items()))
+        run = self.derived(key, lambda: native.compile_loop(prim, args, params, lambda: lambda *a: None) or False)
+        return run or None
 
     def evaluate(self, *args):
         """The outputs through ``bind``, for a transform that must see the branch's primitives."""

@@ -68,6 +68,11 @@ def _scan_impl(*args, body, length, reverse, n_carry, n_xs, unroll):
     one. A long loop whose body works on 0-d float64 values runs as one loop of Python-float code
     (``tapegrad._jit.scalar``) instead."""
     carry, xs, consts = _split(args, n_carry, n_xs)
+    loop = body.native_loop(scan_p, args, dict(body=body, length=length, reverse=reverse, n_carry=n_carry,
+                                               n_xs=n_xs, unroll=unroll))
+    outs = loop(*args) if loop is not None else None
+    if outs is not None:
+        return list(outs)
     if length >= SCALAR_MIN_STEPS:  # a body on scalars runs as Python floats, unless that gives up
         loop = body.scalar_loop(n_carry, n_xs)
         result = loop(carry, xs, consts, length, reverse) if loop is not None else None
@@ -131,31 +136,25 @@ scan_p = primitive("scan", _scan_impl, _scan_abstract, multiple_results=True)
 
 
 def _scan_lowering(ctx, *operands, body, length, reverse, n_carry, n_xs, unroll):
-    """A native loop: the carries in local variables (an array carry kept C-contiguous, so that its
-    type is the same at every step), each ``ys`` written into its preallocated stack."""
+    """A native loop: the carries in loop variables (unrolled where small), each step's slice of
+    ``xs`` read from its stack and each ``ys`` written into a stack allocated before the loop."""
     carry_in, xs, consts = _split(operands, n_carry, n_xs)
-    carries = [ctx.fresh("s") for _ in carry_in]
-    for name, x in zip(carries, carry_in):
-        ctx.emit(f"{name} = {_contiguous(x.text, x.ndim)}")
+    states = [ctx.state(c) for c in carry_in]
+    stacks = [ctx.array(x) for x in xs]
     ys = []
     for aval in body.out_avals[n_carry:]:
-        ys.append(ctx.fresh("y"))
-        ctx.emit(f"{ys[-1]} = np.empty({(length,) + tuple(aval.shape)!r}, {_lowerings.dtype_text(aval.dtype)})")
+        dtype = _lowerings.concrete(aval.dtype)
+        ys.append(_lowerings.Value((length, *aval.shape), dtype, name=ctx.let(
+            f"np.empty({(length, *aval.shape)!r}, {_lowerings.dtype_text(dtype)})", "y")))
     i = ctx.fresh("i")
     ctx.emit(f"for {i} in {f'range({length - 1}, -1, -1)' if reverse else f'range({length})'}:")
     with ctx.block():
-        slices = [f"{x.text}[{i}]" for x in xs]
-        outs = ctx.inline(body.program, carries + slices + [c.text for c in consts])
-        new = [_contiguous(o, len(a.shape)) for o, a in zip(outs[:n_carry], body.out_avals[:n_carry])]
-        if carries:
-            ctx.emit(f"{', '.join(carries)}, = {', '.join(new)},")
-        for y, o in zip(ys, outs[n_carry:]):
-            ctx.emit(f"{y}[{i}] = {o}")
-    return carries + ys
-
-
-def _contiguous(text, ndim):
-    return f"np.ascontiguousarray({text})" if ndim else text
+        rows = [ctx.row(stack, i, x.shape[1:], x.dtype) for stack, x in zip(stacks, xs)]
+        outs = ctx.inline(body.program, states + rows + list(consts))
+        for y, out in zip(ys, outs[n_carry:]):
+            ctx.store(y.name, i, ctx.convert(out, y.dtype))
+        ctx.assign(states, outs[:n_carry])
+    return states + ys
 
 
 def_lowering(scan_p, _scan_lowering)

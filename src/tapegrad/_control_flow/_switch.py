@@ -44,7 +44,7 @@ from tapegrad._jit.program import type_string
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._params import Parameter
-from tapegrad._rules import defjvp_joint, defvjp_argnum, primitive
+from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, primitive
 from tapegrad._structural import astype, moveaxis, reshape
 from tapegrad._tape import pull_back_on
 from tapegrad._typing import ArrayLike
@@ -63,6 +63,22 @@ def _switch_impl(index, *args, branches):
 
 switch_p = primitive("switch", _switch_impl, lambda index, *avals, branches: list(branches[0].out_avals),
                      multiple_results=True)
+
+
+def _switch_lowering(ctx, index, *operands, branches):
+    """An ``if``/``elif`` chain on the clamped index, each branch assigning the same result variables
+    (cast to the results' dtypes, so numba types them alike on every path)."""
+    results = [ctx.state(ctx.zeros(a.shape, a.dtype)) for a in branches[0].out_avals]
+    k = ctx.let(f"min(max(np.int64({ctx.texts(index)[()]}), 0), {len(branches) - 1})", "b")
+    for n, branch in enumerate(branches):
+        ctx.emit(f"{'if' if n == 0 else 'elif' if n < len(branches) - 1 else 'else'}"
+                 f"{f' {k} == {n}' if n < len(branches) - 1 else ''}:")
+        with ctx.block():
+            ctx.assign(results, ctx.inline(branch.program, list(operands)))
+    return results
+
+
+def_lowering(switch_p, _switch_lowering)
 
 
 def _switch_jvp(tangents, ans, index, *args, branches):

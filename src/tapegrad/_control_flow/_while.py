@@ -34,7 +34,7 @@ from tapegrad._core import bind
 from tapegrad._jit.staging import abstractify
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
-from tapegrad._rules import defjvp_joint, primitive
+from tapegrad._rules import def_lowering, defjvp_joint, primitive
 from tapegrad._structural import broadcast_to, moveaxis, reshape
 from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
@@ -43,6 +43,12 @@ from tapegrad.numpy import where
 
 
 def _while_impl(*args, cond, body, n_carry, n_cond, max_steps, checkpoints, reverse_mode):
+    loop = body.native_loop(while_p, args, dict(cond=cond, body=body, n_carry=n_carry, n_cond=n_cond,
+                                                max_steps=max_steps, checkpoints=checkpoints,
+                                                reverse_mode=reverse_mode))
+    outs = loop(*args) if loop is not None else None
+    if outs is not None:
+        return list(outs)
     carry, cond_consts, body_consts = list(args[:n_carry]), args[n_carry:n_carry + n_cond], args[n_carry + n_cond:]
     steps = 0
     while bool(cond.run(*carry, *cond_consts)[0]):
@@ -54,14 +60,40 @@ def _while_impl(*args, cond, body, n_carry, n_cond, max_steps, checkpoints, reve
 def check_steps(steps: int, max_steps: int | None) -> int:
     """``steps + 1``, the number of the step about to run; a RuntimeError past ``max_steps``."""
     if max_steps is not None and steps >= max_steps:
-        raise RuntimeError(f"while_loop: cond_fun still holds after max_steps={max_steps} steps; raise max_steps "
-                           "(it bounds the loop, and with checkpoints sizes the stored carries) or check that "
-                           "the loop ends")
+        raise RuntimeError(_too_many_steps(max_steps))
     return steps + 1
+
+
+def _too_many_steps(max_steps: int) -> str:
+    return (f"while_loop: cond_fun still holds after max_steps={max_steps} steps; raise max_steps (it bounds the "
+            "loop, and with checkpoints sizes the stored carries) or check that the loop ends")
+
+
+def _while_lowering(ctx, *operands, cond, body, n_carry, n_cond, max_steps, checkpoints, reverse_mode):
+    """A native ``while True`` loop: the condition's equations, a ``break`` when it is false, the
+    body's equations, the carries updated; past ``max_steps`` the same RuntimeError as the impl's."""
+    carry, cond_consts, body_consts = (operands[:n_carry], operands[n_carry:n_carry + n_cond],
+                                       operands[n_carry + n_cond:])
+    states = [ctx.state(c) for c in carry]
+    steps = ctx.fresh("n")
+    if max_steps is not None:
+        ctx.emit(f"{steps} = 0")
+    ctx.emit("while True:")
+    with ctx.block():
+        (pred,) = ctx.inline(cond.program, states + list(cond_consts))
+        ctx.emit(f"if not {ctx.texts(pred)[()]}:")
+        ctx.emit("    break")
+        if max_steps is not None:
+            ctx.emit(f"if {steps} >= {int(max_steps)}:")
+            ctx.emit(f"    raise RuntimeError({_too_many_steps(max_steps)!r})")
+            ctx.emit(f"{steps} += 1")
+        ctx.assign(states, ctx.inline(body.program, states + list(body_consts)))
+    return states
 
 
 while_p = primitive("while", _while_impl, lambda *avals, cond, body, **params: list(body.out_avals),
                     multiple_results=True)
+def_lowering(while_p, _while_lowering)
 
 
 def _while(carries, cond_consts, body_consts, cond, body, **params):

@@ -178,8 +178,8 @@ class _Entry:
 
     def _compile(self):
         """The executor of the optimised program: numba's compiled function where
-        ``config.compiled_executor`` is on, numba imports and every equation has a lowering, else the
-        Python executor's function."""
+        ``config.compiled_executor`` is on, numba imports and the program lowers
+        (``tapegrad._jit.native``), else the Python executor's function."""
         def python():
             return compile_program(optimize(self.program), donate=self.donated)
         if config.compiled_executor and native.available():
@@ -190,10 +190,15 @@ class _Entry:
 
     @property
     def executor(self) -> str:
-        """``"numba"`` or ``"python"``: which executor runs this program (compiled at first use)."""
+        """Which executor runs this program: ``"numba"`` (compiled whole), ``"python+numba"`` (the
+        Python executor, with loops compiled alone) or ``"python"``."""
         if self._run is None:
             self._run = self._compile()
-        return getattr(self._run, "executor", "python")
+        executor = getattr(self._run, "executor", "python")
+        if executor == "python" and config.compiled_executor and native.available():
+            if any(native.loop_lowers(eqn) for eqn in self.program.eqns):
+                return "python+numba"
+        return executor
 
     def run(self, leaves):
         inputs = leaves
@@ -204,6 +209,7 @@ class _Entry:
         else:
             if self._run is None:
                 self._run = self._compile()
+            token = native.in_jit.set(True)  # the loops of a program on the Python executor may compile
             try:
                 outs = self._run(*inputs)
             except TypeError:
@@ -211,6 +217,8 @@ class _Entry:
                 # fix: replayed through bind, the equation that mixes them raises tapegrad's own
                 evaluate(self.program, inputs)
                 raise
+            finally:
+                native.in_jit.reset(token)
         if self.params_written:  # every new value is checked before any Parameter changes
             write_back(zip(self.params_written, [_c_order(value) for value in outs[self.n_out:]]))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer

@@ -1,68 +1,85 @@
-"""The compiled executor: a program whose equations all have a lowering (``tapegrad.extend.def_lowering``)
-becomes the source of one Python function that numba compiles to native code (``njit(cache=True)``);
-loops (``scan``, ``fori_loop``, their reverse sweeps) are native loops in it.
+"""The compiled executor: a program whose equations all have a lowering (``tapegrad.extend.def_lowering``,
+``tapegrad._lowerings``) becomes the source of one Python function that numba compiles to machine code
+(``njit(cache=True)``); loops (``scan``, ``fori_loop``, ``while_loop``, the reverse sweeps that
+``grad`` stages) are native loops in it, and ``cond``/``switch`` native branches.
 
-Eligible programs (:func:`compile_native` returns None otherwise, and jit keeps the Python executor):
-every variable, sub-programs' included, lives on NumPy with dtype float64, int64 or bool, and every
-equation's primitive has a lowering that accepts it. In the generated code a 0-d value is a scalar
-(so a loop over scalars runs in registers) and any other value an array.
+Which programs (:func:`compile_native` returns None otherwise, and jit keeps the Python executor):
+every value on NumPy with dtype float64, float32, int64 or bool (weak Python scalars included), every
+equation's primitive lowered, and no value outside a loop's stacked inputs and outputs larger than
+:data:`MAX_ELEMENTS` elements: past that NumPy's own loops (and numexpr's fusion) already run at
+compiled speed, and numba's code would gain nothing for its compile time. A value of at most
+:data:`UNROLL_LIMIT` elements (every 0-d value) is unrolled: one scalar local per element, so a
+loop over a small state runs in registers with no allocation.
+
+A program that does not compile as a whole still has its loops compiled alone where their bodies
+lower (:func:`compile_loop`, called by ``scan``'s and ``while``'s impl under jit): it then says
+``"python+numba"``.
 
 Compile once: the source goes to a file named by its hash under the cache directory
 (``TAPEGRAD_NUMBA_CACHE_DIR``, else ``~/.cache/tapegrad/numba``), imported from there, so that numba's
-``cache=True`` keeps the machine code on disk for the next process; in a process each jit program
-compiles once (its entry keeps the function). numba compiles at the first call: a typing error there
-switches that program to the Python executor for good (``executor`` then says ``"python"``).
+``cache=True`` keeps the machine code on disk for the next process; in a process each program compiles
+once (its jit entry keeps the function, and equal source shares one module). numba compiles at the
+first call: should it refuse a program (a typing error: a bug in a lowering), that program logs why at
+DEBUG on ``tapegrad.jit`` and runs with the Python executor from then on, with the same numbers.
 
-Numbers: ``error_model="numpy"`` (a division by zero gives inf/NaN, as NumPy, without NumPy's warning);
-no fastmath. Elementwise results are NumPy's up to the last bit of the transcendental functions; a
-``sum`` of many elements may round differently (NumPy sums pairwise).
+Numbers: ``error_model="numpy"`` (a division by zero gives inf/NaN, as NumPy, without its warning); no
+fastmath. Elementwise results equal NumPy's up to the last bit of the transcendental functions; sums
+of unrolled values add in index order, where NumPy sums pairwise past 8 elements.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import logging
+import math
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from tapegrad._jit.program import Literal, Program, Var
-from tapegrad._lowerings import NotLowerable, Operand, literal_text
+from tapegrad._jit.program import Eqn, Literal, Program, Var
+from tapegrad._lowerings import NotLowerable, Value, cast, concrete, dtype_text, literal_text, scalar, unrolled
 
-_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
-_SCALAR = {np.dtype(np.float64): float, np.dtype(np.int64): int, np.dtype(np.bool_): bool}
+UNROLL_LIMIT = 16
+MAX_ELEMENTS = 4096
 log = logging.getLogger("tapegrad.jit")
+in_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_native_in_jit", default=False)
 
 
 def available() -> bool:
-    """Whether numba imports."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether numba imports (once per process: the answer is kept)."""
+    global _available
+    if _available is None:
+        try:
+            import numba  # noqa: F401
+            _available = True
+        except ImportError:
+            _available = False
+    return _available
 
 
-def _check(var) -> np.dtype:
-    dtype = np.dtype(var.aval.dtype)
-    if var.backend is not np or dtype not in _DTYPES:
-        raise NotLowerable(f"{var!r} is not a float64, int64 or bool NumPy value")
-    return dtype
+_available: bool | None = None
 
 
 class Context:
-    """What a lowering sees: the equation's output avals, and the generated function's lines."""
+    """What a lowering sees (``tapegrad._lowerings``): the result's aval (``out``), and the means to
+    write the generated function's lines."""
 
     def __init__(self):
         self.lines: list[str] = []
         self.indent = "    "
         self.count = 0
-        self.consts: list = []  # the constants of sub-programs: extra arguments of the function
-        self.outs: list = []
+        self.unroll_limit = UNROLL_LIMIT
+        self.args: list[str] = []  # the generated function's parameters: inputs, then constants
+        self.consts: list = []
+        self.out = None
+        self._scopes: list[dict] = [{}]  # per block: loads and arrays built there (not valid outside it)
+        self._kept: list = []  # the element arrays keyed by id in a scope: kept alive, so no id is reused
 
+    # ---- writing lines ----
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
         return f"{prefix}{self.count}"
@@ -73,65 +90,229 @@ class Context:
     @contextlib.contextmanager
     def block(self):
         self.indent += "    "
+        self._scopes.append({})
         try:
             yield
         finally:
+            self._scopes.pop()
             self.indent = self.indent[:-4]
 
-    def const(self, value) -> str:
-        name = f"k{len(self.consts)}"
-        self.consts.append(value)
+    def let(self, expr: str, prefix: str = "t") -> str:
+        """A name bound to ``expr`` (``expr`` itself when it is a name already)."""
+        if expr.isidentifier():
+            return expr
+        name = self.fresh(prefix)
+        self.emit(f"{name} = {expr}")
         return name
 
-    def inline(self, program: Program, inputs: list) -> list:
-        """Emit ``program``'s equations on the input expressions ``inputs``; returns its output
-        expressions (names or literal texts)."""
-        names = {}
-        for v, text in zip(program.invars, inputs):
-            _check(v)
-            names[id(v)] = text
-        for v, c in zip(program.constvars, program.consts):
-            _check(v)
-            names[id(v)] = self.const(c)
+    def _cached(self, key, make):
+        for scope in reversed(self._scopes):
+            if key in scope:
+                return scope[key]
+        value = self._scopes[-1][key] = make()
+        return value
 
-        def operand(x):
+    # ---- the two forms of a value ----
+    def unrolls(self, shape) -> bool:
+        return math.prod(shape) <= self.unroll_limit
+
+    def texts(self, value: Value) -> np.ndarray:
+        """The element expressions of ``value`` (an array's elements loaded once per block)."""
+        if value.unrolled:
+            return value.texts
+
+        def load():
+            texts = np.empty(value.shape, dtype=object)
+            for index in np.ndindex(*value.shape):
+                texts[index] = self.let(f"{value.name}[{', '.join(map(str, index))}]")
+            return texts
+        return self._cached(("texts", value.name), load)
+
+    def array(self, value: Value, shape=None) -> str:
+        """An array expression of ``value`` (broadcast to ``shape`` when given); a 0-d value without
+        ``shape`` stays a scalar, which numba broadcasts."""
+        if value.unrolled and not value.shape and shape is None:
+            return value.texts[()]
+        if value.unrolled:
+            texts = value.texts
+            self._kept.append(texts)
+
+            def build():
+                items = ", ".join(texts.reshape(-1)) + ("," if texts.size == 1 else "")
+                return self.let(f"np.array([{items}], {dtype_text(value.dtype)}).reshape({value.shape!r})")
+            name = self._cached(("array", id(texts)), build)
+        else:
+            name = value.name
+        if shape is not None and tuple(shape) != value.shape:
+            return self.let(f"np.ascontiguousarray(np.broadcast_to({name}, {tuple(shape)!r}))")
+        return name
+
+    def zeros(self, shape, dtype) -> Value:
+        dtype = concrete(dtype)
+        if self.unrolls(shape):
+            return unrolled(np.full(shape, literal_text(0, dtype), dtype=object), dtype)
+        return self.array_value(f"np.zeros({tuple(shape)!r}, {dtype_text(dtype)})", shape, dtype)
+
+    def array_value(self, expr: str, shape, dtype) -> Value:
+        return Value(shape, dtype, name=self.let(expr, "a"))
+
+    def convert(self, value: Value, dtype) -> Value:
+        """``value`` in ``dtype`` (a weak value takes it without a cast of its own type)."""
+        dtype = concrete(dtype)
+        if concrete(value.dtype) == dtype and not value.weak:
+            return value
+        if concrete(value.dtype) == dtype:
+            return Value(value.shape, dtype, value.texts, value.name)
+        if value.unrolled:
+            texts = np.empty(value.shape, dtype=object)
+            for index in np.ndindex(*value.shape):
+                texts[index] = self.let(cast(value.texts[index], dtype))
+            return unrolled(texts, dtype)
+        return self.array_value(f"{value.name}.astype({dtype_text(dtype)})", value.shape, dtype)
+
+    # ---- programs ----
+    def constant(self, array) -> Value:
+        array = np.asarray(array)
+        dtype = concrete(array.dtype)
+        if array.ndim == 0:
+            return scalar(literal_text(array.item(), dtype), dtype)
+        name = f"k{len(self.consts)}"
+        self.consts.append(np.ascontiguousarray(array))
+        return Value(array.shape, dtype, name=name)
+
+    def inline(self, program: Program, inputs: list[Value]) -> list[Value]:
+        """Emit ``program``'s equations on ``inputs``; returns its outputs."""
+        values: dict[int, Value] = {}
+        for v, value in zip(program.invars, inputs, strict=True):
+            values[id(v)] = value
+        for v, c in zip(program.constvars, program.consts):
+            values[id(v)] = self.constant(c)
+
+        def read(x):
             if isinstance(x, Literal):
-                return Operand(literal_text(x.value), (), np.dtype(type(x.value)))
-            return Operand(names[id(x)], tuple(x.aval.shape), np.dtype(x.aval.dtype))
+                if not isinstance(x.value, (bool, int, float)):
+                    raise NotLowerable(f"literal {x.value!r}")
+                return scalar(literal_text(x.value, type(x.value)), type(x.value))
+            return values[id(x)]
         for eqn in program.eqns:
-            lowering = eqn.prim.lowering
-            if lowering is None:
-                raise NotLowerable(f"{eqn.prim.name} has no lowering")
-            for out in eqn.outs:
-                _check(out)
-            saved, self.outs = self.outs, [out.aval for out in eqn.outs]
-            try:
-                result = lowering(self, *[operand(x) for x in eqn.inputs], **eqn.params)
-            finally:
-                self.outs = saved
-            if result is None:
-                raise NotLowerable(f"{eqn.prim.name} declined")
-            results = list(result) if eqn.prim.multiple_results else [result]
-            for out, text in zip(eqn.outs, results, strict=True):
-                if text.isidentifier():  # a name already: no copy
-                    names[id(out)] = text
-                else:
-                    names[id(out)] = self.fresh("v")
-                    self.emit(f"{names[id(out)]} = {text}")
-        return [operand(x).text for x in program.outputs]
+            for out, value in zip(eqn.outs, self.equation(eqn, [read(x) for x in eqn.inputs]), strict=True):
+                values[id(out)] = value
+        return [read(x) for x in program.outputs]
+
+    def equation(self, eqn: Eqn, operands: list[Value]) -> list[Value]:
+        lowering = eqn.prim.lowering
+        if lowering is None:
+            raise NotLowerable(f"{eqn.prim.name} has no lowering")
+        saved = self.out
+        self.out = eqn.outs[0].aval if len(eqn.outs) == 1 else None
+        try:
+            result = lowering(self, *operands, **eqn.params)
+        except NotLowerable as error:
+            raise NotLowerable(f"{eqn.prim.name}: {error}") from None
+        except Exception as error:  # a lowering's bug: said, never a program that computes otherwise
+            raise RuntimeError(f"jit's compiled executor: the lowering of {eqn.prim.name} failed on operands "
+                               f"{[(v.shape, v.dtype) for v in operands]} with {eqn.params}: {error!r}") from error
+        finally:
+            self.out = saved
+        results = list(result) if eqn.prim.multiple_results else [result]
+        for out, value in zip(eqn.outs, results, strict=True):
+            if tuple(out.aval.shape) != value.shape:
+                raise NotLowerable(f"the lowering of {eqn.prim.name} gave shape {value.shape}, "
+                                   f"the program has {tuple(out.aval.shape)}")
+        return results
+
+    # ---- loops and branches (the control-flow primitives' lowerings) ----
+    def state(self, value: Value, dtype=None) -> Value:
+        """Fresh variables holding ``value`` (in ``dtype``): a loop's carry or a branch's result."""
+        value = self.convert(value, dtype if dtype is not None else value.dtype)
+        if self.unrolls(value.shape):
+            texts = self.texts(value)
+            names = np.empty(value.shape, dtype=object)
+            for index in np.ndindex(*value.shape):
+                names[index] = self.fresh("s")
+                self.emit(f"{names[index]} = {texts[index]}")
+            return unrolled(names, value.dtype)
+        name = self.fresh("s")
+        self.emit(f"{name} = np.ascontiguousarray({self.array(value)})")
+        return Value(value.shape, value.dtype, name=name)
+
+    def assign(self, states: list[Value], values: list[Value]) -> None:
+        """``states`` take ``values`` at once (each cast to its state's dtype, so numba types every
+        state the same at every step)."""
+        targets, exprs = [], []
+        for state, value in zip(states, values, strict=True):
+            value = self.convert(value, state.dtype)
+            if state.unrolled:
+                targets += list(state.texts.reshape(-1))
+                exprs += list(self.texts(value).reshape(-1))
+            else:
+                targets.append(state.name)
+                exprs.append(f"np.ascontiguousarray({self.array(value, state.shape)})")
+        if targets:
+            self.emit(f"{', '.join(targets)}, = {', '.join(exprs)},")
+
+    def row(self, stack: str, i: str, shape, dtype) -> Value:
+        """Row ``i`` of the array ``stack`` (a loop's slice of ``xs``)."""
+        if self.unrolls(shape):
+            texts = np.empty(shape, dtype=object)
+            for index in np.ndindex(*shape):
+                texts[index] = self.let(f"{stack}[{', '.join(map(str, (i, *index)))}]")
+            return unrolled(texts, dtype)
+        return Value(shape, dtype, name=self.let(f"{stack}[{i}]", "a"))
+
+    def store(self, stack: str, i: str, value: Value) -> None:
+        """Row ``i`` of the array ``stack`` set to ``value``."""
+        if value.unrolled:
+            for index in np.ndindex(*value.shape):
+                self.emit(f"{stack}[{', '.join(map(str, (i, *index)))}] = {value.texts[index]}")
+        else:
+            self.emit(f"{stack}[{i}] = {value.name}")
 
 
 def source(program: Program):
-    """``(text, consts)``: ``run(*inputs, *consts)`` returning the tuple of the outputs."""
+    """``(text, consts)``: the source of ``run(*inputs, *consts)``, which returns the outputs' tuple.
+    A 0-d input is a scalar argument; an output that is 0-d comes back as a scalar."""
     ctx = Context()
-    inputs = [f"a{k}" for k in range(len(program.invars))]
+    inputs = []
+    for k, v in enumerate(program.invars):
+        dtype = concrete(v.aval.dtype)
+        if v.backend is not np:
+            raise NotLowerable(f"input {k} is not a NumPy array")
+        shape = tuple(v.aval.shape)
+        inputs.append(scalar(f"in{k}", v.aval.dtype) if not shape else Value(shape, dtype, name=f"in{k}"))
     outs = ctx.inline(program, inputs)
-    params = inputs + [f"k{j}" for j in range(len(ctx.consts))]
+    texts = [o.texts[()] if o.unrolled and not o.shape else ctx.array(o) for o in outs]
+    params = [f"in{k}" for k in range(len(program.invars))] + [f"k{j}" for j in range(len(ctx.consts))]
     lines = ["import numpy as np", "", "", f"def run({', '.join(params)}):", *ctx.lines,
-             f"    return ({''.join(o + ', ' for o in outs)})", ""]
+             f"    return ({''.join(t + ', ' for t in texts)})", ""]
     return "\n".join(lines), ctx.consts
 
 
+# ---- which programs ----------------------------------------------------------------------------------
+def check(program: Program) -> None:
+    """Raise NotLowerable unless every variable is a NumPy value of a lowered dtype, and none outside
+    the control-flow primitives' own operands and results is larger than :data:`MAX_ELEMENTS`."""
+    for v in [*program.invars, *program.constvars]:
+        _check_var(v, big=True)
+    for eqn in program.eqns:
+        sub = [p for p in eqn.params.values() if hasattr(p, "program")]
+        sub += [b for p in eqn.params.values() if isinstance(p, tuple) for b in p if hasattr(b, "program")]
+        for x in [*eqn.inputs, *eqn.outs]:
+            if isinstance(x, Var):
+                _check_var(x, big=bool(sub))
+        for closed in sub:
+            check(closed.program)
+
+
+def _check_var(v: Var, big: bool) -> None:
+    if v.backend is not np:
+        raise NotLowerable(f"{v!r} is not a NumPy value")
+    concrete(v.aval.dtype)
+    if not big and math.prod(v.aval.shape) > MAX_ELEMENTS:
+        raise NotLowerable(f"{v!r} has more than {MAX_ELEMENTS} elements: NumPy runs it at compiled speed")
+
+
+# ---- compiling ----------------------------------------------------------------------------------------
 def _cache_dir() -> Path:
     root = os.environ.get("TAPEGRAD_NUMBA_CACHE_DIR") or Path.home() / ".cache" / "tapegrad" / "numba"
     path = Path(root)
@@ -141,39 +322,38 @@ def _cache_dir() -> Path:
 
 def _load(text: str):
     """The function ``run`` of the module with source ``text``, written once under the cache directory
-    (a file of its own: numba's disk cache needs one)."""
+    (a file of its own: numba's disk cache keys on it)."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
     name = f"tapegrad_native_{digest}"
-    if name in sys.modules:
-        return sys.modules[name].run
-    path = _cache_dir() / f"{name}.py"
-    if not path.exists() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module.run
+    if name not in sys.modules:
+        path = _cache_dir() / f"{name}.py"
+        if not path.exists() or path.read_text() != text:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)  # atomic: another process may be reading it
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name].run
 
 
 def _scalar_or_array(value, dtype):
     if np.ndim(value) == 0:
-        return _SCALAR[dtype](value)
+        return np.asarray(value, dtype)[()]  # a NumPy scalar: numba types it by its dtype
     return np.ascontiguousarray(value)
 
 
 class NativeRun:
-    """The compiled function of a program, called as the Python executor's ``run(*inputs)``: 0-d inputs
-    go in as Python scalars, 0-d results come back as 0-d arrays of the program's dtypes. Its first
-    call compiles (or loads from disk); if numba refuses, it runs ``fallback()``'s function from then on."""
+    """The compiled function of a program, called as the Python executor's ``run(*inputs)``; its
+    results are arrays (0-d ones included) of the program's dtypes. Its first call compiles (or loads
+    from disk); if numba refuses, it runs ``fallback()``'s function from then on."""
 
-    def __init__(self, program: Program, jitted, consts, fallback):
-        self.jitted, self.fallback, self.source = jitted, fallback, jitted.py_func.__module__
-        self.in_kinds = [np.dtype(v.aval.dtype) for v in program.invars]
-        self.consts = [_scalar_or_array(c, np.dtype(np.asarray(c).dtype)) for c in consts]
-        self.out_dtypes = [np.dtype(type(x.value)) if isinstance(x, Literal) else np.dtype(x.aval.dtype)
+    def __init__(self, program: Program, jitted, consts, fallback, text: str):
+        self.jitted, self.fallback, self.source = jitted, fallback, text
+        self.in_dtypes = [concrete(v.aval.dtype) for v in program.invars]
+        self.consts = consts
+        self.out_dtypes = [concrete(type(x.value) if isinstance(x, Literal) else x.aval.dtype)
                            for x in program.outputs]
         self.executor = "numba"
         self._python = None
@@ -181,32 +361,66 @@ class NativeRun:
     def __call__(self, *inputs):
         if self._python is not None:
             return self._python(*inputs)
-        args = [_scalar_or_array(x, k) for x, k in zip(inputs, self.in_kinds)]
+        args = [_scalar_or_array(x, d) for x, d in zip(inputs, self.in_dtypes)]
         try:
             outs = self.jitted(*args, *self.consts)
         except Exception as error:  # numba's typing or lowering error: the Python executor from now on
             import numba.core.errors as errors
             if not isinstance(error, errors.NumbaError):
                 raise
+            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):  # the test suite's check that every lowering types
+                raise RuntimeError(f"numba refused the compiled executor's source (a lowering's bug):\n"
+                                   f"{self.source}") from error
             log.debug("jit: numba could not compile a program (%s); it runs with the Python executor",
                       str(error).splitlines()[0])
             self._python, self.executor = self.fallback(), "python"
             return self._python(*inputs)
-        return [np.asarray(o, d) if np.ndim(o) == 0 else o for o, d in zip(outs, self.out_dtypes)]
+        # a fresh array for each result: numba's may be an input (a carry it did not change) or a view
+        # of a constant, which the caller must not be able to write to
+        return [np.asarray(o, d) if np.ndim(o) == 0 else o.copy() if self._aliases(o, args) else o
+                for o, d in zip(outs, self.out_dtypes)]
+
+    def _aliases(self, out, args) -> bool:
+        return any(isinstance(a, np.ndarray) and np.may_share_memory(out, a) for a in (*args, *self.consts))
 
 
 def compile_native(program: Program, fallback):
-    """A :class:`NativeRun` of ``program`` (optimised), or None when some variable or equation has no
-    lowering (module docstring). ``fallback()`` builds the Python executor's function, used if numba
-    fails at the first call."""
+    """A :class:`NativeRun` of ``program`` (optimised), or None when it does not compile (the module
+    docstring says which do). ``fallback()`` builds the Python executor's function, used if numba
+    refuses the source at the first call."""
     try:
+        check(program)
         text, consts = source(program)
-    except (NotLowerable, TypeError, ValueError) as error:
+    except NotLowerable as error:
         log.debug("jit: program not compiled with numba: %s", error)
         return None
     import numba
-    run = _load(text)
-    jitted = numba.njit(cache=True, error_model="numpy")(run)
-    native = NativeRun(program, jitted, consts, fallback)
-    native.source = text
-    return native
+    jitted = numba.njit(cache=True, error_model="numpy")(_load(text))
+    return NativeRun(program, jitted, consts, fallback, text)
+
+
+def compile_loop(prim, operands, params, fallback):
+    """A loop primitive's equation alone (``scan`` or ``while`` on these operands) as a
+    :class:`NativeRun`, or None where its body does not lower."""
+    invars = [Var(_aval(x), np) for x in operands]
+    outs = [Var(a, np) for a in prim.abstract_eval(*[v.aval for v in invars], **params)]
+    return compile_native(Program(invars, [], [], [Eqn(prim, invars, params, outs)], outs), fallback)
+
+
+def loop_lowers(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a loop that :func:`compile_loop` compiles (its source is written; nothing is
+    compiled)."""
+    if eqn.prim.name not in ("scan", "while") or not all(isinstance(x, Var) for x in eqn.inputs):
+        return False
+    try:
+        program = Program(list(eqn.inputs), [], [], [eqn], list(eqn.outs))
+        check(program)
+        source(program)
+    except NotLowerable:
+        return False
+    return True
+
+
+def _aval(x):
+    from tapegrad._core import ShapedArray
+    return ShapedArray(tuple(np.shape(x)), np.asarray(x).dtype)

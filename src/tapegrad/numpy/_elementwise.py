@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tapegrad import _lowerings
 from tapegrad._backend import namespace_of
 from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
@@ -27,7 +28,6 @@ from tapegrad._structural import shape_of
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
 from tapegrad._typing import Array, ArrayLike
-from tapegrad import _lowerings
 from tapegrad.extend import (
     ARITHMETIC_NS,
     broadcast_shapes,
@@ -75,8 +75,8 @@ def _unary(name: str, rule: Callable | None = None, jvp: Callable | None = None,
     defbatch_elementwise(prim)
     if fusion_ns is not None:
         def_fusion(prim, name, fusion_ns)
-    if name in _lowerings.UFUNCS:
-        def_lowering(prim, _lowerings.ufunc_lowering(name))
+    if name in _lowerings.NUMBA_UFUNCS:
+        def_lowering(prim, _lowerings.elementwise(name))
     if rule is None:
         def_nondiff(prim)
     else:
@@ -134,8 +134,8 @@ def _binary(name: str, dx: Callable | None = None, dy: Callable | None = None, n
     defbatch_elementwise(prim)
     if fusion_ns is not None:
         def_fusion(prim, name, fusion_ns)
-    if name in _lowerings.UFUNCS:
-        def_lowering(prim, _lowerings.ufunc_lowering(name))
+    if name in _lowerings.NUMBA_UFUNCS:
+        def_lowering(prim, _lowerings.elementwise(name))
     if nondiff:
         def_nondiff(prim)
     else:
@@ -371,7 +371,7 @@ defvjp(where_p, None,
 defjvp_joint(where_p, _where_jvp)
 defbatch_elementwise(where_p)
 def_fusion(where_p, "where")
-def_lowering(where_p, _lowerings.where_lowering)
+def_lowering(where_p, _lowerings.elementwise("where"))
 
 
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:

@@ -14,20 +14,20 @@ from typing import cast
 
 import numpy as np
 
+from tapegrad import _lowerings
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
 from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
-from tapegrad import _lowerings
 from tapegrad.extend import (
     ShapeRule,
     aval_of,
     batch_size,
     broadcast_shapes,
+    def_lowering,
     def_shape_rule,
     defbatch,
-    def_lowering,
     defjvp_argnum,
     defjvp_joint,
     defvjp_argnum,
@@ -528,8 +528,71 @@ defvjp_argnum(scatter_add_p, lambda argnum, ct, ans, c, *arrays, idx, shape, dty
 defjvp_argnum(scatter_add_p, lambda argnum, t, ans, c, *arrays, idx, shape, dtype:
               bind(scatter_add_p, t, *arrays, idx=idx, shape=shape, dtype=dtype) if argnum == 0 else None)
 defbatch(scatter_add_p, _scatter_add_batch)
-def_lowering(getitem_p, _lowerings.getitem_lowering)
-def_lowering(scatter_add_p, _lowerings.scatter_add_lowering)
+
+
+# ---- lowerings for jit's compiled executor (tapegrad._jit.native) ----------------------------------
+def _index_source(ctx, idx, arrays, shape) -> str:
+    """The numba source of an index of ints, slices and 0-d integer values (each checked against its
+    axis, raising IndexError as NumPy does, and wrapped when negative)."""
+    items, axis = [], 0
+    spec = _full_index(idx, len(shape))  # the ellipsis spelled as full slices
+    if spec is None:
+        raise _lowerings.NotLowerable(f"index {idx!r}")
+    for item in spec:
+        if item[0] == "int":
+            items.append(str(int(item[1])))
+        elif item[0] == "slice":
+            items.append(":".join("" if v is None else str(int(v)) for v in item[1:]))
+        elif item[0] == "array" and _is_int_scalar(arrays[item[1]]):
+            i = ctx.let(f"np.int64({ctx.texts(arrays[item[1]])[()]})", "j")
+            ctx.emit(f"if {i} < -{shape[axis]} or {i} >= {shape[axis]}:")
+            ctx.emit(f"    raise IndexError('index out of bounds for axis {axis} with size {shape[axis]}')")
+            items.append(ctx.let(f"{i} + {shape[axis]} if {i} < 0 else {i}", "j"))
+        else:
+            raise _lowerings.NotLowerable(f"index item {item[0]} (an array index other than a 0-d integer)")
+        axis += 1
+    return ", ".join(items) + ("," if len(items) == 1 else "")
+
+
+def _is_int_scalar(value) -> bool:
+    return not value.shape and _lowerings.concrete(value.dtype).kind == "i"
+
+
+def _static(ctx, x, arrays) -> bool:
+    """Whether an index op on ``x`` is written on its elements: a static index into a small value."""
+    return not arrays and (x.unrolled or ctx.unrolls(x.shape))
+
+
+def _getitem_lowering(ctx, x, *arrays, idx):
+    if _static(ctx, x, arrays) and ctx.unrolls(ctx.out.shape):
+        return _lowerings.unrolled(ctx.texts(x)[decode_index(idx, ())], x.dtype)
+    text = f"{ctx.array(x)}[{_index_source(ctx, idx, arrays, x.shape)}]"
+    if not ctx.out.shape:
+        return _lowerings.scalar(ctx.let(text), x.dtype)
+    return ctx.array_value(text, ctx.out.shape, x.dtype)
+
+
+def _updated(ctx, base, y, arrays, idx, add: bool):
+    """``base`` (a Value of the result's dtype) with ``y`` set or added at the index: element by element
+    where small and static, else on a copy of the array (``zeros`` is fresh: no copy)."""
+    y = ctx.convert(y, base.dtype)
+    if _static(ctx, base, arrays):
+        texts = ctx.texts(base).copy()
+        positions = np.arange(texts.size).reshape(texts.shape)[decode_index(idx, ())]
+        values = np.broadcast_to(ctx.texts(y), positions.shape)
+        for p, v in zip(positions.reshape(-1), values.reshape(-1)):
+            texts.flat[p] = ctx.let(f"({texts.flat[p]} + {v})") if add else v
+        return _lowerings.unrolled(texts, base.dtype)
+    out = ctx.let(f"{ctx.array(base)}.copy()", "a")
+    ctx.emit(f"{out}[{_index_source(ctx, idx, arrays, base.shape)}] {'+=' if add else '='} {ctx.array(y)}")
+    return _lowerings.Value(base.shape, base.dtype, name=out)
+
+
+def_lowering(getitem_p, _getitem_lowering)
+def_lowering(scatter_add_p, lambda ctx, ct, *arrays, idx, shape, dtype:
+             _updated(ctx, ctx.zeros(shape, dtype), ct, arrays, idx, add=True))
+def_lowering(index_add_p, lambda ctx, x, y, *arrays, idx: _updated(ctx, x, y, arrays, idx, add=True))
+def_lowering(index_set_p, lambda ctx, x, y, *arrays, idx: _updated(ctx, x, y, arrays, idx, add=False))
 
 
 def _update_batch(prim):

@@ -8,11 +8,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tapegrad import _lowerings
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
 from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import (
     broadcast_shapes,
+    def_lowering,
     def_out_impl,
     def_shape_rule,
     defbatch,
@@ -72,6 +74,7 @@ matmul_p = primitive("matmul", lambda x, y: namespace_of(x, y).matmul(x, y))
 def_shape_rule(matmul_p, _matmul_aval)  # the dummy evaluation would run the product itself
 defvjp(matmul_p, _matmul_vjp_x, _matmul_vjp_y)
 defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t))
+def_lowering(matmul_p, _lowerings.matmul)
 
 
 def _matmul_batch(vals, dims):
@@ -231,6 +234,7 @@ def _einsum_impl(*ops, subscripts, optimize):
 
 
 einsum_p = primitive("einsum", _einsum_impl)
+def_lowering(einsum_p, _lowerings.einsum)
 accumulates_in_float32("einsum", "numpy.einsum adds float16 products in float16 (tensor cores use float32)")
 
 

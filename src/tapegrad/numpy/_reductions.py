@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad import _lowerings
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._jvp import jvp_flat
@@ -14,6 +15,7 @@ from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_
 from tapegrad._tape import vjp_flat
 from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.extend import (
+    def_lowering,
     def_nondiff,
     def_shape_rule,
     defbatch_reduction,
@@ -227,6 +229,8 @@ def_shape_rule(any_p, reduction_abstract_eval(lambda dtype: np.dtype(bool)))
 for _p in (argmax_p, argmin_p, all_p, any_p):
     def_nondiff(_p)
 defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)
+for _p, _kind in ((amax_p, "max"), (amin_p, "min"), (prod_p, "prod"), (all_p, "all"), (any_p, "any")):
+    def_lowering(_p, _lowerings.reduction(_kind))
 defbatch_single_axis(argmax_p, argmin_p, cumsum_p, cumprod_p)
 
 
