@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
 [sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]
-[distributed] [implicit] [while_rev]``
+[distributed] [implicit] [while_rev] [native]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -16,14 +16,15 @@ Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] 
 Each benchmark also runs alone: ``python benchmarks/bench_chain.py`` (and ``bench_mlp.py``,
 ``bench_hessian.py``, ``bench_sin10.py``, ``bench_checkpoint.py``, ``bench_vmap.py``, ``bench_jit_step.py``,
 ``bench_gp.py``, ``bench_control_flow.py``, ``bench_import.py``, ``bench_implicit.py``,
-``bench_while_rev.py``). ``compare_revisions.py`` runs these
+``bench_while_rev.py``, ``bench_native.py``). ``compare_revisions.py`` runs these
 benchmarks at two git revisions, alternated, for a before/after table.
 
 The compact table: "ratio" is the time over the row named in "to" (the hand-written NumPy code; for
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
 kind, GP step or first-order gradient; for ``import`` NumPy's own import; for ``implicit`` the implicit
-hypergradient's row; for ``while_rev`` the ``scan`` row of the same mode); "note" holds the second
+hypergradient's row; for ``while_rev`` the ``scan`` row of the same mode; for ``native`` the hand-written NumPy
+loops, or the same ``jit`` with the compiled executor off); "note" holds the second
 number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
 ``grad``; jit_step: steps per second; gp: a jitted row's first call; implicit: peak memory); "error" is the max relative
@@ -57,6 +58,7 @@ import bench_jacobian_memory  # noqa: E402
 import bench_jit_step  # noqa: E402
 import bench_kernels  # noqa: E402
 import bench_mlp  # noqa: E402
+import bench_native  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_staging  # noqa: E402
 import bench_vmap  # noqa: E402
@@ -67,7 +69,8 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "checkpoint": bench_checkpoint, "vmap": bench_vmap, "jit_step": bench_jit_step,
               "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
-              "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev}
+              "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
+              "native": bench_native}
 
 
 def _peers() -> str:
@@ -115,7 +118,8 @@ def main(argv=None):
                              "make bench BENCH_FLAGS=--quick (into benchmarks/out/)")
     print(_environment())
     for name in [n for n in names if getattr(BENCHMARKS[n], "MISSING", None)]:  # jit_step: the demo's extras
-        print(f"{name}: skipped, {', '.join(BENCHMARKS[name].MISSING)} not installed (pip install -e '.[examples]')")
+        hint = getattr(BENCHMARKS[name], "INSTALL", "pip install -e '.[examples]'")  # native: numba
+        print(f"{name}: skipped, {', '.join(BENCHMARKS[name].MISSING)} not installed ({hint})")
         names.remove(name)
     results = {name: BENCHMARKS[name].run(quick=quick) for name in names}
     print(compact(results))
