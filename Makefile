@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs test-versions lint test-matrix test-device test-gpu fuzz bench bench-publish bench-gpu \
-	bench-gpu-publish dist clean
+.PHONY: demo test docs test-versions lint test-matrix test-device test-native test-gpu fuzz bench bench-publish \
+	bench-gpu bench-gpu-publish dist clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,14 @@ lint: $(VENV)/.installed-dev
 # each combination in its own random order: tolerances must hold whatever order BLAS sums in
 test-matrix: $(VENV)/.installed-dev
 	$(PY) tests/matrix.py
+
+# the whole suite with jit's compiled executor on (numba; `make test` runs it on the Python executor, save
+# tests/test_jit_native.py): every program that lowers compiles, and numba refusing a lowering's source fails
+# the test (TAPEGRAD_NATIVE_STRICT) instead of falling back; the tests that check the Python executor's own
+# machinery (numexpr fusion, the Python-float loop) are marked `python_executor` and keep it (docs/jit.md)
+test-native: $(VENV)/.installed-dev
+	TAPEGRAD_COMPILED_EXECUTOR=1 TAPEGRAD_NATIVE_STRICT=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+		$(PY) -m pytest -q -n auto
 
 # every case of the device tests through every route, on the strict device double (docs/devices.md);
 # `make test` runs a sample of them

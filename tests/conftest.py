@@ -14,10 +14,27 @@ import os
 # runs it with TAPEGRAD_COMPILED_EXECUTOR=1); tests/test_jit_native.py switches it on itself
 os.environ.setdefault("TAPEGRAD_COMPILED_EXECUTOR", "0")
 
-from hypothesis import HealthCheck, settings
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                print_blob=True)
 settings.register_profile("ci", max_examples=10, derandomize=True, database=None, **_COMMON)
 settings.register_profile("fuzz", max_examples=300, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _python_executor(request):
+    """A test marked ``python_executor`` (numexpr's fusion, the Python-float loop) runs with jit's
+    compiled executor off, whatever ``make test-native`` set."""
+    if request.node.get_closest_marker("python_executor") is None:
+        yield
+        return
+    import tapegrad as tg
+    saved = tg.config.compiled_executor
+    tg.config.compiled_executor = False
+    try:
+        yield
+    finally:
+        tg.config.compiled_executor = saved

@@ -212,6 +212,7 @@ numexpr_only = pytest.mark.skipif(fusion.numexpr is None, reason="numexpr is not
 
 
 @numexpr_only
+@pytest.mark.python_executor  # numexpr's fusion
 def test_numexpr_programs_are_compiled_once_across_programs(monkeypatch):
     monkeypatch.setattr(fusion, "_pays", lambda eqns, group: True)
 

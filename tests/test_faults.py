@@ -253,6 +253,7 @@ def test_a_scope_finalised_while_a_later_transform_runs_changes_nothing(name):
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer (POSIX)")
+@pytest.mark.python_executor  # numba's start-up is not safe against interrupts
 def test_timed_interrupts_at_random_offsets_leave_no_state():
     """200 interrupts (SIGALRM raising KeyboardInterrupt) at random offsets of up to 2 ms into a
     stream of calls that open and close every scope."""

@@ -21,6 +21,7 @@ from tapegrad._jit import api, buffers, fusion, passes
 from tapegrad._jit.codegen import compile_program, evaluate, source
 from tapegrad._rules import PRIMITIVES
 
+pytestmark = pytest.mark.python_executor  # the Python executor's fusion and buffer reuse
 needs_numexpr = pytest.mark.skipif(fusion.numexpr is None, reason="numexpr is not installed")
 RNG = np.random.default_rng(0)
 TOL = {np.float32: 4e-6, np.float64: 1e-13}  # a few ulps: each fused op is within 1 ulp of NumPy's

@@ -13,8 +13,8 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from _tol import assert_close
 from tapegrad._jit import native
-from tests._tol import assert_close
 
 pytest.importorskip("numba")
 

@@ -424,6 +424,7 @@ def test_jit_drops_the_ys_nothing_reads_from_the_body():
     assert_close(got_sums, want_sums)
 
 
+@pytest.mark.python_executor  # the Python-float loop
 def test_a_long_loop_on_scalars_runs_as_python_floats_with_numpys_values(monkeypatch):
     from tapegrad._control_flow import _closed
     built = []

@@ -44,7 +44,7 @@ from tapegrad._jit.program import Eqn, Literal, Program, Var
 from tapegrad._lowerings import NotLowerable, Value, cast, concrete, dtype_text, literal_text, scalar, unrolled
 
 UNROLL_LIMIT = 16
-MAX_ELEMENTS = 4096
+MAX_ELEMENTS = 1024
 log = logging.getLogger("tapegrad.jit")
 in_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_native_in_jit", default=False)
 
@@ -133,7 +133,9 @@ class Context:
         ``shape`` stays a scalar, which numba broadcasts."""
         if value.unrolled and not value.shape and shape is None:
             return value.texts[()]
-        if value.unrolled:
+        if value.unrolled and not value.size:
+            name = self.let(f"np.empty({value.shape!r}, {dtype_text(value.dtype)})")
+        elif value.unrolled:
             texts = value.texts
             self._kept.append(texts)
 
@@ -184,6 +186,10 @@ class Context:
         """Emit ``program``'s equations on ``inputs``; returns its outputs."""
         values: dict[int, Value] = {}
         for v, value in zip(program.invars, inputs, strict=True):
+            if value.weak and isinstance(v.aval.dtype, np.dtype):
+                # a branch or loop staged with a strong dtype for what is a weak scalar at run time: the
+                # Python executor keeps it weak (float32 * 2.0 stays float32), so must this
+                raise NotLowerable("a weak Python scalar enters a sub-program typed strongly")
             values[id(v)] = value
         for v, c in zip(program.constvars, program.consts):
             values[id(v)] = self.constant(c)
@@ -339,9 +345,13 @@ def _load(text: str):
 
 
 def _scalar_or_array(value, dtype):
+    """An argument as numba takes it: a NumPy scalar (typed by its dtype), or a writeable C-contiguous
+    array (a copy of a read-only or strided one), so that one signature serves every call."""
     if np.ndim(value) == 0:
-        return np.asarray(value, dtype)[()]  # a NumPy scalar: numba types it by its dtype
-    return np.ascontiguousarray(value)
+        return np.asarray(value, dtype)[()]
+    if value.flags.c_contiguous and value.flags.writeable:
+        return value
+    return np.array(value, order="C")
 
 
 class NativeRun:
@@ -357,28 +367,38 @@ class NativeRun:
                            for x in program.outputs]
         self.executor = "numba"
         self._python = None
+        self._compiled = False
 
     def __call__(self, *inputs):
         if self._python is not None:
             return self._python(*inputs)
         args = [_scalar_or_array(x, d) for x, d in zip(inputs, self.in_dtypes)]
-        try:
-            outs = self.jitted(*args, *self.consts)
-        except Exception as error:  # numba's typing or lowering error: the Python executor from now on
-            import numba.core.errors as errors
-            if not isinstance(error, errors.NumbaError):
-                raise
-            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):  # the test suite's check that every lowering types
-                raise RuntimeError(f"numba refused the compiled executor's source (a lowering's bug):\n"
-                                   f"{self.source}") from error
-            log.debug("jit: numba could not compile a program (%s); it runs with the Python executor",
-                      str(error).splitlines()[0])
+        if not self._compiled and not self._compile(args):
             self._python, self.executor = self.fallback(), "python"
             return self._python(*inputs)
+        outs = self.jitted(*args, *self.consts)  # what it raises (IndexError, max_steps) is the program's
         # a fresh array for each result: numba's may be an input (a carry it did not change) or a view
         # of a constant, which the caller must not be able to write to
         return [np.asarray(o, d) if np.ndim(o) == 0 else o.copy() if self._aliases(o, args) else o
                 for o, d in zip(outs, self.out_dtypes)]
+
+    def _compile(self, args) -> bool:
+        """Compile (or load from disk) for ``args``' types, apart from the call, so that any failure of
+        numba's (a typing error: a lowering's bug; numba's own state broken by an interrupt during its
+        start-up) is told from what the program raises: it sends the program to the Python executor,
+        which gives the same numbers."""
+        import numba
+        try:
+            self.jitted.compile(tuple(numba.typeof(a) for a in (*args, *self.consts)))
+        except Exception as error:
+            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):  # the test suite's check that every lowering types
+                raise RuntimeError(f"numba refused the compiled executor's source (a lowering's bug):\n"
+                                   f"{self.source}") from error
+            log.debug("jit: numba could not compile a program (%s); it runs with the Python executor",
+                      str(error).splitlines()[0] if str(error) else type(error).__name__)
+            return False
+        self._compiled = True
+        return True
 
     def _aliases(self, out, args) -> bool:
         return any(isinstance(a, np.ndarray) and np.may_share_memory(out, a) for a in (*args, *self.consts))
