@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # every extra the suite can use; CuPy's (cuda12, cuda13, cupy) need a GPU and CUDA, which the test machines
 # do not have. Their floors are still checked by lowest_constraints (one floor per package)
-TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit", "dist"]
+TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit", "numba", "dist"]
 # one BLAS thread: the suite's matrices are small, and xdist runs one worker per core (as `make test`)
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
