@@ -47,10 +47,6 @@ nb_execution_mode = "force"
 nb_execution_raise_on_error = True
 nb_execution_timeout = 600
 nb_execution_show_tb = True
-# each page runs in a fresh temporary folder, not its own: the kernel puts its working folder first on
-# sys.path, and docs/coverage.py would then stand in for the `coverage` package that numba imports (jit's
-# compiled executor imports numba at a program's first call), failing every page of docs/ that jits
-nb_execution_in_temp = True
 
 # the API reference: Google-style docstrings, signatures as written, members in the order of __all__
 napoleon_google_docstring = True
