@@ -40,7 +40,7 @@ test-versions: $(VENV)/.installed-dev
 # ...then mypy (pyproject.toml [tool.mypy]) on the package and a typed user program, and a check that it
 # rejects tests/typing/bad_usage.py with exactly the errors that file names (docs/decisions.md, "Types")
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage.py noxfile.py
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage_page.py noxfile.py
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy src/tapegrad tests/typing/good_usage.py
 	$(PY) tests/typing/check_rejected.py

@@ -19,7 +19,7 @@ DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 
 @pytest.fixture(scope="module")
 def coverage():
-    spec = importlib.util.spec_from_file_location("coverage_page", DOCS / "coverage.py")
+    spec = importlib.util.spec_from_file_location("coverage_page", DOCS / "coverage_page.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -27,7 +27,7 @@ def coverage():
 
 def test_the_page_is_current(coverage):
     assert coverage.PAGE.read_text() == coverage.render(), (
-        "docs/coverage.md is stale: run python docs/coverage.py and commit the page")
+        "docs/coverage.md is stale: run python docs/coverage_page.py and commit the page")
 
 
 def test_the_reference_lists_have_jax_counts():

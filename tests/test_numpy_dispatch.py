@@ -25,7 +25,7 @@ import tapegrad.numpy as tnp
 from _tol import assert_close
 from tapegrad.errors import ConcretizationError
 
-# distinct entries in (0.2, 0.8), no ties, invertible, not symmetric (as docs/coverage.py's)
+# distinct entries in (0.2, 0.8), no ties, invertible, not symmetric (as docs/coverage_page.py's)
 M = np.array([[0.8, 0.35, 0.2], [0.25, 0.7, 0.3], [0.22, 0.28, 0.6]])
 N = np.array([[0.45, 0.65, 0.33], [0.55, 0.4, 0.73], [0.27, 0.52, 0.37]])
 V, W = np.array([0.3, 0.52, 0.7]), np.array([0.64, 0.36, 0.45])
@@ -38,7 +38,7 @@ IA, IB = np.array([[3, 5, 6], [12, 7, 9]]), np.array([[1, 2, 2], [4, 3, 1]])  # 
 def swept_names():
     """``[(module, name)]``: the public functions of tapegrad.numpy (and its linalg and fft) that
     NumPy's module of that name also has as a function or ufunc (not a class or constant): what
-    ``np.<name>(tracer)`` may reach. The same ``__all__`` that docs/coverage.py reports on."""
+    ``np.<name>(tracer)`` may reach. The same ``__all__`` that docs/coverage_page.py reports on."""
     out = []
     for module, ours in ((np, tnp), (np.linalg, tnp.linalg), (np.fft, tnp.fft)):
         for name in sorted(ours.__all__):

@@ -138,8 +138,12 @@ class Sym:
 
 
 def _text(x) -> str:
+    """A template's operand: an expression, or a Python number met inside the template (a float64
+    literal in numba: the result is cast to the output's dtype afterwards)."""
     if isinstance(x, Sym):
         return x.text
+    if isinstance(x, (bool, int, float)):
+        return literal_text(x, float if isinstance(x, float) else type(x))
     raise NotLowerable(f"a fusion template uses the constant {x!r}")
 
 

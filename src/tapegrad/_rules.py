@@ -603,14 +603,17 @@ def def_lowering(prim: Primitive, lowering: Any) -> None:
 
     Args:
         prim: the primitive.
-        lowering: ``lowering(ctx, *operands, **params)`` returning the numba-compilable Python source of
-            the result: an expression (str), or for a primitive with several results a list of them.
-            Each operand is a ``tapegrad._jit.native.Operand``: ``text`` (an expression), ``shape``
-            and ``dtype``; a 0-d value is a scalar (a float, int or bool), any other an array. ``ctx``
-            gives the output avals (``ctx.outs``), emits statements before the expression
-            (``ctx.emit``), makes fresh names (``ctx.fresh``), inlines a sub-program (``ctx.inline``)
-            and opens an indented block (``ctx.block``). Raise ``tapegrad._jit.native.NotLowerable``
-            (or return None) to decline: the program then runs with the Python executor.
+        lowering: ``lowering(ctx, *operands, **params)`` returning the result as a
+            ``tapegrad._lowerings.Value`` (a list of them for a primitive with several results). An
+            elementwise primitive takes :func:`elementwise_lowering` of its fusion template. Otherwise
+            each operand is a ``Value`` with ``shape`` and ``dtype`` (a weak Python scalar's dtype is
+            ``float``, ``int`` or ``bool``), held either unrolled (``texts``: a NumPy object array of
+            element expressions; every 0-d value) or as a numba array (``name``); ``ctx.texts(v)`` and
+            ``ctx.array(v)`` give either form of any value, ``ctx.out`` is the result's shape and dtype,
+            ``ctx.let(expr)`` binds an expression to a fresh name, ``ctx.emit`` writes a statement and
+            ``ctx.inline`` a sub-program. Raise ``NotLowerable`` to decline: the program then runs with
+            the Python executor. Any other exception is a bug, reported as a RuntimeError naming the
+            primitive.
 
     Returns:
         None; ``prim.lowering`` is set.

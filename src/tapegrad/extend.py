@@ -40,7 +40,8 @@ and hashable; rules are written in tapegrad operations, so derivatives different
   reshaped to broadcast against its operand);
 - ``out=`` form for jit's buffer reuse, ``out_impl(*arrays, out)`` (:func:`def_out_impl`);
 - fusion template for jit's elementwise fusion (:func:`def_fusion`);
-- lowering for jit's compiled (numba) executor (:func:`def_lowering`).
+- lowering for jit's compiled (numba) executor (:func:`def_lowering`; :func:`elementwise_lowering` of
+  a fusion template for an elementwise primitive).
 
 Several results: see :class:`Primitive` (``multiple_results``).
 
@@ -69,6 +70,8 @@ from tapegrad._batching import (
     to_front,
 )
 from tapegrad._core import Primitive, ShapedArray, bind
+from tapegrad._lowerings import NotLowerable
+from tapegrad._lowerings import elementwise as elementwise_lowering
 from tapegrad._rules import (
     ARITHMETIC_NS,
     PRIMITIVES,
@@ -115,7 +118,7 @@ def primitives() -> tuple:
 __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
     "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
-    "def_lowering", "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise",
+    "def_lowering", "elementwise_lowering", "NotLowerable", "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise",
     "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint",
     "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape", "is_identity_basis", "keep_reduced",
     "lead_batch", "ndim_of", "primitive", "primitives",

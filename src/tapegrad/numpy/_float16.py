@@ -1,4 +1,4 @@
-"""float16 inputs that are computed in float32 and rounded back: the table ``docs/coverage.py`` reads.
+"""float16 inputs that are computed in float32 and rounded back: the table ``docs/coverage_page.py`` reads.
 
 float16 keeps 11 significant bits and overflows past 65504, so a sum of a few thousand terms added one
 at a time stops growing (2048 + 1 rounds to 2048) and a square of 256 is inf. The functions recorded
