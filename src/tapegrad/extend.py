@@ -118,7 +118,8 @@ def primitives() -> tuple:
 __all__ = [
     "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
     "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
-    "def_lowering", "elementwise_lowering", "NotLowerable", "def_nondiff", "def_out_impl", "def_shape_rule", "defbatch", "defbatch_elementwise",
+    "def_lowering", "elementwise_lowering", "NotLowerable", "def_nondiff", "def_out_impl", "def_shape_rule",
+    "defbatch", "defbatch_elementwise",
     "defbatch_front", "defbatch_reduction", "defbatch_single_axis", "defjvp", "defjvp_argnum", "defjvp_joint",
     "deflinear", "defvjp", "defvjp_argnum", "defvjp_fwd", "example_shape", "is_identity_basis", "keep_reduced",
     "lead_batch", "ndim_of", "primitive", "primitives",
