@@ -185,10 +185,19 @@ NUMBA_UFUNCS = frozenset({
 _SCALAR_NS, _ARRAY_NS = _Namespace(array=False), _Namespace(array=True)
 
 
-def elementwise(template, extra: Callable | None = None) -> Callable:
+def elementwise(template: str | Callable, extra: Callable | None = None) -> Callable:
     """The lowering of an elementwise primitive from its fusion template: each operand converted to the
     dtype NumPy 2 computes in (weak scalars follow the arrays), the template applied element by element
-    when the result is unrolled, to whole arrays otherwise, the result cast to the output's dtype."""
+    when the result is unrolled, to whole arrays otherwise, the result cast to the output's dtype.
+
+    Args:
+        template: as ``def_fusion``'s: a NumPy function's name, or ``template(f, *operands, **params)``
+            built from ``f``'s functions (NumPy's names) and Python operators.
+        extra: where given, ``extra(**params)`` gives the params the template takes.
+
+    Returns:
+        The lowering, for ``def_lowering``.
+    """
     def lowering(ctx, *xs, **params):
         if extra is not None:
             params = extra(**params)
@@ -269,6 +278,8 @@ def reduction(kind: str) -> Callable:
     def lowering(ctx, x, *, axis, keepdims, **params):
         out = ctx.out
         axes = _axes(axis, x.ndim)
+        if not x.size:
+            raise NotLowerable(f"{kind} of an empty array")
         if x.unrolled or ctx.unrolls(x.shape):
             texts = ctx.texts(ctx.convert(x, out.dtype)) if kind in ("sum", "prod") else ctx.texts(x)
             kept = [a for a in range(x.ndim) if a not in axes]

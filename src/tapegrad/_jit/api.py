@@ -180,10 +180,12 @@ class _Entry:
         """The executor of the optimised program: numba's compiled function where
         ``config.compiled_executor`` is on, numba imports and the program lowers
         (``tapegrad._jit.native``), else the Python executor's function."""
-        def python():
-            return compile_program(optimize(self.program), donate=self.donated)
+        program, donated = self.program, self.donated
+
+        def python():  # reads no ``self``: the compiled function keeps it, and the entry keeps that
+            return compile_program(optimize(program), donate=donated)
         if config.compiled_executor and native.available():
-            run = native.compile_native(passes.optimize(self.program, fuse=False), python)
+            run = native.compile_native(passes.optimize(program, fuse=False), python)
             if run is not None:
                 return run
         return python()

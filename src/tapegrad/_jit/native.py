@@ -36,6 +36,8 @@ import logging
 import math
 import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -331,17 +333,26 @@ def _load(text: str):
     (a file of its own: numba's disk cache keys on it)."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
     name = f"tapegrad_native_{digest}"
-    if name not in sys.modules:
-        path = _cache_dir() / f"{name}.py"
-        if not path.exists() or path.read_text() != text:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)  # atomic: another process may be reading it
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
+    with _loading:  # threads that stage the same program import one module
+        if name not in sys.modules:
+            sys.modules[name] = _import(name, text)
     return sys.modules[name].run
+
+
+_loading = threading.Lock()
+
+
+def _import(name: str, text: str):
+    path = _cache_dir() / f"{name}.py"
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: another process may be reading it
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file's path always has both
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _scalar_or_array(value, dtype):
@@ -366,7 +377,7 @@ class NativeRun:
         self.out_dtypes = [concrete(type(x.value) if isinstance(x, Literal) else x.aval.dtype)
                            for x in program.outputs]
         self.executor = "numba"
-        self._python = None
+        self._python: Callable | None = None
         self._compiled = False
 
     def __call__(self, *inputs):
@@ -374,8 +385,9 @@ class NativeRun:
             return self._python(*inputs)
         args = [_scalar_or_array(x, d) for x, d in zip(inputs, self.in_dtypes)]
         if not self._compiled and not self._compile(args):
-            self._python, self.executor = self.fallback(), "python"
-            return self._python(*inputs)
+            python = self._python = self.fallback()
+            self.executor = "python"
+            return python(*inputs)
         outs = self.jitted(*args, *self.consts)  # what it raises (IndexError, max_steps) is the program's
         # a fresh array for each result: numba's may be an input (a carry it did not change) or a view
         # of a constant, which the caller must not be able to write to
