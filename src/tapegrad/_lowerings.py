@@ -106,13 +106,15 @@ def cast(text: str, dtype) -> str:
 
 # ---- elementwise ---------------------------------------------------------------------------------
 class Sym:
-    """An expression built by a fusion template (``def_fusion``): its operators and the functions of
-    :data:`NAMESPACE` write source, which numba compiles for scalars and arrays alike."""
+    """An expression built by a fusion template (``def_fusion``) and the dtype numba gives it: its
+    operators and the functions of :class:`_Namespace` write source, which numba compiles for scalars
+    and arrays alike. Arithmetic is spelt with Python's operators where NumPy's function means the
+    same, which numba types several times faster than a call."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "dtype")
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, text: str, dtype):
+        self.text, self.dtype = text, np.dtype(dtype)
 
     __add__, __radd__ = (lambda x, y: _op("+", x, y)), (lambda x, y: _op("+", y, x))
     __sub__, __rsub__ = (lambda x, y: _op("-", x, y)), (lambda x, y: _op("-", y, x))
@@ -128,7 +130,7 @@ class Sym:
     __hash__ = None  # type: ignore[assignment]
 
     def __neg__(self):
-        return Sym(f"(-{self.text})")
+        return _call("negative", self)
 
     def __abs__(self):
         return _call("absolute", self)
@@ -137,22 +139,47 @@ class Sym:
         raise NotLowerable("a fusion template branches on a value")
 
 
-def _text(x) -> str:
-    """A template's operand: an expression, or a Python number met inside the template (a float64
-    literal in numba: the result is cast to the output's dtype afterwards)."""
+def _sym(x, like) -> Sym:
+    """A template's operand: a :class:`Sym`, or a Python number met inside the template, written in
+    the dtype of the expression it meets (weak, as NumPy 2 takes it)."""
     if isinstance(x, Sym):
-        return x.text
+        return x
     if isinstance(x, (bool, int, float)):
-        return literal_text(x, float if isinstance(x, float) else type(x))
+        dtype = like.dtype if like is not None and not isinstance(x, bool) else concrete(type(x))
+        if dtype.kind in "bi" and isinstance(x, float):
+            dtype = np.dtype(np.float64)
+        return Sym(literal_text(x, dtype), dtype)
     raise NotLowerable(f"a fusion template uses the constant {x!r}")
 
 
+_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/", "equal": "==",
+              "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+_BOOL_RESULTS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+                           "logical_or", "logical_xor", "logical_not", "isfinite", "isinf", "isnan", "signbit"})
+
+
+def _result_dtype(name: str, operands) -> np.dtype:
+    if name in _BOOL_RESULTS:
+        return np.dtype(np.bool_)
+    dtype = np.result_type(*[x.dtype for x in operands])
+    if name in ("divide", "true_divide") and dtype.kind in "bi":
+        return np.dtype(np.float64)
+    return dtype
+
+
 def _op(op: str, x, y) -> Sym:
-    return Sym(f"({_text(x)} {op} {_text(y)})")
+    name = {v: k for k, v in _OPERATORS.items()}.get(op, "bitwise")
+    like = x if isinstance(x, Sym) else y
+    x, y = _sym(x, like), _sym(y, like)
+    if name != "bitwise" and x.dtype == np.bool_ and y.dtype == np.bool_ and op in "+-*/":
+        return _call(name, x, y)  # NumPy's bool arithmetic is logical, numba's Python operators' is not
+    return Sym(f"({x.text} {op} {y.text})", _result_dtype(name, (x, y)))
 
 
 def _call(name: str, *args) -> Sym:
-    return Sym(f"np.{name}({', '.join(_text(a) for a in args)})")
+    like = next((a for a in args if isinstance(a, Sym)), None)
+    args = tuple(_sym(a, like) for a in args)
+    return Sym(f"np.{name}({', '.join(a.text for a in args)})", _result_dtype(name, args))
 
 
 class _Namespace:
@@ -162,11 +189,22 @@ class _Namespace:
         self.array = array
 
     def where(self, c, x, y):
+        like = x if isinstance(x, Sym) else y
+        x, y = _sym(x, like), _sym(y, like)
+        dtype = np.result_type(x.dtype, y.dtype)
         if self.array:
-            return _call("where", c, x, y)
-        return Sym(f"({_text(x)} if {_text(c)} else {_text(y)})")
+            return Sym(f"np.where({c.text}, {x.text}, {y.text})", dtype)
+        return Sym(f"({x.text} if {c.text} else {y.text})", dtype)
+
+    def negative(self, x):
+        return Sym(f"(-{x.text})", x.dtype) if x.dtype.kind in "fi" else _call("negative", x)
+
+    def square(self, x):
+        return Sym(f"({x.text} * {x.text})", x.dtype) if x.dtype.kind in "fi" else _call("square", x)
 
     def __getattr__(self, name: str) -> Callable:
+        if name in _OPERATORS:
+            return lambda x, y: _op(_OPERATORS[name], x, y)
         if name not in NUMBA_UFUNCS:
             raise NotLowerable(f"numpy.{name} has no numba spelling here")
         return lambda *args: _call(name, *args)
@@ -210,13 +248,16 @@ def elementwise(template: str | Callable, extra: Callable | None = None) -> Call
         if ctx.unrolls(out.shape):
             operands = np.broadcast_arrays(*[ctx.texts(x) for x in xs])
             texts = np.empty(out.shape, dtype=object)
+            dtypes = [concrete(x.dtype) for x in xs]
             for index in np.ndindex(*out.shape):
-                expr = _apply(template, _SCALAR_NS, [Sym(o[index]) for o in operands], params).text
-                texts[index] = ctx.let(cast(expr, out.dtype))
+                result = _apply(template, _SCALAR_NS, [Sym(o[index], d) for o, d in zip(operands, dtypes)], params)
+                texts[index] = ctx.let(result.text if result.dtype == concrete(out.dtype) else
+                                       cast(result.text, out.dtype))
             return unrolled(texts, out.dtype)
-        operands = [Sym(ctx.array(x, out.shape if template == "where" else None)) for x in xs]
-        expr = _apply(template, _ARRAY_NS, operands, params).text
-        return ctx.array_value(f"np.asarray({expr}).astype({dtype_text(out.dtype)})", out.shape, out.dtype)
+        operands = [Sym(ctx.array(x, out.shape if template == "where" else None), concrete(x.dtype)) for x in xs]
+        result = _apply(template, _ARRAY_NS, operands, params)
+        text = result.text if result.dtype == concrete(out.dtype) else f"{result.text}.astype({dtype_text(out.dtype)})"
+        return ctx.array_value(f"np.asarray({text})", out.shape, out.dtype)
     return lowering
 
 

@@ -47,6 +47,12 @@ from tapegrad._lowerings import NotLowerable, Value, cast, concrete, dtype_text,
 
 UNROLL_LIMIT = 16
 MAX_ELEMENTS = 1024
+# numba's compile time grows with the source: ~2 ms a scalar statement, ~80 ms an array operation (each
+# is a loop of its own to type and optimise), measured on a program's first call on this project's
+# machine. A program past BUDGET such statements (~2 s) keeps the Python executor, whose fusion serves
+# long straight-line programs about as well (a 100-step chain of 16 floats: 45 us on the Python
+# executor, 61 us compiled after two minutes of compiling).
+BUDGET, ARRAY_WEIGHT = 800, 40
 log = logging.getLogger("tapegrad.jit")
 in_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_native_in_jit", default=False)
 
@@ -78,6 +84,7 @@ class Context:
         self.args: list[str] = []  # the generated function's parameters: inputs, then constants
         self.consts: list = []
         self.out = None
+        self.array_ops = 0
         self._scopes: list[dict] = [{}]  # per block: loads and arrays built there (not valid outside it)
         self._kept: list = []  # the element arrays keyed by id in a scope: kept alive, so no id is reused
 
@@ -158,7 +165,13 @@ class Context:
         return self.array_value(f"np.zeros({tuple(shape)!r}, {dtype_text(dtype)})", shape, dtype)
 
     def array_value(self, expr: str, shape, dtype) -> Value:
+        self.array_ops += 1
         return Value(shape, dtype, name=self.let(expr, "a"))
+
+    @property
+    def cost(self) -> int:
+        """The compile time of the source so far, in scalar statements (:data:`BUDGET`)."""
+        return len(self.lines) + ARRAY_WEIGHT * self.array_ops
 
     def convert(self, value: Value, dtype) -> Value:
         """``value`` in ``dtype`` (a weak value takes it without a cast of its own type)."""
@@ -289,6 +302,10 @@ def source(program: Program):
         shape = tuple(v.aval.shape)
         inputs.append(scalar(f"in{k}", v.aval.dtype) if not shape else Value(shape, dtype, name=f"in{k}"))
     outs = ctx.inline(program, inputs)
+    if ctx.cost > BUDGET:
+        raise NotLowerable(f"its source is {len(ctx.lines)} statements and {ctx.array_ops} array operations, "
+                           f"past the compile budget ({BUDGET} statements, an array operation counting "
+                           f"{ARRAY_WEIGHT}): numba would take seconds")
     texts = [o.texts[()] if o.unrolled and not o.shape else ctx.array(o) for o in outs]
     params = [f"in{k}" for k in range(len(program.invars))] + [f"k{j}" for j in range(len(ctx.consts))]
     lines = ["import numpy as np", "", "", f"def run({', '.join(params)}):", *ctx.lines,
