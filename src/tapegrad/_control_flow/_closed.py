@@ -9,7 +9,6 @@ import numpy as np
 import optree
 
 from tapegrad import _tree
-from tapegrad._config import config
 from tapegrad._core import ShapedArray
 from tapegrad._jit import native
 from tapegrad._jit.api import traceable
@@ -70,9 +69,9 @@ class ClosedProgram:
     def native_loop(self, prim, args, params):
         """The loop ``prim`` (``scan`` or ``while``, of which this is the body) on ``args``, compiled
         alone by jit's compiled executor (``tapegrad._jit.native.compile_loop``), or None: outside a
-        jitted program, with the executor off, or where the loop does not lower. Built once per
-        signature of ``args``; the function it returns gives None where numba refuses the loop."""
-        if not (native.in_jit.get() and config.compiled_executor and native.available()):
+        jitted program, in one compiled with the executor off, or where the loop does not lower. Built
+        once per signature of ``args``; the function it returns gives None where numba refuses the loop."""
+        if not native.in_jit.get():
             return None
         if not all(type(a) is np.ndarray or isinstance(a, np.generic) for a in args):
             return None

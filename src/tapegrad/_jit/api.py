@@ -155,6 +155,7 @@ class _Entry:
                             for p, v in zip(self.params_read + self.params_written, read_vars + written_vars)]
         self.recasts = recasts[0]  # the recast count at which param_types was last found to hold
         self._run = None
+        self.native_loops = False  # set when compiled: whether its loops run compiled (native.in_jit)
 
     def valid(self) -> bool:
         """Whether the cached program still computes what the function would: every flag it read
@@ -184,7 +185,9 @@ class _Entry:
 
         def python():  # reads no ``self``: the compiled function keeps it, and the entry keeps that
             return compile_program(optimize(program), donate=donated)
-        if config.compiled_executor and native.available():
+        # the switch as it is now decides for this program for good, its loops included
+        self.native_loops = config.compiled_executor and native.available()
+        if self.native_loops:
             run = native.compile_native(passes.optimize(program, fuse=False), python)
             if run is not None:
                 return run
@@ -197,7 +200,7 @@ class _Entry:
         if self._run is None:
             self._run = self._compile()
         executor = getattr(self._run, "executor", "python")
-        if executor == "python" and config.compiled_executor and native.available():
+        if executor == "python" and self.native_loops:
             if any(native.loop_lowers(eqn) for eqn in self.program.eqns):
                 return "python+numba"
         return executor
@@ -211,7 +214,7 @@ class _Entry:
         else:
             if self._run is None:
                 self._run = self._compile()
-            token = native.in_jit.set(True)  # the loops of a program on the Python executor may compile
+            token = native.in_jit.set(self.native_loops)  # whether its loops may compile, on the Python executor
             try:
                 outs = self._run(*inputs)
             except TypeError:
