@@ -394,3 +394,27 @@ def einsum(ctx, *xs, subscripts, optimize) -> Value:
             expr = f"({product})" if expr is None else ctx.let(f"({expr} + {product})")
         result[index] = ctx.let(cast(expr if expr is not None else literal_text(0, out.dtype), out.dtype))
     return unrolled(result, out.dtype)
+
+
+def cumulative(kind: str) -> Callable:
+    """``cumsum`` or ``cumprod`` along a static axis (None: of the flattened value): running scalar
+    operations where unrolled, numba's ``np.cumsum``/``np.cumprod`` of a 1-d array otherwise."""
+    combine = _COMBINE[kind]
+
+    def lowering(ctx, x, *, axis, **params):
+        out = ctx.out
+        if ctx.unrolls(out.shape):
+            texts = ctx.texts(ctx.convert(x, out.dtype))
+            texts = texts.reshape(-1) if axis is None else np.moveaxis(texts, axis, -1)
+            result = np.empty(texts.shape, dtype=object)
+            for index in np.ndindex(*texts.shape[:-1]):
+                running = None
+                for k, item in enumerate(texts[index]):
+                    running = item if running is None else ctx.let(combine(running, item))
+                    result[index + (k,)] = running
+            result = result if axis is None else np.moveaxis(result, -1, axis)
+            return unrolled(result.reshape(out.shape), out.dtype)
+        if x.ndim != 1 or concrete(x.dtype) != concrete(out.dtype):
+            raise NotLowerable(f"cum{kind} of an array other than 1-d of its result's dtype")
+        return ctx.array_value(f"np.cum{kind}({ctx.array(x)})", out.shape, out.dtype)
+    return lowering

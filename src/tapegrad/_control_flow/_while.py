@@ -70,25 +70,33 @@ def _too_many_steps(max_steps: int) -> str:
 
 
 def _while_lowering(ctx, *operands, cond, body, n_carry, n_cond, max_steps, checkpoints, reverse_mode):
-    """A native ``while True`` loop: the condition's equations, a ``break`` when it is false, the
-    body's equations, the carries updated; past ``max_steps`` the same RuntimeError as the impl's."""
+    """A native loop: the carries in loop variables, updated by the body's equations while the
+    condition's hold."""
     carry, cond_consts, body_consts = (operands[:n_carry], operands[n_carry:n_carry + n_cond],
                                        operands[n_carry + n_cond:])
     states = [ctx.state(c) for c in carry]
+    emit_while(ctx, cond, states, cond_consts, max_steps,
+               lambda steps: ctx.assign(states, ctx.inline(body.program, states + list(body_consts))))
+    return states
+
+
+def emit_while(ctx, cond, states, cond_consts, max_steps, step) -> str:
+    """Write ``while True:`` with ``cond``'s equations on ``states``, a ``break`` when it is false, the
+    same RuntimeError as :func:`check_steps` past ``max_steps``, then ``step(steps)`` (``steps`` the
+    name counting the steps run before this one); returns that name, which holds the count after."""
     steps = ctx.fresh("n")
-    if max_steps is not None:
-        ctx.emit(f"{steps} = 0")
+    ctx.emit(f"{steps} = 0")
     ctx.emit("while True:")
     with ctx.block():
-        (pred,) = ctx.inline(cond.program, states + list(cond_consts))
+        (pred,) = ctx.inline(cond.program, list(states) + list(cond_consts))
         ctx.emit(f"if not {ctx.texts(pred)[()]}:")
         ctx.emit("    break")
         if max_steps is not None:
             ctx.emit(f"if {steps} >= {int(max_steps)}:")
             ctx.emit(f"    raise RuntimeError({_too_many_steps(max_steps)!r})")
-            ctx.emit(f"{steps} += 1")
-        ctx.assign(states, ctx.inline(body.program, states + list(body_consts)))
-    return states
+        step(steps)
+        ctx.emit(f"{steps} += 1")
+    return steps
 
 
 while_p = primitive("while", _while_impl, lambda *avals, cond, body, **params: list(body.out_avals),

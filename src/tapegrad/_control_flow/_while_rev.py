@@ -31,11 +31,12 @@ from tapegrad._batching import at_front, defbatch
 from tapegrad._control_flow._closed import ClosedProgram, _cut, _stage_closed
 from tapegrad._control_flow._partial import _backend_of, split_body
 from tapegrad._control_flow._scan import _dense, _scan_fwd, _scan_jvp, _scan_vjp, _stacked
-from tapegrad._control_flow._while import check_steps, while_p
+from tapegrad._control_flow._while import check_steps, emit_while, while_p
 from tapegrad._core import ShapedArray, Tracer, bind
 from tapegrad._jit.staging import StagingTracer, abstractify, stage
+from tapegrad._lowerings import NotLowerable, concrete, dtype_text
 from tapegrad._owned import owned
-from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
+from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._vmap import BatchTracer, vmap_flat
 from tapegrad.numpy import any as any_
 from tapegrad.numpy import where
@@ -191,6 +192,35 @@ def _grad_impl(*args, cond, fwd, bwd, n_carry, n_cond, n_k, max_steps, checkpoin
 
 while_grad_p = primitive("while_grad", _grad_impl, lambda *avals, bwd, **params: list(bwd.out_avals),
                          multiple_results=True)
+
+
+def _grad_lowering(ctx, *operands, cond, fwd, bwd, n_carry, n_cond, n_k, max_steps, checkpoints):
+    """The forward loop writing each step's residuals into stacks of ``max_steps`` rows, then the
+    backward loop over the rows written, last first: ``_grad_impl`` without checkpoints. A loop with no
+    ``max_steps`` (nothing sizes the stacks) or with checkpoints is not lowered."""
+    if max_steps is None or checkpoints is not None:
+        raise NotLowerable("a reverse-mode while_loop without max_steps, or with checkpoints")
+    carry, k, state = _cut(operands, n_carry, n_k, len(operands) - n_carry - n_k)
+    carries = [ctx.state(c) for c in carry]
+    avals = fwd.out_avals[n_carry:]
+    stacks = [ctx.let(f"np.empty({(max_steps, *a.shape)!r}, {dtype_text(a.dtype)})", "y") for a in avals]
+
+    def step(n):
+        outs = ctx.inline(fwd.program, carries + list(k))
+        for stack, out, aval in zip(stacks, outs[n_carry:], avals):
+            ctx.store(stack, n, ctx.convert(out, concrete(aval.dtype)))
+        ctx.assign(carries, outs[:n_carry])
+    steps = emit_while(ctx, cond, carries, k[:n_cond], max_steps, step)
+    states = [ctx.state(s) for s in state]
+    i = ctx.fresh("i")
+    ctx.emit(f"for {i} in range({steps} - 1, -1, -1):")
+    with ctx.block():
+        rows = [ctx.row(stack, i, tuple(a.shape), concrete(a.dtype)) for stack, a in zip(stacks, avals)]
+        ctx.assign(states, ctx.inline(bwd.program, states + rows + list(k)))
+    return states
+
+
+def_lowering(while_grad_p, _grad_lowering)
 
 
 def _grad_derivative(*args, **params):

@@ -20,7 +20,8 @@ import numpy as np
 from tapegrad._batching import defbatch
 from tapegrad._core import ShapedArray
 from tapegrad._jit.program import Var
-from tapegrad._rules import defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
+from tapegrad._lowerings import NotLowerable
+from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._vmap import _BatchedCall
 
 
@@ -70,10 +71,21 @@ def _batch(vals, dims, *, call):
     return outs, [0] * len(outs)
 
 
+def _lowering(ctx, *operands, call):
+    """The call's function staged on the operands' types and inlined: in a compiled program nothing
+    differentiates it again, so its rules play no part."""
+    from tapegrad._jit.staging import stage
+    program, builder = stage(call.fun, [ShapedArray(v.shape, v.dtype) for v in operands], [np] * len(operands))
+    if builder.captured or builder.params or builder.writes:
+        raise NotLowerable("the custom function reads a value it does not receive")
+    return ctx.inline(program, list(operands))
+
+
 defvjp_fwd(custom_call_p, _fwd)
 defvjp_argnum(custom_call_p, _vjp_one, _vjp)
 defjvp_joint(custom_call_p, _jvp)
 defbatch(custom_call_p, _batch)
+def_lowering(custom_call_p, _lowering)
 
 
 def stages_whole(call, args) -> bool:

@@ -24,7 +24,16 @@ import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Tracer, bind
 from tapegrad._typing import Array, ArrayLike, Axis
-from tapegrad.extend import def_out_impl, def_shape_rule, defbatch_elementwise, defjvp, defvjp, primitive
+from tapegrad.extend import (
+    def_lowering,
+    def_out_impl,
+    def_shape_rule,
+    defbatch_elementwise,
+    defjvp,
+    defvjp,
+    elementwise_lowering,
+    primitive,
+)
 from tapegrad.nn._conv import ConvDimensionNumbers
 from tapegrad.nn._conv_api import (
     conv1d,
@@ -65,6 +74,7 @@ def_shape_rule(relu_p, lambda x: ShapedArray(tuple(x.shape),  # maximum(x, 0), t
                                              np.maximum.resolve_dtypes((np.dtype(x.dtype), int, None))[-1]))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
+def_lowering(relu_p, elementwise_lowering(lambda f, x: f.maximum(x, 0)))
 defbatch_elementwise(relu_p)
 def_out_impl(relu_p, lambda x, out: np.maximum(x, 0, out=out))  # jit's buffer reuse
 

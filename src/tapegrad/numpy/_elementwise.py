@@ -401,6 +401,7 @@ def_shape_rule(clip_p, lambda x, lo, hi: ShapedArray(broadcast_shapes(x.shape, l
 defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
 defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
+def_lowering(clip_p, _lowerings.elementwise(lambda f, x, lo, hi: f.minimum(f.maximum(x, lo), hi)))  # NumPy's order
 
 
 def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *,

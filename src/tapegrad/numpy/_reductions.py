@@ -231,6 +231,8 @@ for _p in (argmax_p, argmin_p, all_p, any_p):
 defbatch_reduction(sum_p, amax_p, amin_p, prod_p, all_p, any_p)
 for _p, _kind in ((amax_p, "max"), (amin_p, "min"), (prod_p, "prod"), (all_p, "all"), (any_p, "any")):
     def_lowering(_p, _lowerings.reduction(_kind))
+def_lowering(cumsum_p, _lowerings.cumulative("sum"))
+def_lowering(cumprod_p, _lowerings.cumulative("prod"))
 defbatch_single_axis(argmax_p, argmin_p, cumsum_p, cumprod_p)
 
 

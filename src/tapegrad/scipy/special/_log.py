@@ -11,7 +11,15 @@ from __future__ import annotations
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import Array, ArrayLike, Axis
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import (
+    def_lowering,
+    defbatch_elementwise,
+    defjvp,
+    defvjp,
+    elementwise_lowering,
+    primitive,
+    unary_abstract_eval,
+)
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy._creation import as_operand
@@ -28,6 +36,7 @@ expit_p = primitive("expit", _expit_impl, unary_abstract_eval)
 defvjp(expit_p, lambda ct, ans, x: ct * (ans * (1.0 - ans)))
 defjvp(expit_p, lambda t, ans, x: t * (ans * (1.0 - ans)))
 defbatch_elementwise(expit_p)
+def_lowering(expit_p, elementwise_lowering(lambda f, x: f.exp(-f.logaddexp(0.0, -x))))  # the impl's formula
 
 xlogy_p = binary("xlogy", lambda x, y, ans: ew.log(y), lambda x, y, ans: x / y)
 xlog1py_p = binary("xlog1py", lambda x, y, ans: ew.log1p(y), lambda x, y, ans: x / (1.0 + y))
