@@ -58,14 +58,11 @@ in_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_native_i
 
 
 def available() -> bool:
-    """Whether numba imports (once per process: the answer is kept)."""
+    """Whether numba is installed (found, not imported: a process whose programs do not lower never
+    pays numba's import)."""
     global _available
     if _available is None:
-        try:
-            import numba  # noqa: F401
-            _available = True
-        except ImportError:
-            _available = False
+        _available = importlib.util.find_spec("numba") is not None
     return _available
 
 
