@@ -92,7 +92,7 @@ def test_binary_broadcasting(name, dtype, shape):
 def test_weak_scalars_keep_float32_and_where(shape):
     """A Python float argument and literals are weak: the float32 array keeps its dtype (NumPy 2)."""
     def f(x, s):
-        return tnp.where(x > 0.5, x * s + 0.1, x / 3.0 - s), (x * 2).astype(np.int64) // 1
+        return tnp.where(x > 0.5, x * s + 0.1, x / 3.0 - s), (x * 2).astype(np.int64) // 3
     got, executor, want = both(f, data(shape, np.float32), 1.7)
     assert executor == "numba" and got[0].dtype == np.float32
     same(got, want)
@@ -113,6 +113,70 @@ def test_nan_and_inf_follow_numpy():
         got, executor, want = both(lambda x: (1.0 / x, tnp.log(x), tnp.max(x), tnp.maximum(x, 0.0)), x)
     assert executor == "numba"
     same(got, want)
+
+
+def test_edge_values_give_numpys_bits():
+    """Signed zeros, NaNs and infinities where numba's own functions differ from NumPy's."""
+    x = np.array([-0.0, 0.0, -0.0, np.nan, 1.0, -np.inf])
+    y = np.array([0.0, -0.0, -0.0, 1.0, np.nan, np.inf])
+
+    def f(x, y):
+        return tnp.maximum(x, y), tnp.minimum(x, y), tnp.sign(x), tg.nn.functional.relu(x), tnp.clip(x, -0.0, 0.0)
+    for shape in (SMALL, (8, 6)):  # unrolled, and the array form
+        xs, ys = np.resize(x, shape), np.resize(y, shape)
+        got, executor, want = both(f, xs, ys)
+        assert executor == "numba"
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+@pytest.mark.parametrize("name", ["fmod", "floor_divide", "remainder"])
+def test_functions_numba_computes_otherwise_keep_the_python_executor(name, dtype):
+    i, j = np.array([-7, 7, 5, -5, 0, 3], dtype), np.array([2, -2, 3, 3, 3, -3], dtype)
+    if dtype is np.float64:
+        i, j = np.append(i, [np.inf, -1.5]), np.append(j, [2.0, np.inf])
+    with np.errstate(all="ignore"):
+        got, executor, want = both(getattr(tnp, name), i, j)
+    # fmod always; floor_divide and remainder on floats only (infinities, signed zeros)
+    assert executor == ("numba" if name != "fmod" and dtype is np.int64 else "python")
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_an_integer_power_keeps_the_python_executors_error():
+    tg.config.compiled_executor = True
+    f = tg.jit(lambda i, j: i ** j)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.array([2, 2]), np.array([-1, 2]))
+    assert f.executor(np.array([2, 2]), np.array([-1, 2])) == "python"
+
+
+def test_result_dtypes_and_weak_results():
+    b = np.arange(40) % 3 == 0
+    got, executor, want = both(lambda b: tnp.divide(b, b | True), b)  # numba's bool / bool is float32
+    assert executor == "numba" and got.dtype == want.dtype == np.float64
+    big = np.array([3037000500, 2])
+    got, executor, want = both(lambda i, x: tnp.concatenate([i, x]) ** 2, big, np.array([0.5]))
+    assert executor == "numba"
+    np.testing.assert_array_equal(got, want)  # squared as float64, not wrapped in int64
+    got, executor, want = both(lambda x, s: (x * 2, s, 2.0), np.ones(3, np.float32), 0.5)
+    assert executor == "numba" and type(got[1]) is type(want[1]) and type(got[2]) is type(want[2])
+    got, executor, want = both(lambda x, y: x @ y, np.ones((2, 0)), np.ones((0, 3)))
+    assert executor == "python"
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_unwritable_cache_folder_keeps_the_python_executor(monkeypatch, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("TAPEGRAD_NUMBA_CACHE_DIR", str(blocked / "numba"))  # under a file: not a folder
+    tg.config.compiled_executor = True
+    f = tg.jit(lambda x: x * 2.0 + 1.0)
+    with pytest.warns(RuntimeWarning, match="TAPEGRAD_NUMBA_CACHE_DIR"):
+        np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 3.0))
+    assert f.executor(np.ones(3)) == "python"
 
 
 # ---- shape operations, indexing, reductions, products --------------------------------------------------

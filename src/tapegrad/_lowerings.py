@@ -196,6 +196,26 @@ class _Namespace:
             return Sym(f"np.where({c.text}, {x.text}, {y.text})", dtype)
         return Sym(f"({x.text} if {c.text} else {y.text})", dtype)
 
+    def maximum(self, x, y):
+        return self._extremum(">", x, y)
+
+    def minimum(self, x, y):
+        return self._extremum("<", x, y)
+
+    def _extremum(self, op: str, x, y) -> Sym:
+        """NumPy's ``maximum``/``minimum``: a NaN operand propagates, and of two equal values the second
+        is the result (``maximum(-0.0, 0.0)`` is ``0.0``), where numba's would keep the first."""
+        like = x if isinstance(x, Sym) else y
+        x, y = _sym(x, like), _sym(y, like)
+        dtype = np.result_type(x.dtype, y.dtype)
+        if self.array:
+            return Sym(f"np.where(({x.text} {op} {y.text}) | ({x.text} != {x.text}), {x.text}, {y.text})", dtype)
+        return Sym(f"({x.text} if ({x.text} {op} {y.text} or {x.text} != {x.text}) else {y.text})", dtype)
+
+    def sign(self, x):
+        sign = _call("sign", x)  # numba's sign(-0.0) is -0.0, NumPy's 0.0: adding 0.0 makes it so
+        return Sym(f"({sign.text} + {literal_text(0, x.dtype)})", x.dtype) if x.dtype.kind == "f" else sign
+
     def negative(self, x):
         return Sym(f"(-{x.text})", x.dtype) if x.dtype.kind in "fi" else _call("negative", x)
 
@@ -216,10 +236,20 @@ NUMBA_UFUNCS = frozenset({
     "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "cbrt", "reciprocal",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "isfinite", "isinf", "isnan", "maximum", "minimum",
-    "fmax", "fmin", "logaddexp", "logaddexp2", "equal", "not_equal", "less", "less_equal", "greater",
-    "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "copysign", "signbit",
-    "floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "deg2rad",
-    "rad2deg"})
+    "logaddexp", "logaddexp2", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "copysign", "signbit", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "invert", "deg2rad", "rad2deg", "floor_divide", "remainder"})
+# not lowered, because numba's differ from NumPy's at edges: fmod (integer fmod of negatives), fmax and
+# fmin (the sign of zero); floor_divide and remainder only on integers (on floats numba's differ at the
+# infinities and in the sign of a zero result). On integers, only the functions numba computes as NumPy
+# does (NumPy raises for an integer power with a negative exponent, numba wraps); INT_MIN // -1 is the
+# one integer edge left that differs (0 where NumPy wraps to INT_MIN).
+FLOAT_UNSAFE = frozenset({"floor_divide", "remainder"})
+INTEGER_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "negative", "positive",
+                          "absolute", "sign", "square", "maximum", "minimum", "equal", "not_equal", "less",
+                          "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
+                          "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "where",
+                          "floor_divide", "remainder"})
 _SCALAR_NS, _ARRAY_NS = _Namespace(array=False), _Namespace(array=True)
 
 
@@ -241,6 +271,13 @@ def elementwise(template: str | Callable, extra: Callable | None = None) -> Call
             params = extra(**params)
         out = ctx.out
         compute = np.result_type(*[x.promote_key() for x in (xs[1:] if template == "where" else xs)])
+        if compute.kind in "iub" and not (isinstance(template, str) and template in INTEGER_SAFE) and \
+                not callable(template):
+            raise NotLowerable(f"{template} of {compute.name} values (numba's differs from NumPy's there)")
+        if compute.kind == "f" and template in FLOAT_UNSAFE:
+            raise NotLowerable(f"{template} of floats (numba's differs from NumPy's at the infinities)")
+        if len(xs) == 1 and compute.kind == "b" and concrete(out.dtype).kind == "f":
+            raise NotLowerable("a float function of a bool (NumPy computes it in float16)")
         if template == "where":
             xs = (xs[0],) + tuple(ctx.convert(x, compute) for x in xs[1:])
         else:
@@ -256,7 +293,9 @@ def elementwise(template: str | Callable, extra: Callable | None = None) -> Call
             return unrolled(texts, out.dtype)
         operands = [Sym(ctx.array(x, out.shape if template == "where" else None), concrete(x.dtype)) for x in xs]
         result = _apply(template, _ARRAY_NS, operands, params)
-        text = result.text if result.dtype == concrete(out.dtype) else f"{result.text}.astype({dtype_text(out.dtype)})"
+        # numba's array ufuncs type bools and integers their own way (bool / bool is float32): cast those
+        same = result.dtype == concrete(out.dtype) and compute.kind == "f"
+        text = result.text if same else f"{result.text}.astype({dtype_text(out.dtype)})"
         return ctx.array_value(f"np.asarray({text})", out.shape, out.dtype)
     return lowering
 
@@ -274,6 +313,7 @@ def structural(on_texts: Callable, on_array: Callable | None = None) -> Callable
     **params)`` is its numba source on arrays, for a result too large to unroll (None: not lowered)."""
     def lowering(ctx, *xs, **params):
         out = ctx.out
+        xs = tuple(ctx.convert(x, out.dtype) for x in xs)  # concatenate's operands may differ in dtype
         if ctx.unrolls(out.shape):
             texts = on_texts(*[ctx.texts(x) for x in xs], **params)
             return unrolled(np.asarray(texts, dtype=object).reshape(out.shape), out.dtype)
@@ -338,6 +378,8 @@ def reduction(kind: str) -> Callable:
             return unrolled(result.reshape(out.shape), out.dtype)
         if len(axes) != x.ndim:
             raise NotLowerable(f"{kind} over some axes of an array")
+        if kind in ("max", "min") and concrete(x.dtype).kind == "f":
+            raise NotLowerable(f"{kind} of a float array (numba's picks another of equal zeros than NumPy)")
         return scalar(ctx.let(cast(f"{_ARRAY_REDUCE[kind]}({ctx.array(x)})", out.dtype)), out.dtype)
     return lowering
 
@@ -352,6 +394,8 @@ def matmul(ctx, x, y) -> Value:
     compute = np.result_type(x.promote_key(), y.promote_key())
     x, y = ctx.convert(x, compute), ctx.convert(y, compute)
     inner = x.shape[-1]
+    if not inner:
+        raise NotLowerable("matmul over an empty axis")
     if ctx.unrolls(out.shape) and math.prod(out.shape) * inner <= 8 * ctx.unroll_limit:
         a = ctx.texts(x).reshape((-1, inner))
         b = ctx.texts(y).reshape((inner, -1))

@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -388,8 +389,10 @@ class NativeRun:
         self.jitted, self.fallback, self.source = jitted, fallback, text
         self.in_dtypes = [concrete(v.aval.dtype) for v in program.invars]
         self.consts = consts
-        self.out_dtypes = [concrete(type(x.value) if isinstance(x, Literal) else x.aval.dtype)
-                           for x in program.outputs]
+        avals = [type(x.value) if isinstance(x, Literal) else x.aval.dtype for x in program.outputs]
+        self.out_dtypes = [concrete(d) for d in avals]
+        # a weak Python scalar result comes back as the Python executor gives it: a float, int or bool
+        self.out_weak = [isinstance(d, type) and not issubclass(d, np.generic) for d in avals]
         self.executor = "numba"
         self._python: Callable | None = None
         self._compiled = False
@@ -403,10 +406,22 @@ class NativeRun:
             self.executor = "python"
             return python(*inputs)
         outs = self.jitted(*args, *self.consts)  # what it raises (IndexError, max_steps) is the program's
-        # a fresh array for each result: numba's may be an input (a carry it did not change) or a view
-        # of a constant, which the caller must not be able to write to
-        return [np.asarray(o, d) if np.ndim(o) == 0 else o.copy() if self._aliases(o, args) else o
-                for o, d in zip(outs, self.out_dtypes)]
+        return [self._result(o, d, weak, args) for o, d, weak in zip(outs, self.out_dtypes, self.out_weak)]
+
+    def _result(self, out, dtype, weak, args):
+        """A result as the Python executor gives it: a Python scalar for a weak one, else an array of
+        the program's dtype (a lowering whose numba type differs is a bug: strict mode says so), fresh
+        (numba's may be an input, a carry it did not change, or a view of a constant)."""
+        if weak:
+            return dtype.type(out).item()
+        if np.ndim(out) == 0:
+            return np.asarray(out, dtype)
+        if out.dtype != dtype:
+            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):
+                raise RuntimeError(f"the compiled executor returned {out.dtype} where the program has {dtype}:"
+                                   f"\n{self.source}")
+            return out.astype(dtype)
+        return out.copy() if self._aliases(out, args) else out
 
     def _compile(self, args) -> bool:
         """Compile (or load from disk) for ``args``' types, apart from the call, so that any failure of
@@ -440,8 +455,20 @@ def compile_native(program: Program, fallback):
     except NotLowerable as error:
         log.debug("jit: program not compiled with numba: %s", error)
         return None
+    except RuntimeError as error:  # a lowering's bug: said, and the Python executor's numbers meanwhile
+        if os.environ.get("TAPEGRAD_NATIVE_STRICT"):
+            raise
+        warnings.warn(f"{error}; the program runs with the Python executor", RuntimeWarning, stacklevel=2)
+        return None
+    try:
+        module_run = _load(text)
+    except OSError as error:  # the cache folder cannot be written: nothing to compile from
+        warnings.warn(f"jit's compiled executor cannot write its cache folder ({error}); set "
+                      "TAPEGRAD_NUMBA_CACHE_DIR to a writable folder. The program runs with the Python executor",
+                      RuntimeWarning, stacklevel=2)
+        return None
     import numba
-    jitted = numba.njit(cache=True, error_model="numpy")(_load(text))
+    jitted = numba.njit(cache=True, error_model="numpy")(module_run)
     return NativeRun(program, jitted, consts, fallback, text)
 
 

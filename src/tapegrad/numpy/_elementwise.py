@@ -401,7 +401,14 @@ def_shape_rule(clip_p, lambda x, lo, hi: ShapedArray(broadcast_shapes(x.shape, l
 defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
 defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
-def_lowering(clip_p, _lowerings.elementwise(lambda f, x, lo, hi: f.minimum(f.maximum(x, lo), hi)))  # NumPy's order
+def _clip_template(f, x, lo, hi):
+    """``x`` kept where it ties a bound (as the Python executor's clip keeps a signed zero), and a NaN
+    operand propagating."""
+    m = f.where((x < lo) | (lo != lo), lo, x)
+    return f.where((m > hi) | (hi != hi), hi, m)
+
+
+def_lowering(clip_p, _lowerings.elementwise(_clip_template))
 
 
 def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *,
