@@ -98,6 +98,11 @@ def interleaved(contestants: dict, repeat: int = 7, target_s: float = 0.05, warm
     return timings
 
 
+def met(ok) -> str:
+    """A verdict line's word for a target."""
+    return "MET" if ok else "MISSED"
+
+
 def format_table(headers, rows, left: int = 1) -> str:
     """A plain-text table: the first ``left`` columns left-aligned, the others right-aligned."""
     cells = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]

@@ -35,7 +35,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import apply_thread_flag, format_table, interleaved, one_torch_thread, standalone_main, try_import  # noqa: E402
+from _timing import (  # noqa: E402
+    apply_thread_flag,
+    format_table,
+    interleaved,
+    met,
+    one_torch_thread,
+    standalone_main,
+    try_import,
+)
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
@@ -325,10 +333,6 @@ def table(results) -> str:
     return format_table(headers, [row[1:] for row in compact_rows(results)])
 
 
-def _met(ok) -> str:
-    return "MET" if ok else "MISSED"
-
-
 def verdict(results) -> str:
     by = {r["name"]: r for r in results}
     lines = []
@@ -336,19 +340,19 @@ def verdict(results) -> str:
         first = by[f"tapegrad jit first call {loop}"]["best_ms"]
         steady = by[f"tapegrad jit(grad) {loop}"]
         lines.append(f"control_flow target jit(grad) {loop} first call <= {FIRST_CALL_TARGET_MS:.0f} ms beyond "
-                     f"steady: {_met(first <= FIRST_CALL_TARGET_MS)} ({first:.1f} ms; unrolled python loop "
+                     f"steady: {met(first <= FIRST_CALL_TARGET_MS)} ({first:.1f} ms; unrolled python loop "
                      f"{by['tapegrad jit first call python loop (unrolled)']['best_ms']:.0f} ms, "
                      f"{by['tapegrad jit first call python loop (unrolled)']['note']})")
         lines.append(f"control_flow target jit(grad) {loop} steady <= {NUMPY_RATIO_TARGET:.0f}x numpy loop: "
-                     f"{_met(steady['ratio'] <= NUMPY_RATIO_TARGET)} ({steady['ratio']:.2f}x, "
+                     f"{met(steady['ratio'] <= NUMPY_RATIO_TARGET)} ({steady['ratio']:.2f}x, "
                      f"{steady['best_ms']:.2f} ms)")
     eager = by[EAGER_FORI]
-    lines.append(f"control_flow target eager grad fori_loop <= eager python loop: {_met(eager['ratio'] <= 1.0)} "
+    lines.append(f"control_flow target eager grad fori_loop <= eager python loop: {met(eager['ratio'] <= 1.0)} "
                  f"({eager['ratio']:.2f}x)")
     rnn = by[RNN]
     if TORCH in by:
         lines.append(f"control_flow target rnn jit(value_and_grad) scan <= {TORCH_RATIO_TARGET:.1f}x torch eager: "
-                     f"{_met(rnn['ratio'] <= TORCH_RATIO_TARGET)} ({rnn['ratio']:.2f}x)")
+                     f"{met(rnn['ratio'] <= TORCH_RATIO_TARGET)} ({rnn['ratio']:.2f}x)")
     else:
         lines.append(f"control_flow rnn vs torch eager: not measured (torch not installed); "
                      f"{rnn['best_ms'] / by[RNN_NUMPY]['best_ms']:.2f}x the numpy hand-written loop")

@@ -46,7 +46,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _timing import apply_thread_flag, format_table, interleaved, standalone_main  # noqa: E402
+from _timing import apply_thread_flag, format_table, interleaved, met, standalone_main  # noqa: E402
 
 if __name__ == "__main__":
     apply_thread_flag(sys.argv)  # before NumPy is imported
@@ -292,17 +292,13 @@ def table(results) -> str:
     return format_table(headers, [row[1:] for row in compact_rows(results)])
 
 
-def _met(ok) -> str:
-    return "MET" if ok else "MISSED"
-
-
 def verdict(results) -> str:
     by = {r["name"]: r for r in results}
     lines = []
     for kind, target in (("vector ODE", VECTOR_TARGET), ("scalar ODE", SCALAR_TARGET)):
         on, off = (by[f"tapegrad jit(grad) fori_loop {kind}, {label}"] for label in (ON, OFF))
         lines.append(f"native target {kind} jit(grad) fori_loop, compiled executor on, <= {target:g}x numpy loop: "
-                     f"{_met(on['ratio'] <= target)} ({on['ratio']:.3f}x, {_ms(on['best_ms'])}, executor "
+                     f"{met(on['ratio'] <= target)} ({on['ratio']:.3f}x, {_ms(on['best_ms'])}, executor "
                      f"{on['executor']}; executor off {off['ratio']:.2f}x, {_ms(off['best_ms'])})")
     for kind in ("jit(value_and_grad) rnn scan", "jit(grad) chain", "jit(value_and_grad) mlp"):
         on = by[f"tapegrad {kind}, {ON}"]
@@ -310,13 +306,13 @@ def verdict(results) -> str:
         ok = on["ratio"] < NO_SLOWER if compiled else on["ratio"] <= NO_SLOWER_SLACK
         want = f"< {NO_SLOWER:.1f} (compiled)" if compiled else f"<= {NO_SLOWER:.1f} (no slower; up to " \
                                                                 f"{NO_SLOWER_SLACK:.2f} is noise)"
-        lines.append(f"native target {kind} executor on/off {want}: {_met(ok)} ({on['ratio']:.3f}x, executor "
+        lines.append(f"native target {kind} executor on/off {want}: {met(ok)} ({on['ratio']:.3f}x, executor "
                      f"{on['executor']}, {_ms(on['best_ms'])})")
     for cache, target in (("cold", COLD_TARGET_S), ("warm", WARM_TARGET_S)):
         r = by[f"tapegrad vector ODE jit(grad) first call, {cache} cache: import numba + call"]
         second = by[f"tapegrad vector ODE jit(grad) first call, {cache} cache: 2nd program, numba loaded"]
         lines.append(f"native target first call, {cache} cache, fresh process (import numba + first call) <= "
-                     f"{_ms(target * 1e3)}: {_met(r['best_ms'] <= target * 1e3)} ({_ms(r['best_ms'])}: "
+                     f"{_ms(target * 1e3)}: {met(r['best_ms'] <= target * 1e3)} ({_ms(r['best_ms'])}: "
                      f"{r['note']}; executor {r['executor']}; a 2nd program's first call, numba loaded: "
                      f"{_ms(second['best_ms'])})")
     return "\n".join(lines)

@@ -198,14 +198,10 @@ def test_reductions(shape):
     def f(x):
         return (tnp.sum(x), tnp.sum(x, axis=0), tnp.sum(x, axis=1, keepdims=True), tnp.max(x), tnp.min(x),
                 tnp.prod(x), tnp.any(x > 1.0), tnp.all(x > -3.0), tnp.mean(x))
-    x = data(shape)
-    tg.config.compiled_executor = True
-    f_native = tg.jit(f)
-    got = f_native(x)
-    tg.config.compiled_executor = False
-    same(got, tg.jit(f)(x))
+    got, executor, want = both(f, data(shape))
+    same(got, want)
     # the unrolled form lowers every reduction; an array's partial reductions keep the Python executor
-    assert f_native.executor(x) == ("numba" if np.prod(shape) <= native.UNROLL_LIMIT else "python")
+    assert executor == ("numba" if np.prod(shape) <= native.UNROLL_LIMIT else "python")
 
 
 @pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((3,), (3, 2)), ((2, 2), (2, 2)), ((9, 8), (8, 7)),
@@ -248,14 +244,10 @@ def test_more_elementwise_and_running_reductions(shape):
     def f(x):
         return (tnp.clip(x, -0.5, 0.7), tg.nn.functional.relu(x), tg.scipy.special.expit(x), tnp.cumsum(x, axis=1),
                 tnp.cumprod(x[0]), tnp.cumsum(x))
-    x = data(shape)
-    tg.config.compiled_executor = True
-    f_native = tg.jit(f)
-    got = f_native(x)
-    tg.config.compiled_executor = False
-    same(got, tg.jit(f)(x))
+    got, executor, want = both(f, data(shape))
+    same(got, want)
     # an array's running sum along an axis of a 2-d array keeps the Python executor
-    assert f_native.executor(x) == ("numba" if np.prod(shape) <= native.UNROLL_LIMIT else "python")
+    assert executor == ("numba" if np.prod(shape) <= native.UNROLL_LIMIT else "python")
 
 
 def test_a_custom_vjp_inside_the_program_compiles_its_function():

@@ -207,10 +207,8 @@ class _Namespace:
         is the result (``maximum(-0.0, 0.0)`` is ``0.0``), where numba's would keep the first."""
         like = x if isinstance(x, Sym) else y
         x, y = _sym(x, like), _sym(y, like)
-        dtype = np.result_type(x.dtype, y.dtype)
-        if self.array:
-            return Sym(f"np.where(({x.text} {op} {y.text}) | ({x.text} != {x.text}), {x.text}, {y.text})", dtype)
-        return Sym(f"({x.text} if ({x.text} {op} {y.text} or {x.text} != {x.text}) else {y.text})", dtype)
+        first = Sym(f"(({x.text} {op} {y.text}) {'|' if self.array else 'or'} ({x.text} != {x.text}))", np.bool_)
+        return self.where(first, x, y)
 
     def sign(self, x):
         sign = _call("sign", x)  # numba's sign(-0.0) is -0.0, NumPy's 0.0: adding 0.0 makes it so
