@@ -7,7 +7,8 @@ Which programs (:func:`compile_native` returns None otherwise, and jit keeps the
 every value on NumPy with dtype float64, float32, int64 or bool (weak Python scalars included), every
 equation's primitive lowered, and no value outside a loop's stacked inputs and outputs larger than
 :data:`MAX_ELEMENTS` elements: past that NumPy's own loops (and numexpr's fusion) already run at
-compiled speed, and numba's code would gain nothing for its compile time. A value of at most
+compiled speed, and numba's code would gain nothing for its compile time; and the source within
+:data:`BUDGET` (numba's compile time grows with it). A value of at most
 :data:`UNROLL_LIMIT` elements (every 0-d value) is unrolled: one scalar local per element, so a
 loop over a small state runs in registers with no allocation.
 
