@@ -398,23 +398,29 @@ class _Jitted(Generic[P, R]):
         return len(self._cache) + sum(len(p) for _, p in list(self._instances.values()))
 
     def executor(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        """Which executor runs the program for these arguments: ``"numba"`` (one natively compiled
-        function, ``tg.config.compiled_executor``) or ``"python"`` (the generated Python function)."""
-        key, leaves, rebuild = self._split((), args, kwargs)
-        entry = self._cache.get(key)
-        if entry is None or not entry.valid():
-            entry = self._stage(leaves, rebuild)
-            entry.donated = self._donated_leaves(args)
+        """Which executor runs the program for these arguments (staged, cached and compiled as a call
+        would, without running it): ``"numba"`` (one function compiled by numba, with
+        ``tg.config.compiled_executor`` on), ``"python+numba"`` (the generated Python function, its
+        loops compiled by numba) or ``"python"`` (the generated Python function). docs/jit.md, "The
+        compiled executor (numba)", says which programs compile."""
+        key, entry = self._entry(args, kwargs)
+        if not entry.captured:  # as a call keeps it
             self._cache.put(key, entry)
         return entry.executor
 
     def program(self, *args: P.args, **kwargs: P.kwargs) -> Program:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""
+        return self._entry(args, kwargs)[1].program
+
+    def _entry(self, args, kwargs) -> tuple:
+        """``(key, entry)``: the cached entry for these arguments, or a new one staged (not cached)
+        when there is none or it is stale."""
         key, leaves, rebuild = self._split((), args, kwargs)
         entry = self._cache.get(key)
         if entry is None or not entry.valid():
             entry = self._stage(leaves, rebuild)
-        return entry.program
+            entry.donated = self._donated_leaves(args)
+        return key, entry
 
 
 # jit(fn) keeps fn's type (its parameters and result); jit(static_argnums=...) is a decorator that does
