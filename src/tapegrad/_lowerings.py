@@ -177,8 +177,13 @@ def _op(op: str, x, y) -> Sym:
 
 
 def _call(name: str, *args) -> Sym:
+    """``np.<name>(*args)``, where numba's function agrees with NumPy's on these dtypes (see
+    :data:`INTEGER_SAFE` and :data:`FLOAT_UNSAFE`)."""
     like = next((a for a in args if isinstance(a, Sym)), None)
     args = tuple(_sym(a, like) for a in args)
+    kind = np.result_type(*[a.dtype for a in args]).kind
+    if (kind in "iub" and name not in INTEGER_SAFE) or (kind == "f" and name in FLOAT_UNSAFE):
+        raise NotLowerable(f"numpy.{name} of {kind!r} values: numba's differs from NumPy's there")
     return Sym(f"np.{name}({', '.join(a.text for a in args)})", _result_dtype(name, args))
 
 
@@ -251,7 +256,7 @@ INTEGER_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide"
 _SCALAR_NS, _ARRAY_NS = _Namespace(array=False), _Namespace(array=True)
 
 
-def elementwise(template: str | Callable, extra: Callable | None = None) -> Callable:
+def elementwise(template: str | Callable) -> Callable:
     """The lowering of an elementwise primitive from its fusion template: each operand converted to the
     dtype NumPy 2 computes in (weak scalars follow the arrays), the template applied element by element
     when the result is unrolled, to whole arrays otherwise, the result cast to the output's dtype.
@@ -259,21 +264,13 @@ def elementwise(template: str | Callable, extra: Callable | None = None) -> Call
     Args:
         template: as ``def_fusion``'s: a NumPy function's name, or ``template(f, *operands, **params)``
             built from ``f``'s functions (NumPy's names) and Python operators.
-        extra: where given, ``extra(**params)`` gives the params the template takes.
 
     Returns:
         The lowering, for ``def_lowering``.
     """
     def lowering(ctx, *xs, **params):
-        if extra is not None:
-            params = extra(**params)
         out = ctx.out
         compute = np.result_type(*[x.promote_key() for x in (xs[1:] if template == "where" else xs)])
-        if compute.kind in "iub" and not (isinstance(template, str) and template in INTEGER_SAFE) and \
-                not callable(template):
-            raise NotLowerable(f"{template} of {compute.name} values (numba's differs from NumPy's there)")
-        if compute.kind == "f" and template in FLOAT_UNSAFE:
-            raise NotLowerable(f"{template} of floats (numba's differs from NumPy's at the infinities)")
         if len(xs) == 1 and compute.kind == "b" and concrete(out.dtype).kind == "f":
             raise NotLowerable("a float function of a bool (NumPy computes it in float16)")
         if template == "where":
