@@ -130,7 +130,7 @@ class Sym:
     __hash__ = None  # type: ignore[assignment]
 
     def __neg__(self):
-        return _call("negative", self)
+        return _SCALAR_NS.negative(self)  # the same spelling as a template's f.negative
 
     def __abs__(self):
         return _call("absolute", self)
@@ -154,6 +154,7 @@ def _sym(x, like) -> Sym:
 
 _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/", "equal": "==",
               "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+_OPERATOR_NAMES = {op: name for name, op in _OPERATORS.items()}  # "/": true_divide, the later of two
 _BOOL_RESULTS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
                            "logical_or", "logical_xor", "logical_not", "isfinite", "isinf", "isnan", "signbit"})
 
@@ -168,7 +169,7 @@ def _result_dtype(name: str, operands) -> np.dtype:
 
 
 def _op(op: str, x, y) -> Sym:
-    name = {v: k for k, v in _OPERATORS.items()}.get(op, "bitwise")
+    name = _OPERATOR_NAMES.get(op, "bitwise")
     like = x if isinstance(x, Sym) else y
     x, y = _sym(x, like), _sym(y, like)
     if name != "bitwise" and x.dtype == np.bool_ and y.dtype == np.bool_ and op in "+-*/":

@@ -214,7 +214,9 @@ class _Entry:
         else:
             if self._run is None:
                 self._run = self._compile()
-            token = native.in_jit.set(self.native_loops)  # whether its loops may compile, on the Python executor
+            # whether its loops may compile, on the Python executor: set only where it changes, so that
+            # a call where numba plays no part pays nothing for it
+            token = native.in_jit.set(self.native_loops) if native.in_jit.get() != self.native_loops else None
             try:
                 outs = self._run(*inputs)
             except TypeError:
@@ -223,7 +225,8 @@ class _Entry:
                 evaluate(self.program, inputs)
                 raise
             finally:
-                native.in_jit.reset(token)
+                if token is not None:
+                    native.in_jit.reset(token)
         if self.params_written:  # every new value is checked before any Parameter changes
             write_back(zip(self.params_written, [_c_order(value) for value in outs[self.n_out:]]))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer

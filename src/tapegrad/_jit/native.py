@@ -46,6 +46,7 @@ import numpy as np
 
 from tapegrad._jit.program import Eqn, Literal, Program, Var
 from tapegrad._lowerings import NotLowerable, Value, cast, concrete, dtype_text, literal_text, scalar, unrolled
+from tapegrad._rules import aval_of
 
 UNROLL_LIMIT = 16
 MAX_ELEMENTS = 1024
@@ -80,8 +81,7 @@ class Context:
         self.indent = "    "
         self.count = 0
         self.unroll_limit = UNROLL_LIMIT
-        self.args: list[str] = []  # the generated function's parameters: inputs, then constants
-        self.consts: list = []
+        self.consts: list = []  # the arrays the generated function takes after its inputs
         self.out = None
         self.array_ops = 0
         self._scopes: list[dict] = [{}]  # per block: loads and arrays built there (not valid outside it)
@@ -132,7 +132,7 @@ class Context:
         def load():
             texts = np.empty(value.shape, dtype=object)
             for index in np.ndindex(*value.shape):
-                texts[index] = self.let(f"{value.name}[{', '.join(map(str, index))}]")
+                texts[index] = self.let(_element(value.name, index))
             return texts
         return self._cached(("texts", value.name), load)
 
@@ -242,9 +242,9 @@ class Context:
         return results
 
     # ---- loops and branches (the control-flow primitives' lowerings) ----
-    def state(self, value: Value, dtype=None) -> Value:
-        """Fresh variables holding ``value`` (in ``dtype``): a loop's carry or a branch's result."""
-        value = self.convert(value, dtype if dtype is not None else value.dtype)
+    def state(self, value: Value) -> Value:
+        """Fresh variables holding ``value``: a loop's carry or a branch's result."""
+        value = self.convert(value, value.dtype)  # a weak value takes its concrete dtype
         if self.unrolls(value.shape):
             texts = self.texts(value)
             names = np.empty(value.shape, dtype=object)
@@ -276,7 +276,7 @@ class Context:
         if self.unrolls(shape):
             texts = np.empty(shape, dtype=object)
             for index in np.ndindex(*shape):
-                texts[index] = self.let(f"{stack}[{', '.join(map(str, (i, *index)))}]")
+                texts[index] = self.let(_element(stack, (i, *index)))
             return unrolled(texts, dtype)
         return Value(shape, dtype, name=self.let(f"{stack}[{i}]", "a"))
 
@@ -284,9 +284,20 @@ class Context:
         """Row ``i`` of the array ``stack`` set to ``value``."""
         if value.unrolled:
             for index in np.ndindex(*value.shape):
-                self.emit(f"{stack}[{', '.join(map(str, (i, *index)))}] = {value.texts[index]}")
+                self.emit(f"{_element(stack, (i, *index))} = {value.texts[index]}")
         else:
             self.emit(f"{stack}[{i}] = {value.name}")
+
+
+def _element(array: str, index) -> str:
+    """The source of ``array[index]`` for a tuple of ints and names."""
+    return f"{array}[{', '.join(map(str, index))}]"
+
+
+def _strict() -> bool:
+    """``TAPEGRAD_NATIVE_STRICT`` (``make test-native``): what would fall back to the Python executor
+    because of a lowering's bug raises instead."""
+    return bool(os.environ.get("TAPEGRAD_NATIVE_STRICT"))
 
 
 def source(program: Program):
@@ -418,7 +429,7 @@ class NativeRun:
         if np.ndim(out) == 0:
             return np.asarray(out, dtype)
         if out.dtype != dtype:
-            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):
+            if _strict():
                 raise RuntimeError(f"the compiled executor returned {out.dtype} where the program has {dtype}:"
                                    f"\n{self.source}")
             return out.astype(dtype)
@@ -433,7 +444,7 @@ class NativeRun:
         try:
             self.jitted.compile(tuple(numba.typeof(a) for a in (*args, *self.consts)))
         except Exception as error:
-            if os.environ.get("TAPEGRAD_NATIVE_STRICT"):  # the test suite's check that every lowering types
+            if _strict():
                 raise RuntimeError(f"numba refused the compiled executor's source (a lowering's bug):\n"
                                    f"{self.source}") from error
             log.debug("jit: numba could not compile a program (%s); it runs with the Python executor",
@@ -457,7 +468,7 @@ def compile_native(program: Program, fallback):
         log.debug("jit: program not compiled with numba: %s", error)
         return None
     except RuntimeError as error:  # a lowering's bug: said, and the Python executor's numbers meanwhile
-        if os.environ.get("TAPEGRAD_NATIVE_STRICT"):
+        if _strict():
             raise
         warnings.warn(f"{error}; the program runs with the Python executor", RuntimeWarning, stacklevel=2)
         return None
@@ -476,7 +487,7 @@ def compile_native(program: Program, fallback):
 def compile_loop(prim, operands, params, fallback):
     """A loop primitive's equation alone (``scan`` or ``while`` on these operands) as a
     :class:`NativeRun`, or None where its body does not lower."""
-    invars = [Var(_aval(x), np) for x in operands]
+    invars = [Var(aval_of(x), np) for x in operands]
     outs = [Var(a, np) for a in prim.abstract_eval(*[v.aval for v in invars], **params)]
     return compile_native(Program(invars, [], [], [Eqn(prim, invars, params, outs)], outs), fallback)
 
@@ -493,8 +504,3 @@ def loop_lowers(eqn: Eqn) -> bool:
     except NotLowerable:
         return False
     return True
-
-
-def _aval(x):
-    from tapegrad._core import ShapedArray
-    return ShapedArray(tuple(np.shape(x)), np.asarray(x).dtype)

@@ -572,9 +572,10 @@ def _getitem_lowering(ctx, x, *arrays, idx):
     return ctx.array_value(text, ctx.out.shape, x.dtype)
 
 
-def _updated(ctx, base, y, arrays, idx, add: bool):
+def _updated(ctx, base, y, arrays, idx, add: bool, fresh: bool = False):
     """``base`` (a Value of the result's dtype) with ``y`` set or added at the index: element by element
-    where small and static, else on a copy of the array (``zeros`` is fresh: no copy)."""
+    where small and static, else on a copy of the array (on ``base`` itself where it is ``fresh``, made
+    for this result alone)."""
     y = ctx.convert(y, base.dtype)
     if _static(ctx, base, arrays):
         texts = ctx.texts(base).copy()
@@ -583,14 +584,14 @@ def _updated(ctx, base, y, arrays, idx, add: bool):
         for p, v in zip(positions.reshape(-1), values.reshape(-1)):
             texts.flat[p] = ctx.let(f"({texts.flat[p]} + {v})") if add else v
         return _lowerings.unrolled(texts, base.dtype)
-    out = ctx.let(f"{ctx.array(base)}.copy()", "a")
+    out = ctx.array(base) if fresh else ctx.let(f"{ctx.array(base)}.copy()", "a")
     ctx.emit(f"{out}[{_index_source(ctx, idx, arrays, base.shape)}] {'+=' if add else '='} {ctx.array(y)}")
     return _lowerings.Value(base.shape, base.dtype, name=out)
 
 
 def_lowering(getitem_p, _getitem_lowering)
 def_lowering(scatter_add_p, lambda ctx, ct, *arrays, idx, shape, dtype:
-             _updated(ctx, ctx.zeros(shape, dtype), ct, arrays, idx, add=True))
+             _updated(ctx, ctx.zeros(shape, dtype), ct, arrays, idx, add=True, fresh=True))
 def_lowering(index_add_p, lambda ctx, x, y, *arrays, idx: _updated(ctx, x, y, arrays, idx, add=True))
 def_lowering(index_set_p, lambda ctx, x, y, *arrays, idx: _updated(ctx, x, y, arrays, idx, add=False))
 
