@@ -394,8 +394,7 @@ def test_the_switch_turns_it_off():
 def test_a_lowering_error_names_the_primitive():
     def broken(ctx, *operands, **params):
         raise KeyError("oops")
-    prim = tnp.sin  # the public function's primitive is found through a program
-    program = tg.make_program(prim)(np.ones(2))
+    program = tg.make_program(tnp.sin)(np.ones(2))
     (eqn,) = program.eqns
     saved, eqn.prim.lowering = eqn.prim.lowering, broken
     try:

@@ -489,7 +489,7 @@ def compile_loop(prim, operands, params, fallback):
     :class:`NativeRun`, or None where its body does not lower."""
     invars = [Var(aval_of(x), np) for x in operands]
     outs = [Var(a, np) for a in prim.abstract_eval(*[v.aval for v in invars], **params)]
-    return compile_native(Program(invars, [], [], [Eqn(prim, invars, params, outs)], outs), fallback)
+    return compile_native(_alone(Eqn(prim, invars, params, outs)), fallback)
 
 
 def loop_lowers(eqn: Eqn) -> bool:
@@ -498,9 +498,14 @@ def loop_lowers(eqn: Eqn) -> bool:
     if eqn.prim.name not in ("scan", "while") or not all(isinstance(x, Var) for x in eqn.inputs):
         return False
     try:
-        program = Program(list(eqn.inputs), [], [], [eqn], list(eqn.outs))
+        program = _alone(eqn)
         check(program)
         source(program)
     except NotLowerable:
         return False
     return True
+
+
+def _alone(eqn: Eqn) -> Program:
+    """The program of ``eqn`` alone: its operands in, its results out."""
+    return Program(list(eqn.inputs), [], [], [eqn], list(eqn.outs))
