@@ -393,4 +393,14 @@ defbatch(st.transpose_p, _transpose_batch)
 defbatch(st.broadcast_to_p, _broadcast_to_batch)
 defbatch(st.concatenate_p, _concatenate_batch)
 defbatch_reduction(st.sum_p)
-defbatch_elementwise(st.add_any_p, st.astype_p, st.stop_gradient_p)
+def _add_any_batch(vals, dims):
+    """Both operands at one batch axis, a shared one broadcast to the batch: ``add_any`` never
+    broadcasts (its vjp returns the cotangent as it is), so its operands must keep one shape."""
+    (x, y), (dx, dy) = vals, dims
+    if dx == dy:
+        return bind(st.add_any_p, x, y), dx
+    return bind(st.add_any_p, *all_at_front(vals, dims)), 0
+
+
+defbatch(st.add_any_p, _add_any_batch)
+defbatch_elementwise(st.astype_p, st.stop_gradient_p)
