@@ -16,6 +16,15 @@ solution and whose rules are the implicit function theorem's:
   ``ct_b = A^-T ct_x``, ``ct_theta = -<ct_b, dA x>`` (reverse mode, ``transpose_solve`` on the
   transpose of ``matvec``, which reverse mode builds).
 
+The solvers (``custom_linear_solve``'s ``solve`` and ``transpose_solve``, ``custom_root``'s
+``tangent_solve``) may close over traced values too, as in JAX's canonical use
+(``lambda mv, r: tnp.linalg.solve(A, r)`` with ``A`` differentiated): each is staged once
+(:class:`_Solver`), and the values it reads become operands of the joint call, so a rule that runs after
+the transform that traced them (reverse mode's backward pass) still has them. They get no derivative
+of their own (JAX's rule: the implicit function theorem accounts for ``A`` through ``matvec`` and
+``f``); a solver that cannot be staged (it iterates in Python on concrete values) is called as it is,
+and must then close over no traced value.
+
 Each rule applies the call again to its own operands, so the solution it uses is itself
 differentiable by an outer transform, and every order works where ``f`` and ``tangent_solve`` are
 written in tapegrad operations. The joint call's forward applies the call one level down for the same
@@ -94,6 +103,42 @@ class _Explicit:
         return evaluate(self.program, list(xs) + list(theta))
 
 
+class _Solver:
+    """A solver ``solve(fn, rhs)`` of a staged linear function (``matvec``, or ``f`` linearised), with
+    the traced values it closes over made explicit (``self.consts``), as :class:`_Explicit` does for
+    ``f``: ``self(theta, consts, fn, rhs_leaves)`` runs it with those values given.
+
+    ``make_fn(theta, extra)`` builds the function handed to ``solve`` from the explicit operands
+    (``extra``: more leaves it needs, the root's solution); the staged program takes
+    ``(*theta, *extra, *rhs, *consts)``. A solver that reads no traced value, or cannot be staged
+    (it iterates in Python on concrete values, converts with ``np.asarray``, returns non-arrays), is
+    called as it is: ``consts`` is empty."""
+
+    def __init__(self, solve, make_fn, theta, extra, rhs_leaves, treedef, where: str, name: str):
+        self.solve, self.treedef = solve, treedef
+        self.program, self.consts, self.out_tree = None, [], None
+        n_theta, n_extra = len(theta), len(extra)
+
+        def flat(*ins):
+            fn = make_fn(list(ins[:n_theta]), list(ins[n_theta:n_theta + n_extra]))
+            leaves, self.out_tree = _tree.tree_flatten(solve(fn, _tree.tree_unflatten(treedef,
+                                                                                      list(ins[n_theta + n_extra:]))))
+            return leaves
+        try:
+            program, builder = _staged(flat, list(theta) + list(extra) + list(rhs_leaves), where, name)
+        except Exception:  # noqa: BLE001 (not stageable: then it must read no traced value, and is called as it is)
+            return
+        consts = _implicit_operands(builder)
+        if consts:
+            self.program, self.consts = program, consts
+
+    def __call__(self, theta, consts, fn, rhs_leaves, extra=()):
+        if self.program is None:
+            return self.solve(fn, _tree.tree_unflatten(self.treedef, list(rhs_leaves)))
+        outs = evaluate(self.program, list(theta) + list(extra) + list(rhs_leaves) + list(consts))
+        return _tree.tree_unflatten(self.out_tree, outs)
+
+
 def _replace(values, positions, new) -> list:
     values = list(values)
     for i, v in zip(positions, new):
@@ -116,21 +161,40 @@ def _is_concrete(values) -> bool:
 
 
 # ---- custom_root ---------------------------------------------------------------------------------
+def _linearisation(f: _Explicit, treedef) -> Callable:
+    """``make(theta, sol) -> g``: ``f(theta, .)`` linearised at ``sol``, the function ``tangent_solve``
+    receives, checking what it is given."""
+    def make(theta, sol):
+        def g(v):
+            v_leaves = _check_like("custom_root", "tangent_solve's argument to g", v, sol, treedef, "initial_guess")
+            _, out = jvp_flat(lambda *xs: f(theta, xs), list(sol), v_leaves)
+            return _tree.tree_unflatten(treedef, _zeros_for_none(out, sol))
+        return g
+    return make
+
+
+_STAGES = {"f": "differentiating f at the root", "tangent_solve": "in tangent_solve"}
+
+
 class _RootCall:
-    """The joint call of a root: operands ``theta`` (what ``f`` closed over) and the solution's leaves;
-    its value is the solution, its derivatives the implicit function theorem's."""
+    """The joint call of a root: operands ``theta`` (what ``f`` closed over), the values
+    ``tangent_solve`` closed over and the solution's leaves; its value is the solution, its derivatives
+    the implicit function theorem's."""
 
     remat = False
     name = "custom_root"
 
-    def __init__(self, f: _Explicit, n_theta: int, treedef, tangent_solve):
-        self.f, self.n_theta, self.treedef, self.tangent_solve = f, n_theta, treedef, tangent_solve
+    def __init__(self, f: _Explicit, treedef, tangent_solver: _Solver, where: str, hints: dict):
+        self.f, self.treedef, self.tangent_solver = f, treedef, tangent_solver
+        self.n_theta, self.n_head = len(f.theta), len(f.theta) + len(tangent_solver.consts)
+        self.linearise = _linearisation(f, treedef)
+        self.where, self.hints = where, hints
 
     def __repr__(self):
         return self.name
 
     def fun(self, *leaves):
-        return [_copy(x) for x in leaves[self.n_theta:]]  # a copy: no result aliases an operand
+        return [_copy(x) for x in leaves[self.n_head:]]  # a copy: no result aliases an operand
 
     def forward(self, *primals):
         return bind_joint(self, *primals), primals  # applied again one level down: outer transforms see the rule
@@ -140,31 +204,37 @@ class _RootCall:
         return _transpose(lambda t: self.jvp(primals, t)[1], primals, out_cts)
 
     def jvp(self, primals, tangents):
-        theta = list(primals[:self.n_theta])
+        theta, consts = list(primals[:self.n_theta]), list(primals[self.n_theta:self.n_head])
         sol = bind_joint(self, *primals)
         live = [i for i in _inexact_positions(theta) if tangents[i] is not None]
         if not live:
             return sol, [None] * len(sol)
-        _, rhs = jvp_flat(lambda *v: self.f(_replace(theta, live, v), sol), [theta[i] for i in live],
-                          [tangents[i] for i in live])
+        _, rhs = self._stage("f", lambda: jvp_flat(lambda *v: self.f(_replace(theta, live, v), sol),
+                                                   [theta[i] for i in live], [tangents[i] for i in live]))
         rhs = _zeros_for_none(rhs, sol)
-        dx = self._tangent_solve(theta, sol, rhs)
+        out = self._stage("tangent_solve", lambda: self.tangent_solver(theta, consts, self.linearise(theta, sol), rhs,
+                                                                       extra=sol))
+        dx = _check_like("custom_root", "tangent_solve", out, sol, self.treedef, "initial_guess")
         return sol, [negative(d) for d in dx]
 
-    def _tangent_solve(self, theta, sol, rhs) -> list:
-        """``tangent_solve(g, rhs)`` for ``g``, ``f``'s linearisation in ``x`` at ``sol``, checked."""
-        def g(v):
-            v_leaves = _check_like("custom_root", "tangent_solve's argument to g", v, sol, self.treedef,
-                                   "initial_guess")
-            _, out = jvp_flat(lambda *xs: self.f(theta, xs), list(sol), v_leaves)
-            return _tree.tree_unflatten(self.treedef, _zeros_for_none(out, sol))
-        out = self.tangent_solve(g, _tree.tree_unflatten(self.treedef, list(rhs)))
-        return _check_like("custom_root", "tangent_solve", out, sol, self.treedef, "initial_guess")
+    def _stage(self, stage: str, run: Callable) -> Any:
+        """``run()``, one stage of the derivative (``f`` differentiated at the root, or ``tangent_solve``);
+        where the caller gave a hint for it, a failure says so: the same exception type, its message
+        naming the caller, the stage and the hint."""
+        hint = self.hints.get(stage)
+        try:
+            return run()
+        except (ValueError, TypeError, RuntimeError, NotImplementedError, np.linalg.LinAlgError) as error:
+            if hint is None or str(error).startswith(self.where):
+                raise
+            raise type(error)(f"{self.where}: the implicit derivative failed {_STAGES[stage]}: {error}. {hint}") \
+                from error
 
     def on_capture(self, args):
         raise TypeError("custom_root: tangent_solve uses a value traced by the running transform that it does not "
-                        "receive (a closure over a traced value); compute it from the linear function g and the "
-                        "right-hand side it is given, and close over traced values in f only")
+                        "receive, and it could not be staged to find it (it iterates in Python on concrete values, "
+                        "or converts with np.asarray): write it in tapegrad operations, or compute the solution "
+                        "from the linear function g and the right-hand side it is given")
 
 
 def _residual_scale(values) -> float:
@@ -246,6 +316,18 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
     if residual_tol is not None and residual_tol != "auto" and not (
             isinstance(residual_tol, (int, float)) and residual_tol > 0):
         raise ValueError(f"custom_root: residual_tol must be a positive number, 'auto' or None, got {residual_tol!r}")
+    return _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, "custom_root", {})
+
+
+def root_with_context(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[[Callable, Any], Any],
+                      tangent_solve: Callable[[Callable, Any], Any], *, where: str, hints: dict) -> Any:
+    """:func:`custom_root` for a library built on it (``tapegrad.scipy.optimize``), with no residual
+    check: a failure of the derivative names ``where`` and adds ``hints[stage]`` for the stage that
+    failed (``"f"``, differentiating ``f`` at the root; ``"tangent_solve"``)."""
+    return _root(f, initial_guess, solve, tangent_solve, False, None, where, hints)
+
+
+def _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, where: str, hints: dict):
     guess, treedef = _leaves_of(initial_guess, "custom_root", "initial_guess")
     explicit = _Explicit(f, guess, treedef, "custom_root", "f")
     theta = explicit.theta
@@ -263,24 +345,35 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
         aux = _tree.tree_map(lambda a: stop_gradient(a) if hasattr(a, "dtype") else a, aux)
     sol = [stop_gradient(x) for x in _check_like("custom_root", "solve", result, guess, treedef, "initial_guess")]
     _check_residual(explicit, theta_sg, guess_sg, sol, residual_tol)
-    call = _RootCall(explicit, len(theta), treedef, tangent_solve)
-    out = _tree.tree_unflatten(treedef, bind_joint(call, *theta, *sol))
+    tangent_solver = _Solver(tangent_solve, _linearisation(explicit, treedef), theta, guess, guess, treedef,
+                             "custom_root", "tangent_solve")
+    call = _RootCall(explicit, treedef, tangent_solver, where, hints)
+    out = _tree.tree_unflatten(treedef, bind_joint(call, *theta, *tangent_solver.consts, *sol))
     return (out, aux) if has_aux else out
 
 
 # ---- custom_linear_solve -------------------------------------------------------------------------
+def _as_matvec(linear: Callable, treedef) -> Callable:
+    """``make(theta, _) -> matvec``: the staged linear function on pytrees, as a solve receives it."""
+    def make(theta, _):
+        return lambda x: _tree.tree_unflatten(treedef, linear(theta, _tree.tree_leaves(x)))
+    return make
+
+
 class _LinearSolveCall:
-    """The joint call of ``x = A(theta)^-1 b``: operands ``theta`` (what ``matvec`` closed over) and the
-    leaves of ``b``; results the leaves of ``x`` and of ``solve``'s aux. Its transpose (``A^T``, with
-    ``transpose_solve``) is another such call, made once."""
+    """The joint call of ``x = A(theta)^-1 b``: operands ``theta`` (what ``matvec`` closed over), the
+    values ``solve`` and ``transpose_solve`` closed over, and the leaves of ``b``; results the leaves of
+    ``x`` and of the solve's aux. Its transpose (``A^T``, with ``transpose_solve``) is another such call
+    over the same operands, made once."""
 
     remat = False
 
-    def __init__(self, name, matvec, vecmat, solve, transpose_solve, n_theta, treedef, b_leaves, has_aux,
+    def __init__(self, name, matvec, vecmat, solver, transpose_solver, n_theta, own, treedef, b_leaves, has_aux,
                  transposed=None):
         self.name, self.matvec, self.vecmat = name, matvec, vecmat
-        self.solve, self.transpose_solve = solve, transpose_solve
-        self.n_theta, self.treedef, self.b_leaves, self.has_aux = n_theta, treedef, b_leaves, has_aux
+        self.solver, self.transpose_solver = solver, transpose_solver
+        self.n_theta, self.own = n_theta, own  # own: where among the operands this call's solver's values are
+        self.treedef, self.b_leaves, self.has_aux = treedef, b_leaves, has_aux
         self.aux_tree = None
         self._transposed = transposed
 
@@ -289,23 +382,28 @@ class _LinearSolveCall:
 
     @property
     def transposed(self) -> _LinearSolveCall:
-        if self.transpose_solve is None:
+        if self.transpose_solver is None:
             raise TypeError("custom_linear_solve: reverse-mode differentiation (grad, vjp) needs transpose_solve, "
                             "the solve of the transposed system: pass transpose_solve=, or symmetric=True when "
                             "matvec is symmetric (then solve serves both), as in JAX")
         if self._transposed is None:
+            # only the untransposed call gets here (its transpose is made knowing it): the transpose's values
+            # come after the solve's
+            start = self.own.stop
+            other = slice(start, start + len(self.transpose_solver.consts))
             self._transposed = _LinearSolveCall(f"{self.name} (transposed)", self.vecmat, self.matvec,
-                                                self.transpose_solve, self.solve, self.n_theta, self.treedef,
+                                                self.transpose_solver, self.solver, self.n_theta, other, self.treedef,
                                                 self.b_leaves, self.has_aux, transposed=self)
         return self._transposed
 
-    def fun(self, *leaves):
-        theta = [stop_gradient(t) for t in leaves[:self.n_theta]]
-        b = [stop_gradient(x) for x in leaves[self.n_theta:]]
+    def _split(self, leaves) -> tuple[list, list, list]:
+        """``(theta, the values this call's solve closed over, b)`` of its operands ``(*theta, *solve's
+        values, *transpose_solve's values, *b)``."""
+        return list(leaves[:self.n_theta]), list(leaves[self.own]), list(leaves[len(leaves) - len(self.b_leaves):])
 
-        def matvec(x):
-            return _tree.tree_unflatten(self.treedef, self.matvec(theta, _tree.tree_leaves(x)))
-        result = self.solve(matvec, _tree.tree_unflatten(self.treedef, b))
+    def fun(self, *leaves):
+        theta, consts, b = self._split([stop_gradient(x) for x in leaves])
+        result = self.solver(theta, consts, _as_matvec(self.matvec, self.treedef)(theta, ()), b)
         aux_leaves = []
         if self.has_aux:
             if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -323,11 +421,11 @@ class _LinearSolveCall:
         return outs, (list(primals), list(outs))
 
     def jvp(self, primals, tangents):
-        n, nx = self.n_theta, len(self.b_leaves)
-        theta, outs = list(primals[:n]), bind_joint(self, *primals)
+        head, nx = len(primals) - len(self.b_leaves), len(self.b_leaves)
+        theta, outs = list(primals[:self.n_theta]), bind_joint(self, *primals)
         x = list(outs[:nx])
         live = [i for i in _inexact_positions(theta) if tangents[i] is not None]
-        db = list(tangents[n:])
+        db = list(tangents[head:])
         if not live and all(t is None for t in db):
             return outs, [None] * len(outs)
         rhs = _zeros_for_none(db, self.b_leaves)
@@ -335,29 +433,30 @@ class _LinearSolveCall:
             _, dax = jvp_flat(lambda *v: self.matvec(_replace(theta, live, v), x), [theta[i] for i in live],
                               [tangents[i] for i in live])
             rhs = [r if d is None else subtract(r, d) for r, d in zip(rhs, dax)]
-        dx = bind_joint(self, *theta, *rhs)[:nx]
+        dx = bind_joint(self, *primals[:head], *rhs)[:nx]
         return outs, list(dx) + [None] * (len(outs) - nx)
 
     def backward(self, residuals, out_cts):
         primals, outs = residuals
-        n, nx = self.n_theta, len(self.b_leaves)
-        theta, x = list(primals[:n]), list(outs[:nx])
+        head, nx = len(primals) - len(self.b_leaves), len(self.b_leaves)
+        theta, x = list(primals[:self.n_theta]), list(outs[:nx])
         cts = list(out_cts[:nx])
         if all(c is None for c in cts):
             return [None] * len(primals)
-        ct_b = list(bind_joint(self.transposed, *theta, *_zeros_for_none(cts, x))[:nx])
-        ct_theta: list = [None] * n
+        ct_b = list(bind_joint(self.transposed, *primals[:head], *_zeros_for_none(cts, x))[:nx])
+        ct_head: list = [None] * head  # the solves' own values get none: the theorem accounts for A in matvec
         live = _inexact_positions(theta)
         if live:
             _, pullback = vjp_flat(lambda *v: self.matvec(_replace(theta, live, v), x), [theta[i] for i in live])
             for i, ct in zip(live, pullback(ct_b)):
-                ct_theta[i] = None if ct is None else negative(ct)
-        return ct_theta + ct_b
+                ct_head[i] = None if ct is None else negative(ct)
+        return ct_head + ct_b
 
     def on_capture(self, args):
         raise TypeError("custom_linear_solve: solve or transpose_solve uses a value traced by the running transform "
-                        "that it does not receive (a closure over a traced value); compute the solution from the "
-                        "matvec and right-hand side it is given, and close over traced values in matvec only")
+                        "that it does not receive, and it could not be staged to find it (it iterates in Python on "
+                        "concrete values, or converts with np.asarray): write it in tapegrad operations, or compute "
+                        "the solution from the matvec and right-hand side it is given")
 
 
 def _transpose_of(matvec, b_leaves) -> Callable:
@@ -418,9 +517,19 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: PyTree, solve: Callable
     explicit = _Explicit(matvec, b_leaves, treedef, "custom_linear_solve", "matvec")
     b_likes = [zeros_like(stop_gradient(x)) for x in b_leaves]
     vecmat = explicit if symmetric else _transpose_of(explicit, b_likes)
-    call = _LinearSolveCall("custom_linear_solve", explicit, vecmat, solve, transpose_solve, len(explicit.theta),
-                            treedef, b_likes, has_aux)
-    outs = bind_joint(call, *explicit.theta, *b_leaves)
+    theta = explicit.theta
+    solver = _Solver(solve, _as_matvec(explicit, treedef), theta, (), b_leaves, treedef, "custom_linear_solve",
+                     "solve")
+    transpose_solver = None
+    if transpose_solve is solve and symmetric:
+        transpose_solver = solver
+    elif transpose_solve is not None:
+        transpose_solver = _Solver(transpose_solve, _as_matvec(vecmat, treedef), theta, (), b_leaves, treedef,
+                                   "custom_linear_solve", "transpose_solve")
+    call = _LinearSolveCall("custom_linear_solve", explicit, vecmat, solver, transpose_solver, len(theta),
+                            slice(len(theta), len(theta) + len(solver.consts)), treedef, b_likes, has_aux)
+    consts = list(solver.consts) + (list(transpose_solver.consts) if transpose_solver is not None else [])
+    outs = bind_joint(call, *theta, *consts, *b_leaves)
     x = _tree.tree_unflatten(treedef, list(outs[:len(b_leaves)]))
     if not has_aux:
         return x

@@ -20,7 +20,8 @@ import tapegrad.numpy as tnp
 from tapegrad import _tree
 from tapegrad._api import grad, stop_gradient, value_and_grad
 from tapegrad._backend import namespace_of, to_host
-from tapegrad._control_flow import custom_linear_solve, custom_root
+from tapegrad._control_flow import custom_linear_solve
+from tapegrad._control_flow._solves import root_with_context
 from tapegrad._core import Tracer
 from tapegrad._jacobians import hessian, jacfwd
 from tapegrad.numpy import asarray, linalg, reshape
@@ -77,9 +78,17 @@ def _host_solver(kind: str, where: str) -> Callable:
     return solve
 
 
-def _tangent_solve(implicit_solve: str, n: int, symmetric: bool, where: str) -> Callable:
-    kind = implicit_solve if implicit_solve != "auto" else ("dense" if n <= _DENSE_MAX else
+_OTHER_SOLVE = {"dense": "implicit_solve='cg' (symmetric) or 'gmres' (matrix-free: no matrix is formed)",
+                "cg": "implicit_solve='dense' (or 'gmres' when the system is not symmetric)",
+                "gmres": "implicit_solve='dense'"}
+
+
+def _solve_kind(implicit_solve: str, n: int, symmetric: bool) -> str:
+    return implicit_solve if implicit_solve != "auto" else ("dense" if n <= _DENSE_MAX else
                                                             ("cg" if symmetric else "gmres"))
+
+
+def _solve_of_kind(kind: str, symmetric: bool, where: str) -> Callable:
     if kind == "dense":
         def dense(g, y):
             # on x flattened: a 0-d x (root_scalar) or an x of several axes is one vector of unknowns
@@ -108,8 +117,13 @@ def _implicit_solution(x_host, like, optimality, args, implicit_solve, symmetric
     if not _traced(args):
         return x_star
     # the condition in x's dtype: float64 args with a float32 x0 would give f another dtype than x
-    return custom_root(lambda x: tnp.astype(optimality(x, *args), like.dtype), like, lambda f, g: x_star,
-                       _tangent_solve(implicit_solve, int(np.size(x_star)), symmetric, where), residual_tol=None)
+    kind = _solve_kind(implicit_solve, int(np.size(x_star)), symmetric)
+    hints = {"f": "f is the optimality condition; the implicit derivative differentiates it in x and in args, in "
+                  "both modes (forward over reverse), so every operation of the function needs its jvp and vjp rules",
+             "tangent_solve": f"It is the adjoint solve of the Hessian or Jacobian at the solution, "
+                              f"implicit_solve={kind!r}; try {_OTHER_SOLVE[kind]}"}
+    return root_with_context(lambda x: tnp.astype(optimality(x, *args), like.dtype), like, lambda f, g: x_star,
+                             _solve_of_kind(kind, symmetric, where), where=where, hints=hints)
 
 
 def _check_success(success: bool, message: Any, args, where: str,
@@ -135,6 +149,20 @@ def _check_bounds(x, lower, upper, where: str) -> None:
         raise ValueError(f"{where}: the solution lies on a bound (entries {active.tolist()}): the "
                          "unconstrained optimality condition does not hold there, so the implicit derivative "
                          "would be wrong; loosen the bound or drop it")
+
+
+def _with_args(fn: Any, shape, host_args, host_kwargs=None) -> Any:
+    """A user's ``jac``, ``hess`` or ``hessp`` called as SciPy calls it, ``fn(x, *extra, *args,
+    **kwargs)`` (``extra``: ``hessp``'s ``p``), with ``x`` in ``x0``'s shape as ``fun`` gets it: SciPy
+    itself is handed ``args=()``. Anything else (``True``, a finite-difference scheme's name) passes
+    unchanged."""
+    if not callable(fn):
+        return fn
+    kwargs = dict(host_kwargs or {})
+
+    def with_args(x, *extra):
+        return fn(np.asarray(x).reshape(shape), *extra, *host_args, **kwargs)
+    return with_args
 
 
 def _float_like(x0) -> Any:
@@ -201,6 +229,7 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
 
         def hess(x, *_):
             return np.asarray(hessian_fn(x))
+    jac, hess, hessp = (_with_args(fn, shape, host_args) for fn in (jac, hess, hessp))
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
                             bounds=bounds, constraints=constraints, tol=tol, callback=callback, options=options)
     _check_success(res.success, res.message, args, where)
@@ -261,6 +290,8 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
 
         def jac(x, *_):
             return np.asarray(jacobian_fn(x))
+    else:
+        jac = _with_args(jac, shape, host_args)
     res = optimize.root(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, tol=tol, callback=callback,
                         options=options)
     _check_success(res.success, res.message, args, where)
@@ -452,6 +483,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
 
         def jac(x, *_, **__):
             return np.asarray(jacobian_fn(x), dtype=float)
+    else:
+        jac = _with_args(jac, shape, host_args, host_kwargs)
     res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
                                  method=method, ftol=ftol, xtol=xtol, gtol=gtol, x_scale=x_scale, loss=loss,
                                  f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver, tr_options=tr_options,
