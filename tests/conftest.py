@@ -6,6 +6,10 @@ run of ``make test`` draws the same examples on every machine and the property t
 ``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``, what ``make fuzz`` sets): 300 random examples per test, with
 Hypothesis's example database under ``.hypothesis/`` so a failure found once is replayed first next time.
 Neither has a deadline: the machines running the suite are shared, and a slow example is not a bug.
+
+Tests marked ``peer("torch")`` or ``peer("jax")`` compare with PyTorch or JAX (the ``peers`` extra,
+``make test-peers``). Where the peer is not installed they are skipped, with the reason, except under
+``CI=true``, where a missing peer stops the run before any test: CI must never pass them unseen.
 """
 import os
 
@@ -13,6 +17,8 @@ import os
 # call, ~0.1-1 s apiece: the suite runs on the Python executor unless this is set (``make test-native``
 # runs it with TAPEGRAD_COMPILED_EXECUTOR=1); tests/test_jit_native.py switches it on itself
 os.environ.setdefault("TAPEGRAD_COMPILED_EXECUTOR", "0")
+
+import importlib.util  # noqa: E402
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
@@ -38,3 +44,21 @@ def _python_executor(request):
         yield
     finally:
         tg.config.compiled_executor = saved
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``peer`` tests of a peer that is not installed: skipped, or under ``CI=true`` an error."""
+    missing: dict[str, int] = {}
+    for item in items:
+        marker = item.get_closest_marker("peer")
+        if marker is None:
+            continue
+        name = marker.args[0]
+        if importlib.util.find_spec(name) is None:
+            missing[name] = missing.get(name, 0) + 1
+            item.add_marker(pytest.mark.skip(reason=f"{name} is not installed: make test-peers installs the "
+                                                    "peers extra (pip install -e '.[dev,peers]')"))
+    if missing and os.environ.get("CI") == "true":
+        counts = ", ".join(f"{n} tests need {name}" for name, n in sorted(missing.items()))
+        raise pytest.UsageError(f"CI=true and a peer library is missing ({counts}): install the peers extra "
+                                "(pip install -e '.[dev,peers]', as make test-peers does)")

@@ -52,7 +52,7 @@ def test_clip_grad_norm_matches_reference(max_norm, norm_type):
         assert_close(optim.clip_grad_norm(got, 1e9, norm_type)[1], max_norm, rtol=1e-5)
 
 
-@pytest.mark.skipif(torch is None, reason="PyTorch is not installed: the NumPy reference above still runs")
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("max_norm, norm_type", CASES)
 def test_clip_grad_norm_matches_torch(max_norm, norm_type):
     grads = _grads(seed=1)

@@ -135,17 +135,18 @@ def _case_id(case):
 
 
 def _torch_ref(torch_fn, x, w, b, kwargs):
-    torch = pytest.importorskip("torch")
+    import torch
     t = lambda a: None if a is None else torch.from_numpy(a)
     return torch_fn(t(x), t(w), t(b), **kwargs).numpy()
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's own performance note
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("case", CONV_CASES, ids=_case_id)
 def test_conv_matches_torch(case, bias, dtype):
-    torch = pytest.importorskip("torch")
+    import torch
     n, x_shape, w_shape, kwargs = case
     x, w = _draw(x_shape, dtype, 0), _draw(w_shape, dtype, 1)
     b = _draw(w_shape[:1], dtype, 2) if bias else None
@@ -153,9 +154,10 @@ def test_conv_matches_torch(case, bias, dtype):
     _close(out, _torch_ref(getattr(torch.nn.functional, f"conv{n}d"), x, w, b, kwargs), dtype)
 
 
+@pytest.mark.peer("torch")
 def test_conv2d_broadcasts_one_tuples_like_torch():
     """PyTorch takes a 1-tuple for a 2-d stride, padding or dilation, and repeats it."""
-    torch = pytest.importorskip("torch")
+    import torch
     x, w = _draw((2, 3, 9, 9)), _draw((4, 3, 3, 3), seed=1)
     kwargs = dict(stride=(2,), padding=(1,), dilation=(2,))
     _close(conv2d(x, w, None, **kwargs), _torch_ref(torch.nn.functional.conv2d, x, w, None, kwargs), np.float64)
@@ -165,11 +167,12 @@ def test_conv2d_broadcasts_one_tuples_like_torch():
         conv2d(x, w, stride=2.0)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("case", CONV_T_CASES, ids=_case_id)
 def test_conv_transpose_matches_torch(case, bias, dtype):
-    torch = pytest.importorskip("torch")
+    import torch
     n, x_shape, w_shape, kwargs = case
     x, w = _draw(x_shape, dtype, 0), _draw(w_shape, dtype, 1)
     b = _draw((w_shape[1] * kwargs.get("groups", 1),), dtype, 2) if bias else None
@@ -207,17 +210,19 @@ def test_padding_and_dimension_numbers_refuse_non_ints():
         conv_general_dilated(x, w, None, "VALID", dimension_numbers=((0, 1, 2.0),) * 3)
 
 
+@pytest.mark.peer("torch")
 def test_non_contiguous_operands():
     """Transposed, reversed and strided views go through the strided-window impl unchanged."""
-    torch = pytest.importorskip("torch")
+    import torch
     x = _draw((5, 6, 3, 2)).transpose(3, 2, 1, 0)[:, :, ::-1, ::2]     # (2, 3, 6, 3), negative strides
     w = _draw((4, 3, 3, 2), seed=1)[:, :, ::-1]
     ref = torch.nn.functional.conv2d(torch.from_numpy(x.copy()), torch.from_numpy(w.copy()), padding=1, stride=2)
     _close(conv2d(x, w, padding=1, stride=2), ref.numpy(), np.float64)
 
 
+@pytest.mark.peer("torch")
 def test_empty_batch():
-    torch = pytest.importorskip("torch")
+    import torch
     x, w = np.zeros((0, 3, 5, 5)), _draw((4, 3, 3, 3))
     out = conv2d(x, w, padding=1)
     assert out.shape == tuple(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
@@ -400,9 +405,10 @@ def test_torch_style_grads(case):
     check_grads(lambda a, k, c: fn(a, k, c, **kwargs), (x, w, b), order=2, name=fn.__name__)
 
 
+@pytest.mark.peer("torch")
 def test_grad_and_grad_of_grad_match_torch():
     """A gradient penalty through conv2d: d/dw |d loss / dx|^2, against torch's double backward."""
-    torch = pytest.importorskip("torch")
+    import torch
     x, w = _draw((2, 3, 6, 5)), _draw((4, 3, 3, 2), seed=1)
 
     def loss(a, k):

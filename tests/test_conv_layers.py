@@ -24,7 +24,7 @@ def _draw(shape, dtype=np.float64, seed=0):
 
 def _torch_twin(ours, torch_cls, args, kwargs, dtype):
     """The torch module built with the same arguments, holding our Parameters' values."""
-    torch = pytest.importorskip("torch")
+    import torch
     twin = torch_cls(*args, **kwargs, dtype=getattr(torch, np.dtype(dtype).name))
     with torch.no_grad():
         twin.weight.copy_(torch.from_numpy(np.asarray(ours.weight)))
@@ -55,11 +55,12 @@ def _layer_id(case):
     return f"{name}{args}-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's own performance note
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", LAYER_CASES, ids=_layer_id)
 def test_layer_matches_torch_and_its_repr(case, dtype):
-    torch = pytest.importorskip("torch")
+    import torch
     name, args, kwargs, shape = case
     ours = CLASSES[name](*args, **kwargs, dtype=dtype, seed=0)
     twin = _torch_twin(ours, getattr(torch.nn, name), args, kwargs, dtype)
@@ -86,8 +87,9 @@ def test_default_init_is_torchs_uniform_bound(case):
         assert np.abs(p).max() <= bound
 
 
+@pytest.mark.peer("torch")
 def test_init_statistics_on_a_large_layer():
-    torch = pytest.importorskip("torch")
+    import torch
     ours = Conv2d(16, 64, 3, groups=2, seed=0)
     twin = torch.nn.Conv2d(16, 64, 3, groups=2)
     bound = 1.0 / math.sqrt(8 * 9)
@@ -145,7 +147,7 @@ class TinyCNN(Module):
 
 
 def _torch_cnn(net):
-    torch = pytest.importorskip("torch")
+    import torch
     t = lambda p: torch.tensor(np.asarray(p), requires_grad=True)
     weights = [t(p) for p in net.trainable_params()]
 
@@ -157,8 +159,9 @@ def _torch_cnn(net):
     return forward, weights
 
 
+@pytest.mark.peer("torch")
 def test_tiny_cnn_gradients_match_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     net = TinyCNN(seed=0)
     x, y = _draw((5, 2, 8, 7), seed=1), _draw((5, 3), seed=2)
 

@@ -81,13 +81,20 @@ ROUTES = {
 }
 
 
-@pytest.mark.parametrize("name,make,shape,kind,route", sample(
-    [pytest.param(*case, route, id=f"{case[0]}-{route}") for case in LAYERS for route in ROUTES]))
-def test_layer(name, make, shape, kind, route):
+def _applies(case, route) -> bool:
+    """Whether ``route`` means something for the layer: integer indices have no gradient, and batch
+    statistics of one example are refused on every backend (test_norm). The rest are dropped at
+    collection rather than skipped, so that the suite's skip count means something."""
+    name, kind = case[0], case[3]
     if kind == "int" and route in ("grad-input", "vmap-grad-input", "hvp"):
-        pytest.skip("integer indices have no gradient")
-    if route == "vmap-grad-input" and name in ("BatchNorm1d", "BatchNorm2d", "CNN"):
-        pytest.skip("batch statistics of one example: refused on every backend (test_norm)")
+        return False
+    return not (route == "vmap-grad-input" and name in ("BatchNorm1d", "BatchNorm2d", "CNN"))
+
+
+@pytest.mark.parametrize("name,make,shape,kind,route", sample(
+    [pytest.param(*case, route, id=f"{case[0]}-{route}") for case in LAYERS for route in ROUTES
+     if _applies(case, route)]))
+def test_layer(name, make, shape, kind, route):
     host_net, device_net = _pair(make)
     x = _input(shape, kind)
     program = ROUTES[route]

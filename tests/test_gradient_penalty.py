@@ -52,7 +52,10 @@ def _problem(seed=0, batch=4, image=8):
 
 def test_gradient_of_penalised_loss_matches_finite_differences():
     params, x, labels = _problem()
-    check_grads(lambda p: penalised_loss(p, x, labels), (params,), order=1, name="gradient penalty")
+    # the penalty is the norm of a piecewise-constant gradient, so it jumps wherever a relu or a max-pool
+    # switches; check_grads' directions follow the gradient, which moves the activations fast enough to
+    # reach a switch within a step of 1e-6 (at every seed tried): the step stays below that
+    check_grads(lambda p: penalised_loss(p, x, labels), (params,), order=1, eps=1e-7, name="gradient penalty")
 
 
 def test_penalised_loss_second_order_along_a_direction():
@@ -69,8 +72,9 @@ def test_penalised_loss_second_order_along_a_direction():
     check_grads(along, (np.float64(0.1),), order=2, name="gradient penalty along a direction")
 
 
+@pytest.mark.peer("torch")
 def test_matches_pytorch_double_backward():
-    torch = pytest.importorskip("torch")
+    import torch
     tf = torch.nn.functional
     params, x, labels = _problem(seed=3, batch=5)
     ours = tg.grad(penalised_loss)(params, x, labels)

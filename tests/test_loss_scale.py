@@ -235,10 +235,11 @@ def test_dynamic_rule_matches_mindspores_update_cell():
     assert min(got) < 2.0 ** 5 < max(got)  # the sequence exercised both directions
 
 
+@pytest.mark.peer("torch")
 def test_matches_torch_grad_scaler():
     """The scale and Adam's parameters after a run with overflows, against ``torch.amp.GradScaler`` with
     ``backoff_factor = 1 / growth_factor`` and ``torch.optim.Adam``."""
-    torch = pytest.importorskip("torch")
+    import torch
     scaler = optim.LossScaler(2.0 ** 8, scale_factor=2, scale_window=3)
     w, opt, grad_fn = _setup(scaler)
     w_t = torch.tensor(np.asarray(w).copy(), requires_grad=True)

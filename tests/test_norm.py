@@ -57,12 +57,13 @@ def _np_group_norm(x, g, w, b, eps=1e-5):
 
 
 # ---- values against PyTorch ----------------------------------------------------------------------
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape", BN_SHAPES, ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 def test_batch_norm_matches_torch(shape, dtype, training, affine):
-    torch = pytest.importorskip("torch")
+    import torch
     rng = _rng(1)
     x = (3.0 + 2.0 * rng.standard_normal(shape)).astype(dtype)
     w, b, rm, rv = _channel_arrays(rng, shape[1], dtype)
@@ -100,12 +101,13 @@ def test_batch_norm_running_update_is_pytorchs_formula():
     assert_close(rv.value, 0.75 * np.array([2.0, 0.5]) + 0.25 * unbiased, rtol=1e-14)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape, normalized_shape", [((4, 5), 5), ((2, 3, 4), (3, 4)), ((2, 3, 4), (4,)),
                                                      ((5,), (5,))], ids=str)
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 def test_layer_norm_matches_torch(shape, normalized_shape, dtype, affine):
-    torch = pytest.importorskip("torch")
+    import torch
     rng = _rng(4)
     x = (1.0 + rng.standard_normal(shape)).astype(dtype)
     dims = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
@@ -118,11 +120,12 @@ def test_layer_norm_matches_torch(shape, normalized_shape, dtype, affine):
     assert_close(out, ref.numpy(), **TOL[dtype])
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape, groups", [((2, 6, 4), 1), ((2, 6, 4), 2), ((2, 6, 4), 3), ((2, 6, 4), 6),
                                            ((2, 4, 3, 3), 2), ((3, 4), 2)], ids=str)
 def test_group_norm_matches_torch(shape, groups, dtype):
-    torch = pytest.importorskip("torch")
+    import torch
     rng = _rng(5)
     x = rng.standard_normal(shape).astype(dtype)
     w, b = rng.standard_normal(shape[1]).astype(dtype), rng.standard_normal(shape[1]).astype(dtype)
@@ -148,8 +151,9 @@ def test_float32_gradients_stay_float32():
         assert [g.dtype for g in grads] == [np.float32] * 3
 
 
+@pytest.mark.peer("torch")
 def test_batch_norm_gradients_match_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     rng = _rng(7)
     x = rng.standard_normal((3, 2, 4))
     w, b, _, _ = _channel_arrays(rng, 2, np.float64)
@@ -318,7 +322,7 @@ def test_errors():
 # ---- modules -------------------------------------------------------------------------------------
 def _sgd_steps(net, torch_net, xs, lr=0.1, jit=False):
     """A few training steps of ``sum(net(x)**3 * ct)`` in both frameworks; returns the last outputs."""
-    torch = pytest.importorskip("torch")
+    import torch
     params = net.trainable_params()
     loss = lambda x, ct: tnp.sum(net(x) ** 3 * ct)
     grad_fn = tg.value_and_grad(loss, grad_position=None, weights=params)
@@ -346,6 +350,7 @@ def _assert_same_state(net, torch_net, dtype):
         assert_close(np.asarray(p.value), torch_state[name], **TOL[dtype], err_msg=name)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("cls, shape", [(BatchNorm1d, (5, 3)), (BatchNorm1d, (4, 3, 2)),
@@ -353,7 +358,7 @@ def _assert_same_state(net, torch_net, dtype):
                          ids=lambda v: getattr(v, "__name__", str(v)))
 @pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum", "cumulative"])
 def test_batch_norm_module_training_matches_torch(cls, shape, dtype, jit, momentum):
-    torch = pytest.importorskip("torch")
+    import torch
     net = cls(3, momentum=momentum, dtype=dtype)
     torch_net = getattr(torch.nn, cls.__name__)(3, momentum=momentum, dtype=getattr(torch, np.dtype(dtype).name))
     rng = _rng(20)
@@ -385,8 +390,9 @@ def test_batch_norm_module_parameters():
     assert bare.weight is None and bare.running_mean is None and len(bare.parameters()) == 0
 
 
+@pytest.mark.peer("torch")
 def test_batch_norm_module_without_running_stats_uses_batch_stats_in_eval():
-    torch = pytest.importorskip("torch")
+    import torch
     x = _rng(21).standard_normal((3, 2, 4))
     net = BatchNorm1d(2, affine=False, track_running_stats=False, dtype=np.float64).eval()
     torch_net = torch.nn.BatchNorm1d(2, affine=False, track_running_stats=False, dtype=torch.float64).eval()
@@ -417,9 +423,10 @@ def test_batch_norm_module_errors():
         BatchNorm2d(3, momentum=-0.1)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_layer_norm_and_group_norm_modules_match_torch(dtype):
-    torch = pytest.importorskip("torch")
+    import torch
     rng = _rng(23)
     tdtype = getattr(torch, np.dtype(dtype).name)
     x = rng.standard_normal((2, 4, 3, 5)).astype(dtype)

@@ -222,10 +222,11 @@ def test_training_reduces_loss(make_opt):
 
 
 # ---- optional: the same numbers as PyTorch -----------------------------------------------------------------
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("cls, config", [(optim.SGD, SGD_CONFIGS[-1]), (optim.Adam, ADAM_CONFIGS[-1])],
                          ids=["SGD", "Adam"])
 def test_matches_torch(cls, config):
-    torch = pytest.importorskip("torch")
+    import torch
     values, grad_steps = _problem(np.float64, seed=6)
     params = [tg.Parameter(v.copy()) for v in values]
     tensors = [torch.tensor(v.copy(), requires_grad=True) for v in values]

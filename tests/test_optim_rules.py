@@ -166,7 +166,7 @@ def test_matches_numpy_reference(cls, reference, config, route):
 TORCH_CASES = [case for case, name in zip(CASES, IDS) if not name.startswith("Lion")]
 
 
-@pytest.mark.skipif(torch is None, reason="PyTorch is not installed: the NumPy references above still run")
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("route", ["stateful", "jit-functional"])
 @pytest.mark.parametrize("cls, reference, config", TORCH_CASES, ids=[f"{c.__name__}-{k}" for c, _, k in TORCH_CASES])
 def test_matches_torch(cls, reference, config, route):

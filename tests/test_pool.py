@@ -49,7 +49,8 @@ def _distinct(rng, shape, dtype=np.float64):
 
 
 def _torch():
-    return pytest.importorskip("torch")
+    import torch
+    return torch
 
 
 def _case_id(case):
@@ -73,6 +74,7 @@ TABLE_IDS = [f"{n}d-{_case_id(c)}" for n, c in TABLE]
 
 
 # ---- values and first-order gradients against PyTorch -----------------------------------------------
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,case", TABLE, ids=TABLE_IDS)
 def test_max_pool_matches_torch(n, case, dtype):
@@ -93,6 +95,7 @@ def test_max_pool_matches_torch(n, case, dtype):
         assert_close(g, tx.grad.numpy(), rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("count_include_pad", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,case", [t for t in TABLE if not _has_dilation(t[1])],
@@ -116,6 +119,7 @@ def test_avg_pool_matches_torch(n, case, dtype, count_include_pad):
         assert_close(g, tx.grad.numpy(), **tol)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("divisor", [1, 3, -2])
 def test_avg_pool2d_divisor_override_matches_torch(divisor):
     torch = _torch()
@@ -125,6 +129,7 @@ def test_avg_pool2d_divisor_override_matches_torch(divisor):
     assert_close(out, ref.numpy(), rtol=1e-12)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("output_size", [(3, 4), (4, 3), 5, (None, 3), (7, None), 1, (2, 8), (1, 4)])
 def test_adaptive_avg_pool2d_matches_torch(output_size, dtype):
@@ -138,6 +143,7 @@ def test_adaptive_avg_pool2d_matches_torch(output_size, dtype):
     assert_close(out, ref[0], rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("output_size", [3, 4, 10, 1, (7,)])
 def test_adaptive_avg_pool1d_matches_torch(output_size):
     torch = _torch()
@@ -209,6 +215,7 @@ def test_window_sum_and_its_transpose(params):
 
 
 # ---- ties, non-finite values, dtypes ---------------------------------------------------------------
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("case", [(2, None, 0, 1, False), (3, 1, 1, 1, False), (3, 2, 1, 1, True),
                                   (2, 1, 0, 2, False)], ids=_case_id)
 def test_ties_go_to_the_first_maximum_as_torch(case):
@@ -236,6 +243,7 @@ def test_non_finite_cotangents_are_routed_exactly():
     assert np.isposinf(g).sum() == 1 and np.isneginf(g).sum() == 1 and np.isnan(g).sum() == 1
 
 
+@pytest.mark.peer("torch")
 def test_inf_and_nan_inputs():
     torch = _torch()
     x = np.array([[[1.0, np.nan, 3.0, np.nan, -np.inf, -np.inf, 2.0, np.inf]]])
@@ -262,6 +270,7 @@ def test_float32_gradients_stay_float32():
 
 
 # ---- double backward: a gradient penalty through max pooling -----------------------------------------
+@pytest.mark.peer("torch")
 def test_gradient_penalty_through_max_pool_matches_torch():
     torch = _torch()
     rng = np.random.default_rng(16)

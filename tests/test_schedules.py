@@ -142,7 +142,7 @@ def test_rates_match_numpy_reference(name):
     assert int(sched.last_epoch.value) == STEPS and sched.get_last_lr() == [sched.optimizer.lr]
 
 
-@pytest.mark.skipif(torch is None, reason="PyTorch is not installed: the NumPy references above still run")
+@pytest.mark.peer("torch")
 @pytest.mark.parametrize("name", list(CASES))
 def test_rates_match_torch(name):
     build = CASES[name][0]

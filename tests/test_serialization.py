@@ -206,9 +206,10 @@ def test_a_file_written_without_tapegrad_loads_as_a_flat_dict(tmp_path):
     assert_unchanged(fresh, snapshot(net))
 
 
+@pytest.mark.peer("torch")
 def test_a_file_written_by_pytorch_loads():
-    torch = pytest.importorskip("torch", reason="torch is not installed (the NumPy-written file is tested above)")
-    safetensors_torch = pytest.importorskip("safetensors.torch")
+    import torch
+    import safetensors.torch as safetensors_torch
     import tempfile
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "torch.safetensors")
