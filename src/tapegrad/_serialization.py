@@ -162,7 +162,9 @@ def _write(st, tmp: str, keys: list, leaves: list, structure) -> None:
 
 def _crc32(a: np.ndarray) -> int:
     """CRC-32 of a C-ordered array's bytes (0 when empty: a 0-byte memoryview cannot be cast)."""
-    return zlib.crc32(memoryview(a).cast("B")) if a.size else 0  # type: ignore[arg-type]  # numpy's stubs omit __buffer__
+    # a.data, not memoryview(a): numpy's stubs type ndarray as a buffer (__buffer__) on Python 3.12+ only,
+    # so memoryview(a) needs an ignore under 3.10/3.11 that mypy reports as unused under 3.12/3.13
+    return zlib.crc32(a.data.cast("B")) if a.size else 0
 
 
 def _write_atomically(path: str, write) -> None:
