@@ -20,15 +20,21 @@ demo: $(VENV)/.installed-examples
 
 # ruff (pyproject.toml [tool.ruff]), the layer contract (pyproject.toml [tool.importlinter],
 # docs/architecture.md) and mypy (`lint`), then the suite with one BLAS thread (the tests use small matrices, where
-# OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order
+# OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order; then the
+# site (`docs`, below: its build takes minutes, so it is a step of its own, not a test with a time limit)
 test: lint
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
+	$(SITE)
 
 # the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial (notebooks/) and executable page
 # (docs/) run anew, every warning an error; the source is the repository root, of which it reads docs/ and
-# notebooks/ (docs/site.md); open docs/_build/html/index.html
+# notebooks/ (docs/site.md); open docs/_build/html/index.html. -E reads every page anew (an incremental build
+# would neither run an unchanged page's cells nor repeat its warnings); then tests/test_docs.py checks the built
+# site for what Sphinx does not fail on (a public name autodoc left out, a tutorial with no executed output)
+SITE = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -E -b html -c docs . \
+	docs/_build/html && $(PY) tests/test_docs.py docs/_build/html
 docs: $(VENV)/.installed-docs
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(VENV)/bin/sphinx-build -W --keep-going -b html -c docs . docs/_build/html
+	$(SITE)
 
 # the suite on Python 3.10-3.13 and with every dependency at the floor pyproject.toml gives (noxfile.py); each
 # session makes its own virtual environment. Under pyenv, every installed 3.10+ interpreter is put on the path

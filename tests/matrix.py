@@ -7,10 +7,16 @@ process (NumPy's and SciPy's wheels each bundle one, ``scipy_openblas``); the co
 chose is read back with ``OPENBLAS_VERBOSE=2`` and printed, and a kernel the library does not know
 fails the run (it would silently fall back to another).
 
+With no pytest arguments (the whole suite), each combination also builds the site, as ``make test``
+does after the suite (``make docs``: every tutorial and executable page run, every warning an error,
+then ``tests/test_docs.py``'s check of the built site), into a temporary folder: the tutorials compare
+solvers and finite differences, whose tolerances must hold on every kernel too.
+
 Usage: python tests/matrix.py [pytest args...]
 Environment: MATRIX_KERNELS (default "Prescott Nehalem Sandybridge Haswell"), MATRIX_THREADS
 (default "1 2"), MATRIX_SEED (the first combination's --randomly-seed; the next ones count up from
-it; default random, printed so a failing order can be replayed).
+it; default random, printed so a failing order can be replayed), MATRIX_SITE (1, the default: build
+the site with the whole suite; 0: never).
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ KERNELS = os.environ.get("MATRIX_KERNELS", "Prescott Nehalem Sandybridge Haswell
 THREADS = os.environ.get("MATRIX_THREADS", "1 2").split()
 # the libraries the suite loads that carry an OpenBLAS
 PROBE = "import numpy, scipy.linalg"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def chosen_cores(env) -> list[str]:
@@ -45,11 +52,26 @@ def counts(output: str) -> dict[str, int]:
     return {("error" if word.startswith("error") else word): int(n) for n, word in found}
 
 
+def build_site(env, out: str, log: str) -> tuple[bool, float]:
+    """``make docs``'s build and check of the built site, under ``env``, into ``out``; (passed, seconds),
+    the output in ``log``."""
+    start = time.perf_counter()
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html", "-c",
+                            os.path.join(ROOT, "docs"), ROOT, out], env=env, capture_output=True, text=True, cwd=ROOT)
+    check = build.returncode == 0 and subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tests", "test_docs.py"), out], env=env, capture_output=True, text=True,
+        cwd=ROOT)
+    with open(log, "w") as f:
+        f.write(build.stdout + build.stderr + (check.stdout + check.stderr if check else ""))
+    return bool(check) and check.returncode == 0, time.perf_counter() - start
+
+
 def main(pytest_args: list[str]) -> int:
     seed = int(os.environ.get("MATRIX_SEED", random.randrange(10 ** 6)))
     native = chosen_cores({k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"})
     print(f"native OpenBLAS core: {', '.join(native)}; kernels {KERNELS}, threads {THREADS}", flush=True)
     logs = tempfile.mkdtemp(prefix="test-matrix-")
+    site = not pytest_args and os.environ.get("MATRIX_SITE", "1") != "0"
     failures = 0
     for kernel in KERNELS:
         for threads in THREADS:
@@ -75,6 +97,13 @@ def main(pytest_args: list[str]) -> int:
                 lines = (run.stdout + run.stderr).splitlines()
                 print("\n".join([line for line in lines if line.startswith(("FAILED", "ERROR"))] or lines[-5:]),
                       flush=True)
+            if site:
+                site_log = os.path.join(logs, f"{kernel}-{threads}-site.log")
+                site_ok, seconds = build_site(env, os.path.join(logs, f"{kernel}-{threads}-site"), site_log)
+                failures += ok and not site_ok  # one failed combination, whichever part failed
+                print(f"{'ok  ' if site_ok else 'FAIL'} kernel={kernel} threads={threads}: the site "
+                      f"{'built and checked' if site_ok else 'failed'} in {seconds:.0f} s"
+                      + ("" if site_ok else f" (log {site_log})"), flush=True)
             seed += 1
     print(f"test matrix: {failures} of {len(KERNELS) * len(THREADS)} combinations failed")
     return 1 if failures else 0

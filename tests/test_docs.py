@@ -1,16 +1,21 @@
 """The documentation: every public name has a docstring that names its convention's source, every public
-module has an API page, and the site builds (``make docs``) with every tutorial executed and no warning.
+module has an API page, and the docstrings' examples run.
 
-The site build runs here, in ``make test``, because it takes about a minute on two cores: a broken
-example, a docstring that does not render, or a public name missing from the reference fails the suite.
+The site itself (Sphinx, every tutorial executed, every warning an error) is built by ``make docs``, which
+``make test`` runs as its own step after the suite, with no time limit: it takes minutes on two loaded
+cores. ``make docs`` then runs this file as a script on the built site (:func:`built_site_problems`): every
+name tapegrad defines rendered, every tutorial shown with its executed output and linked from the contents,
+and exits 1 naming what is missing::
+
+    python tests/test_docs.py docs/_build/html
 """
 import doctest
 import importlib
 import inspect
-import os
 import pathlib
 import pkgutil
 import re
+import shutil
 import subprocess
 import sys
 
@@ -160,39 +165,71 @@ def test_reexports_are_named_on_their_page():
     assert not unnamed, f"names re-exported from other libraries but not named on their API page: {unnamed}"
 
 
-def _build_failure(stderr: str) -> str:
-    """The build's warnings, and when a cell raised (Sphinx stops with an ExecutionError), the cell and
-    its traceback, which Sphinx writes to a log file rather than to stderr."""
-    saved = re.search(r"full traceback has been saved in:\s*(\S+)", stderr)
-    log = pathlib.Path(saved.group(1)).read_text() if saved and pathlib.Path(saved.group(1)).exists() else ""
-    cell = re.search(r"An error occurred while executing the following cell:.*?(?=The above exception)", log, re.S)
-    return re.sub(r"\x1b\[[0-9;]*m", "", stderr[-4000:] + "\n" + (cell.group(0) if cell else log[-4000:]))
-
-
-def test_site_builds_without_warnings(tmp_path):
-    pytest.importorskip("sphinx", reason="the docs extra (pip install -e '.[docs]') builds the site")
-    out = tmp_path / "html"
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    # `make docs`'s command: the source is the repository root, the configuration docs/conf.py
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-c", str(DOCS),
-                          str(ROOT), str(out)], capture_output=True, text=True, env=env, timeout=600)
-    assert run.returncode == 0, f"the site did not build:\n{_build_failure(run.stderr)}"
-    # every name tapegrad defines is rendered, not silently left out (autodoc skips what it thinks undocumented)
-    absent = []
+def built_site_problems(out: pathlib.Path) -> list[str]:
+    """What the site built into ``out`` (``make docs``) lacks; empty when nothing. Sphinx itself fails on a
+    cell that raises or on a warning; this checks what it would not: that autodoc rendered every name
+    tapegrad defines (it silently skips what it thinks undocumented), that every tutorial was executed (its
+    page shows cell output) and is linked from the contents, and that the top of the output opens the front
+    page."""
+    problems = []
     for module_name, page in sorted(API_PAGES.items()):
-        html = (out / "docs" / "api" / f"{page}.html").read_text()
-        absent += [f"{module_name}.{n}" for n, _ in own_names(module_name) if f'id="{module_name}.{n}"' not in html]
-    assert not absent, f"public names missing from the rendered API reference: {absent}"
-    # the tutorials ran: their executed outputs are on the pages, which the site's contents link to
+        html_path = out / "docs" / "api" / f"{page}.html"
+        if not html_path.exists():
+            problems.append(f"{html_path} was not built")
+            continue
+        html = html_path.read_text()
+        problems += [f"public name missing from the rendered API reference: {module_name}.{n}"
+                     for n, _ in own_names(module_name) if f'id="{module_name}.{n}"' not in html]
     tutorials = [t for t in NOTEBOOKS.iterdir() if t.suffix in (".ipynb", ".md")]
-    assert len(tutorials) >= 7
-    contents = (out / "docs" / "index.html").read_text()
+    if len(tutorials) < 7:
+        problems.append(f"only {len(tutorials)} tutorials under {NOTEBOOKS}")
+    index = out / "docs" / "index.html"
+    contents = index.read_text() if index.exists() else ""
+    if not contents:
+        problems.append(f"{index} was not built")
     for tutorial in tutorials:
-        html = (out / "notebooks" / f"{tutorial.stem}.html").read_text()
-        assert "cell_output" in html, f"{tutorial.name} shows no executed output"
-        assert f'href="../notebooks/{tutorial.stem}.html' in contents, f"the contents do not link {tutorial.name}"
-    # the top of the output opens the front page
-    assert 'url=docs/index.html' in (out / "index.html").read_text()
+        html_path = out / "notebooks" / f"{tutorial.stem}.html"
+        if not html_path.exists() or "cell_output" not in html_path.read_text():
+            problems.append(f"{tutorial.name} shows no executed output ({html_path})")
+        if contents and f'href="../notebooks/{tutorial.stem}.html' not in contents:
+            problems.append(f"the contents do not link {tutorial.name}")
+    front = out / "index.html"
+    if not front.exists() or "url=docs/index.html" not in front.read_text():
+        problems.append(f"{front} does not open docs/index.html")
+    return problems
+
+
+def test_the_site_check_names_what_a_build_lacks(tmp_path):
+    """built_site_problems, which ``make docs`` runs on the real build, finds each kind of gap: on an empty
+    folder every page is missing; on a page that renders one name of its module but not the others, the
+    others are named; a tutorial page without output is named."""
+    assert len(built_site_problems(tmp_path)) >= len(API_PAGES) + 2
+    module_name, page = sorted(API_PAGES.items())[0]
+    names = [n for n, _ in own_names(module_name)]
+    (tmp_path / "docs" / "api").mkdir(parents=True)
+    (tmp_path / "docs" / "api" / f"{page}.html").write_text(f'<dt id="{module_name}.{names[0]}">')
+    (tmp_path / "notebooks").mkdir()
+    tutorial = sorted(t for t in NOTEBOOKS.iterdir() if t.suffix in (".ipynb", ".md"))[0]
+    (tmp_path / "notebooks" / f"{tutorial.stem}.html").write_text("<p>not run</p>")
+    problems = built_site_problems(tmp_path)
+    missing = {line.rsplit(" ", 1)[1] for line in problems if line.startswith("public name missing")}
+    assert missing == {f"{module_name}.{n}" for n in names[1:]}, problems
+    assert any(line.startswith(f"{tutorial.name} shows no executed output") for line in problems), problems
+
+
+def test_make_test_builds_the_site_after_the_suite():
+    """The site build is a step of ``make test`` (through ``make docs``), after pytest, followed by the check
+    of the built site: ``make -n`` prints the commands without running them."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on PATH")
+    run = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    pytest_at = next(i for i, line in enumerate(lines) if "-m pytest" in line)
+    sphinx_at = next(i for i, line in enumerate(lines) if "sphinx-build" in line)
+    check_at = next(i for i, line in enumerate(lines) if "tests/test_docs.py docs/_build/html" in line)
+    assert pytest_at < sphinx_at <= check_at, run.stdout
+    assert " -W " in lines[sphinx_at] and " -E " in lines[sphinx_at], lines[sphinx_at]
 
 
 def test_the_cupy_tutorials_gpu_cells_run_on_the_device_double(monkeypatch, capsys):
@@ -218,3 +255,13 @@ def test_the_cupy_tutorials_gpu_cells_run_on_the_device_double(monkeypatch, caps
     shown = re.search(r"TypeError: (an operation mixes .*)", printed).group(1).replace("devicearray", "cupy")
     quoted = re.search(r'"(TypeError: an operation mixes .*?implicitly)"\)', page, re.S).group(1)
     assert " ".join(re.sub(r'\\n"\s*"', " ", quoted).split()) == f"TypeError: {shown}"
+
+
+if __name__ == "__main__":
+    # `make docs`, after the build: python tests/test_docs.py docs/_build/html
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/test_docs.py BUILT_SITE (docs/_build/html)")
+    found = built_site_problems(pathlib.Path(sys.argv[1]))
+    print("\n".join(found) or f"the built site in {sys.argv[1]} renders every public name and every tutorial's "
+          "output")
+    sys.exit(1 if found else 0)
