@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test docs test-versions lint test-matrix test-device test-native test-gpu fuzz bench bench-publish \
-	bench-gpu bench-gpu-publish dist clean
+.PHONY: demo test test-peers docs test-versions lint test-matrix test-device test-native test-gpu fuzz bench bench-publish \
+	bench-gpu bench-gpu-publish dist clean mutate
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ demo: $(VENV)/.installed-examples
 # OpenBLAS's threads only contend for the cores) in one pytest-xdist worker per core, in random order; then the
 # site (`docs`, below: its build takes minutes, so it is a step of its own, not a test with a time limit)
 test: lint
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto -m "not peer"
 	$(SITE)
 
 # the site (docs/conf.py): Sphinx with MyST-NB and Furo, every tutorial (notebooks/) and executable page
@@ -130,3 +130,16 @@ dist: $(VENV)/.installed-dist
 
 clean:
 	rm -rf $(VENV) docs/_build demo_output .pytest_cache .hypothesis build dist
+
+# the comparison tests against PyTorch (CPU build) and JAX, the `peer`-marked tests that `make test` leaves out:
+# the peers extra installed, then those tests alone, with their own count; CI runs this after `make test`, and
+# under CI=true a missing peer is an error, not a skip (tests/conftest.py)
+test-peers: $(VENV)/.installed-dev $(VENV)/.installed-peers
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n auto -m peer
+
+# the mutation check: a fixed list of realistic bugs (a sign in a rule, a reverse loop off by one, a wrong
+# unbroadcast axis, a dropped transpose, a lowering of one op as another...; tests/mutate.py) planted one at a
+# time in a temporary copy of the working tree, each followed by the tests that should catch it; fails if one
+# is not caught or no longer applies (docs/testing.md, "Mutation check"). A few minutes
+mutate: $(VENV)/.installed-dev
+	$(PY) tests/mutate.py
