@@ -11,13 +11,69 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._backend import namespace_of
-from tapegrad._core import ShapedArray, Trace, Tracer, new_main
+from tapegrad._batching import defbatch
+from tapegrad._core import Primitive, ShapedArray, Trace, Tracer, bind, new_main
 from tapegrad._jit.custom_call import custom_call_p, stages_whole
 from tapegrad._jit.program import Eqn, Literal, Program, Var, type_string
+from tapegrad._lowerings import Value
 from tapegrad._params import staging_parameters
+from tapegrad._rules import def_lowering, defjvp, defvjp
 from tapegrad.errors import ConcretizationError
 
 _SCALARS = (bool, int, float, complex)
+_PYTHON_TYPES = {"b": bool, "i": int, "u": int, "f": float, "c": complex}  # by NumPy kind
+
+
+def is_weak_dtype(dtype) -> bool:
+    """Whether an aval's ``dtype`` is a weak Python scalar type (``np.dtype('f8') == float``: no ``in``
+    on a NumPy dtype)."""
+    return isinstance(dtype, type) and dtype in _SCALARS
+
+
+# ---- weak results --------------------------------------------------------------------------------
+# Python's operators on Python scalars give Python scalars: ``1 + i`` and ``0.1 / (1 + i)`` stay
+# weakly typed, so that ``float32_array * (0.1 / (1 + i))`` stays float32, as it does eagerly. Staged,
+# such an operator is its primitive (whose result NumPy types strongly: ``np.add(1, 2)`` is an int64)
+# followed by ``python_scalar``, which gives the Python scalar of it at run time and the Python type
+# while staged. Only jit stages it, and only on weak operands: it is not in the primitive registry.
+python_scalar_p = Primitive("python_scalar")
+python_scalar_p.def_impl(lambda x: x.item() if hasattr(x, "item") else x)
+python_scalar_p.def_abstract_eval(lambda x: ShapedArray((), _PYTHON_TYPES[np.dtype(x.dtype).kind]))
+defvjp(python_scalar_p, lambda ct, ans, x: ct)
+defjvp(python_scalar_p, lambda t, ans, x: t)
+defbatch(python_scalar_p, lambda vals, dims: (vals[0], dims[0]))  # an array per example: no longer a scalar
+
+
+def _python_scalar_lowering(ctx, x):
+    value = ctx.convert(x, ctx.out.dtype)  # the concrete dtype of the weak one (int64 for int)
+    return Value(value.shape, ctx.out.dtype, value.texts, value.name)
+
+
+def_lowering(python_scalar_p, _python_scalar_lowering)
+
+
+def _is_weak(x) -> bool:
+    return type(x) in _SCALARS or getattr(x, "weak_type", False)
+
+
+def _weak_operator(name: str):
+    """The operator ``name`` of a staged value: the array operator, whose result is a Python scalar
+    again (weakly typed) where every operand is one."""
+    def operator(self, *others):
+        out = getattr(Tracer, name)(self, *others)
+        if self.weak_type and all(_is_weak(o) for o in others) and isinstance(out, StagingTracer):
+            return bind(python_scalar_p, out)
+        return out
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+# Python's arithmetic, comparison and logical operators (``~True`` is -2 in Python, False in NumPy: left
+# out, as ``-True``, which NumPy refuses, is by the primitive itself)
+_OPERATORS = tuple(f"__{op}__" for op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv",
+                                         "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs",
+                                         "lt", "le", "gt", "ge", "eq", "ne", "and", "rand", "or", "ror", "xor",
+                                         "rxor"))
 
 
 class StagingTracer(Tracer):
@@ -34,17 +90,34 @@ class StagingTracer(Tracer):
         return self.var.aval.shape
 
     @property
-    def dtype(self):
-        return self.var.aval.dtype
+    def dtype(self) -> np.dtype:
+        """A NumPy dtype, as an array's: a weakly typed Python scalar's is NumPy's dtype for it (int64,
+        float64, bool, complex128), as JAX's tracers give; its weakness stays in :attr:`aval` (whose
+        dtype is the Python type), which staging types the program with."""
+        return np.dtype(self.var.aval.dtype)
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+    @property
+    def weak_type(self) -> bool:
+        """Whether this value is a weakly typed Python scalar (JAX's ``aval.weak_type``)."""
+        return is_weak_dtype(self.var.aval.dtype)
 
     def array_namespace(self):
         return self.var.backend
+
 
     def concrete_value(self):
         raise ConcretizationError(abstract_value_message(self._trace.main.global_data, self.var))
 
     def __repr__(self):
         return f"StagingTracer({type_string(self.var.aval)})"
+
+
+for _name in _OPERATORS:  # over the array operators tapegrad.numpy installs on Tracer
+    setattr(StagingTracer, _name, _weak_operator(_name))
 
 
 def _from_scalars(builder, var: Var) -> bool:
@@ -108,12 +181,14 @@ class Builder:
         self._avals = {}  # (shape, dtype) -> ShapedArray: one per distinct type, shared by the variables
 
     def shared_aval(self, aval) -> ShapedArray:
-        """``aval`` normalised (a tuple shape, a NumPy dtype), as the one instance this program keeps
-        for its type: a long program has few distinct types, and a variable costs a pointer to it."""
-        key = (tuple(aval.shape), np.dtype(aval.dtype))
+        """``aval`` normalised (a tuple shape; a NumPy dtype, or the Python type of a weakly typed
+        scalar), as the one instance this program keeps for its type: a long program has few distinct
+        types, and a variable costs a pointer to it."""
+        weak = is_weak_dtype(aval.dtype)  # a Python type stays one: the value is weakly typed
+        key = (tuple(aval.shape), aval.dtype if weak else np.dtype(aval.dtype), weak)
         shared = self._avals.get(key)
         if shared is None:
-            shared = self._avals[key] = ShapedArray(*key)
+            shared = self._avals[key] = ShapedArray(*key[:2])
         return shared
 
     consts = property(lambda self: [x for x, _ in self._consts.values()])
@@ -130,7 +205,7 @@ class Builder:
         table = self._captured if isinstance(x, Tracer) else self._consts
         key = id(x)
         if key not in table:
-            table[key] = (x, Var(*abstractify(x)))
+            table[key] = (x, Var(*_captured_type(x)))
         return table[key][1]
 
     def new_input(self, aval: ShapedArray, backend) -> StagingTracer:
@@ -152,6 +227,15 @@ def abstractify(x):
     if type(x) in _SCALARS:
         return ShapedArray((), type(x)), np
     return ShapedArray(tuple(x.shape), np.dtype(x.dtype)), namespace_of(x)
+
+
+def _captured_type(x):
+    """``(aval, backend)`` of a value a program captures: a staged Python scalar (a ``jit`` argument
+    that a ``cond`` branch or a loop body closes over) stays weakly typed, as it is where it was staged,
+    so ``float32_carry * s`` keeps float32 in the body as outside it."""
+    if getattr(x, "weak_type", False):
+        return x.aval, x.array_namespace()
+    return abstractify(x)
 
 
 class StagingTrace(Trace):

@@ -16,7 +16,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import Array, ArrayLike
 from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
-from tapegrad.numpy._creation import as_operand, asarray
+from tapegrad.numpy._creation import as_operand, with_dtype
 
 # Terms of the series I_n(x) = sum_k (x/2)^(2k+n) / (k! (k+n)!) peak near k = |x|/2 and are below
 # the dtype's epsilon about 6 sqrt(|x|/2) terms later; so many terms cover every |x| whose I_n is
@@ -60,7 +60,7 @@ defbatch_elementwise(bessel_i_p)
 def bessel_i(x, n: int):
     """``I_n(x)``, the modified Bessel function of the first kind of integer order ``n >= 0``."""
     x = as_operand(x)
-    return bind(bessel_i_p, x if hasattr(x, "dtype") else asarray(x), n=n)
+    return bind(bessel_i_p, with_dtype(x), n=n)
 
 
 def i0(x: ArrayLike) -> Array:
@@ -74,7 +74,7 @@ def i0(x: ArrayLike) -> Array:
         TypeError: complex ``x``.
     """
     x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
+    x = with_dtype(x)
     if np.dtype(x.dtype).kind == "c":
         raise TypeError("i0: complex input is not supported (as in NumPy); pass the real or the absolute value")
     return bessel_i(x, 0)

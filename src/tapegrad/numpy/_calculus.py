@@ -24,7 +24,7 @@ from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._arrays import _along, diff
-from tapegrad.numpy._creation import as_operand, asarray
+from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._reductions import cumsum, normalize_axis
 from tapegrad.numpy._reductions import sum as sum_
@@ -35,7 +35,7 @@ from tapegrad.numpy._ufuncs import remainder
 
 def _operand(x):
     x = as_operand(x)
-    return x if hasattr(x, "dtype") else asarray(x)
+    return with_dtype(x)
 
 
 def _inexact(x):

@@ -15,7 +15,7 @@ from tapegrad._typing import Array, ArrayLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy._creation import as_operand, asarray, zeros_like
+from tapegrad.numpy._creation import as_operand, with_dtype, zeros_like
 from tapegrad.numpy._reductions import all as all_
 
 
@@ -31,7 +31,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08
     the broadcast shape; non-differentiable.
     """
     a, b = as_operand(a), as_operand(b)
-    a, b = (x if hasattr(x, "dtype") else asarray(x) for x in (a, b))
+    a, b = (with_dtype(x) for x in (a, b))
     dtype = np.result_type(a.dtype, b.dtype, 1.0)
     a, b = (x if x.dtype == dtype else ew.astype(x, dtype) for x in (a, b))
     finite = ew.logical_and(ew.isfinite(a), ew.isfinite(b))

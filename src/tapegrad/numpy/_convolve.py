@@ -12,7 +12,7 @@ import numpy as np
 
 from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy import _complex, _shape
-from tapegrad.numpy._creation import as_operand, asarray
+from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._linalg import matmul
 
@@ -21,7 +21,7 @@ _MODES = ("full", "same", "valid")
 
 def _vector(x, name):
     x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
+    x = with_dtype(x)
     if _shape.ndim(x) == 0:
         x = _shape.reshape(x, (1,))
     if _shape.ndim(x) != 1:

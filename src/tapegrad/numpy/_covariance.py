@@ -10,7 +10,7 @@ import numpy as np
 from tapegrad._typing import Array, ArrayLike, DTypeLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy._creation import as_operand, asarray
+from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._matrices import diag
 from tapegrad.numpy._reductions import sum as sum_
@@ -18,7 +18,7 @@ from tapegrad.numpy._reductions import sum as sum_
 
 def _operand(x):
     x = as_operand(x)
-    return x if hasattr(x, "dtype") else asarray(x)
+    return with_dtype(x)
 
 
 def _variables_by_rows(m, rowvar, dtype):

@@ -26,11 +26,14 @@ def array(object: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True) 
     """An array from ``object`` (array, scalar or nested sequence), as ``numpy.array``.
 
     Nested lists of traced values are stacked with ``tnp.stack``, so ``tnp.array([t1, t2])`` is
-    differentiable in ``t1`` and ``t2``. A traced value passes through (cast to ``dtype`` if given).
+    differentiable in ``t1`` and ``t2``. A traced value passes through (cast to ``dtype`` if given);
+    a traced Python scalar (a ``jit`` argument) becomes a strongly typed array, as NumPy makes one.
     """
     if isinstance(object, Boxed):
         object = object.unbox()
     if isinstance(object, Tracer):
+        if getattr(object, "weak_type", False):  # a Python scalar staged by jit: an array of NumPy's dtype
+            return astype(object, object.dtype if dtype is None else dtype)  # for it, as np.asarray makes
         return object if dtype is None else astype(object, dtype)
     if isinstance(object, (list, tuple)) and _contains_traced(object):
         out = stack([array(o) for o in object])
@@ -54,6 +57,13 @@ def at_rest(x):
 def as_operand(a):
     """Lists and tuples (of traced values, say) become arrays; anything else passes through."""
     return array(a) if isinstance(a, (list, tuple)) else a
+
+
+def with_dtype(a):
+    """``a`` itself where it has a dtype (an array, a NumPy scalar, a traced array), else
+    :func:`asarray` of it: a Python scalar becomes a 0-d array, and so does one staged by ``jit``
+    (weakly typed while staged, a Python scalar at run time), as eagerly."""
+    return a if hasattr(a, "dtype") and not getattr(a, "weak_type", False) else asarray(a)
 
 
 def asarray(a: ArrayLike, dtype: DTypeLike = None) -> Array:

@@ -7,13 +7,13 @@ from typing import Any
 
 from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray, full_like
+from tapegrad.numpy._creation import as_operand, full_like, with_dtype
 from tapegrad.numpy._reductions import cumprod, cumsum, normalize_axis
 
 
 def _running(reduce, identity, x, axis, dtype, include_initial):
     x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
+    x = with_dtype(x)
     if _shape.ndim(x) == 0:
         x = _shape.reshape(x, (1,))
     if axis is None:

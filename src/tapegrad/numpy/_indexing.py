@@ -8,6 +8,7 @@ the spec so that one indexing operation serves the whole batch (see "index specs
 """
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import cast
@@ -17,6 +18,7 @@ import numpy as np
 from tapegrad import _lowerings
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
+from tapegrad._structural import astype_p
 from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
@@ -62,12 +64,22 @@ def encode_index(idx):
         elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
             spec.append(("int", operator.index(item)))
         else:
-            arr = item if is_array(item) else np.asarray(item)
+            arr = _index_array(item)
             if arr.dtype.kind not in "iub":
                 raise IndexError(f"index arrays must be integer or boolean, got dtype {arr.dtype}")
             spec.append(("array", len(arrays)))
             arrays.append(arr)
     return tuple(spec), arrays
+
+
+def _index_array(item):
+    """An index item that is neither an int nor a slice, as the array NumPy makes of it (``np.asarray``).
+    A traced Python scalar (a ``jit`` argument, weakly typed) is an array of its NumPy dtype too: the
+    program converts it (``astype``), so that the indexing primitives get an array at run time, as
+    they do from ``x[np.int64(1)]``, and never the Python scalar the executor passes for it."""
+    if getattr(item, "weak_type", False):
+        return bind(astype_p, item, dtype=np.dtype(item.dtype))  # an int or bool: no gradient to stop
+    return item if is_array(item) else np.asarray(item)
 
 
 def _opt_index(v):
@@ -666,8 +678,21 @@ defbatch(index_set_p, _update_batch(index_set_p))
 
 def getitem(x, idx):
     """``x[idx]`` with NumPy's basic, integer-array and boolean indexing."""
+    if _holds_a_known_flag(idx):
+        # a 0-d boolean index adds an axis of length 1 or 0 (NumPy's rule): a shape known now, though
+        # no mask positions can spell it; the positions of x's elements indexed by NumPy itself can
+        positions = np.arange(math.prod(tuple(x.shape))).reshape(tuple(x.shape))[idx]
+        return bind(getitem_p, _shape.ravel(x), positions, idx=_ONE_ARRAY)
     spec, arrays = encode_index(_masks_as_positions(x, idx))
     return bind(getitem_p, x, *arrays, idx=spec)
+
+
+def _holds_a_known_flag(idx) -> bool:
+    """Whether ``idx`` is concrete and holds a 0-d boolean (``True``, ``np.False_``, a 0-d mask)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return (any(type(item) in (bool, np.bool_) or type(item) is np.ndarray and item.ndim == 0
+                and item.dtype == np.bool_ for item in items)
+            and not any(isinstance(item, (Tracer, Boxed)) for item in items))
 
 
 def _is_concrete_mask(item) -> bool:
@@ -742,7 +767,7 @@ class IndexUpdateRef:
         _check_cast(self.array, values, method)
         spec, arrays = encode_index(self.index)
         method = f"x.at[idx].{method}(v)"
-        if _has_arrays(spec):
+        if _may_repeat(arrays):
             unique = surviving_writes(self.array, arrays, spec).all()
             try:
                 unique = bool(unique)
@@ -756,19 +781,32 @@ class IndexUpdateRef:
         return bind(index_set_p, self.array, combined, *arrays, idx=spec)
 
 
+def _may_repeat(arrays) -> bool:
+    """Whether index arrays may name a position twice: integer arrays that broadcast to more than one
+    element. One position (a traced scalar index, ``x.at[i]`` under jit) is written once, whatever it is."""
+    if not arrays:
+        return False
+    if any(np.dtype(a.dtype).kind == "b" for a in arrays):
+        return True
+    return math.prod(broadcast_shapes(*[tuple(shape_of(a)) for a in arrays])) > 1
+
+
 def _check_cast(x, values, method: str) -> None:
     """Refuse ``values`` whose dtype does not cast to ``x``'s by NumPy's ``same_kind`` rule, the rule
     of ``np.add(x, v, out=x)``: otherwise a complex value would lose its imaginary part and a float
     its fraction, silently, where NumPy's ``x[idx] += v`` raises (and ``x[idx] = v`` only warns for
     complex values, JAX's ``.at`` only with a FutureWarning). Python scalars are weak (``x.at[i].set(1)``
     on a float ``x`` is fine), and a float64 value into a float32 ``x`` is the same kind: allowed."""
-    value = aval_of(values if isinstance(values, (bool, int, float, complex)) or hasattr(values, "dtype")
-                    else np.asarray(values))
+    if getattr(values, "weak_type", False):  # a Python scalar staged by jit: weak, as it is eagerly
+        value = values.aval
+    else:
+        value = aval_of(values if isinstance(values, (bool, int, float, complex)) or hasattr(values, "dtype")
+                        else np.asarray(values))
     target, wanted = np.dtype(x.dtype), result_dtype(aval_of(x), value)
     if np.can_cast(wanted, target, "same_kind"):
         return
     loss = {"c": "the imaginary part", "f": "the fractional part"}.get(wanted.kind, "the values out of range")
-    given = f"a Python {type(values).__name__}" if isinstance(value.dtype, type) else f"values of dtype {value.dtype}"
+    given = f"a Python {value.dtype.__name__}" if isinstance(value.dtype, type) else f"values of dtype {value.dtype}"
     raise TypeError(
         f"x.at[idx].{method}(values): {given} cannot be written into x of dtype {target} "
         f"without losing {loss} (NumPy's 'same_kind' casting rule, as in x[idx] += values). Cast x first "
@@ -791,6 +829,9 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Array:
     differentiable in ``a`` (the cotangent is scattered back, summed over repeated indices).
     """
     a = as_operand(a)
+    indices = as_operand(indices)
+    if (np.dtype(indices.dtype) if hasattr(indices, "dtype") else np.asarray(indices).dtype).kind == "b":
+        indices = bind(astype_p, indices, dtype=np.dtype(np.intp))  # booleans index as 0 and 1: never a mask
     if axis is None:
         return getitem(_shape.ravel(a), indices)
     axis = operator.index(axis) % _shape.ndim(a)

@@ -248,7 +248,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, 
         NotImplementedError: ``out``, ``weights`` or ``interpolation`` given.
     """
     stats.unsupported("nanquantile", out=out, weights=weights, interpolation=interpolation)
-    weak_q = type(q) in (int, float)
+    weak_q = stats.weak_number(q)
     return _nanquantile(a, stats.checked_q(q, 1, "Quantiles"), axis, method, keepdims, weak_q)
 
 
@@ -257,5 +257,5 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None
                   interpolation: str | None = None) -> Array:
     """:func:`nanquantile` of ``q / 100`` (``q`` in ``[0, 100]``), as ``numpy.nanpercentile``."""
     stats.unsupported("nanpercentile", out=out, weights=weights, interpolation=interpolation)
-    weak_q = type(q) in (int, float)
+    weak_q = stats.weak_number(q)
     return _nanquantile(a, stats.checked_q(q, 100, "Percentiles"), axis, method, keepdims, weak_q)

@@ -24,7 +24,7 @@ from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._comparison import allclose
 from tapegrad.numpy._convolve import convolve
-from tapegrad.numpy._creation import as_operand, asarray, eye, ones_like, zeros, zeros_like
+from tapegrad.numpy._creation import as_operand, eye, ones_like, with_dtype, zeros, zeros_like
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._matrices import trace
 from tapegrad.numpy._reductions import cumprod
@@ -44,7 +44,7 @@ def _coefficients(p, name="p"):
 
 def _operand(x):
     x = as_operand(x)
-    return x if hasattr(x, "dtype") else asarray(x)
+    return with_dtype(x)
 
 
 def _inexact(p):
@@ -197,7 +197,7 @@ def poly(seq_of_zeros: Any) -> Array:
         ValueError: input neither 1-D nor a non-empty square matrix.
     """
     seq = as_operand(seq_of_zeros)
-    seq = _inexact(seq if hasattr(seq, "dtype") else asarray(seq))
+    seq = _inexact(with_dtype(seq))
     shape = tuple(_shape.shape(seq))
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
         return _characteristic(seq)
@@ -320,7 +320,7 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
         ValueError: ``x`` not 1-D.
     """
     x = as_operand(x)
-    x = x if hasattr(x, "dtype") else asarray(x)
+    x = with_dtype(x)
     if _shape.ndim(x) != 1:
         raise ValueError("x must be a one-dimensional array or sequence.")
     n = _shape.shape(x)[0] if N is None else operator.index(N)

@@ -27,7 +27,7 @@ from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape
-from tapegrad.numpy._creation import as_operand, asarray, full_like
+from tapegrad.numpy._creation import as_operand, full_like, with_dtype
 from tapegrad.numpy._indexing import take_along_axis
 from tapegrad.numpy._sorting import argpartition_p, argsort_p
 
@@ -36,7 +36,7 @@ from tapegrad.numpy._sorting import argpartition_p, argsort_p
 def operand(a):
     """``a`` as an operand with a dtype: sequences are stacked, Python scalars become 0-d arrays."""
     a = as_operand(a)
-    return a if hasattr(a, "dtype") else asarray(a)
+    return with_dtype(a)
 
 
 def samples_first(a, axis):
@@ -179,6 +179,11 @@ def weak_float_dtype(x):
 
 
 # ---- quantile, percentile, median ----------------------------------------------------------------
+def weak_number(q) -> bool:
+    """Whether ``q`` is a Python int or float, which NumPy types weakly, or one staged by ``jit``."""
+    return type(q) in (int, float) or (getattr(q, "weak_type", False) and q.dtype.kind in "if")
+
+
 def checked_q(q, scale: float, name: str):
     """``q / scale`` as an operand, with NumPy's range and rank checks where ``q`` is concrete."""
     q = np.asarray(q) if isinstance(q, (list, tuple)) else q
@@ -260,7 +265,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, ove
         NotImplementedError: ``out``, ``weights`` or ``interpolation`` given.
     """
     unsupported("quantile", out=out, weights=weights, interpolation=interpolation)
-    weak_q = type(q) in (int, float)
+    weak_q = weak_number(q)
     return quantile_of(a, checked_q(q, 1, "Quantiles"), axis, method, keepdims, weak_q)
 
 
@@ -270,7 +275,7 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: Any = None, o
     """The ``q``-th percentiles (``q`` in ``[0, 100]``), as ``numpy.percentile``: :func:`quantile`
     of ``q / 100``, with the same arguments, result, derivatives and errors."""
     unsupported("percentile", out=out, weights=weights, interpolation=interpolation)
-    weak_q = type(q) in (int, float)
+    weak_q = weak_number(q)
     return quantile_of(a, checked_q(q, 100, "Percentiles"), axis, method, keepdims, weak_q)
 
 
