@@ -291,3 +291,17 @@ def test_a_jax_style_training_loop_passes_its_step_as_a_python_int(caplog):
     assert step._cache_size() == 1
     assert not [r for r in caplog.records if r.name == "tapegrad.jit"]
     assert float(loss(params, inputs, targets)) < float(loss(init, inputs, targets))
+
+
+@pytest.mark.parametrize("loop", ["fori_loop", "while_loop", "scan"])
+def test_a_python_scalar_argument_as_a_loop_carry(loop):
+    """A traced Python scalar as the carry takes the body's dtype for it, as the eager loop does: the
+    loop is staged again on the strong type, instead of a carry-type error under jit."""
+    run = {"fori_loop": lambda s: tg.fori_loop(0, 3, lambda k, c: c * 2 + k, s),
+           "while_loop": lambda s: tg.while_loop(lambda c: c < 10, lambda c: c + 3, s),
+           "scan": lambda s: tg.scan(lambda c, x: (c + x, c), s, np.arange(3.0))}[loop]
+    for value in (1, 1.5):
+        got, want = tg.jit(run)(value), run(value)
+        for g, w in zip(tg.tree.tree_leaves(got), tg.tree.tree_leaves(want)):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            assert_close(g, w)

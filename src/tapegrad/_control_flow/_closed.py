@@ -191,15 +191,23 @@ def _staged(flat_fun, leaves, where: str, name: str, xs_leaves=()):
     return program, builder
 
 
+def _weak(leaf) -> bool:
+    """Whether a carry leaf is weakly typed: a Python scalar, or ``jit``'s tracer of one."""
+    return type(leaf) in _SCALARS or getattr(leaf, "weak_type", False)
+
+
 def _strong(leaf, out):
-    """A Python scalar of the carry as an array: of the body's dtype for it where the scalar promotes to
-    that dtype (jit's weak-type rule), else of NumPy's default dtype for it."""
-    if type(leaf) not in _SCALARS:
+    """A weakly typed leaf of the carry (a Python scalar, or jit's tracer of one) as an array: of the
+    body's dtype for it where the scalar promotes to that dtype (jit's weak-type rule), else of NumPy's
+    default dtype for it."""
+    if not _weak(leaf):
         return leaf
     dtype = out.aval.dtype if hasattr(out, "aval") else None
-    if isinstance(dtype, np.dtype) and np.result_type(leaf, dtype) == dtype:
-        return np.asarray(leaf, dtype)
-    return np.asarray(leaf)
+    scalar = leaf if type(leaf) in _SCALARS else np.dtype(leaf.dtype).type(0).item()  # a traced one: its kind
+    target = dtype if isinstance(dtype, np.dtype) and np.result_type(scalar, dtype) == dtype else None
+    if type(leaf) in _SCALARS:
+        return np.asarray(leaf, target)
+    return astype(leaf, target if target is not None else np.dtype(leaf.dtype))
 
 
 def _check_carry(program, carry_tree, n_carry: int, where="scan", fun="f", init="init") -> None:

@@ -37,6 +37,7 @@ from tapegrad._control_flow._closed import (
     _slice_aval,
     _staged,
     _strong,
+    _weak,
 )
 from tapegrad._control_flow._partial import split_body
 from tapegrad._control_flow._while import while_loop
@@ -351,7 +352,7 @@ def scan(f: Callable[..., Any], init: PyTree, xs: PyTree = None, length: int | N
     xs_leaves = [_operand_leaf(x, "scan", k, "xs") for k, x in enumerate(xs_leaves)]
     length = _check_length(length, xs_leaves)
     program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
-    if any(type(c) in _SCALARS for c in init_leaves):  # weak types: take the body's dtype, and stage again
+    if any(_weak(c) for c in init_leaves):  # weak types: take the body's dtype, and stage again
         init_leaves = [_strong(c, out) for c, out in zip(init_leaves, program.outputs)]
         program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
     _check_carry(program, carry_tree, len(init_leaves))

@@ -270,7 +270,7 @@ def _typed(out):
     ``lambda x: x`` and ``lambda x: x * 2.0`` on the operand 1.0 both return ``f64[]``."""
     if type(out) in _SCALARS:
         return np.asarray(out)
-    if isinstance(getattr(out, "dtype", None), type):
+    if getattr(out, "weak_type", False):
         return astype(out, np.dtype(out.dtype))
     return out
 
