@@ -28,7 +28,9 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 ROOT = pathlib.Path(__file__).parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # every extra the suite can use; CuPy's (cuda12, cuda13, cupy) need a GPU and CUDA, which the test machines
-# do not have. Their floors are still checked by lowest_constraints (one floor per package)
+# do not have, and the peers (PyTorch, JAX: `make test-peers`, which CI runs on the main Python) are pinned to
+# one release each, whose CPU build the index may offer for one Python only. Their floors are still checked by
+# lowest_constraints (one floor per package)
 TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit", "numba", "dist"]
 # one BLAS thread: the suite's matrices are small, and xdist runs one worker per core (as `make test`)
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -74,10 +76,11 @@ def _pyproject() -> dict:
 
 
 def _run_suite(session: nox.Session) -> None:
-    """Print the interpreter and the versions the suite runs against, then run it (`make test`'s way)."""
+    """Print the interpreter and the versions the suite runs against, then run it (`make test`'s way: the
+    peer comparisons are `make test-peers`')."""
     session.run("python", "-c", "import sys, numpy, optree, scipy; print('python', sys.version.split()[0], "
                 "'numpy', numpy.__version__, 'optree', optree.__version__, 'scipy', scipy.__version__)")
-    session.run("python", "-m", "pytest", "-q", "-n", "auto", *session.posargs, env=ENV)
+    session.run("python", "-m", "pytest", "-q", "-n", "auto", "-m", "not peer", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHONS)

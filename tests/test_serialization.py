@@ -208,9 +208,10 @@ def test_a_file_written_without_tapegrad_loads_as_a_flat_dict(tmp_path):
 
 @pytest.mark.peer("torch")
 def test_a_file_written_by_pytorch_loads():
-    import torch
-    import safetensors.torch as safetensors_torch
     import tempfile
+
+    import safetensors.torch as safetensors_torch
+    import torch
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "torch.safetensors")
         linear = torch.nn.Linear(4, 3)

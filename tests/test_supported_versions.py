@@ -38,8 +38,9 @@ def test_every_requirement_is_pinned_at_its_floor(noxfile):
     for req in noxfile.requirements(PYPROJECT):
         name, floor = re.fullmatch(r"([\w.-]+)(?:>=|==)(\S+)", req).groups()  # == pins exactly (mypy)
         assert pins[name.lower().replace("_", "-")] == floor, req
-    # every extra but CuPy's (which need a GPU) is installed by the lowest session
-    assert set(extras) - set(noxfile.TESTED_EXTRAS) == {"cuda12", "cuda13", "cupy"}
+    # every extra but CuPy's (which need a GPU) and the pinned peers (make test-peers) is installed by the
+    # lowest session
+    assert set(extras) - set(noxfile.TESTED_EXTRAS) == {"cuda12", "cuda13", "cupy", "peers"}
 
 
 def test_the_cupy_extras():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -251,7 +251,8 @@ def _dummy(aval: ShapedArray):
     if isinstance(aval.dtype, type) and aval.dtype in (bool, int, float, complex):
         return aval.dtype(0)
     # a zero-stride, read-only view of one zero: what np.broadcast_to gives, without its Python wrapper
-    dummy = np.ndarray(aval.shape, aval.dtype, buffer=np.zeros(1, aval.dtype), strides=(0,) * len(aval.shape))
+    dummy: np.ndarray = np.ndarray(aval.shape, aval.dtype, buffer=np.zeros(1, aval.dtype),
+                                   strides=(0,) * len(aval.shape))
     dummy.flags.writeable = False
     return dummy
 
@@ -386,7 +387,8 @@ def ufunc_abstract_eval(ufunc: np.ufunc):
     Python scalars weakly as a call does)."""
     def rule(*avals):
         shape = broadcast_shapes(*[a.shape for a in avals])
-        dtypes = ufunc.resolve_dtypes((*[operand_dtype(a) for a in avals], None))
+        # cast: the stubs of numpy 2.2.0 (the floor) lack ufunc.resolve_dtypes
+        dtypes = cast(Any, ufunc).resolve_dtypes((*[operand_dtype(a) for a in avals], None))
         return ShapedArray(shape, dtypes[-1])
     rule.__name__ = rule.__qualname__ = f"{ufunc.__name__}_abstract_eval"
     return rule

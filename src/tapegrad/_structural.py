@@ -181,7 +181,7 @@ def expand_dims(a, axis):
 transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpose(x, axes))
 def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x))
                if sorted(axes) == list(range(len(x.shape))) else None)
-defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(np.argsort(axes).tolist())))
+defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(int(i) for i in np.argsort(axes))))
 deflinear(transpose_p)
 
 
@@ -270,7 +270,7 @@ def _broadcast_to_impl(x, *, shape):
     """``xp.broadcast_to``; a NumPy 0-d array (a whole sum's cotangent, once per ``grad``) becomes the
     zero-stride read-only view directly, without ``np.broadcast_to``'s ~2 us of Python."""
     if type(x) is np.ndarray and x.ndim == 0:
-        view = np.ndarray(shape, x.dtype, buffer=x, strides=(0,) * len(shape))
+        view: np.ndarray = np.ndarray(shape, x.dtype, buffer=x, strides=(0,) * len(shape))
         view.flags.writeable = False
         return view
     return namespace_of(x).broadcast_to(x, shape)

@@ -88,7 +88,7 @@ def _dilate_and_pad(xp, x, lhs_dilation, padding, layout=None):
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
     shape = x.shape[:2] + tuple(d + lo + hi for d, (lo, hi) in zip(dilated, grow))
     layout = tuple(range(x.ndim)) if layout is None else tuple(layout)
-    out = xp.zeros(tuple(shape[i] for i in layout), x.dtype).transpose(tuple(np.argsort(layout).tolist()))
+    out = xp.zeros(tuple(shape[i] for i in layout), x.dtype).transpose(tuple(int(i) for i in np.argsort(layout)))
     out[(slice(None),) * 2 + tuple(slice(lo, lo + d, s) for d, (lo, _), s
                                    in zip(dilated, grow, lhs_dilation))] = x
     crop = tuple(slice(max(-lo, 0), out.shape[2 + i] - max(-hi, 0)) for i, (lo, hi) in enumerate(padding))
@@ -302,7 +302,7 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     y = _cudnn_conv(xp, *args) if xp is not np else None
     if y is None:
         y = _conv_numpy(xp, *args)
-    return y.transpose(tuple(np.argsort(out_spec).tolist()))  # axes as ints: CuPy takes no host array
+    return y.transpose(tuple(int(i) for i in np.argsort(out_spec)))  # axes as ints: CuPy takes no host array
 
 
 def _cudnn_conv(xp, x, w, window_strides, padding, lhs_dilation, rhs_dilation, groups, batch_groups):

@@ -16,7 +16,7 @@ Conventions that differ from one library to another, and the choice made here:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -71,7 +71,8 @@ __all__ = [
 # cotangent where ``x <= 0`` gives nan (inf * 0) where a select would give 0.
 relu_p = primitive("relu", lambda x: namespace_of(x).maximum(x, 0))
 def_shape_rule(relu_p, lambda x: ShapedArray(tuple(x.shape),  # maximum(x, 0), the 0 weakly typed
-                                             np.maximum.resolve_dtypes((np.dtype(x.dtype), int, None))[-1]))
+                                             cast(Any, np.maximum).resolve_dtypes(  # cast: not in numpy 2.2.0 stubs
+                                                 (np.dtype(x.dtype), int, None))[-1]))
 defvjp(relu_p, lambda ct, ans, x: ct * (ans > 0))
 defjvp(relu_p, lambda t, ans, x: t * (ans > 0))
 def_lowering(relu_p, elementwise_lowering(lambda f, x: f.maximum(x, 0)))

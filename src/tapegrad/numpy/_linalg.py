@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import string
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -66,7 +67,8 @@ def _matmul_aval(x, y):
         return None
     batch = broadcast_shapes(xs[:-2], ys[:-2])
     shape = batch + xs[-2:-1] + ys[-1:] if len(ys) > 1 else batch + xs[-2:-1]
-    dtype = np.matmul.resolve_dtypes((strong_dtype(x), strong_dtype(y), None))[-1]
+    # cast: the stubs of numpy 2.2.0 (the floor) lack ufunc.resolve_dtypes
+    dtype = cast(Any, np.matmul).resolve_dtypes((strong_dtype(x), strong_dtype(y), None))[-1]
     return ShapedArray(shape, dtype)
 
 

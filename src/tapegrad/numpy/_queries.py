@@ -3,7 +3,7 @@ objects, so a traced value answers them from its abstract value (``isscalar``, `
 rest take no array at all (``can_cast`` of dtypes, ``promote_types``, ``broadcast_shapes``)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -35,12 +35,12 @@ def isdtype(dtype: DTypeLike, kind: str) -> bool:
     """Whether ``dtype`` is of ``kind`` (a dtype, or ``'bool'``, ``'signed integer'``, ``'integral'``,
     ``'real floating'``, ``'complex floating'``, ``'numeric'``, or a tuple of those), as NumPy 2's
     ``numpy.isdtype`` (the array API's)."""
-    return np.isdtype(np.dtype(dtype), kind)
+    return bool(np.isdtype(np.dtype(dtype), kind))
 
 
 def issubdtype(arg1: ArrayLike, arg2: ArrayLike) -> bool:
     """``numpy.issubdtype``: whether ``arg1`` is lower than ``arg2`` in NumPy's type hierarchy."""
-    return np.issubdtype(arg1, arg2)
+    return bool(np.issubdtype(arg1, arg2))
 
 
 def isscalar(element: ArrayLike) -> bool:
@@ -62,7 +62,8 @@ def einsum_path(subscripts: str, *operands: ArrayLike, optimize: str = "greedy",
     operands' shapes, so traced operands are answered from theirs."""
     stand_ins = [np.broadcast_to(np.zeros((), _dtype_of(x)), tuple(np.shape(x) if not isinstance(x, Tracer)
                                                                    else x.shape)) for x in operands]
-    return np.einsum_path(subscripts, *stand_ins, optimize=optimize, einsum_call=einsum_call)
+    # cast: the stubs of numpy 2.2.0 (the floor) lack einsum_path(einsum_call=)
+    return cast(Any, np.einsum_path)(subscripts, *stand_ins, optimize=optimize, einsum_call=einsum_call)
 
 
 def _dtype_of(x):

@@ -372,7 +372,7 @@ def _weights_like(w, shape, axes):
         raise TypeError("Axis must be specified when shapes of a and weights differ.")
     if w_shape != tuple(shape[ax] for ax in axes):
         raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
-    w = _shape.transpose(w, tuple(np.argsort(axes).tolist()))
+    w = _shape.transpose(w, tuple(int(i) for i in np.argsort(axes)))
     return _shape.reshape(w, tuple(s if ax in axes else 1 for ax, s in enumerate(shape)))
 
 
