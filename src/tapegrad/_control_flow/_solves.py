@@ -40,7 +40,7 @@ import numpy as np
 from tapegrad import _tree
 from tapegrad._backend import SCALAR_TYPES, namespace_of, zeros_like
 from tapegrad._control_flow._closed import _implicit_operands, _operand_leaf, _staged
-from tapegrad._core import Tracer, bind_joint, is_inexact
+from tapegrad._core import Tracer, bind_joint, is_inexact, trace_stack
 from tapegrad._jit.codegen import evaluate
 from tapegrad._jvp import jvp_flat, scalar_like
 from tapegrad._structural import astype, stop_gradient
@@ -118,6 +118,8 @@ class _Solver:
         self.solve, self.treedef = solve, treedef
         self.program, self.consts, self.out_tree = None, [], None
         n_theta, n_extra = len(theta), len(extra)
+        if not trace_stack():  # no transform is running: nothing traced to close over, no rule will run
+            return
 
         def flat(*ins):
             fn = make_fn(list(ins[:n_theta]), list(ins[n_theta:n_theta + n_extra]))
