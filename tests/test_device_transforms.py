@@ -100,7 +100,10 @@ def test_api(name, api):
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_check_grads_runs_on_the_device(name, dtype):
     rng = np.random.default_rng(1)
-    args = tuple(xp.asarray(rng.uniform(0.2, 1.0, s).astype(dtype)) for s in SHAPES[name])
+    # clipped_square's rule is its derivative only where it does not clip, |2 x ct| < 1: with check_grads'
+    # cotangents of size up to 1 and sum(soft_abs(y)) up to 2.01, that is x below 0.248
+    high = 0.2 if name == "custom" else 1.0
+    args = tuple(xp.asarray(rng.uniform(0.2 * high, high, s).astype(dtype)) for s in SHAPES[name])
     check_grads(FUNCTIONS[name], args, order=2, modes=("fwd", "rev") if name != "custom" else ("rev",))
 
 

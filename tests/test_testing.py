@@ -1,10 +1,12 @@
 """The tester is tested: check_grads must catch a wrong first-order rule and a wrong second-order one,
-and name the route."""
+and name the route; a rule 1% off fails in float32 as in float64, in either mode, at order 1 and 2;
+correct rules pass where the values are large, noisy, or not smooth farther out than the step."""
 import numpy as np
 import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from tapegrad import extend
 from tapegrad._core import bind
 from tapegrad._rules import PRIMITIVES, defjvp, defvjp, primitive
 from tapegrad.testing import check_grads
@@ -114,3 +116,146 @@ def test_a_wrong_rule_still_fails_beside_moderate_values():
     x = np.linspace(-1.0, 1.0, 5)
     with pytest.raises(AssertionError, match="vjp of"):
         check_grads(lambda a: bad_sin(a) + 10.0, (x,), order=1, modes="rev")
+
+
+# ---- planted errors of 1%, declared through tapegrad.extend ------------------------------------------
+# Unregistered primitives (``extend.Primitive`` alone), so the completeness tests never see them. Each is
+# tan; the rules are written in tapegrad operations, so that they differentiate again.
+
+def _sec2(x):
+    return 1.0 / tnp.cos(x) ** 2
+
+
+def _declare(name, impl, jvp_derivative, vjp_derivative):
+    """A unary primitive whose jvp rule multiplies by ``jvp_derivative(x)`` and whose vjp rule by
+    ``vjp_derivative(x)``."""
+    prim = extend.Primitive(f"test.{name}")
+    prim.def_impl(impl)
+    prim.def_abstract_eval(extend.unary_abstract_eval)
+    extend.defjvp(prim, lambda t, ans, x: t * jvp_derivative(x))
+    extend.defvjp(prim, lambda ct, ans, x: ct * vjp_derivative(x))
+
+    def fn(x):
+        return extend.bind(prim, x)
+    fn.__name__ = name
+    return fn
+
+
+tan_ok = _declare("tan_ok", np.tan, _sec2, _sec2)
+tan_jvp_off = _declare("tan_jvp_off", np.tan, lambda x: 1.01 * _sec2(x), _sec2)  # forward mode 1% large
+tan_vjp_off = _declare("tan_vjp_off", np.tan, _sec2, lambda x: 0.99 * _sec2(x))  # reverse mode 1% small
+# the mutation of the issue: tan's values with tanh's derivative (passed float32's old tolerances)
+tan_as_tanh = _declare("tan_as_tanh", np.tan, lambda x: 1.0 - tnp.tanh(x) ** 2, lambda x: 1.0 - tnp.tanh(x) ** 2)
+# right first derivative computed by a sec^2 whose own derivative is 1% large: only order 2 is wrong
+sec2_off = _declare("sec2_off", lambda x: 1.0 / np.cos(x) ** 2,
+                    lambda x: 1.01 * 2.0 * _sec2(x) * tnp.tan(x), lambda x: 1.01 * 2.0 * _sec2(x) * tnp.tan(x))
+tan_second_off = _declare("tan_second_off", np.tan, sec2_off, sec2_off)
+
+
+@tg.custom_jvp
+def tan_custom_jvp_off(x):
+    return tnp.tan(x)
+
+
+tan_custom_jvp_off.defjvp(lambda primals, tangents: (tnp.tan(primals[0]), 1.01 * _sec2(primals[0]) * tangents[0]))
+
+
+@tg.custom_vjp
+def tan_custom_vjp_off(x):
+    return tnp.tan(x)
+
+
+tan_custom_vjp_off.defvjp(lambda x: (tnp.tan(x), x), lambda x, ct: (0.99 * _sec2(x) * ct,))
+
+DTYPES = [np.float32, np.float64]
+ORDERS = [1, 2]
+ROUTE = {"fwd": "jvp of ", "rev": "vjp of "}
+
+
+def _points(dtype):
+    """Where the planted rules are checked: a scalar, as the op table's ``test_unary[tan-()-...]``
+    draws it, and a vector."""
+    return [np.asarray(np.random.default_rng(0).uniform(-0.8, 0.8), dtype), np.linspace(-1.0, 1.0, 5, dtype=dtype)]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("fn,wrong,right", [(tan_jvp_off, "fwd", "rev"), (tan_vjp_off, "rev", "fwd")],
+                         ids=["jvp-1%-large", "vjp-1%-small"])
+def test_a_rule_1_percent_off_fails_in_its_mode_and_only_there(fn, wrong, right, dtype, order):
+    route = ROUTE[wrong] + fn.__name__
+    for x in _points(dtype):
+        with pytest.raises(AssertionError, match=f"check_grads failed for {route}"):
+            check_grads(fn, (x,), order=order, modes=(wrong,))
+        with pytest.raises(AssertionError, match=f"check_grads failed for {route}"):
+            check_grads(fn, (x,), order=order, modes=("fwd", "rev"))
+        check_grads(fn, (x,), order=order, modes=(right,))  # the other mode never runs the wrong rule
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("fn", [tan_custom_jvp_off, tan_custom_vjp_off], ids=["custom_jvp", "custom_vjp"])
+def test_a_custom_rule_1_percent_off_fails_in_both_modes(fn, mode, dtype, order):
+    """A custom_jvp's reverse mode transposes its jvp, a custom_vjp's forward mode transposes its bwd:
+    the error shows in either mode."""
+    route = ROUTE[mode] + "custom tan"
+    for x in _points(dtype):
+        with pytest.raises(AssertionError, match=f"check_grads failed for {route}"):
+            check_grads(fn, (x,), order=order, modes=(mode,), name="custom tan")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("modes,route", [(("fwd",), "jvp of jvp of tan_second_off"),
+                                         (("rev",), "vjp of vjp of tan_second_off"),
+                                         (("fwd", "rev"), "jvp of jvp of tan_second_off")])
+def test_a_second_derivative_1_percent_off_fails_at_order_two(modes, route, dtype):
+    x = np.linspace(0.6, 1.2, 5, dtype=dtype)  # where tan'' = 2 tan sec^2 outweighs tan' in the sum
+    check_grads(tan_second_off, (x,), order=1, modes=modes)
+    with pytest.raises(AssertionError, match=f"check_grads failed for {route}"):
+        check_grads(tan_second_off, (x,), order=2, modes=modes)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_tan_with_tanh_derivative_fails(mode, dtype):
+    """The mutation that passed ``test_unary[tan-()-float32]`` under the old float32 tolerances
+    (``rtol = atol = 1e-2`` on one unnormalised projection)."""
+    for x in _points(dtype):
+        with pytest.raises(AssertionError, match=f"check_grads failed for {ROUTE[mode]}tan_as_tanh"):
+            check_grads(tan_as_tanh, (x,), order=2, modes=(mode,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_the_right_rules_pass_at_every_seed(dtype):
+    """No false alarm where the planted tests find errors: the same primitive with tan's own
+    derivative, at the same points and others, over many seeds (order 2, both modes)."""
+    for seed in range(10):
+        for x in _points(dtype) + [np.random.default_rng(seed).uniform(-1.2, 1.2, (2, 3)).astype(dtype)]:
+            check_grads(tan_ok, (x,), order=2, seed=seed)
+        check_grads(tan_second_off, (np.linspace(0.6, 1.2, 5, dtype=dtype),), order=1, seed=seed)
+
+
+def test_explicit_tolerances_are_honoured():
+    x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+    check_grads(tan_jvp_off, (x,), order=1, rtol=0.05)  # a caller who accepts 5% gets 5%
+    check_grads(tan_jvp_off, (x,), order=1, atol=1.0)
+    with pytest.raises(AssertionError, match=r"step 0.002"):
+        check_grads(tan_jvp_off, (x,), order=1, eps=2e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_a_zero_derivative_computed_from_terms_that_cancel_passes(dtype):
+    """sin^2 + cos^2 - 1: values of size eps made of terms of size 1, so the bound on rounding (eps
+    times the values' size) is far below the noise of the finite differences; the noise measured
+    around the point lets the right (zero) derivative pass, to order 2."""
+    x = np.array([0.3, 1.2, -0.7], dtype)
+    check_grads(lambda a: tnp.sin(a) ** 2 + tnp.cos(a) ** 2 - 1.0, (x,), order=2)
+
+
+def test_a_kink_within_the_step_is_stepped_past():
+    """abs at 0.004 in float32 (step 1e-2): the two stencils disagree, and the stencil 16 times smaller
+    decides. A kink that stencil still reaches fails, and the message says the step was refined."""
+    check_grads(tnp.abs, (np.array([0.004, -0.5], np.float32),), order=2)
+    with pytest.raises(AssertionError, match=r"refined from eps=0.01 where the stencil was not smooth"):
+        check_grads(tnp.abs, (np.array([1e-4, -0.5], np.float32),), order=1)
