@@ -71,9 +71,9 @@ ARGS = {
     "ldexp": (M, np.array([[1, 2, 0], [3, 1, 2], [0, 1, 1]])),
     "bincount": (K,), "lexsort": (np.stack([V, W]),), "ravel_multi_index": ((K, K[::-1]), (3, 3)),
     "unravel_index": (K, (3, 3)),
-    # a shape, an axis, a count or indices
+    # a shape, an axis, a count or indices (take_along_axis with its axis: NumPy < 2.3 requires it)
     "reshape": (M, (9,)), "resize": (M, (2, 5)), "broadcast_to": (V, (2, 3)), "expand_dims": (M, 0),
-    "repeat": (M, 2), "tile": (M, 2), "take": (M, K), "take_along_axis": (M, np.argsort(M, axis=1)),
+    "repeat": (M, 2), "tile": (M, 2), "take": (M, K), "take_along_axis": (M, np.argsort(M, axis=1), 1),
     "roll": (M, 1), "rollaxis": (M, 1), "moveaxis": (M, 0, 1), "swapaxes": (M, 0, 1), "pad": (M, 1),
     "delete": (M, 1), "insert": (M, 1, 0.5), "split": (M, 3), "array_split": (M, 2), "hsplit": (M, 3),
     "vsplit": (M, 3), "dsplit": (M.reshape(1, 3, 3), 3), "argpartition": (V, 1), "partition": (V, 1),
@@ -230,7 +230,11 @@ def _nothing_to_differentiate(module, name, arrays, args) -> bool:
     """No float argument, or a result that is not all float: ``vjp`` has no cotangent to pull back."""
     if not any(a.dtype.kind == "f" for a in arrays):
         return True
-    return not all(np.asarray(x).dtype.kind in "fc" for x in _leaves(_call(module, name, args)))
+    try:
+        result = _call(module, name, args)
+    except Exception:  # noqa: BLE001 (NumPy refuses the example on this version: the test says how)
+        return False
+    return not all(np.asarray(x).dtype.kind in "fc" for x in _leaves(result))
 
 
 def _live_cases():

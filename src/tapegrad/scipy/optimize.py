@@ -165,6 +165,12 @@ def _with_args(fn: Any, shape, host_args, host_kwargs=None) -> Any:
     return with_args
 
 
+def _given(**options: Any) -> dict:
+    """The options that are not None: SciPy's own default, and how a SciPy that predates an option
+    (``least_squares``' ``callback`` and ``workers``, new in 1.16; the floor is 1.15) is still called."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def _float_like(x0) -> Any:
     """``x0`` as an array of a floating dtype (float64 for integers), on its backend, without a derivative."""
     x0 = asarray(stop_gradient(x0))
@@ -488,8 +494,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
                                  method=method, ftol=ftol, xtol=xtol, gtol=gtol, x_scale=x_scale, loss=loss,
                                  f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver, tr_options=tr_options,
-                                 jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose, callback=callback,
-                                 workers=workers)
+                                 jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose,
+                                 **_given(callback=callback, workers=workers))
     _check_success(res.status > 0, res.message, traced, where, "raise max_nfev, loosen ftol/xtol/gtol, or start "
                    "nearer (x0)")
     if _traced(traced):
