@@ -296,3 +296,23 @@ def test_a_failing_implicit_solve_names_itself():
     # and the library is usable after it
     assert_close(tg.grad(lambda a: tnp.sum(optimize.minimize(lambda x, a: tnp.sum((x - a) ** 2), np.zeros(2),
                                                              args=(a,)).x))(a), np.ones(2))
+
+
+@pytest.mark.parametrize("method", ["Newton-CG", "trust-exact", "trust-ncg", "BFGS"])
+def test_an_x0_of_several_axes_with_tapegrads_and_a_users_derivatives(method):
+    """SciPy sees x flattened: tapegrad's own Hessian, and a user's jac/hess/hessp that get x (and p) in
+    x0's shape, are handed back to it flattened."""
+    a = np.arange(4.0).reshape(2, 2)
+
+    def fun(x, a):
+        return tnp.sum((x - a) ** 2) + 0.1 * tnp.sum(x ** 4)
+    want = optimize.minimize(fun, np.zeros((2, 2)), args=(a,), method=method).x
+    assert want.shape == (2, 2)
+    users = {"jac": lambda x, a: 2 * (x - a) + 0.4 * x ** 3}
+    if method in ("Newton-CG", "trust-exact"):
+        users["hess"] = lambda x, a: np.diag((2 + 1.2 * x ** 2).ravel())
+    if method == "trust-ncg":
+        users["hessp"] = lambda x, p, a: (2 + 1.2 * x ** 2) * p
+    got = optimize.minimize(fun, np.zeros((2, 2)), args=(a,), method=method, **users).x
+    assert got.shape == (2, 2)
+    assert_close(got, want, rtol=1e-6)

@@ -16,7 +16,7 @@ from tapegrad._jit.codegen import compile_program, evaluate
 from tapegrad._jit.passes import optimize
 from tapegrad._jit.program import Program, Var, pretty, type_string
 from tapegrad._jit.scalar import compile_scalar_loop
-from tapegrad._jit.staging import abstractify, stage
+from tapegrad._jit.staging import abstractify, is_weak, stage
 from tapegrad._owned import owned
 from tapegrad._params import Parameter
 from tapegrad._structural import astype
@@ -191,16 +191,11 @@ def _staged(flat_fun, leaves, where: str, name: str, xs_leaves=()):
     return program, builder
 
 
-def _weak(leaf) -> bool:
-    """Whether a carry leaf is weakly typed: a Python scalar, or ``jit``'s tracer of one."""
-    return type(leaf) in _SCALARS or getattr(leaf, "weak_type", False)
-
-
 def _strong(leaf, out):
     """A weakly typed leaf of the carry (a Python scalar, or jit's tracer of one) as an array: of the
     body's dtype for it where the scalar promotes to that dtype (jit's weak-type rule), else of NumPy's
     default dtype for it."""
-    if not _weak(leaf):
+    if not is_weak(leaf):
         return leaf
     dtype = out.aval.dtype if hasattr(out, "aval") else None
     scalar = leaf if type(leaf) in _SCALARS else np.dtype(leaf.dtype).type(0).item()  # a traced one: its kind

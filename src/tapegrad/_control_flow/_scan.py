@@ -37,14 +37,13 @@ from tapegrad._control_flow._closed import (
     _slice_aval,
     _staged,
     _strong,
-    _weak,
 )
 from tapegrad._control_flow._partial import split_body
 from tapegrad._control_flow._while import while_loop
 from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.passes import dce, def_dce
 from tapegrad._jit.program import Eqn, Program
-from tapegrad._jit.staging import abstractify, stage
+from tapegrad._jit.staging import abstractify, is_weak, stage
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
@@ -352,7 +351,7 @@ def scan(f: Callable[..., Any], init: PyTree, xs: PyTree = None, length: int | N
     xs_leaves = [_operand_leaf(x, "scan", k, "xs") for k, x in enumerate(xs_leaves)]
     length = _check_length(length, xs_leaves)
     program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
-    if any(_weak(c) for c in init_leaves):  # weak types: take the body's dtype, and stage again
+    if any(is_weak(c) for c in init_leaves):  # weak types: take the body's dtype, and stage again
         init_leaves = [_strong(c, out) for c, out in zip(init_leaves, program.outputs)]
         program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
     _check_carry(program, carry_tree, len(init_leaves))

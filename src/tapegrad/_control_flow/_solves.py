@@ -114,11 +114,12 @@ class _Solver:
     (it iterates in Python on concrete values, converts with ``np.asarray``, returns non-arrays), is
     called as it is: ``consts`` is empty."""
 
-    def __init__(self, solve, make_fn, theta, extra, rhs_leaves, treedef, where: str, name: str):
+    def __init__(self, solve, make_fn, theta, extra, rhs_leaves, treedef, where: str, name: str,
+                 closes_over_nothing: bool = False):
         self.solve, self.treedef = solve, treedef
         self.program, self.consts, self.out_tree = None, [], None
         n_theta, n_extra = len(theta), len(extra)
-        if not trace_stack():  # no transform is running: nothing traced to close over, no rule will run
+        if closes_over_nothing or not trace_stack():  # nothing traced to close over (no transform running)
             return
 
         def flat(*ins):
@@ -128,8 +129,8 @@ class _Solver:
             return leaves
         try:
             program, builder = _staged(flat, list(theta) + list(extra) + list(rhs_leaves), where, name)
-        except Exception:  # noqa: BLE001 (not stageable: then it must read no traced value, and is called as it is)
-            return
+        except (TypeError, NotImplementedError):  # not stageable (ConcretizationError and the like): then it
+            return                                 # must read no traced value, and is called as it is
         consts = _implicit_operands(builder)
         if consts:
             self.program, self.consts = program, consts
@@ -226,11 +227,15 @@ class _RootCall:
         hint = self.hints.get(stage)
         try:
             return run()
-        except (ValueError, TypeError, RuntimeError, NotImplementedError, np.linalg.LinAlgError) as error:
+        except (ValueError, TypeError, RuntimeError, NotImplementedError) as error:
             if hint is None or str(error).startswith(self.where):
                 raise
-            raise type(error)(f"{self.where}: the implicit derivative failed {_STAGES[stage]}: {error}. {hint}") \
-                from error
+            message = f"{self.where}: the implicit derivative failed {_STAGES[stage]}: {error}. {hint}"
+            try:
+                explained = type(error)(message)
+            except TypeError:  # an exception type built otherwise: its message, in a RuntimeError
+                explained = RuntimeError(message)
+            raise explained from error
 
     def on_capture(self, args):
         raise TypeError("custom_root: tangent_solve uses a value traced by the running transform that it does not "
@@ -287,7 +292,11 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
             in ``x`` at the root (JAX's examples: ``lambda g, y: y / g(1.0)`` for a scalar,
             ``lambda g, y: tnp.linalg.solve(tg.jacfwd(g)(y), y)`` for a small vector). Reverse mode
             differentiates it in ``y``, so write it in tapegrad operations (or with
-            :func:`custom_linear_solve`); it must read traced values only through ``g``.
+            :func:`custom_linear_solve`). It may close over traced values (``lambda g, y:
+            tnp.linalg.solve(A, y)`` with ``A`` differentiated): it is staged once, which calls it one
+            more time on abstract values, and what it reads becomes an operand, with no derivative of its
+            own. One that cannot be staged (it converts with ``np.asarray``) is called as it is, and must
+            then read traced values only through ``g``.
         has_aux: ``solve`` returns ``(x*, aux)``; ``aux`` is returned as it is, with no derivative.
         residual_tol: the check that ``solve`` returned a root: where the values are concrete (eager
             mode, not under ``vmap`` or ``jit``, where it is not made), ``max |f(x*)|`` must be at most
@@ -303,11 +312,10 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
     Raises:
         TypeError: ``f``, ``solve`` or ``tangent_solve`` not callable; a leaf of ``initial_guess`` not
             an array; ``f`` returning another dtype; ``has_aux`` with ``solve`` not returning a pair;
-            ``tangent_solve`` reading a traced value it is not given, in the modes that call it while
-            the transform runs.
-        RuntimeError: ``tangent_solve`` reading a traced value it is not given, where it runs after the
-            transform that traced the value (reverse mode, ``jacfwd``): the message names the operation
-            that met the finished transform's value. Close over traced values in ``f`` only.
+            a ``tangent_solve`` that cannot be staged reading a traced value it is not given, in the
+            modes that call it while the transform runs.
+        RuntimeError: the same, where it runs after the transform that traced the value (reverse mode,
+            ``jacfwd``): the message names the operation that met the finished transform's value.
         ValueError: ``f``, ``solve`` or ``tangent_solve`` returning a value of another structure or shape
             than ``initial_guess``; ``f(x*)`` not near zero (``residual_tol``); ``f`` assigning a
             Parameter.
@@ -318,18 +326,20 @@ def custom_root(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[
     if residual_tol is not None and residual_tol != "auto" and not (
             isinstance(residual_tol, (int, float)) and residual_tol > 0):
         raise ValueError(f"custom_root: residual_tol must be a positive number, 'auto' or None, got {residual_tol!r}")
-    return _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, "custom_root", {})
+    return _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, "custom_root", {}, False)
 
 
 def root_with_context(f: Callable[[Any], Any], initial_guess: PyTree, solve: Callable[[Callable, Any], Any],
                       tangent_solve: Callable[[Callable, Any], Any], *, where: str, hints: dict) -> Any:
     """:func:`custom_root` for a library built on it (``tapegrad.scipy.optimize``), with no residual
-    check: a failure of the derivative names ``where`` and adds ``hints[stage]`` for the stage that
-    failed (``"f"``, differentiating ``f`` at the root; ``"tangent_solve"``)."""
-    return _root(f, initial_guess, solve, tangent_solve, False, None, where, hints)
+    check and a ``tangent_solve`` of its own that closes over nothing (so it is not staged): a failure
+    of the derivative names ``where`` and adds ``hints[stage]`` for the stage that failed (``"f"``,
+    differentiating ``f`` at the root; ``"tangent_solve"``)."""
+    return _root(f, initial_guess, solve, tangent_solve, False, None, where, hints, True)
 
 
-def _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, where: str, hints: dict):
+def _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, where: str, hints: dict,
+          tangent_solve_closes_over_nothing: bool):
     guess, treedef = _leaves_of(initial_guess, "custom_root", "initial_guess")
     explicit = _Explicit(f, guess, treedef, "custom_root", "f")
     theta = explicit.theta
@@ -348,7 +358,7 @@ def _root(f, initial_guess, solve, tangent_solve, has_aux, residual_tol, where: 
     sol = [stop_gradient(x) for x in _check_like("custom_root", "solve", result, guess, treedef, "initial_guess")]
     _check_residual(explicit, theta_sg, guess_sg, sol, residual_tol)
     tangent_solver = _Solver(tangent_solve, _linearisation(explicit, treedef), theta, guess, guess, treedef,
-                             "custom_root", "tangent_solve")
+                             "custom_root", "tangent_solve", tangent_solve_closes_over_nothing)
     call = _RootCall(explicit, treedef, tangent_solver, where, hints)
     out = _tree.tree_unflatten(treedef, bind_joint(call, *theta, *tangent_solver.consts, *sol))
     return (out, aux) if has_aux else out
@@ -503,7 +513,9 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: PyTree, solve: Callable
     Raises:
         TypeError: a function not callable; a leaf of ``b`` not an array; ``matvec`` returning another
             dtype; ``has_aux`` with a solve not returning a pair; reverse mode without
-            ``transpose_solve`` (and not ``symmetric``); a solve reading a traced value it is not given.
+            ``transpose_solve`` (and not ``symmetric``); a solve that cannot be staged (it converts with
+            ``np.asarray``) reading a traced value it is not given. A solve that can be staged may close
+            over traced values (the matrix): staging calls it one more time, on abstract values.
         ValueError: ``matvec`` or a solve returning a value of another structure or shape than ``b``;
             ``matvec`` assigning a Parameter.
     """

@@ -29,10 +29,9 @@ from tapegrad._control_flow._closed import (
     _stage_closed,
     _staged,
     _strong,
-    _weak,
 )
 from tapegrad._core import bind
-from tapegrad._jit.staging import abstractify
+from tapegrad._jit.staging import abstractify, is_weak
 from tapegrad._jvp import jvp_flat
 from tapegrad._owned import owned
 from tapegrad._rules import def_lowering, defjvp_joint, primitive
@@ -225,7 +224,7 @@ def _while_loop(cond_fun, body_fun, init_val, max_steps, checkpoints, reverse_mo
     leaves, tree = _tree.tree_flatten(init_val)
     leaves = [_operand_leaf(x, "while_loop", k, "init_val") for k, x in enumerate(leaves)]
     body_program, body_builder = _staged_body(body_fun, tree, leaves)
-    if any(_weak(c) for c in leaves):  # weak types: take the body's dtype, and stage again
+    if any(is_weak(c) for c in leaves):  # weak types: take the body's dtype, and stage again
         leaves = [_strong(c, out) for c, out in zip(leaves, body_program.outputs)]
         body_program, body_builder = _staged_body(body_fun, tree, leaves)
     _check_carry(body_program, tree, len(leaves), "while_loop", "body_fun", "init_val")

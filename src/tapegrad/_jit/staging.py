@@ -52,7 +52,8 @@ def _python_scalar_lowering(ctx, x):
 def_lowering(python_scalar_p, _python_scalar_lowering)
 
 
-def _is_weak(x) -> bool:
+def is_weak(x) -> bool:
+    """Whether ``x`` is weakly typed: a Python scalar, or the staging tracer of one."""
     return type(x) in _SCALARS or getattr(x, "weak_type", False)
 
 
@@ -61,7 +62,7 @@ def _weak_operator(name: str):
     again (weakly typed) where every operand is one."""
     def operator(self, *others):
         out = getattr(Tracer, name)(self, *others)
-        if self.weak_type and all(_is_weak(o) for o in others) and isinstance(out, StagingTracer):
+        if self.weak_type and all(is_weak(o) for o in others) and isinstance(out, StagingTracer):
             return bind(python_scalar_p, out)
         return out
     operator.__name__ = operator.__qualname__ = name

@@ -119,7 +119,7 @@ def _implicit_solution(x_host, like, optimality, args, implicit_solve, symmetric
     # the condition in x's dtype: float64 args with a float32 x0 would give f another dtype than x
     kind = _solve_kind(implicit_solve, int(np.size(x_star)), symmetric)
     hints = {"f": "f is the optimality condition; the implicit derivative differentiates it in x and in args, in "
-                  "both modes (forward over reverse), so every operation of the function needs its jvp and vjp rules",
+                  "both modes, so every operation of the function needs its jvp and vjp rules",
              "tangent_solve": f"It is the adjoint solve of the Hessian or Jacobian at the solution, "
                               f"implicit_solve={kind!r}; try {_OTHER_SOLVE[kind]}"}
     return root_with_context(lambda x: tnp.astype(optimality(x, *args), like.dtype), like, lambda f, g: x_star,
@@ -151,17 +151,21 @@ def _check_bounds(x, lower, upper, where: str) -> None:
                          "would be wrong; loosen the bound or drop it")
 
 
-def _with_args(fn: Any, shape, host_args, host_kwargs=None) -> Any:
-    """A user's ``jac``, ``hess`` or ``hessp`` called as SciPy calls it, ``fn(x, *extra, *args,
-    **kwargs)`` (``extra``: ``hessp``'s ``p``), with ``x`` in ``x0``'s shape as ``fun`` gets it: SciPy
-    itself is handed ``args=()``. Anything else (``True``, a finite-difference scheme's name) passes
-    unchanged."""
+def _with_args(fn: Any, kind: str, shape, host_args, host_kwargs=None) -> Any:
+    """A user's derivative called as SciPy calls it, ``fn(x, *extra, *args, **kwargs)`` (``extra``:
+    ``hessp``'s ``p``), SciPy itself being handed ``args=()``: ``x`` (and ``p``) in ``x0``'s shape, as
+    ``fun`` gets it, and the result flattened as SciPy takes it, by ``kind``: ``"grad"`` (``n``),
+    ``"hess"`` (``(n, n)``), ``"hessp"`` (``n``) or ``"jacobian"`` (``(m, n)``). Anything else
+    (``True``, a finite-difference scheme's name, None) passes unchanged."""
     if not callable(fn):
         return fn
-    kwargs = dict(host_kwargs or {})
+    kwargs, n = dict(host_kwargs or {}), int(np.prod(shape))
+    flat = {"grad": (-1,), "hess": (n, n), "hessp": (-1,), "jacobian": (-1, n)}[kind]
 
     def with_args(x, *extra):
-        return fn(np.asarray(x).reshape(shape), *extra, *host_args, **kwargs)
+        if kind == "hessp":
+            extra = (np.asarray(extra[0]).reshape(shape), *extra[1:])
+        return np.asarray(fn(np.asarray(x).reshape(shape), *extra, *host_args, **kwargs)).reshape(flat)
     return with_args
 
 
@@ -225,6 +229,8 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     def host_fun(x):
         return float(fun(x.reshape(shape), *host_args))
     objective_and_grad = value_and_grad(lambda x: fun(x, *host_args))
+    jac, hess, hessp = (_with_args(fn, kind, shape, host_args) for fn, kind in ((jac, "grad"), (hess, "hess"),
+                                                                                (hessp, "hessp")))
     if jac is None and name not in _GRADIENT_FREE:
         def host_value_and_grad(x):
             value, gradient = objective_and_grad(x.reshape(shape))
@@ -235,7 +241,6 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
 
         def hess(x, *_):
             return np.asarray(hessian_fn(x))
-    jac, hess, hessp = (_with_args(fn, shape, host_args) for fn in (jac, hess, hessp))
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
                             bounds=bounds, constraints=constraints, tol=tol, callback=callback, options=options)
     _check_success(res.success, res.message, args, where)
@@ -297,7 +302,7 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
         def jac(x, *_):
             return np.asarray(jacobian_fn(x))
     else:
-        jac = _with_args(jac, shape, host_args)
+        jac = _with_args(jac, "jacobian", shape, host_args)
     res = optimize.root(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, tol=tol, callback=callback,
                         options=options)
     _check_success(res.success, res.message, args, where)
@@ -490,7 +495,7 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
         def jac(x, *_, **__):
             return np.asarray(jacobian_fn(x), dtype=float)
     else:
-        jac = _with_args(jac, shape, host_args, host_kwargs)
+        jac = _with_args(jac, "jacobian", shape, host_args, host_kwargs)
     res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
                                  method=method, ftol=ftol, xtol=xtol, gtol=gtol, x_scale=x_scale, loss=loss,
                                  f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver, tr_options=tr_options,
