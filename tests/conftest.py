@@ -46,6 +46,7 @@ def _python_executor(request):
         tg.config.compiled_executor = saved
 
 
+@pytest.hookimpl(trylast=True)  # after -m's deselection: `make test` (-m "not peer") needs no peer
 def pytest_collection_modifyitems(config, items):
     """The ``peer`` tests of a peer that is not installed: skipped, or under ``CI=true`` an error."""
     missing: dict[str, int] = {}
