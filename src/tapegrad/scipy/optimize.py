@@ -170,8 +170,9 @@ def _with_args(fn: Any, kind: str, shape, host_args, host_kwargs=None) -> Any:
 
 
 def _given(**options: Any) -> dict:
-    """The options that are not None: SciPy's own default, and how a SciPy that predates an option
-    (``least_squares``' ``callback`` and ``workers``, new in 1.16; the floor is 1.15) is still called."""
+    """The options that are not None: SciPy's own default, and how a SciPy that predates an option or
+    its None (``least_squares``' ``callback`` and ``workers``, and ``x_scale=None``, new in 1.16; the
+    floor is 1.15) is still called."""
     return {name: value for name, value in options.items() if value is not None}
 
 
@@ -497,10 +498,10 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     else:
         jac = _with_args(jac, "jacobian", shape, host_args, host_kwargs)
     res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
-                                 method=method, ftol=ftol, xtol=xtol, gtol=gtol, x_scale=x_scale, loss=loss,
+                                 method=method, ftol=ftol, xtol=xtol, gtol=gtol, loss=loss,
                                  f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver, tr_options=tr_options,
                                  jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose,
-                                 **_given(callback=callback, workers=workers))
+                                 **_given(x_scale=x_scale, callback=callback, workers=workers))
     _check_success(res.status > 0, res.message, traced, where, "raise max_nfev, loosen ftol/xtol/gtol, or start "
                    "nearer (x0)")
     if _traced(traced):
