@@ -24,23 +24,18 @@ from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._arrays import _along, diff
-from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._indexing import take
 from tapegrad.numpy._reductions import cumsum, normalize_axis
 from tapegrad.numpy._reductions import sum as sum_
 from tapegrad.numpy._searching import searchsorted
 from tapegrad.numpy._sorting import argsort
+from tapegrad.numpy._statistics import operand
 from tapegrad.numpy._ufuncs import remainder
-
-
-def _operand(x):
-    x = as_operand(x)
-    return with_dtype(x)
 
 
 def _inexact(x):
     """``x`` as an array of a float or complex dtype (integers and booleans: float64, as NumPy)."""
-    x = _operand(x)
+    x = operand(x)
     return x if np.dtype(x.dtype).kind in "fc" else ew.astype(x, np.float64)
 
 
@@ -147,12 +142,12 @@ def ediff1d(ary: ArrayLike, to_end: Any = None, to_begin: Any = None) -> Array:
     Raises:
         TypeError: ``to_begin``/``to_end`` whose dtype cannot be cast to ``ary``'s (``same_kind``).
     """
-    ary = _shape.ravel(_operand(ary))
+    ary = _shape.ravel(operand(ary))
     pieces = [diff(ary)] if _shape.size(ary) else [ary]
     for name, extra, where in (("to_begin", to_begin, 0), ("to_end", to_end, len(pieces) + 1)):
         if extra is None:
             continue
-        extra = _shape.ravel(_operand(extra))
+        extra = _shape.ravel(operand(extra))
         if not np.can_cast(extra.dtype, ary.dtype, casting="same_kind"):
             raise TypeError(f"dtype of `{name}` ({extra.dtype}) must be compatible with input `ary` ({ary.dtype}) "
                             "under the `same_kind` rule.")

@@ -10,20 +10,15 @@ import numpy as np
 from tapegrad._typing import Array, ArrayLike, DTypeLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
-from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._matrices import diag
 from tapegrad.numpy._reductions import sum as sum_
-
-
-def _operand(x):
-    x = as_operand(x)
-    return with_dtype(x)
+from tapegrad.numpy._statistics import operand
 
 
 def _variables_by_rows(m, rowvar, dtype):
     """``m`` as a 2-D array with one variable per row."""
-    m = _operand(m)
+    m = operand(m)
     if _shape.ndim(m) > 2:
         raise ValueError(f"m has more than 2 dimensions (shape {tuple(_shape.shape(m))}); pass one variable "
                          "per row (or per column with rowvar=False)")
@@ -54,9 +49,9 @@ def cov(m: Any, y: ArrayLike = None, rowvar: bool = True, bias: bool = False, dd
     """
     if ddof is not None and ddof != int(ddof):
         raise ValueError(f"ddof must be integer, got {ddof!r}")
-    m = _operand(m)
+    m = operand(m)
     if dtype is None:
-        dtype = np.result_type(m.dtype, *([] if y is None else [_operand(y).dtype]), np.float64)
+        dtype = np.result_type(m.dtype, *([] if y is None else [operand(y).dtype]), np.float64)
     X = _variables_by_rows(m, rowvar, dtype)
     if y is not None:
         X = _shape.concatenate([X, _variables_by_rows(y, rowvar, dtype)], axis=0)
@@ -69,7 +64,7 @@ def cov(m: Any, y: ArrayLike = None, rowvar: bool = True, bias: bool = False, dd
     else:
         w_sum = sum_(w)
         avg = sum_(X * w, axis=1) / w_sum
-        fact = w_sum - ddof if aweights is None else w_sum - ddof * sum_(w * _operand(aweights)) / w_sum
+        fact = w_sum - ddof if aweights is None else w_sum - ddof * sum_(w * operand(aweights)) / w_sum
     if isinstance(fact, (int, float)) and fact <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
@@ -91,7 +86,7 @@ def _weights(fweights, aweights, n_obs):
             raise ValueError(f"fweights must be 1-D with one weight per observation ({n_obs})")
         w = fw
     if aweights is not None:
-        aw = _operand(aweights)
+        aw = operand(aweights)
         if _shape.ndim(aw) != 1 or _shape.shape(aw)[0] != n_obs:
             raise ValueError(f"aweights must be 1-D with one weight per observation ({n_obs})")
         w = aw if w is None else w * aw

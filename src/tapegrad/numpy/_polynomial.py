@@ -29,22 +29,18 @@ from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy._matrices import trace
 from tapegrad.numpy._reductions import cumprod
 from tapegrad.numpy._reductions import sum as sum_
+from tapegrad.numpy._statistics import operand
 from tapegrad.numpy.linalg import inv, lstsq, pinv
 
 
 def _coefficients(p, name="p"):
     """``p`` as a 1-D array (a scalar is a constant polynomial)."""
-    p = _operand(p)
+    p = operand(p)
     if _shape.ndim(p) == 0:
         return _shape.reshape(p, (1,))
     if _shape.ndim(p) != 1:
         raise ValueError(f"{name} must be a 1-D array of coefficients, got shape {tuple(_shape.shape(p))}")
     return p
-
-
-def _operand(x):
-    x = as_operand(x)
-    return with_dtype(x)
 
 
 def _inexact(p):
@@ -56,7 +52,7 @@ def polyval(p: Any, x: ArrayLike) -> Array:
     """``p[0] * x**(N-1) + ... + p[N-1]`` by Horner's scheme, as ``numpy.polyval``; ``x``'s shape, the
     promoted dtype. Differentiable in ``p`` and ``x``."""
     p = _coefficients(p)
-    return _horner([p[i] for i in range(_shape.shape(p)[0])], _operand(x))
+    return _horner([p[i] for i in range(_shape.shape(p)[0])], operand(x))
 
 
 def _horner(coefficients, x):
@@ -363,7 +359,7 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: Any = None, full: bool 
         TypeError: ``x`` not 1-D or empty, ``y`` not 1-D/2-D, lengths that differ, bad ``w``.
     """
     order = operator.index(deg) + 1
-    x, y = _inexact(_operand(x)), _inexact(_operand(y))
+    x, y = _inexact(operand(x)), _inexact(operand(y))
     _check_fit(x, y, order)
     rcond = _shape.shape(x)[0] * float(np.finfo(x.dtype).eps) if rcond is None else rcond
     lhs, rhs = vander(x, order), y
