@@ -109,7 +109,6 @@ class StagingTracer(Tracer):
     def array_namespace(self):
         return self.var.backend
 
-
     def concrete_value(self):
         raise ConcretizationError(abstract_value_message(self._trace.main.global_data, self.var))
 

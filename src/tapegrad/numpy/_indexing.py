@@ -18,7 +18,7 @@ import numpy as np
 from tapegrad import _lowerings
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
-from tapegrad._structural import astype_p
+from tapegrad._structural import astype
 from tapegrad._typing import Array, ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
@@ -78,7 +78,7 @@ def _index_array(item):
     program converts it (``astype``), so that the indexing primitives get an array at run time, as
     they do from ``x[np.int64(1)]``, and never the Python scalar the executor passes for it."""
     if getattr(item, "weak_type", False):
-        return bind(astype_p, item, dtype=np.dtype(item.dtype))  # an int or bool: no gradient to stop
+        return astype(item, item.dtype)
     return item if is_array(item) else np.asarray(item)
 
 
@@ -831,7 +831,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Array:
     a = as_operand(a)
     indices = as_operand(indices)
     if (np.dtype(indices.dtype) if hasattr(indices, "dtype") else np.asarray(indices).dtype).kind == "b":
-        indices = bind(astype_p, indices, dtype=np.dtype(np.intp))  # booleans index as 0 and 1: never a mask
+        indices = astype(indices, np.intp)  # booleans index as 0 and 1: never a mask
     if axis is None:
         return getitem(_shape.ravel(a), indices)
     axis = operator.index(axis) % _shape.ndim(a)
