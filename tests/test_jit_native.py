@@ -383,6 +383,21 @@ def test_a_program_past_the_compile_budget_keeps_the_python_executor():
     same(long[0], long[2])
 
 
+def test_explain_says_why_a_program_keeps_the_python_executor(monkeypatch):
+    tg.config.compiled_executor = True
+    x = data(SMALL)
+    assert tg.jit(lambda x: tnp.sin(x) * 2.0).explain(x) == "numba: the program is compiled whole"
+    rounded = tg.jit(lambda x: tnp.round(tg.fori_loop(0, 3, lambda i, c: c * 0.5, x)))
+    assert rounded.explain(x) == "python+numba: not compiled whole because round has no lowering; its loops compile alone"
+    big = tg.jit(lambda x: tnp.sin(x) * 2.0).explain(data((native.MAX_ELEMENTS + 1,)))
+    assert big.startswith("python: not compiled whole because") and f"more than {native.MAX_ELEMENTS}" in big
+    tg.config.compiled_executor = False
+    assert "compiled executor is off" in tg.jit(lambda x: x + 1.0).explain(x)
+    tg.config.compiled_executor = True
+    monkeypatch.setattr(native, "available", lambda: False)
+    assert "numba is not installed" in tg.jit(lambda x: x + 2.0).explain(x)
+
+
 def test_the_switch_turns_it_off():
     tg.config.compiled_executor = False
     f = tg.jit(lambda x: x + 1.0)

@@ -156,6 +156,7 @@ class _Entry:
         self.recasts = recasts[0]  # the recast count at which param_types was last found to hold
         self._run = None
         self.native_loops = False  # set when compiled: whether its loops run compiled (native.in_jit)
+        self.reason = ""  # set when compiled: why the program keeps the Python executor
 
     def valid(self) -> bool:
         """Whether the cached program still computes what the function would: every flag it read
@@ -187,10 +188,16 @@ class _Entry:
             return compile_program(optimize(program), donate=donated)
         # the switch as it is now decides for this program for good, its loops included
         self.native_loops = config.compiled_executor and native.available()
-        if self.native_loops:
+        if not config.compiled_executor:
+            self.reason = ("the compiled executor is off (tg.config.compiled_executor, "
+                           "TAPEGRAD_COMPILED_EXECUTOR=0)")
+        elif not self.native_loops:
+            self.reason = "numba is not installed (pip install 'tapegrad[jit]')"
+        else:
             run = native.compile_native(passes.optimize(program, fuse=False), python)
-            if run is not None:
+            if run:
                 return run
+            self.reason = run.reason
         return python()
 
     @property
@@ -204,6 +211,15 @@ class _Entry:
             if any(native.loop_lowers(eqn) for eqn in self.program.eqns):
                 return "python+numba"
         return executor
+
+    def explain(self) -> str:
+        """:attr:`executor` and, unless it is ``"numba"``, why the program is not compiled whole."""
+        executor = self.executor
+        if executor == "numba":
+            return "numba: the program is compiled whole"
+        reason = getattr(self._run, "reason", "") or self.reason
+        loops = "; its loops compile alone" if executor == "python+numba" else ""
+        return f"{executor}: not compiled whole because {reason}{loops}"
 
     def run(self, leaves):
         inputs = leaves
@@ -406,10 +422,23 @@ class _Jitted(Generic[P, R]):
         ``tg.config.compiled_executor`` on), ``"python+numba"`` (the generated Python function, its
         loops compiled by numba) or ``"python"`` (the generated Python function). docs/jit.md, "The
         compiled executor (numba)", says which programs compile."""
+        return self._kept_entry(args, kwargs).executor
+
+    def explain(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """One line: which executor runs the program for these arguments (as :meth:`executor`) and,
+        when it is not ``"numba"``, why: the compiled executor off or numba missing, the value, dtype
+        or primitive that does not lower, the compile budget, or numba refusing the source. For
+        example ``"python+numba: not compiled whole because its source is 521 statements and 8 array
+        operations, past the compile budget (...); its loops compile alone"``. docs/jit.md, "When is it
+        fast", lists the reasons and what to do about each."""
+        return self._kept_entry(args, kwargs).explain()
+
+    def _kept_entry(self, args, kwargs) -> _Entry:
+        """The entry for these arguments, cached as a call would keep it."""
         key, entry = self._entry(args, kwargs)
-        if not entry.captured:  # as a call keeps it
+        if not entry.captured:
             self._cache.put(key, entry)
-        return entry.executor
+        return entry
 
     def program(self, *args: P.args, **kwargs: P.kwargs) -> Program:
         """The staged :class:`~tapegrad._jit.program.Program` for these arguments."""

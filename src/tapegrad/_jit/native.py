@@ -406,6 +406,7 @@ class NativeRun:
         # a weak Python scalar result comes back as the Python executor gives it: a float, int or bool
         self.out_weak = [isinstance(d, type) and not issubclass(d, np.generic) for d in avals]
         self.executor = "numba"
+        self.reason = ""  # why it runs on the Python executor after all: numba refused the source
         self._python: Callable | None = None
         self._compiled = False
 
@@ -447,8 +448,9 @@ class NativeRun:
             if _strict():
                 raise RuntimeError(f"numba refused the compiled executor's source (a lowering's bug):\n"
                                    f"{self.source}") from error
-            log.debug("jit: numba could not compile a program (%s); it runs with the Python executor",
-                      str(error).splitlines()[0] if str(error) else type(error).__name__)
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            log.debug("jit: numba could not compile a program (%s); it runs with the Python executor", first_line)
+            self.reason = f"numba refused its source ({first_line})"
             return False
         self._compiled = True
         return True
@@ -457,36 +459,48 @@ class NativeRun:
         return any(isinstance(a, np.ndarray) and np.may_share_memory(out, a) for a in (*args, *self.consts))
 
 
-def compile_native(program: Program, fallback):
-    """A :class:`NativeRun` of ``program`` (optimised), or None when it does not compile (the module
-    docstring says which do). ``fallback()`` builds the Python executor's function, used if numba
-    refuses the source at the first call."""
+class NotCompiled:
+    """Why a program keeps the Python executor (``jit(f).explain``). Falsy, as the None it stands for."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def compile_native(program: Program, fallback) -> NativeRun | NotCompiled:
+    """A :class:`NativeRun` of ``program`` (optimised), or :class:`NotCompiled` saying why it does not
+    compile (the module docstring says which do). ``fallback()`` builds the Python executor's function,
+    used if numba refuses the source at the first call."""
     try:
         check(program)
         text, consts = source(program)
     except NotLowerable as error:
         log.debug("jit: program not compiled with numba: %s", error)
-        return None
+        return NotCompiled(str(error))
     except RuntimeError as error:  # a lowering's bug: said, and the Python executor's numbers meanwhile
         if _strict():
             raise
         warnings.warn(f"{error}; the program runs with the Python executor", RuntimeWarning, stacklevel=2)
-        return None
+        return NotCompiled(f"a lowering failed ({error})")
     try:
         module_run = _load(text)
     except OSError as error:  # the cache folder cannot be written: nothing to compile from
         warnings.warn(f"jit's compiled executor cannot write its cache folder ({error}); set "
                       "TAPEGRAD_NUMBA_CACHE_DIR to a writable folder. The program runs with the Python executor",
                       RuntimeWarning, stacklevel=2)
-        return None
+        return NotCompiled(f"the cache folder cannot be written ({error}): set TAPEGRAD_NUMBA_CACHE_DIR")
     import numba
     jitted = numba.njit(cache=True, error_model="numpy")(module_run)
     return NativeRun(program, jitted, consts, fallback, text)
 
 
-def compile_loop(prim, operands, params, fallback):
+def compile_loop(prim, operands, params, fallback) -> NativeRun | NotCompiled:
     """A loop primitive's equation alone (``scan`` or ``while`` on these operands) as a
-    :class:`NativeRun`, or None where its body does not lower."""
+    :class:`NativeRun`, or :class:`NotCompiled` where its body does not lower."""
     invars = [Var(aval_of(x), np) for x in operands]
     outs = [Var(a, np) for a in prim.abstract_eval(*[v.aval for v in invars], **params)]
     return compile_native(_alone(Eqn(prim, invars, params, outs)), fallback)
