@@ -18,13 +18,14 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad import _tree
-from tapegrad._api import grad, stop_gradient, value_and_grad
+from tapegrad._api import grad, stop_gradient
 from tapegrad._backend import namespace_of, to_host
 from tapegrad._control_flow import custom_linear_solve
 from tapegrad._control_flow._solves import root_with_context
 from tapegrad._core import Tracer
-from tapegrad._jacobians import hessian, jacfwd
+from tapegrad._jacobians import jacfwd
 from tapegrad.numpy import asarray, linalg, reshape
+from tapegrad.scipy._staged import Route
 
 ImplicitSolve = Literal["auto", "dense", "cg", "gmres"]
 _GRADIENT_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
@@ -44,6 +45,28 @@ def _concrete(args, where: str) -> list:
                             "concrete host values: call it eagerly (grad, vjp, jvp and their nestings work), or use "
                             "tg.custom_root with a solver written in tapegrad operations under vmap or jit")
     return [_tree.tree_map(lambda leaf: to_host(leaf) if hasattr(leaf, "shape") else leaf, v) for v in values]
+
+
+def _check_concrete_start(x0, where: str) -> None:
+    """A TypeError for an ``x0`` traced by ``vmap`` or ``jit`` (a derivative's is only stopped)."""
+    if isinstance(stop_gradient(asarray(x0)), Tracer):
+        raise TypeError(f"{where}: x0 is a value of vmap or jit, but SciPy's solver needs a concrete host start: "
+                        "call it eagerly (grad, vjp, jvp and their nestings work), or use tg.custom_root with a "
+                        "solver written in tapegrad operations under vmap or jit")
+
+
+def _value_and_flat_grad(out) -> tuple:
+    """``(value, gradient)`` as SciPy's ``jac=True`` takes them: a float and a flat float64 array."""
+    return float(out[0]), np.asarray(out[1], dtype=np.float64).ravel()
+
+
+def _flat_float(out) -> np.ndarray:
+    return np.asarray(out, dtype=float).ravel()
+
+
+def _floats(out) -> Any:
+    """``root_scalar``'s ``f`` value as SciPy takes it: a float, or a tuple of floats (``fprime=True``)."""
+    return tuple(float(o) for o in out) if isinstance(out, tuple) else float(out)
 
 
 def _traced(args) -> bool:
@@ -220,28 +243,25 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     where = "tapegrad.scipy.optimize.minimize"
     _check_implicit_solve(implicit_solve, where)
     args = tuple(args)
+    # ---- issue 38: x0 or args traced by vmap or jit raise here today (SciPy needs host values); the
+    # minimiser written with tapegrad's while_loop (BFGS, L-BFGS) takes this case over, here ----
+    _check_concrete_start(x0, where)
     host_args = _concrete(args, where)
+    # ----
     like = _float_like(x0)
     x0_host = to_host(like)
-    shape = x0_host.shape
+    shape, n = x0_host.shape, x0_host.size
     name = (method or ("BFGS" if bounds is None and not constraints else "L-BFGS-B" if not constraints
                        else "SLSQP")).lower() if isinstance(method, str) or method is None else ""
-
-    def host_fun(x):
-        return float(fun(x.reshape(shape), *host_args))
-    objective_and_grad = value_and_grad(lambda x: fun(x, *host_args))
+    route = Route(fun, host_args)
     jac, hess, hessp = (_with_args(fn, kind, shape, host_args) for fn, kind in ((jac, "grad"), (hess, "hess"),
                                                                                 (hessp, "hessp")))
     if jac is None and name not in _GRADIENT_FREE:
-        def host_value_and_grad(x):
-            value, gradient = objective_and_grad(x.reshape(shape))
-            return float(value), np.asarray(gradient, dtype=np.float64).ravel()
-        host_fun, jac = host_value_and_grad, True
+        host_fun, jac = route.host("value_and_grad", _value_and_flat_grad, shape), True
+    else:
+        host_fun = route.host("value", float, shape)
     if hess is None and hessp is None and name in _HESS:
-        hessian_fn = hessian(lambda x: fun(reshape(x, shape), *host_args))
-
-        def hess(x, *_):
-            return np.asarray(hessian_fn(x))
+        hess = route.host("hessian", lambda h: np.asarray(h).reshape(n, n), shape)
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
                             bounds=bounds, constraints=constraints, tol=tol, callback=callback, options=options)
     _check_success(res.success, res.message, args, where)
@@ -256,7 +276,7 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
             _check_bounds(res.x, lo, hi, where)
     res.x = _implicit_solution(res.x, like, lambda x, *a: grad(fun)(x, *a), args, implicit_solve, True,
                                where)
-    return res
+    return route.report(res)
 
 
 def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str = "hybr", jac: Any = None,
@@ -295,20 +315,17 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
     x0_host = to_host(like).astype(float)
     shape = x0_host.shape
 
-    def host_fun(x):
-        return np.asarray(fun(x.reshape(shape), *host_args), dtype=float).ravel()
+    route = Route(fun, host_args)
+    host_fun = route.host("value", _flat_float, shape)
     if jac is None and method.lower() in _ROOT_JAC:
-        jacobian_fn = jacfwd(lambda x: reshape(fun(reshape(x, shape), *host_args), (-1,)))
-
-        def jac(x, *_):
-            return np.asarray(jacobian_fn(x))
+        jac = route.host("jacobian", lambda j: np.asarray(j).reshape(-1, x0_host.size), shape)
     else:
         jac = _with_args(jac, "jacobian", shape, host_args)
     res = optimize.root(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, tol=tol, callback=callback,
                         options=options)
     _check_success(res.success, res.message, args, where)
     res.x = _implicit_solution(res.x, like, fun, args, implicit_solve, implicit_solve == "cg", where)
-    return res
+    return route.report(res)
 
 
 _BRACKETED = {"bisect", "ridder", "brentq", "brenth", "toms748"}
@@ -351,19 +368,13 @@ def root_scalar(f: Callable[..., Any], args: Sequence[Any] = (), method: str | N
     name = method.lower() if method else ""
     like = _float_like(np.float64(0.0) if x0 is None else x0)
 
-    def host_f(x):
-        out = f(np.asarray(x, dtype=like.dtype), *host_args)
-        return tuple(float(o) for o in out) if isinstance(out, tuple) else float(out)
+    route = Route(f, host_args)
+    first = "[0]" if value is not f else ""  # f returns (f, f'[, f'']): derivatives of its first value
+    host_f = route.host("value", _floats, (), like.dtype)
     if name in ("newton", "halley") and not fprime:
-        derivative = grad(lambda x: value(x, *host_args))
-
-        def fprime(x):
-            return float(derivative(np.asarray(x, dtype=like.dtype)))
+        fprime = route.host("grad" + first, float, (), like.dtype)
     if name == "halley" and not fprime2:
-        second = grad(grad(lambda x: value(x, *host_args)))
-
-        def fprime2(x):
-            return float(second(np.asarray(x, dtype=like.dtype)))
+        fprime2 = route.host("grad2" + first, float, (), like.dtype)
     x0_host = None if x0 is None else float(to_host(stop_gradient(asarray(x0))))
     x1_host = None if x1 is None else float(to_host(stop_gradient(asarray(x1))))
     bracket_host = None if bracket is None else [float(to_host(stop_gradient(asarray(b)))) for b in bracket]
@@ -374,7 +385,7 @@ def root_scalar(f: Callable[..., Any], args: Sequence[Any] = (), method: str | N
     _check_success(sol.converged, sol.flag, args, where,
                    "raise maxiter, give a bracket with a sign change, or start nearer (x0)")
     sol.root = _implicit_solution(np.asarray(sol.root), like, value, args, "dense", False, where)
-    return sol
+    return route.report(sol)
 
 
 def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xtol: float = 1e-08,
@@ -411,8 +422,7 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xto
     like = _float_like(x0)
     shape = like.shape
 
-    def host_func(x):
-        return np.asarray(func(np.asarray(x, dtype=like.dtype).reshape(shape), *host_args), dtype=float)
+    host_func = Route(func, host_args).host("value", lambda out: np.asarray(out, dtype=float), shape, like.dtype)
     try:
         x_host = optimize.fixed_point(host_func, to_host(like).astype(float), args=(), xtol=xtol, maxiter=maxiter,
                                       method=method)
@@ -488,13 +498,11 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
     def residuals(x, *values):
         return reshape(fun(reshape(x, shape), *values[:len(args)], **dict(zip(keys, values[len(args):]))), (-1,))
 
-    def host_fun(x):
-        return np.asarray(residuals(x, *host_args, *host_kwargs.values()), dtype=float)
+    route = Route(fun, host_args, host_kwargs)
+    host_fun = route.host("value", _flat_float, shape)
     if jac is None:
-        jacobian_fn = jacfwd(lambda x: residuals(x, *host_args, *host_kwargs.values()))
-
-        def jac(x, *_, **__):
-            return np.asarray(jacobian_fn(x), dtype=float)
+        n = int(np.prod(shape))
+        jac = route.host("jacobian", lambda j: np.asarray(j, dtype=float).reshape(-1, n), shape)
     else:
         jac = _with_args(jac, "jacobian", shape, host_args, host_kwargs)
     res = optimize.least_squares(host_fun, to_host(like).astype(float).ravel(), jac=jac, bounds=bounds,
@@ -519,7 +527,7 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
         z = (residuals(x, *values) / f_scale) ** 2
         return 0.5 * f_scale ** 2 * tnp.sum(rho(z) if rho is not None else z)
     res.x = _implicit_solution(res.x, like, lambda x, *a: grad(cost)(x, *a), traced, implicit_solve, True, where)
-    return res
+    return route.report(res)
 
 
 __all__ = ["fixed_point", "least_squares", "minimize", "root", "root_scalar"]

@@ -1,0 +1,221 @@
+"""How ``tapegrad.scipy.optimize`` hands SciPy a user's function and its derivatives: staged once by
+``jit`` and called as a compiled program at every SciPy evaluation, or, where ``jit`` cannot stage the
+function, called eagerly, with the reason kept for the result.
+
+A solver call makes one :class:`Route` from the function, its concrete ``args`` (and ``kwargs``) and asks
+it for host functions, one per derivative ``kind`` (:data:`_DERIVED`). The jitted derivatives live on the
+user's function (a ``WeakKeyDictionary``): one ``jit`` object per (function, kind, which arguments are
+static), which itself keeps one program per argument shapes and dtypes. Array ``args`` are traced inputs
+of that program, so a new value of them does not stage again; ``args`` that are not arrays (a string, a
+callable) are static: hashed into the key, as ``jit``'s ``static_argnums``.
+
+Each host function probes its first two calls: a first call that fails to stage (an operation ``jit``
+cannot trace, such as ``np.asarray`` of a tracer or Python ``if`` on a value) switches the route to the
+eager derivative, remembered on the function so that later solves go there directly; a second call
+that staged again, or a result that is a tracer, means the function reads a value of an outer
+transform (a closed-over traced value or a traced Parameter), which ``jit`` cannot keep: the route then
+goes eager for this solve. After the probe, each call is the bare ``jit`` call.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapegrad import _tree
+from tapegrad._api import grad, value_and_grad
+from tapegrad._core import Tracer
+from tapegrad._jacobians import hessian, hvp, jacfwd
+from tapegrad._jit.api import jit, traceable
+
+# kind -> the derivative of ``fun(x, *args, **kwargs)`` in x that SciPy gets, as a function of the same
+# arguments (hessp: of ``(x, p, *args, **kwargs)``)
+_DERIVED: dict[str, Callable[[Callable], Callable]] = {
+    "value": lambda fun: fun,
+    "value_and_grad": value_and_grad,
+    "grad": grad,
+    "grad2": lambda fun: grad(grad(fun)),
+    # root_scalar's f returning (f, f'[, f'']) (fprime=True or fprime2=True): derivatives of its first value
+    "grad[0]": lambda fun: grad(lambda x, *args, **kwargs: fun(x, *args, **kwargs)[0]),
+    "grad2[0]": lambda fun: grad(grad(lambda x, *args, **kwargs: fun(x, *args, **kwargs)[0])),
+    "hessian": hessian,
+    "hessp": lambda fun: lambda x, p, *args, **kwargs: hvp(lambda y: fun(y, *args, **kwargs), (x,), (p,))[1][0],
+    "jacobian": jacfwd,
+}
+# how compiled each executor is, for the least compiled of a solve's functions
+_ORDER = {"numba": 0, "python+numba": 1, "python": 2, "eager": 3}
+
+# fun -> {(kind, static positions, static names): (jitted, stagings) or the reason it cannot stage}
+_STAGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
+    text = str(error).strip().splitlines()
+    line = text[0] if text else ""
+    return f"{type(error).__name__}: {line[:limit]}{'...' if len(line) > limit else ''}"
+
+
+def _static_split(args, kwargs) -> tuple[tuple, tuple, str | None]:
+    """The positions of ``args`` (counted after ``x``, and ``hessp``'s ``p`` where there is one: they are
+    counted from 0 here) and the names of ``kwargs`` that ``jit`` must take as static (an argument with a
+    leaf that is not an array or a number), and the reason none can stage (a static one that is not
+    hashable), or None."""
+    positions, names = [], []
+    for where, value in [(k, v) for k, v in enumerate(args)] + list(kwargs.items()):
+        if all(traceable(leaf) is not None for leaf in _tree.tree_leaves(value)):
+            continue
+        try:
+            hash(value)
+        except TypeError:
+            label = f"args[{where}]" if isinstance(where, int) else f"kwargs[{where!r}]"
+            return (), (), (f"{label} is a {type(value).__name__} that is neither arrays nor hashable, so jit can "
+                            "neither trace it nor key its program on it: pass arrays, or a hashable value")
+        (positions if isinstance(where, int) else names).append(where)
+    return tuple(positions), tuple(names), None
+
+
+def _executor(jitted, executors: dict, args, kwargs) -> str:
+    """``jitted.executor(*args, **kwargs)``, kept by the arguments' shapes and dtypes (asking ``jit``
+    again inspects the program's loops: milliseconds, once per solve otherwise)."""
+    leaves = _tree.tree_leaves((args, kwargs))
+    # a number is a traced input (its type is jit's key); another leaf is static (its value is)
+    key = tuple((np.shape(x), np.result_type(x)) if hasattr(x, "dtype") else
+                type(x) if type(x) in (bool, int, float, complex) else (type(x), x) for x in leaves)
+    try:
+        return executors[key]
+    except KeyError:
+        found = executors[key] = jitted.executor(*args, **kwargs)
+        return found
+    except TypeError:  # an unhashable static value: not kept
+        return jitted.executor(*args, **kwargs)
+
+
+def _holds_tracer(out) -> bool:
+    if type(out) is np.ndarray or type(out) is float:
+        return False
+    return any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(out))
+
+
+class Route:
+    """One solver call's way of evaluating ``fun`` (and its derivatives) on host values for SciPy.
+
+    Args:
+        fun: the user's function, ``fun(x, *args, **kwargs)``, written in tapegrad operations.
+        args, kwargs: its extra arguments, concrete (host arrays, numbers, or constants).
+    """
+
+    def __init__(self, fun: Callable, args, kwargs: dict | None = None) -> None:
+        self.fun, self.args, self.kwargs = fun, tuple(args), dict(kwargs or {})
+        self.static_positions, self.static_names, self.reason = _static_split(self.args, self.kwargs)
+        self.executors: dict[str, str] = {}
+        self._pending: dict[str, tuple] = {}  # kinds called once, staging then: _executor's arguments
+        try:
+            self._table = _STAGED.setdefault(fun, {})
+        except TypeError:  # no weak reference (a builtin): staged for this call only
+            self._table = {}
+
+    def host(self, kind: str, convert: Callable[[Any], Any], shape: tuple, dtype: Any = None) -> Callable:
+        """SciPy's function for ``kind``: ``x`` (and ``hessp``'s ``p``) flat as SciPy passes them, given
+        to the derivative in ``shape`` (cast to ``dtype`` when given), its result ``convert``-ed to what
+        SciPy takes (a float, a flat array). Extra positional arguments from SciPy are ignored (it is
+        handed ``args=()``)."""
+        args, kwargs = self.args, self.kwargs
+        cell = [self._call(kind)]
+        if kind == "hessp":
+            def host_fn(x, p, *_):
+                return convert(cell[0](x.reshape(shape), p.reshape(shape), *args, **kwargs))
+        elif dtype is not None:
+            def host_fn(x, *_):
+                return convert(cell[0](np.asarray(x, dtype=dtype).reshape(shape), *args, **kwargs))
+        else:
+            def host_fn(x, *_):
+                return convert(cell[0](x.reshape(shape), *args, **kwargs))
+        if cell[0] is not None:
+            return host_fn
+        cell[0] = self._probe(kind, cell)
+        return host_fn
+
+    def _call(self, kind: str) -> Callable | None:
+        """The eager derivative where this route cannot stage, else None (the probe decides)."""
+        if self.reason is None:
+            found = self._table.get(self._key(kind))
+            if isinstance(found, str):
+                self.reason = found
+        if self.reason is not None:
+            self.executors[kind] = "eager"
+            return _DERIVED[kind](self.fun)
+        return None
+
+    def _key(self, kind: str) -> tuple:
+        # hessp's p comes before args: the positions the jitted function sees are shifted by it
+        shift = 2 if kind == "hessp" else 1
+        return kind, tuple(k + shift for k in self.static_positions), self.static_names
+
+    def _jitted(self, kind: str) -> tuple[Callable, list, dict]:
+        """The cached ``jit`` of ``kind``'s derivative of ``fun``, its count of stagings (the derivative
+        body runs only while ``jit`` stages it) and its executors by argument signature."""
+        key = self._key(kind)
+        found = self._table.get(key)
+        if found is None:
+            derived, stagings = _DERIVED[kind](self.fun), [0]
+
+            def body(*args, **kwargs):
+                stagings[0] += 1
+                return derived(*args, **kwargs)
+            found = self._table[key] = (jit(body, static_argnums=key[1], static_argnames=key[2]), stagings, {})
+        return found
+
+    def _probe(self, kind: str, cell: list) -> Callable:
+        """The first calls of ``kind``: staged by ``jit`` where it can, eager (and the reason kept) where
+        it cannot. Once a call reused the cached program (no staging), ``cell`` holds the bare jitted
+        function."""
+        jitted, stagings, executors = self._jitted(kind)
+        staged_once = []  # the arguments of a first call that staged: the next call must not stage again
+
+        def fall_back(reason: str, remember: bool) -> Callable:
+            self.reason = reason
+            self.executors[kind] = "eager"
+            self._pending.pop(kind, None)
+            if remember:
+                self._table[self._key(kind)] = reason
+            cell[0] = _DERIVED[kind](self.fun)
+            return cell[0]
+
+        def probe(*args, **kwargs):
+            before = stagings[0]
+            try:
+                out = jitted(*args, **kwargs)
+            except Exception as error:  # any failure to stage: the eager derivative raises a real error again
+                reason = f"jit could not stage the function's {kind} ({_first_line(error)})"
+                return fall_back(reason, True)(*args, **kwargs)
+            if _holds_tracer(out) or (staged_once and stagings[0] > before):
+                fall_back("the function reads a value of an outer transform (a traced value it closes over, or "
+                          "a traced Parameter), which a staged program cannot keep: pass it in args", False)
+            elif stagings[0] > before:
+                staged_once.append(1)
+                self._pending[kind] = (jitted, executors, args, kwargs)
+            else:
+                self._pending.pop(kind, None)
+                self.executors[kind] = _executor(jitted, executors, args, kwargs)
+                cell[0] = jitted
+            return out
+        return probe
+
+    @property
+    def executor(self) -> str | None:
+        """The least compiled executor among the functions SciPy called (``"numba"``, ``"python+numba"``,
+        ``"python"`` or ``"eager"``), None when it called none of them."""
+        if self.reason is not None:
+            return "eager"
+        for kind, pending in list(self._pending.items()):  # called once: its program is cached
+            self.executors[kind] = _executor(*pending)
+        self._pending.clear()
+        return max(self.executors.values(), key=_ORDER.__getitem__, default=None)
+
+    def report(self, result: Any) -> Any:
+        """``result`` with ``executor`` and ``executor_reason`` (None unless eager) set."""
+        result.executor = self.executor
+        result.executor_reason = self.reason if result.executor == "eager" else None
+        return result
