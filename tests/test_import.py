@@ -22,9 +22,17 @@ def _fresh(code: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# what `import tapegrad` must not import: optional dependencies, and what only some uses need, each of which
+# cost a share of the import that benchmarks/bench_import.py measures (importlib.metadata, for __version__,
+# imports email and zipfile; optree and vmap's front end load on the first pytree a transform flattens)
+HEAVY = ("numexpr", "scipy", "matplotlib", "sklearn", "torch", "jax", "numba", "safetensors", "mpi4py",
+         "threadpoolctl", "importlib.metadata", "email", "zipfile", "optree", "typing_extensions",
+         "tapegrad._vmap_api")
+
+
 def test_import_loads_neither_optional_dependencies_nor_lazy_submodules():
     loaded = _fresh("import json, sys, tapegrad; print(json.dumps(sorted(sys.modules)))")
-    for heavy in ("numexpr", "scipy", "matplotlib", "sklearn", "torch", "safetensors", "mpi4py"):
+    for heavy in HEAVY:
         assert heavy not in loaded, f"import tapegrad imported {heavy}"
     for name in LAZY:
         assert f"tapegrad.{name}" not in loaded, f"import tapegrad imported tapegrad.{name}"
@@ -41,6 +49,23 @@ def test_lazy_submodules_resolve_to_the_real_modules():
             "                  'all': all(hasattr(tg, n) for n in tg.__all__), 'dir': missing}))")
     got = _fresh(code)
     assert got == {"same": [True] * len(LAZY), "from": [True, True], "all": True, "dir": []}
+
+
+def test_lazy_names_resolve_to_the_real_objects():
+    code = ("import importlib, json, tapegrad as tg\n"
+            "from tapegrad import jit, vmap\n"
+            "print(json.dumps({'vmap': vmap is tg.vmap is importlib.import_module('tapegrad._vmap_api').vmap,\n"
+            "                  'jit': jit is tg.jit is importlib.import_module('tapegrad._jit').jit,\n"
+            "                  'dir': [n for n in ('vmap', 'jit', 'save', '__version__') if n not in dir(tg)]}))")
+    assert _fresh(code) == {"vmap": True, "jit": True, "dir": []}
+
+
+def test_the_version_is_read_on_first_use():
+    import importlib.metadata
+    got = _fresh("import json, sys, tapegrad as tg\n"
+                 "before = 'importlib.metadata' in sys.modules\n"
+                 "print(json.dumps({'before': before, 'version': tg.__version__}))")
+    assert got == {"before": False, "version": importlib.metadata.version("tapegrad")}
 
 
 def test_an_unknown_attribute_is_still_an_attribute_error():

@@ -4,8 +4,8 @@
 returns gradients selected by input position or by Parameters, in MindSpore's return structure.
 The docs (``docs/``) describe the API and its conventions.
 """
+import functools
 import importlib
-import importlib.metadata
 from typing import TYPE_CHECKING
 
 from tapegrad import _rules, errors, extend, numpy, tree
@@ -16,21 +16,15 @@ from tapegrad._config import config
 from tapegrad._custom import custom_jvp, custom_vjp
 from tapegrad._jacobians import hessian, hvp, jacfwd, jacrev
 from tapegrad._params import Parameter, ParameterTuple
-from tapegrad._vmap_api import vmap
 from tapegrad.numpy._operators import defer_registrations
 
-# one source: pyproject.toml's `version`, read from the installed distribution's metadata (a wheel's, or
-# the editable install's)
-try:
-    __version__ = importlib.metadata.version("tapegrad")
-except importlib.metadata.PackageNotFoundError:  # src/ put on the path without installing
-    __version__ = "0+unknown"
-
 if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
+    __version__: str  # pyproject.toml's version (_version below)
     from tapegrad import distributed, flatten_util, nn, optim, random, scipy, testing
     from tapegrad._control_flow import cond, custom_linear_solve, custom_root, fori_loop, map, scan, switch, while_loop
     from tapegrad._jit import jit, make_program
     from tapegrad._serialization import load, load_checkpoint, save, save_checkpoint
+    from tapegrad._vmap_api import vmap
 
 __all__ = [
     "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_linear_solve", "custom_root",
@@ -42,9 +36,10 @@ __all__ = [
 
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
 # tapegrad.scipy and tapegrad.nn alone took longer than all the rest, and jit's staging and code generation
-# (which control flow stages its bodies with) about a fifth of what is left
+# (which control flow stages its bodies with) about a fifth of what is left; vmap's front end imports optree,
+# which the other transforms import when they first flatten a pytree (tapegrad._tree)
 _LAZY_SUBMODULES = ("distributed", "flatten_util", "nn", "optim", "random", "scipy", "testing")
-_LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", **dict.fromkeys(
+_LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dict.fromkeys(
     ("cond", "custom_linear_solve", "custom_root", "fori_loop", "map", "scan", "switch", "while_loop"),
     "_control_flow"),
     **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization")}
@@ -53,16 +48,28 @@ defer_registrations("scipy", f"{__name__}.scipy")
 _rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn", "random", "scipy"))  # primitives()
 
 
+@functools.cache
+def _version() -> str:
+    """pyproject.toml's ``version`` (its one source), from the installed distribution's metadata (a wheel's,
+    or the editable install's). Read on first use: importlib.metadata imports email and zipfile, about a
+    tenth of NumPy's own import."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("tapegrad")
+    except importlib.metadata.PackageNotFoundError:  # src/ put on the path without installing
+        return "0+unknown"
+
+
 if not TYPE_CHECKING:  # to a checker, a name that is neither above nor in the block at the top is an error
     def __getattr__(name: str) -> object:
         if name in _LAZY_SUBMODULES:
             return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
-        if name in _LAZY_NAMES:
-            value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
-            globals()[name] = value  # the next access is direct
-            return value
+        if name in _LAZY_NAMES:  # an imported module's attribute: a dictionary look-up after the first call
+            return getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        if name == "__version__":
+            return _version()
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_NAMES))
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_LAZY_NAMES, "__version__"})

@@ -41,7 +41,6 @@ from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
 from tapegrad._typing import PyTree
-from tapegrad._vmap_api import vmap
 
 
 def _jac_positions(grad_position, api: str):
@@ -126,6 +125,7 @@ def _sweep(fn, leaves, chunk_size, axis: int):
     results joined along ``axis``."""
     total = _offsets(leaves)[1]
     step = total if chunk_size is None else chunk_size
+    from tapegrad._vmap_api import vmap  # on first use: it imports optree (tapegrad._tree)
     mapped = vmap(fn, out_axes=axis)
     pieces = (mapped(*_batched_basis(leaves, start, min(start + step, total))) for start in range(0, total, step))
     first = next(pieces)

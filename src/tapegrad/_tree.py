@@ -2,13 +2,14 @@
 
 Transforms flatten only at the API boundary: each has a flat core over lists of leaves and a pytree
 wrapper built from these helpers.
+
+Each helper imports optree when it runs, not this module: optree (with typing_extensions, which it
+imports) took over a third of ``import tapegrad``, and a cached import costs a dictionary look-up.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-import optree
 
 from tapegrad._typing import PyTree
 
@@ -31,6 +32,7 @@ def tree_flatten(tree: PyTree, none_is_leaf: bool = False) -> Any:
         ``(leaves, treedef)``, a list of the leaves and an ``optree.PyTreeSpec``, which
         :func:`tree_unflatten` turns back into a pytree.
     """
+    import optree
     return optree.tree_flatten(tree, none_is_leaf=none_is_leaf, namespace=NAMESPACE)
 
 
@@ -47,6 +49,7 @@ def tree_unflatten(treedef: Any, leaves: PyTree) -> Any:
     Raises:
         ValueError: the number of leaves differs from ``treedef``'s.
     """
+    import optree
     return optree.tree_unflatten(treedef, leaves)
 
 
@@ -60,6 +63,7 @@ def tree_leaves(tree: PyTree) -> Any:
     Returns:
         A list of the leaves (``tree_flatten(tree)[0]``).
     """
+    import optree
     return optree.tree_leaves(tree, namespace=NAMESPACE)
 
 
@@ -80,6 +84,7 @@ def tree_map(fn: Callable[..., Any], tree: PyTree, *rest: Any, none_is_leaf: boo
     Raises:
         ValueError: a tree in ``rest`` has another structure.
     """
+    import optree
     return optree.tree_map(fn, tree, *rest, none_is_leaf=none_is_leaf, namespace=NAMESPACE)
 
 
@@ -93,6 +98,7 @@ def tree_structure(tree: PyTree) -> Any:
     Returns:
         An ``optree.PyTreeSpec`` (``tree_flatten(tree)[1]``).
     """
+    import optree
     return optree.tree_structure(tree, namespace=NAMESPACE)
 
 

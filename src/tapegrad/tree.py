@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import optree
-
 from tapegrad._tree import NAMESPACE, tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 
@@ -38,6 +36,7 @@ def register_node(cls, /, flatten_func: Callable[..., Any], unflatten_func: Call
         TypeError: ``cls`` is not a class.
         ValueError: ``cls`` is already registered in the namespace.
     """
+    import optree  # on first use, as in tapegrad._tree
     return optree.register_pytree_node(cls, flatten_func, unflatten_func, namespace=namespace, **options)
 
 

@@ -9,7 +9,6 @@ import numpy as np
 
 from tapegrad._core import Tracer
 from tapegrad._typing import Array, ArrayLike
-from tapegrad._vmap_api import vmap
 from tapegrad.numpy import _shape
 
 
@@ -32,6 +31,7 @@ class _PyFunc:
             raise TypeError(f"{self.__name__}: takes {self.nin} arguments (nin), got {len(args)}")
         args = _shape.broadcast_arrays(*args)
         shape = tuple(args[0].shape) if args else ()
+        from tapegrad._vmap_api import vmap  # on first use: it imports optree (tapegrad._tree)
         outs = vmap(self.func)(*[_shape.ravel(a) for a in args])
         if self.nout == 1:
             return _shape.reshape(outs, shape)
