@@ -47,7 +47,7 @@ _DERIVED: dict[str, Callable[[Callable], Callable]] = {
 # how compiled each executor is, for the least compiled of a solve's functions
 _ORDER = {"numba": 0, "python+numba": 1, "python": 2, "eager": 3}
 
-# fun -> {(kind, static positions, static names): (jitted, stagings) or the reason it cannot stage}
+# fun -> {(kind, static positions, static names): its _Staged, or the reason it cannot stage}
 _STAGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -76,20 +76,48 @@ def _static_split(args, kwargs) -> tuple[tuple, tuple, str | None]:
     return tuple(positions), tuple(names), None
 
 
-def _executor(jitted, executors: dict, args, kwargs) -> str:
-    """``jitted.executor(*args, **kwargs)``, kept by the arguments' shapes and dtypes (asking ``jit``
-    again inspects the program's loops: milliseconds, once per solve otherwise)."""
-    leaves = _tree.tree_leaves((args, kwargs))
-    # a number is a traced input (its type is jit's key); another leaf is static (its value is)
-    key = tuple((np.shape(x), np.result_type(x)) if hasattr(x, "dtype") else
-                type(x) if type(x) in (bool, int, float, complex) else (type(x), x) for x in leaves)
-    try:
-        return executors[key]
-    except KeyError:
-        found = executors[key] = jitted.executor(*args, **kwargs)
-        return found
-    except TypeError:  # an unhashable static value: not kept
-        return jitted.executor(*args, **kwargs)
+class _Staged:
+    """The ``jit`` of one derivative of a user's function, with what the probe asks of it: how many times
+    it staged (its body runs only while ``jit`` stages it), the error the user's function raised while
+    staging (told from an error of ``jit`` itself, or of the compiled program, which propagate), and its
+    executor by argument signature."""
+
+    __slots__ = ("jitted", "stagings", "failure", "executors")
+
+    def __init__(self, derived: Callable, static_argnums: tuple, static_argnames: tuple) -> None:
+        self.stagings, self.failure, self.executors = 0, None, {}
+
+        def body(*args, **kwargs):
+            self.stagings += 1
+            try:
+                return derived(*args, **kwargs)
+            except Exception as error:
+                self.failure = error
+                raise
+        self.jitted = jit(body, static_argnums=static_argnums, static_argnames=static_argnames)
+
+    def staging_error(self, error: BaseException) -> bool:
+        """Whether ``error`` (or what it was raised from) is the user's function failing to stage."""
+        while error is not None:
+            if error is self.failure:
+                return True
+            error = error.__cause__ or error.__context__
+        return False
+
+    def executor(self, args, kwargs) -> str:
+        """``jit(...).executor(*args, **kwargs)``, kept by the arguments' shapes and dtypes (asking ``jit``
+        again inspects the program's loops: milliseconds, once per solve otherwise)."""
+        # a number is a traced input (its type is jit's key); another leaf is static (its value is)
+        key = tuple((np.shape(x), np.result_type(x)) if hasattr(x, "dtype") else
+                    type(x) if type(x) in (bool, int, float, complex) else (type(x), x)
+                    for x in _tree.tree_leaves((args, kwargs)))
+        try:
+            return self.executors[key]
+        except KeyError:
+            found = self.executors[key] = self.jitted.executor(*args, **kwargs)
+            return found
+        except TypeError:  # an unhashable static value: not kept
+            return self.jitted.executor(*args, **kwargs)
 
 
 def _holds_tracer(out) -> bool:
@@ -110,7 +138,7 @@ class Route:
         self.fun, self.args, self.kwargs = fun, tuple(args), dict(kwargs or {})
         self.static_positions, self.static_names, self.reason = _static_split(self.args, self.kwargs)
         self.executors: dict[str, str] = {}
-        self._pending: dict[str, tuple] = {}  # kinds called once, staging then: _executor's arguments
+        self._pending: dict[str, tuple] = {}  # kinds called once, staging then: (_Staged, args, kwargs)
         try:
             self._table = _STAGED.setdefault(fun, {})
         except TypeError:  # no weak reference (a builtin): staged for this call only
@@ -153,26 +181,20 @@ class Route:
         shift = 2 if kind == "hessp" else 1
         return kind, tuple(k + shift for k in self.static_positions), self.static_names
 
-    def _jitted(self, kind: str) -> tuple[Callable, list, dict]:
-        """The cached ``jit`` of ``kind``'s derivative of ``fun``, its count of stagings (the derivative
-        body runs only while ``jit`` stages it) and its executors by argument signature."""
+    def _staged(self, kind: str) -> _Staged:
+        """The cached ``jit`` of ``kind``'s derivative of ``fun``."""
         key = self._key(kind)
         found = self._table.get(key)
         if found is None:
-            derived, stagings = _DERIVED[kind](self.fun), [0]
-
-            def body(*args, **kwargs):
-                stagings[0] += 1
-                return derived(*args, **kwargs)
-            found = self._table[key] = (jit(body, static_argnums=key[1], static_argnames=key[2]), stagings, {})
+            found = self._table[key] = _Staged(_DERIVED[kind](self.fun), key[1], key[2])
         return found
 
     def _probe(self, kind: str, cell: list) -> Callable:
         """The first calls of ``kind``: staged by ``jit`` where it can, eager (and the reason kept) where
         it cannot. Once a call reused the cached program (no staging), ``cell`` holds the bare jitted
         function."""
-        jitted, stagings, executors = self._jitted(kind)
-        staged_once = []  # the arguments of a first call that staged: the next call must not stage again
+        staged = self._staged(kind)
+        staged_once = []  # a first call staged: the next call must not stage again
 
         def fall_back(reason: str, remember: bool) -> Callable:
             self.reason = reason
@@ -184,22 +206,24 @@ class Route:
             return cell[0]
 
         def probe(*args, **kwargs):
-            before = stagings[0]
+            before = staged.stagings
             try:
-                out = jitted(*args, **kwargs)
-            except Exception as error:  # any failure to stage: the eager derivative raises a real error again
+                out = staged.jitted(*args, **kwargs)
+            except Exception as error:
+                if not staged.staging_error(error):
+                    raise
                 reason = f"jit could not stage the function's {kind} ({_first_line(error)})"
-                return fall_back(reason, True)(*args, **kwargs)
-            if _holds_tracer(out) or (staged_once and stagings[0] > before):
+                return fall_back(reason, True)(*args, **kwargs)  # an error of the function itself raises again
+            if _holds_tracer(out) or (staged_once and staged.stagings > before):
                 fall_back("the function reads a value of an outer transform (a traced value it closes over, or "
                           "a traced Parameter), which a staged program cannot keep: pass it in args", False)
-            elif stagings[0] > before:
-                staged_once.append(1)
-                self._pending[kind] = (jitted, executors, args, kwargs)
+            elif staged.stagings > before:
+                staged_once.append(True)
+                self._pending[kind] = (staged, args, kwargs)
             else:
                 self._pending.pop(kind, None)
-                self.executors[kind] = _executor(jitted, executors, args, kwargs)
-                cell[0] = jitted
+                self.executors[kind] = staged.executor(args, kwargs)
+                cell[0] = staged.jitted
             return out
         return probe
 
@@ -209,8 +233,8 @@ class Route:
         ``"python"`` or ``"eager"``), None when it called none of them."""
         if self.reason is not None:
             return "eager"
-        for kind, pending in list(self._pending.items()):  # called once: its program is cached
-            self.executors[kind] = _executor(*pending)
+        for kind, (staged, args, kwargs) in list(self._pending.items()):  # called once: its program is cached
+            self.executors[kind] = staged.executor(args, kwargs)
         self._pending.clear()
         return max(self.executors.values(), key=_ORDER.__getitem__, default=None)
 
