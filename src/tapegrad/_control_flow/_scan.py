@@ -141,16 +141,16 @@ def _scan_lowering(ctx, *operands, body, length, reverse, n_carry, n_xs, unroll)
     carry_in, xs, consts = _split(operands, n_carry, n_xs)
     states = [ctx.state(c) for c in carry_in]
     stacks = [ctx.array(x) for x in xs]
-    ys = []
-    for aval in body.out_avals[n_carry:]:
-        dtype = _lowerings.concrete(aval.dtype)
-        ys.append(_lowerings.Value((length, *aval.shape), dtype, name=ctx.let(
-            f"np.empty({(length, *aval.shape)!r}, {_lowerings.dtype_text(dtype)})", "y")))
+    y_avals = body.out_avals[n_carry:]
+    names = ctx.stacks(length, y_avals, ctx.out_vars[n_carry:])
+    ys = [_lowerings.Value((length, *a.shape), _lowerings.concrete(a.dtype), name=name)
+          for a, name in zip(y_avals, names)]
     i = ctx.fresh("i")
     ctx.emit(f"for {i} in {f'range({length - 1}, -1, -1)' if reverse else f'range({length})'}:")
     with ctx.block():
         rows = [ctx.row(stack, i, x.shape[1:], x.dtype) for stack, x in zip(stacks, xs)]
-        outs = ctx.inline(body.program, states + rows + list(consts))
+        with ctx.destined(body.program.outputs[n_carry:], names, i):
+            outs = ctx.inline(body.program, states + rows + list(consts))
         for y, out in zip(ys, outs[n_carry:]):
             ctx.store(y.name, i, ctx.convert(out, y.dtype))
         ctx.assign(states, outs[:n_carry])

@@ -34,7 +34,7 @@ from tapegrad._control_flow._scan import _dense, _scan_fwd, _scan_jvp, _scan_vjp
 from tapegrad._control_flow._while import check_steps, emit_while, while_p
 from tapegrad._core import ShapedArray, Tracer, bind
 from tapegrad._jit.staging import StagingTracer, abstractify, stage
-from tapegrad._lowerings import NotLowerable, concrete, dtype_text
+from tapegrad._lowerings import NotLowerable, concrete
 from tapegrad._owned import owned
 from tapegrad._rules import def_lowering, defjvp_joint, defvjp_argnum, defvjp_fwd, primitive
 from tapegrad._vmap import BatchTracer, vmap_flat
@@ -203,7 +203,7 @@ def _grad_lowering(ctx, *operands, cond, fwd, bwd, n_carry, n_cond, n_k, max_ste
     carry, k, state = _cut(operands, n_carry, n_k, len(operands) - n_carry - n_k)
     carries = [ctx.state(c) for c in carry]
     avals = fwd.out_avals[n_carry:]
-    stacks = [ctx.let(f"np.empty({(max_steps, *a.shape)!r}, {dtype_text(a.dtype)})", "y") for a in avals]
+    stacks = ctx.stacks(max_steps, avals)
 
     def step(n):
         outs = ctx.inline(fwd.program, carries + list(k))

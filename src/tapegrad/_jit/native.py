@@ -83,6 +83,10 @@ class Context:
         self.unroll_limit = UNROLL_LIMIT
         self.consts: list = []  # the arrays the generated function takes after its inputs
         self.out = None
+        self.out_vars: list = []  # the results of the equation being lowered
+        # a loop body's results that a loop inside it writes straight into the outer loop's stack:
+        # id(Var) -> the row of the outer stack (see ``stacks``)
+        self.destinations: dict[int, str] = {}
         self.array_ops = 0
         self._scopes: list[dict] = [{}]  # per block: loads and arrays built there (not valid outside it)
         self._kept: list = []  # the element arrays keyed by id in a scope: kept alive, so no id is reused
@@ -223,8 +227,9 @@ class Context:
         lowering = eqn.prim.lowering
         if lowering is None:
             raise NotLowerable(f"{eqn.prim.name} has no lowering")
-        saved = self.out
+        saved, saved_vars = self.out, self.out_vars
         self.out = eqn.outs[0].aval if len(eqn.outs) == 1 else None
+        self.out_vars = eqn.outs
         try:
             result = lowering(self, *operands, **eqn.params)
         except NotLowerable as error:
@@ -233,7 +238,7 @@ class Context:
             raise RuntimeError(f"jit's compiled executor: the lowering of {eqn.prim.name} failed on operands "
                                f"{[(v.shape, v.dtype) for v in operands]} with {eqn.params}: {error!r}") from error
         finally:
-            self.out = saved
+            self.out, self.out_vars = saved, saved_vars
         results = list(result) if eqn.prim.multiple_results else [result]
         for out, value in zip(eqn.outs, results, strict=True):
             if tuple(out.aval.shape) != value.shape:
@@ -272,25 +277,61 @@ class Context:
             self.emit(f"{', '.join(targets)}, = {', '.join(exprs)},")
 
     def row(self, stack: str, i: str, shape, dtype) -> Value:
-        """Row ``i`` of the array ``stack`` (a loop's slice of ``xs``)."""
-        if self.unrolls(shape):
-            texts = np.empty(shape, dtype=object)
-            for index in np.ndindex(*shape):
-                texts[index] = self.let(_element(stack, (i, *index)))
-            return unrolled(texts, dtype)
-        return Value(shape, dtype, name=self.let(f"{stack}[{i}]", "a"))
+        """Row ``i`` of the array ``stack`` (a loop's slice of ``xs``): a scalar, or a view whose
+        elements are read where they are used (``texts``). A view binds no array variable, and
+        numba's compile time grows with those (~80 ms each); a loop inside the body that scans the
+        row indexes ``stack`` itself."""
+        if not shape:
+            return scalar(self.let(_element(stack, (i,))), dtype)
+        return Value(shape, dtype, name=_element(stack, (i,)))
 
     def store(self, stack: str, i: str, value: Value) -> None:
-        """Row ``i`` of the array ``stack`` set to ``value``."""
+        """Row ``i`` of the array ``stack`` set to ``value`` (nothing to do where a loop wrote it there)."""
         if value.unrolled:
             for index in np.ndindex(*value.shape):
                 self.emit(f"{_element(stack, (i, *index))} = {value.texts[index]}")
-        else:
-            self.emit(f"{stack}[{i}] = {value.name}")
+        elif value.name != _element(stack, (i,)):
+            self.emit(f"{_element(stack, (i,))} = {value.name}")
+
+    def stacks(self, length: int, avals, outs=()) -> list[str]:
+        """The arrays a loop of ``length`` steps stacks its per-step values of ``avals`` in: one
+        allocation per dtype and shape, each value a view of it (``Y[j]``), since numba's compile time
+        grows with every array a function binds, not with their size. A value among ``outs`` (the
+        loop's results) that an enclosing loop stacks too is written straight into that loop's row
+        (``self.destinations``)."""
+        names: list[str | None] = [self.destinations.pop(id(v), None) for v in outs] or [None] * len(avals)
+        names += [None] * (len(avals) - len(names))
+        groups: dict = {}
+        for j, aval in enumerate(avals):
+            if names[j] is None:
+                groups.setdefault((concrete(aval.dtype), tuple(aval.shape)), []).append(j)
+        for (dtype, shape), members in groups.items():
+            if len(members) == 1:
+                names[members[0]] = self.let(f"np.empty({(length, *shape)!r}, {dtype_text(dtype)})", "y")
+                continue
+            packed = self.let(f"np.empty({(len(members), length, *shape)!r}, {dtype_text(dtype)})", "y")
+            for k, j in enumerate(members):
+                names[j] = f"{packed}[{k}]"
+        return names  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def destined(self, outputs, stacks: list[str], i: str):
+        """While a loop body is inlined: its results ``outputs`` (a loop's stacked values, row ``i``
+        of ``stacks``) are destinations for a loop inside the body that makes them."""
+        fresh = {id(v): _element(stack, (i,)) for v, stack in zip(outputs, stacks) if isinstance(v, Var)}
+        self.destinations.update(fresh)
+        try:
+            yield
+        finally:
+            for key in fresh:
+                self.destinations.pop(key, None)
 
 
 def _element(array: str, index) -> str:
-    """The source of ``array[index]`` for a tuple of ints and names."""
+    """The source of ``array[index]`` for a tuple of ints and names; indexing a view (``Y[j]``)
+    indexes its array (``Y[j, index]``): one subscript, no view made."""
+    if array.endswith("]"):
+        return f"{array[:-1]}, {', '.join(map(str, index))}]"
     return f"{array}[{', '.join(map(str, index))}]"
 
 
