@@ -60,6 +60,7 @@ import bench_kernels  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_native  # noqa: E402
 import bench_sin10  # noqa: E402
+import bench_solve_ivp  # noqa: E402
 import bench_staging  # noqa: E402
 import bench_vmap  # noqa: E402
 import bench_while_rev  # noqa: E402
@@ -70,7 +71,7 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
-              "native": bench_native}
+              "native": bench_native, "solve_ivp": bench_solve_ivp}
 
 
 def _peers() -> str:
