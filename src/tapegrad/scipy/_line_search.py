@@ -10,6 +10,11 @@ conditions are the same: sufficient decrease ``phi(a) <= phi(0) + c1 a phi'(0)``
 one step function whose ``phase`` says which of the two it is in: under ``vmap`` every example spends each
 trip on a useful evaluation, and the staged program holds the objective's value and gradient once.
 
+The two phases share their state, which keeps the compiled loop small: ``lo`` is the best point so far
+(bracketing: the last trial, ``0`` at first), ``hi`` the zoom's other end (bracketing: the next trial). A
+trial that meets both conditions is not stored: :func:`update` says so, and the caller takes the step in
+the same trip.
+
 Two differences from JAX, both SciPy's behaviour: the zoom interval's width is taken in absolute value
 (JAX compares the signed ``a_hi - a_lo`` with its threshold, so a zoom whose low end lies to the right
 fails at once), and a non-finite ``phi(a)`` counts as failing sufficient decrease (the step went too far:
@@ -31,38 +36,27 @@ _CUBIC_MARGIN, _QUAD_MARGIN = 0.2, 0.1  # an interpolated trial this close to an
 class LineSearch(NamedTuple):
     """The search along ``x + a p``: ``phi(a) = f(x + a p)``, ``dphi(a) = grad f(x + a p) . p``."""
     phase: object  # BRACKET or ZOOM (int)
-    i: object  # bracketing trials made (int)
-    j: object  # zoom trials made (int)
+    n: object  # trials made in this phase (int)
+    failed: object  # no step can be found (a bool): the caller stops
     phi0: object  # phi(0)
-    dphi0: object  # phi'(0) < 0
-    start: object  # the first trial step
-    a_prev: object  # bracketing: the last trial (0 at first), its phi and dphi
-    phi_prev: object
-    dphi_prev: object
-    a_lo: object  # zoom: the end with the lower phi that satisfies sufficient decrease
+    dphi0: object  # phi'(0), negative for a descent direction
+    a_lo: object  # bracketing: the last trial; zoom: the end with the lower phi (sufficient decrease holds)
     phi_lo: object
     dphi_lo: object
-    a_hi: object  # zoom: the other end
+    a_hi: object  # bracketing: the next trial; zoom: the other end
     phi_hi: object
     dphi_hi: object
     a_rec: object  # zoom: the end replaced last, the cubic's third point
     phi_rec: object
-    done: object  # a step satisfying the strong Wolfe conditions was found: a_star, phi_star, g_star
-    failed: object
-    a_star: object
-    phi_star: object
-    g_star: object
 
 
-def start(phi0, dphi0, g0, first_step) -> LineSearch:
-    """A search from ``a = 0`` (``phi0``, ``dphi0``, the gradient ``g0`` there) whose first trial is
-    ``first_step``; ``p`` must be a descent direction (``dphi0 < 0``), else the search has failed."""
+def start(phi0, dphi0, first_step) -> LineSearch:
+    """A search from ``a = 0`` (``phi0``, ``dphi0``) whose first trial is ``first_step``; the direction
+    must descend (``dphi0 < 0``), else the search has failed."""
     zero = tnp.zeros_like(phi0)
-    count = tnp.asarray(0)
-    return LineSearch(phase=tnp.asarray(BRACKET), i=count, j=count, phi0=phi0, dphi0=dphi0, start=first_step,
-                      a_prev=zero, phi_prev=phi0, dphi_prev=dphi0, a_lo=zero, phi_lo=phi0, dphi_lo=dphi0,
-                      a_hi=zero, phi_hi=phi0, dphi_hi=dphi0, a_rec=zero, phi_rec=phi0,
-                      done=tnp.asarray(False), failed=~(dphi0 < 0), a_star=zero, phi_star=phi0, g_star=g0)
+    return LineSearch(phase=tnp.asarray(BRACKET), n=tnp.asarray(0), failed=~(dphi0 < 0), phi0=phi0, dphi0=dphi0,
+                      a_lo=zero, phi_lo=phi0, dphi_lo=dphi0, a_hi=first_step, phi_hi=phi0, dphi_hi=dphi0,
+                      a_rec=zero, phi_rec=phi0)
 
 
 def _cubic_min(a, fa, fpa, b, fb, c, fc):
@@ -92,11 +86,11 @@ def _quad_min(a, fa, fpa, b, fb):
 
 def _zoom_trial(ls: LineSearch):
     """The zoom's next trial: the cubic's minimiser (from the second trial on) unless within 20 % of the
-    bracket's width of an end, else the quadratic's unless within 10 %, else the midpoint."""
+    interval's width of an end, else the quadratic's unless within 10 %, else the midpoint."""
     a, b = tnp.minimum(ls.a_lo, ls.a_hi), tnp.maximum(ls.a_lo, ls.a_hi)
     width = b - a
     cubic = _cubic_min(ls.a_lo, ls.phi_lo, ls.dphi_lo, ls.a_hi, ls.phi_hi, ls.a_rec, ls.phi_rec)
-    use_cubic = (ls.j > 0) & (cubic > a + _CUBIC_MARGIN * width) & (cubic < b - _CUBIC_MARGIN * width)
+    use_cubic = (ls.n > 0) & (cubic > a + _CUBIC_MARGIN * width) & (cubic < b - _CUBIC_MARGIN * width)
     quad = _quad_min(ls.a_lo, ls.phi_lo, ls.dphi_lo, ls.a_hi, ls.phi_hi)
     use_quad = (quad > a + _QUAD_MARGIN * width) & (quad < b - _QUAD_MARGIN * width)
     return tnp.where(use_cubic, cubic, tnp.where(use_quad, quad, 0.5 * (a + b)))
@@ -104,54 +98,39 @@ def _zoom_trial(ls: LineSearch):
 
 def trial(ls: LineSearch):
     """The step to evaluate next."""
-    bracket = tnp.where(ls.i == 0, ls.start, 2.0 * ls.a_prev)
-    return tnp.where(ls.phase == BRACKET, bracket, _zoom_trial(ls))
+    return tnp.where(ls.phase == ZOOM, _zoom_trial(ls), ls.a_hi)
 
 
-def _select(flag, new: dict, ls: LineSearch) -> LineSearch:
-    return ls._replace(**{name: tnp.where(flag, value, getattr(ls, name)) for name, value in new.items()})
+def update(ls: LineSearch, a, phi, dphi, *, c1: float, c2: float, maxiter: int) -> tuple[LineSearch, object]:
+    """``(search, accepted)`` after evaluating ``phi(a)`` and ``dphi(a)`` at the trial ``a``: ``accepted``
+    (a bool) where ``a`` meets the strong Wolfe conditions, the search's end.
 
+    Both phases follow one rule (Algorithms 3.5 and 3.6): ``a`` becomes ``hi`` when it went too far
+    (sufficient decrease fails, ``phi`` is not finite, or ``phi`` did not fall below ``lo``'s); it is
+    accepted when it meets the curvature condition; else it becomes ``lo``, the old ``lo`` becoming ``hi``
+    when the slope at ``a`` points back past it. Bracketing moves to the zoom when ``hi`` is set from a
+    trial, and otherwise doubles the step (at most ``maxiter`` trials)."""
+    zooming, live = ls.phase == ZOOM, ~ls.failed
+    high = live & (~tnp.isfinite(phi) | (phi > ls.phi0 + c1 * a * ls.dphi0)
+                   | ((phi >= ls.phi_lo) & (zooming | (ls.n > 0))))
+    accepted = live & ~high & (tnp.abs(dphi) <= -c2 * ls.dphi0)
+    low = live & ~high & ~accepted
+    back = low & (dphi * (ls.a_hi - ls.a_lo) >= 0)  # bracketing: a_hi > a_lo, so it is dphi >= 0
+    grow = low & ~back & ~zooming
 
-def update(ls: LineSearch, a, phi, dphi, g, *, c1: float, c2: float, maxiter: int) -> LineSearch:
-    """The search after evaluating ``phi(a)``, ``dphi(a)`` and the gradient ``g`` at the trial ``a``."""
-    too_far = ~tnp.isfinite(phi) | (phi > ls.phi0 + c1 * a * ls.dphi0)  # sufficient decrease fails
-    curvature = tnp.abs(dphi) <= -c2 * ls.dphi0
-    found = dict(done=True, a_star=a, phi_star=phi, g_star=g)
-    bracketing = (ls.phase == BRACKET) & ~ls.done & ~ls.failed
-    return _zoom_update(_bracket_update(ls, bracketing, a, phi, dphi, too_far, curvature, found, maxiter),
-                        (ls.phase == ZOOM) & ~ls.done & ~ls.failed, a, phi, dphi, too_far, curvature, found)
-
-
-def _bracket_update(ls, active, a, phi, dphi, too_far, curvature, found, maxiter):
-    """Algorithm 3.5: zoom between the last trial and ``a`` when ``a`` went too far (or did not lower
-    ``phi``), accept ``a`` when it meets the curvature condition, zoom between ``a`` and the last trial
-    when the slope turned, else double the step."""
-    zoom_ahead = active & (too_far | ((phi >= ls.phi_prev) & (ls.i > 0)))
-    accept = active & ~zoom_ahead & curvature
-    zoom_back = active & ~zoom_ahead & ~accept & (dphi >= 0)
-    ahead = dict(phase=ZOOM, a_lo=ls.a_prev, phi_lo=ls.phi_prev, dphi_lo=ls.dphi_prev, a_hi=a, phi_hi=phi,
-                 dphi_hi=dphi, a_rec=a, phi_rec=phi)
-    back = dict(phase=ZOOM, a_lo=a, phi_lo=phi, dphi_lo=dphi, a_hi=ls.a_prev, phi_hi=ls.phi_prev,
-                dphi_hi=ls.dphi_prev, a_rec=ls.a_prev, phi_rec=ls.phi_prev)
-    ls = _select(zoom_ahead, ahead, _select(zoom_back, back, _select(accept, found, ls)))
-    grow = active & ~zoom_ahead & ~accept & ~zoom_back
-    i = ls.i + tnp.where(active, 1, 0)
-    return _select(grow, dict(a_prev=a, phi_prev=phi, dphi_prev=dphi, failed=i >= maxiter), ls._replace(i=i))
-
-
-def _zoom_update(ls, active, a, phi, dphi, too_far, curvature, found):
-    """Algorithm 3.6: ``a`` becomes the high end when it went too far or did not lower ``phi``; it is
-    accepted when it meets the curvature condition; else it becomes the low end (the old low end becoming
-    the high one when the slope at ``a`` points back past it)."""
-    to_hi = active & (too_far | (phi >= ls.phi_lo))
-    accept = active & ~to_hi & curvature
-    to_lo = active & ~to_hi & ~accept
-    flip = to_lo & (dphi * (ls.a_hi - ls.a_lo) >= 0)
-    ls = _select(to_hi, dict(a_hi=a, phi_hi=phi, dphi_hi=dphi, a_rec=ls.a_hi, phi_rec=ls.phi_hi), ls)
-    ls = _select(flip, dict(a_hi=ls.a_lo, phi_hi=ls.phi_lo, dphi_hi=ls.dphi_lo, a_rec=ls.a_hi, phi_rec=ls.phi_hi),
-                 _select(to_lo & ~flip, dict(a_rec=ls.a_lo, phi_rec=ls.phi_lo), ls))
-    ls = _select(to_lo, dict(a_lo=a, phi_lo=phi, dphi_lo=dphi), _select(accept, found, ls))
-    j = ls.j + tnp.where(active, 1, 0)
-    # the interval shrunk to rounding (JAX's widths: 1e-10 in float64, 1e-5 below), or too many trials
-    collapsed = tnp.abs(ls.a_hi - ls.a_lo) <= (1e-10 if np.dtype(ls.a_lo.dtype).itemsize >= 8 else 1e-5)
-    return ls._replace(j=j, failed=ls.failed | (active & ~ls.done & (collapsed | (j >= ZOOM_MAXITER))))
+    def pick(at_high, at_back, at_grow, old):
+        return tnp.where(high, at_high, tnp.where(back, at_back, tnp.where(grow, at_grow, old)))
+    enter = ~zooming & (high | back)
+    n = tnp.where(enter, 0, ls.n + 1)
+    new = ls._replace(
+        phase=tnp.where(enter, ZOOM, ls.phase), n=n,
+        a_lo=tnp.where(low, a, ls.a_lo), phi_lo=tnp.where(low, phi, ls.phi_lo),
+        dphi_lo=tnp.where(low, dphi, ls.dphi_lo),
+        a_hi=pick(a, ls.a_lo, 2.0 * a, ls.a_hi), phi_hi=pick(phi, ls.phi_lo, ls.phi_hi, ls.phi_hi),
+        dphi_hi=pick(dphi, ls.dphi_lo, ls.dphi_hi, ls.dphi_hi),
+        a_rec=tnp.where(high | back, ls.a_hi, tnp.where(low, ls.a_lo, ls.a_rec)),
+        phi_rec=tnp.where(high | back, ls.phi_hi, tnp.where(low, ls.phi_lo, ls.phi_rec)))
+    # the zoom's interval shrunk to rounding (JAX's widths: 1e-10 in float64, 1e-5 below), or too many trials
+    collapsed = tnp.abs(new.a_hi - new.a_lo) <= (1e-10 if np.dtype(ls.a_lo.dtype).itemsize >= 8 else 1e-5)
+    stuck = (grow & (n >= maxiter)) | (zooming & live & ~accepted & (collapsed | (n >= ZOOM_MAXITER)))
+    return new._replace(failed=ls.failed | stuck), accepted

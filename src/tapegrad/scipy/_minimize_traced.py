@@ -169,7 +169,9 @@ class _BFGS:
         ys = tnp.dot(y, s)
         rho = 1.0 / tnp.where(ys > 0, ys, 1.0)
         hy = h @ y
-        new = h - rho * (tnp.outer(s, hy) + tnp.outer(hy, s)) + (rho + rho ** 2 * tnp.dot(y, hy)) * tnp.outer(s, s)
+        # = H + s u^T - rho (H y) s^T with u = (rho + rho^2 y.Hy) s - rho H y: two outer products
+        u = (rho + rho ** 2 * tnp.dot(y, hy)) * s - rho * hy
+        new = h + tnp.outer(s, u) - tnp.outer(rho * hy, s)
         return tnp.where((ys > 0) & tnp.isfinite(rho), new, h)
 
 
@@ -222,11 +224,10 @@ class _State(NamedTuple):
     g: Any
     p: Any  # the search direction from x
     memory: Any
-    ls: _line_search.LineSearch
+    ls: _line_search.LineSearch  # its ``failed``: the line search failed, or p does not descend
     k: Any  # iterations done
     nfev: Any
     converged: Any
-    failed: Any  # the line search failed, or p is no descent direction
 
 
 def _norm(v, order: float):
@@ -248,6 +249,8 @@ def _stop(config: _Config, x, f_old, f, g, s):
     L-BFGS-B's ``(f_old - f) <= ftol max(|f_old|, |f|, 1)``."""
     done = _norm(g, config.norm) <= config.gtol
     if config.method == "bfgs":
+        if config.xrtol == 0:  # SciPy's default: the test holds only for a zero step, where |g| stops it too
+            return done
         return done | (tnp.linalg.norm(s) <= config.xrtol * (config.xrtol + tnp.linalg.norm(x)))
     scale = tnp.maximum(tnp.maximum(tnp.abs(f_old), tnp.abs(f)), 1.0)
     return done | (f_old - f <= config.ftol * scale)
@@ -258,51 +261,52 @@ def _search(st: _State, memory_kind, config: _Config, old_f) -> _State:
     at the iterate before, for the first trial step)."""
     p = memory_kind.direction(st.memory, st.g)
     dphi0 = tnp.dot(st.g, p)
-    ls = _line_search.start(st.f, dphi0, st.g, _first_step(config, st.f, old_f, dphi0, p, st.k))
-    return st._replace(p=p, ls=ls, failed=ls.failed)
+    return st._replace(p=p, ls=_line_search.start(st.f, dphi0, _first_step(config, st.f, old_f, dphi0, p, st.k)))
 
 
-def _accept(st: _State, memory_kind, config: _Config) -> _State:
-    """The quasi-Newton step to the line search's accepted point, and the next search."""
-    ls = st.ls
-    s = ls.a_star * st.p
+def _step(st: _State, a, f, g, first, memory_kind, config: _Config) -> _State:
+    """The quasi-Newton step to the accepted trial ``x + a p`` (``f``, ``g`` there), and the next search.
+    On the ``first`` trip, the evaluation at ``x0`` (``a = 0``, ``p = 0``): no step, no iteration, and
+    ``f`` "before" ``x0`` is ``f + |g| / 2``, so that BFGS's first step is ``1.01 / |g|`` along ``-g``
+    (SciPy's and JAX's start)."""
+    s = a * st.p
     x = st.x + s
-    memory = memory_kind.update(st.memory, s, ls.g_star - st.g)
-    converged = _stop(config, x, st.f, ls.phi_star, ls.g_star, s)
-    moved = st._replace(x=x, f=ls.phi_star, g=ls.g_star, memory=memory, k=st.k + 1, converged=converged)
-    return _search(moved, memory_kind, config, st.f)
+    converged = tnp.where(first, _norm(g, config.norm) <= config.gtol, _stop(config, x, st.f, f, g, s))
+    # a zero step leaves either memory as it is (y.s = 0)
+    moved = st._replace(x=x, f=f, g=g, memory=memory_kind.update(st.memory, s, g - st.g),
+                        k=st.k + tnp.where(first, 0, 1), converged=converged)
+    return _search(moved, memory_kind, config, tnp.where(first, f + 0.5 * tnp.linalg.norm(g), st.f))
 
 
 def _run(objective: Callable, x0, config: _Config) -> _State:
-    """BFGS or L-BFGS from ``x0`` (a vector) on ``objective`` (vector -> scalar), in one ``while_loop``."""
+    """BFGS or L-BFGS from ``x0`` (a vector) on ``objective`` (vector -> scalar), in one ``while_loop``
+    whose first trip evaluates ``x0``: the objective is staged once, inside the loop."""
     memory_kind = _BFGS if config.method == "bfgs" else _LBFGS
     value_grad = value_and_grad(objective)
-    f0, g0 = value_grad(x0)
-    f0, g0 = tnp.astype(f0, x0.dtype), tnp.astype(g0, x0.dtype)
-    count = tnp.asarray(0)
-    st = _State(x=x0, f=f0, g=g0, p=None, memory=memory_kind.init(x0, config), ls=None, k=count, nfev=count + 1,
-                converged=_norm(g0, config.norm) <= config.gtol, failed=tnp.asarray(False))
-    # f "before" x0: f0 + |g0| / 2, so that BFGS's first step is 1.01 / |g0| along -g0 (SciPy, JAX)
-    st = _search(st, memory_kind, config, f0 + 0.5 * tnp.linalg.norm(g0))
+    zero, count = tnp.zeros((), dtype=x0.dtype), tnp.asarray(0)
+    st = _State(x=x0, f=zero, g=tnp.zeros_like(x0), p=tnp.zeros_like(x0), memory=memory_kind.init(x0, config),
+                ls=_line_search.start(zero, zero - 1.0, zero), k=count, nfev=count, converged=tnp.asarray(False))
 
     def running(st: _State):
-        return ~st.converged & ~st.failed & (st.k < config.maxiter) & (st.nfev < config.maxfun)
+        return ~st.converged & ~st.ls.failed & (st.k < config.maxiter) & (st.nfev < config.maxfun)
 
     def body(st: _State) -> _State:
         a = _line_search.trial(st.ls)
         f, g = value_grad(st.x + a * st.p)
-        f, g = tnp.astype(f, st.f.dtype), tnp.astype(g, st.g.dtype)
-        ls = _line_search.update(st.ls, a, f, tnp.dot(g, st.p), g, c1=config.c1, c2=config.c2, maxiter=config.maxls)
-        st = st._replace(ls=ls, nfev=st.nfev + 1, failed=ls.failed)
-        stepped = _accept(st, memory_kind, config)
-        return _tree.tree_map(lambda new, old: tnp.where(ls.done, new, old), stepped, st)
+        f, g = tnp.astype(f, x0.dtype), tnp.astype(g, x0.dtype)
+        ls, accepted = _line_search.update(st.ls, a, f, tnp.dot(g, st.p), c1=config.c1, c2=config.c2,
+                                           maxiter=config.maxls)
+        first = st.nfev == 0
+        searching = st._replace(ls=ls, nfev=st.nfev + 1)
+        stepped = _step(searching, a, f, g, first, memory_kind, config)
+        return _tree.tree_map(lambda new, old: tnp.where(accepted | first, new, old), stepped, searching)
     return while_loop(running, body, st)
 
 
 def _status(st: _State, config: _Config):
     finite = tnp.isfinite(st.f) & tnp.all(tnp.isfinite(st.x))
     limit = (st.k >= config.maxiter) | (st.nfev >= config.maxfun)
-    return tnp.where(st.converged & finite, 0, tnp.where(~finite, 3, tnp.where(st.failed, 2,
+    return tnp.where(st.converged & finite, 0, tnp.where(~finite, 3, tnp.where(st.ls.failed, 2,
                                                                               tnp.where(limit, 1, 2))))
 
 
