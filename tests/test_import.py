@@ -27,7 +27,7 @@ def _fresh(code: str) -> dict:
 # imports email and zipfile; optree and vmap's front end load on the first pytree a transform flattens)
 HEAVY = ("numexpr", "scipy", "matplotlib", "sklearn", "torch", "jax", "numba", "safetensors", "mpi4py",
          "threadpoolctl", "importlib.metadata", "email", "zipfile", "optree", "typing_extensions",
-         "tapegrad._vmap_api")
+         "tapegrad._vmap_api", "tapegrad.numpy.linalg", "tapegrad.numpy.fft")
 
 
 def test_import_loads_neither_optional_dependencies_nor_lazy_submodules():
@@ -58,6 +58,30 @@ def test_lazy_names_resolve_to_the_real_objects():
             "                  'jit': jit is tg.jit is importlib.import_module('tapegrad._jit').jit,\n"
             "                  'dir': [n for n in ('vmap', 'jit', 'save', '__version__') if n not in dir(tg)]}))")
     assert _fresh(code) == {"vmap": True, "jit": True, "dir": []}
+
+
+def test_numpys_linalg_and_fft_dispatch_before_tapegrad_numpy_imports_ours():
+    """``np.linalg.det(x)`` of a traced ``x``, in a program that never named ``tapegrad.numpy.linalg``,
+    imports it and traces; so do ``np.fft`` and the error for a list that holds a traced value."""
+    code = ("import json, numpy as np, tapegrad as tg\n"
+            "from tapegrad import extend\n"
+            "a = np.array([[2.0, 1.0], [0.5, 3.0]])\n"
+            "g = tg.grad(lambda m: np.linalg.det(m))(a)\n"
+            "f = tg.grad(lambda v: np.fft.rfft(v).real.sum())(np.arange(4.0))\n"
+            "try:\n"
+            "    tg.grad(lambda v: np.linalg.norm([v[0], v[1]]))(np.arange(2.0))\n"
+            "    error = ''\n"
+            "except Exception as e:\n"
+            "    error = str(e)\n"
+            "names = {p.name for p in extend.primitives()}\n"
+            "print(json.dumps({'g': g.tolist(), 'f': f.tolist(), 'error': error, 'dir': sorted({'fft', 'linalg'} -\n"
+            "                  set(dir(tg.numpy))), 'fft': tg.numpy.fft.__name__, 'svd': 'svd' in names}))")
+    got = _fresh(code)
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    assert_close(np.array(got["g"]), np.linalg.det(a) * np.linalg.inv(a).T)
+    assert_close(np.array(got["f"]), np.fft.rfft(np.eye(4)).real.sum(axis=1))  # linear: the basis' images
+    assert "tapegrad.numpy.linalg.norm" in got["error"]
+    assert got["dir"] == [] and got["fft"] == "tapegrad.numpy.fft" and got["svd"] is True
 
 
 def test_the_version_is_read_on_first_use():

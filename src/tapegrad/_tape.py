@@ -14,7 +14,6 @@ nesting with no extra machinery.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from tapegrad import _tree
@@ -255,6 +254,7 @@ class Tape:
         self.leaves = leaves
         self.records = records
         self.outs = outs
+        import threading  # here, not at the top: its import is a few percent of `import tapegrad`'s
         self._lock = threading.RLock()  # reentrant: a call from inside its own pass is refused, not hung
         self._pruned = self._busy = False
 

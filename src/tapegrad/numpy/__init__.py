@@ -3,6 +3,9 @@
 Import as ``import tapegrad.numpy as tnp``. Names, signatures and broadcasting follow NumPy; on plain
 arrays the functions compute what NumPy computes, and inside a transform they record primitives.
 """
+import importlib
+from typing import TYPE_CHECKING
+
 import numpy as _np
 from numpy import (
     bool_,
@@ -24,8 +27,8 @@ from numpy import (
     uint8,
 )
 
-from tapegrad import _core
-from tapegrad.numpy import _operators, linalg
+from tapegrad import _core, _rules
+from tapegrad.numpy import _operators
 from tapegrad.numpy._complex import conj, conjugate, imag, real
 from tapegrad.numpy._creation import (
     arange,
@@ -104,6 +107,7 @@ from tapegrad.numpy._elementwise import (
 from tapegrad.numpy._indexing import take, take_along_axis
 from tapegrad.numpy._linalg import dot, einsum, inner, matmul, outer, tensordot, vdot
 from tapegrad.numpy._operators import (
+    defer_registrations,
     floor_divide,
     register_alternatives,
     register_numpy_functions,
@@ -449,15 +453,29 @@ register_ufuncs({name: globals()[name] for name in (
 # ---- end block: shape, indexing, sets, searching and the array-API spellings ----
 
 # ---- block: linalg and fft submodules ----
-from tapegrad.numpy import fft  # noqa: E402
-
+# imported on first use (__getattr__ below), or when a traced value first meets a NumPy function that is not
+# registered yet (np.linalg.solve(x): _operators' deferred registrations); each registers its NumPy functions
+# itself. Together they were a sixth of `import tapegrad`, and NumPy imports numpy.fft on first use too
+_SUBPACKAGES = ("fft", "linalg")
 __all__ += ["fft"]
-register_numpy_functions({name: getattr(fft, name) for name in fft.__all__}, _np.fft)
+for _name in _SUBPACKAGES:
+    defer_registrations(f"numpy.{_name}", f"{__name__}.{_name}")
+_rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in _SUBPACKAGES)  # they declare primitives
+
+if TYPE_CHECKING:  # what __getattr__ imports, spelled out for type checkers only
+    from tapegrad.numpy import fft, linalg
+else:  # to a checker, a name that is neither above nor in the block just above is an error
+    def __getattr__(name: str) -> object:
+        if name in _SUBPACKAGES:
+            return importlib.import_module(f"{__name__}.{name}")  # binds it here too: the next access is direct
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBPACKAGES})
 # ---- end block: linalg and fft submodules ----
 
-register_numpy_functions({name: globals()[name] for name in __all__ if name not in ("linalg", "fft")})
+
+register_numpy_functions({name: globals()[name] for name in __all__ if name not in _SUBPACKAGES})
 # np.mean([t0, t1]) converts the list before dispatch can see the tracers: its error names ours
 register_alternatives("numpy", "tapegrad.numpy", __all__)
-register_alternatives("numpy.linalg", "tapegrad.numpy.linalg", linalg.__all__)
-register_alternatives("numpy.fft", "tapegrad.numpy.fft", fft.__all__)
-register_numpy_functions({name: getattr(linalg, name) for name in linalg.__all__}, _np.linalg)

@@ -12,9 +12,7 @@ passes the gradient to ``x`` on the boundary, ``sqrt'(0) = inf``.
 """
 from __future__ import annotations
 
-import cmath
 import math
-import string
 from collections.abc import Callable
 
 import numpy as np
@@ -46,7 +44,7 @@ from tapegrad.extend import (
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._complex import imag, is_complex, real
 from tapegrad.numpy._creation import as_operand, zeros_like
-from tapegrad.numpy._linalg import einsum_p
+from tapegrad.numpy._linalg import LETTERS, einsum_p
 
 LN2 = math.log(2.0)  # Python floats: NumPy 2 treats them as weak, so float32 stays float32
 LN10 = math.log(10.0)
@@ -268,7 +266,7 @@ def _multiply_vjp(argnum: int):
             return g if g.dtype == operand.dtype else _shape.unbroadcast(g, operand)
         if shape_of(other) != out_shape:  # a broadcast other: the product is no bigger than needed
             return _shape.unbroadcast(ct * other, operand)
-        letters = string.ascii_letters[:len(out_shape)]
+        letters = LETTERS[:len(out_shape)]
         lead = len(out_shape) - len(shape)
         kept = "".join(letters[lead + i] for i, d in enumerate(shape) if d == out_shape[lead + i])
         summed = bind(einsum_p, ct, other, subscripts=f"{letters},{letters}->{kept}", optimize=False)
@@ -325,6 +323,7 @@ def _log_of_base(x):
     """``log(x)``, 0 where ``x == 0``; a Python base gives a Python scalar (weak: no upcast), nan for
     a negative real one, as ``log`` of a negative array gives."""
     if isinstance(x, complex):
+        import cmath  # here, not at the top: a Python complex base is rare, and imports add up
         return cmath.log(x) if x != 0 else 0.0
     if isinstance(x, (int, float)):
         return math.log(x) if x > 0 else (0.0 if x == 0 else math.nan)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-import string
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -34,6 +33,10 @@ from tapegrad.extend import (
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._float16 import accumulates_in_float32, is_float16
+
+# einsum's subscript letters: string.ascii_letters, spelled out because the string module's import was a few
+# percent of `import tapegrad`'s
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 # ---- matmul --------------------------------------------------------------------------------------
@@ -162,7 +165,7 @@ def _parse_einsum(subscripts: str, shapes) -> tuple[tuple[str, ...], str]:
     if len(ins) != len(shapes):
         raise ValueError(f"einsum: {len(ins)} subscripts for {len(shapes)} operands")
     used = set(subscripts) - set(".,->")
-    free = [c for c in string.ascii_letters if c not in used]
+    free = [c for c in LETTERS if c not in used]
     n_ell = max((len(s) - (len(sub) - 3) for sub, s in zip(ins, shapes) if "..." in sub), default=0)
     ell = "".join(free[:n_ell])
     del free[:n_ell]
@@ -212,7 +215,7 @@ def _onto_diagonals(g, unique: str, target: str, sizes: dict, x):
     """``g`` (letters ``unique``) written onto the diagonals of an array with letters ``target``, where a
     letter repeats (``"ii"``) and zeros elsewhere: each later occurrence of a letter gets a fresh letter
     tied to the first by an identity matrix, so it is one einsum, linear in ``g``."""
-    free = iter(c for c in string.ascii_letters if c not in target)
+    free = iter(c for c in LETTERS if c not in target)
     renamed, eyes, seen = [], [], set()
     for c in target:
         if c in seen:
@@ -265,7 +268,7 @@ defjvp_argnum(einsum_p, lambda argnum, t, ans, *operands, subscripts, optimize:
 def _einsum_batch(vals, dims, *, subscripts, optimize):
     """A fresh letter for the batch axis, at each batched operand's batch axis and first in the
     output: the batch joins the contraction, no operand moves."""
-    letter = next(c for c in string.ascii_letters if c not in subscripts)
+    letter = next(c for c in LETTERS if c not in subscripts)
     ins, out = subscripts.split("->")
     ins = [sub if d is None else sub[:d] + letter + sub[d:] for sub, d in zip(ins.split(","), dims)]
     return bind(einsum_p, *vals, subscripts=",".join(ins) + "->" + letter + out, optimize=optimize), 0
@@ -300,7 +303,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | tuple[Sequence[int], Seque
                           [axes[1]] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
     axes_a = [operator.index(i) % na for i in axes_a]
     axes_b = [operator.index(i) % nb for i in axes_b]
-    letters = iter(string.ascii_letters)
+    letters = iter(LETTERS)
     sub_a = [next(letters) for _ in range(na)]
     sub_b = [next(letters) for _ in range(nb)]
     for i, j in zip(axes_a, axes_b):

@@ -184,6 +184,9 @@ class ArrayOperators:
 
     def __array_function__(self, func, types, args, kwargs):
         fn = _FUNCTIONS.get(func)
+        if fn is None:  # maybe one of a package imported on first use (tapegrad.numpy.linalg): import, retry
+            _import_deferred()
+            fn = _FUNCTIONS.get(func)
         if fn is None:
             raise TypeError(f"numpy.{_qualified(func)} is not supported on traced values: tapegrad.numpy "
                             "does not implement it; rewrite it with supported tapegrad.numpy functions")

@@ -30,7 +30,6 @@ from tapegrad.numpy._matrices import trace
 from tapegrad.numpy._reductions import cumprod
 from tapegrad.numpy._reductions import sum as sum_
 from tapegrad.numpy._statistics import operand
-from tapegrad.numpy.linalg import inv, lstsq, pinv
 
 
 def _coefficients(p, name="p"):
@@ -358,6 +357,7 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: Any = None, full: bool 
         ValueError: ``deg < 0``; ``cov`` with too few points.
         TypeError: ``x`` not 1-D or empty, ``y`` not 1-D/2-D, lengths that differ, bad ``w``.
     """
+    from tapegrad.numpy.linalg import inv, lstsq, pinv  # on first use, as tapegrad.numpy imports linalg
     order = operator.index(deg) + 1
     x, y = _inexact(operand(x)), _inexact(operand(y))
     _check_fit(x, y, order)

@@ -40,6 +40,7 @@ from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primiti
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import _contains_traced, as_operand, full_like
 from tapegrad.numpy._elementwise import astype
+from tapegrad.numpy._operators import register_alternatives, register_numpy_functions
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
            "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -532,3 +533,8 @@ def ifftshift(x: ArrayLike, axes: Any = None) -> Array:
     axes = _shift_axes(x, axes)
     shape = _shape.shape(x)
     return _roll(x, [-(shape[a] // 2) for a in axes], axes)
+
+
+# np.fft.fft(x) of a traced x dispatches here; its error for a list that holds one names ours
+register_numpy_functions({name: globals()[name] for name in __all__}, np.fft)
+register_alternatives("numpy.fft", __name__, __all__)

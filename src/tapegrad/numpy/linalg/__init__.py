@@ -12,8 +12,10 @@ complex input too, with JAX's conventions for its derivatives: the jvp is the R-
 its transpose under ``Re(sum(a * b))`` (so holomorphic functions such as ``solve``, ``inv`` and
 ``det`` multiply by the transposed, not conjugated, derivative).
 """
+import numpy as _np
 from numpy.linalg import LinAlgError
 
+from tapegrad.numpy._operators import register_alternatives, register_numpy_functions
 from tapegrad.numpy.linalg._array_api import (
     cross,
     diagonal,
@@ -43,3 +45,7 @@ __all__ = [
     "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
     "vector_norm",
 ]
+
+# np.linalg.solve(x) of a traced x dispatches here; its error for a list that holds one names ours
+register_numpy_functions({name: globals()[name] for name in __all__}, _np.linalg)
+register_alternatives("numpy.linalg", __name__, __all__)
