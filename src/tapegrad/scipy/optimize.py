@@ -29,7 +29,10 @@ from tapegrad.scipy._staged import Route
 
 ImplicitSolve = Literal["auto", "dense", "cg", "gmres"]
 _GRADIENT_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
-_HESS = {"newton-cg", "dogleg", "trust-ncg", "trust-krylov", "trust-exact", "trust-constr"}
+# the methods that use second derivatives: those that take a Hessian-vector product get one (matrix-free,
+# the cost of a few gradients per product), the others (dogleg, trust-exact factorise it) the Hessian
+_HESSP = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+_HESS = {"dogleg", "trust-exact"}
 _BOUNDED = {"l-bfgs-b", "tnc", "slsqp", "powell", "trust-constr", "nelder-mead", "cobyla", "cobyqa"}
 _ROOT_JAC = {"hybr", "lm"}
 _DENSE_MAX = 200  # "auto": a dense adjoint solve up to this many unknowns, iterative (cg, gmres) above
@@ -213,10 +216,16 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     """SciPy's ``scipy.optimize.minimize``, with a solution differentiable with respect to ``args``.
 
     SciPy's solver runs on host values (any ``method``); tapegrad supplies ``jac`` (the gradient, by
-    reverse mode) to every method that uses one, and ``hess`` (the Hessian) to the methods that take
-    it, unless they are given. The solution's derivative with respect to ``args`` comes from the
-    optimality condition ``grad_x fun(x*, *args) = 0`` (:func:`tapegrad.custom_root`): ``dx*/dargs =
-    -H^-1 d(grad_x fun)/dargs``, ``H`` the Hessian at ``x*``; both modes, every order.
+    reverse mode) to every method that uses one, ``hessp`` (Hessian-vector products, forward over
+    reverse mode) to ``Newton-CG``, ``trust-ncg``, ``trust-krylov`` and ``trust-constr``, and ``hess``
+    (the Hessian) to ``dogleg`` and ``trust-exact``, unless ``jac``, ``hess`` or ``hessp`` are given.
+    The function and these derivatives are staged by :func:`tapegrad.jit` once per (function, shapes
+    and dtypes), kept on ``fun`` and reused by later calls, ``args`` being inputs of the staged
+    program (a new value of them does not stage again; one that is not an array, a string say, is a
+    static argument, part of the key); a function ``jit`` cannot stage runs eagerly, and the result
+    says so (``executor``, ``executor_reason``). The solution's derivative with respect to ``args``
+    comes from the optimality condition ``grad_x fun(x*, *args) = 0`` (:func:`tapegrad.custom_root`):
+    ``dx*/dargs = -H^-1 d(grad_x fun)/dargs``, ``H`` the Hessian at ``x*``; both modes, every order.
 
     Args:
         fun: ``fun(x, *args) -> scalar``, written in tapegrad operations.
@@ -230,10 +239,12 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
 
     Returns:
         SciPy's ``OptimizeResult``; its ``x`` has ``x0``'s shape, dtype and backend and is differentiable
-        with respect to the traced ``args``.
+        with respect to the traced ``args``; ``executor``: how SciPy's calls ran (``"numba"``,
+        ``"python+numba"`` or ``"python"``: ``jit``'s executors, the least compiled of the functions
+        handed to SciPy; ``"eager"``: not staged), ``executor_reason``: why eager (else None).
 
     Raises:
-        TypeError: ``args`` under ``vmap`` or ``jit`` (SciPy needs concrete values).
+        TypeError: ``x0`` or ``args`` under ``vmap`` or ``jit`` (SciPy needs concrete values).
         ValueError: when ``x`` is differentiated: the solver did not converge (eagerly without a
             derivative: a ``RuntimeWarning``), the solution lies on a bound (the unconstrained
             optimality condition does not hold there), ``constraints`` given (the condition is not a
@@ -260,7 +271,9 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
         host_fun, jac = route.host("value_and_grad", _value_and_flat_grad, shape), True
     else:
         host_fun = route.host("value", float, shape)
-    if hess is None and hessp is None and name in _HESS:
+    if hess is None and hessp is None and name in _HESSP:
+        hessp = route.host("hessp", _flat_float, shape)
+    elif hess is None and hessp is None and name in _HESS:
         hess = route.host("hessian", lambda h: np.asarray(h).reshape(n, n), shape)
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
                             bounds=bounds, constraints=constraints, tol=tol, callback=callback, options=options)
@@ -285,7 +298,8 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
     """SciPy's ``scipy.optimize.root``, with a solution differentiable with respect to ``args``.
 
     SciPy's solver runs on host values (any ``method``); tapegrad supplies the Jacobian (forward mode)
-    to ``hybr`` and ``lm`` unless ``jac`` is given. The derivative comes from ``fun(x*, *args) = 0``
+    to ``hybr`` and ``lm`` unless ``jac`` is given. ``fun`` and its Jacobian are staged by ``jit``, as in
+    :func:`minimize`. The derivative comes from ``fun(x*, *args) = 0``
     (:func:`tapegrad.custom_root`): ``dx*/dargs = -J^-1 dfun/dargs``; both modes, every order.
 
     Args:
@@ -299,7 +313,7 @@ def root(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str
 
     Returns:
         SciPy's ``OptimizeResult``; its ``x`` has ``x0``'s shape, dtype and backend and is differentiable
-        with respect to the traced ``args``.
+        with respect to the traced ``args``; ``executor`` and ``executor_reason`` as :func:`minimize`'s.
 
     Raises:
         TypeError: ``args`` under ``vmap`` or ``jit``.
@@ -338,7 +352,8 @@ def root_scalar(f: Callable[..., Any], args: Sequence[Any] = (), method: str | N
 
     SciPy's solver runs on host floats (any ``method``, chosen as SciPy chooses it when ``None``);
     tapegrad supplies ``fprime`` (by reverse mode) to ``newton`` and ``halley``, and ``fprime2`` to
-    ``halley``, unless they are given. The derivative comes from ``f(x*, *args) = 0``
+    ``halley``, unless they are given; ``f`` and these derivatives are staged by ``jit``, as in
+    :func:`minimize`. The derivative comes from ``f(x*, *args) = 0``
     (:func:`tapegrad.custom_root`): ``dx*/dargs = -(df/dargs) / f'(x*)``; both modes, every order.
 
     Args:
@@ -349,7 +364,8 @@ def root_scalar(f: Callable[..., Any], args: Sequence[Any] = (), method: str | N
 
     Returns:
         SciPy's ``RootResults``; its ``root`` is a 0-d array (``x0``'s dtype and backend, float64
-        without ``x0``) differentiable with respect to the traced ``args``.
+        without ``x0``) differentiable with respect to the traced ``args``; ``executor`` and
+        ``executor_reason`` as :func:`minimize`'s.
 
     Raises:
         TypeError: ``args`` under ``vmap`` or ``jit`` (SciPy needs concrete values).
@@ -392,7 +408,8 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xto
                 maxiter: int = 500, method: str = "del2", *, implicit_solve: ImplicitSolve = "auto") -> Any:
     """SciPy's ``scipy.optimize.fixed_point``, with a fixed point differentiable with respect to ``args``.
 
-    SciPy iterates on host values (``method`` ``"del2"`` or ``"iteration"``). The derivative comes from
+    SciPy iterates on host values (``method`` ``"del2"`` or ``"iteration"``), calling ``func`` staged by
+    ``jit``, as in :func:`minimize`. The derivative comes from
     ``func(x*, *args) - x* = 0`` (:func:`tapegrad.custom_root`): ``dx*/dargs = (I - G)^-1 dfunc/dargs``,
     ``G`` the Jacobian of ``func`` in ``x`` at ``x*``; both modes, every order.
 
@@ -406,7 +423,9 @@ def fixed_point(func: Callable[..., Any], x0: Any, args: Sequence[Any] = (), xto
 
     Returns:
         The fixed point, an array of ``x0``'s shape, dtype and backend (SciPy returns an ndarray),
-        differentiable with respect to the traced ``args``.
+        differentiable with respect to the traced ``args``. An array has no room to say how ``func`` ran:
+        ``tg.jit(func).executor(x0, *args)`` says which executor a staged ``func`` gets, and calling
+        ``tg.jit(func)(x0, *args)`` raises the error that keeps it eager, if one does.
 
     Raises:
         TypeError: ``args`` under ``vmap`` or ``jit``.
@@ -455,7 +474,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
 
     SciPy's solver runs on host values (any ``method``); tapegrad supplies the Jacobian of the
     residuals (forward mode) unless ``jac`` is given (``jac=None``, the default here, where SciPy's
-    default is ``"2-point"``: pass a string for SciPy's finite differences). The derivative comes from
+    default is ``"2-point"``: pass a string for SciPy's finite differences); ``fun`` and the Jacobian
+    are staged by ``jit``, as in :func:`minimize` (``kwargs`` too are inputs of the program). The derivative comes from
     the normal equations ``J^T r = 0``, the gradient of the cost ``C = 0.5 sum fun^2`` (of SciPy's robust
     cost with another ``loss``):
     ``dx*/dargs = -H^-1 d(J^T r)/dargs``, ``H`` the full Hessian of ``C`` (not its Gauss-Newton part
@@ -475,7 +495,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
 
     Returns:
         SciPy's ``OptimizeResult``; its ``x`` has ``x0``'s shape, dtype and backend and is differentiable
-        with respect to the traced ``args`` and ``kwargs``.
+        with respect to the traced ``args`` and ``kwargs``; ``executor`` and ``executor_reason`` as
+        :func:`minimize`'s.
 
     Raises:
         TypeError: ``args`` or ``kwargs`` under ``vmap`` or ``jit``.
