@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from tapegrad._api import vjp
 from tapegrad._control_flow import scan
 from tapegrad._control_flow._while import forward_only_while_loop
 from tapegrad._custom import custom_vjp
+from tapegrad._jit import jit
 from tapegrad._typing import Array, ArrayLike
 
 # ---- the Dormand-Prince tableau ------------------------------------------------------------------
@@ -49,6 +51,19 @@ _C_MID = (6025192743 / 30085553152 / 2, 0.0, 51252292925 / 65400821598 / 2, -269
           187940372067 / 1594534317056 / 2, -1776094331 / 19743644256 / 2, 11237099 / 235043384 / 2)
 
 
+def _interp_weights(first, last, solution, midpoint):
+    """The weights on the seven stages of ``first dy0 + last dy1 + solution y1 + midpoint y_mid`` (over
+    ``dt``), where ``y1`` and ``y_mid`` are ``y0`` plus ``dt`` times a combination of the stages and the
+    weights of ``y0``, ``y1`` and ``y_mid`` add up to zero."""
+    return tuple(first * (i == 0) + last * (i == 6) + solution * c + midpoint * m
+                 for i, (c, m) in enumerate(zip(_C_SOL, _C_MID)))
+
+
+# the interpolating polynomial's three leading coefficients (highest first), as combinations of the stages
+_C_INTERP = (_interp_weights(-2.0, 2.0, -8.0, 16.0), _interp_weights(5.0, -3.0, 14.0, -32.0),
+             _interp_weights(-4.0, 1.0, -5.0, 16.0))
+
+
 def _combine(coefficients, k):
     """``sum_i c_i k_i`` over the non-zero coefficients."""
     return functools.reduce(lambda acc, term: acc + term, [c * ki for c, ki in zip(coefficients, k) if c])
@@ -56,22 +71,21 @@ def _combine(coefficients, k):
 
 def _runge_kutta_step(func, y0, f0, t0, dt):
     """One Dormand-Prince step: the 5th-order solution, its derivative, the error estimate (5th minus
-    4th order) and the seven stages."""
-    k = [f0]
+    4th order) and the seven stages. The tableau's last row is the solution's weights, so the last stage
+    is evaluated at the solution: it is the next step's first ("first same as last")."""
+    k, y1 = [f0], y0
     for alpha, beta in zip(_ALPHA, _BETA):
-        k.append(func(y0 + dt * _combine(beta, k), t0 + dt * alpha))
-    return y0 + dt * _combine(_C_SOL, k), k[-1], dt * _combine(_C_ERROR, k), k
+        y1 = y0 + dt * _combine(beta, k)
+        k.append(func(y1, t0 + dt * alpha))
+    return y1, k[-1], dt * _combine(_C_ERROR, k), k
 
 
-def _interp_fit(y0, y1, k, dt):
+def _interp_fit(y0, k, dt):
     """The coefficients (highest first) of the 4th-order polynomial through the step, in the step's
-    fraction ``s`` in [0, 1]: it matches ``y``, ``dy/dt`` at both ends and the midpoint estimate."""
-    y_mid = y0 + dt * _combine(_C_MID, k)
-    dy0, dy1 = dt * k[0], dt * k[-1]
-    a = -2.0 * dy0 + 2.0 * dy1 - 8.0 * y0 - 8.0 * y1 + 16.0 * y_mid
-    b = 5.0 * dy0 - 3.0 * dy1 + 18.0 * y0 + 14.0 * y1 - 32.0 * y_mid
-    c = -4.0 * dy0 + dy1 - 11.0 * y0 - 5.0 * y1 + 16.0 * y_mid
-    return tnp.stack([a, b, c, dy0, y0])
+    fraction ``s`` in [0, 1]: it matches ``y``, ``dy/dt`` at both ends and the midpoint estimate
+    ``y0 + dt sum(_C_MID k)``. The leading three are combinations of the stages alone: written so,
+    the step costs fewer operations and ``y0`` cancels exactly."""
+    return tnp.stack([dt * _combine(weights, k) for weights in _C_INTERP] + [dt * k[0], y0])
 
 
 def _polyval(coefficients, s):
@@ -109,35 +123,46 @@ def _initial_step(func, t0, y0, order, rtol, atol, f0):
     return tnp.minimum(100.0 * h0, h1)
 
 
+def _limit(step, hmax, like):
+    """``step`` at most ``hmax`` (no operation for an infinite one), in ``like``'s dtype. Steps are
+    never negative: the initial step is positive and a resize multiplies by a positive factor."""
+    return tnp.astype(tnp.minimum(step, hmax) if hmax < math.inf else step, tnp.result_type(like))
+
+
 def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
-    """The solution of ``dy/dt = func(y, t)`` (``y`` a vector) at the times ``ts``: ``(len(ts), n)``."""
+    """The solution of ``dy/dt = func(y, t)`` (``y`` a vector) at the times ``ts``, ``(len(ts), n)``,
+    and the number of accepted steps (an int64 scalar)."""
     def advance(carry, target_t):
         def cond_fun(state):
-            i, _, _, t, dt, _, _ = state
-            return (t < target_t) & (i < mxstep) & (dt > 0.0)
+            i, _, _, t, dt, *_ = state
+            going = (t < target_t) & (dt > 0.0)
+            return going & (i < mxstep) if mxstep < math.inf else going
 
         def body_fun(state):
-            i, y, f, t, dt, last_t, coefficients = state
+            i, y, f, t, dt, last_t, coefficients, accepted = state
             next_y, next_f, error, k = _runge_kutta_step(func, y, f, t, dt)
             ratio = _error_ratio(error, rtol, atol, y, next_y)
-            new_coefficients = _interp_fit(y, next_y, k, dt)
-            next_dt = tnp.astype(tnp.clip(_optimal_step(dt, ratio), 0.0, hmax), tnp.result_type(dt))
             accept = ratio <= 1.0
-            new = (next_y, next_f, t + dt, t, new_coefficients)
+            new = (next_y, next_f, t + dt, t, _interp_fit(y, k, dt))
             old = (y, f, t, last_t, coefficients)
-            kept = [tnp.where(accept, a, b) for a, b in zip(new, old)]
-            return (i + 1, kept[0], kept[1], kept[2], next_dt, kept[3], kept[4])
+            y, f, t, last_t, coefficients = [tnp.where(accept, a, b) for a, b in zip(new, old)]
+            return (i + 1, y, f, t, _limit(_optimal_step(dt, ratio), hmax, dt), last_t, coefficients,
+                    accepted + tnp.astype(accept, np.int64))
 
-        _, y, f, t, dt, last_t, coefficients = forward_only_while_loop(cond_fun, body_fun, (0,) + tuple(carry))
+        _, *carry = forward_only_while_loop(cond_fun, body_fun, (0, *carry))
+        _, _, t, _, last_t, coefficients, _ = carry
         span = t - last_t
         s = (target_t - last_t) / tnp.where(span == 0.0, 1.0, span)
-        return (y, f, t, dt, last_t, coefficients), _polyval(coefficients, s)
+        return tuple(carry), _polyval(coefficients, s)
 
     f0 = func(y0, ts[0])
-    dt = tnp.astype(tnp.clip(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), 0.0, hmax), ts.dtype)
-    coefficients = tnp.stack([y0] * 5)
-    _, ys = scan(advance, (y0, f0, ts[0], dt, ts[0], coefficients), ts[1:])
-    return tnp.concatenate([y0[None], ys])
+    dt = _limit(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), hmax, ts[0])
+    carry = (y0, f0, ts[0], dt, ts[0], tnp.stack([y0] * 5), tnp.zeros((), np.int64))
+    if tnp.shape(ts)[0] == 2:  # one interval (each of the adjoint's solves): no scan around its loop
+        carry, y1 = advance(carry, ts[1])
+        return tnp.stack([y0, y1]), carry[-1]
+    carry, ys = scan(advance, carry, ts[1:])
+    return tnp.concatenate([y0[None], ys]), carry[-1]
 
 
 # ---- pytrees of states ---------------------------------------------------------------------------
@@ -165,22 +190,76 @@ def _solve(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
     def flat_func(y, t):
         return _ravel(func(unravel(y), t, *args))[0]
+    ys, accepted = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
+    return unravel(ys, lead=tnp.shape(ts)), accepted
+
+
+# ---- the solver and its adjoint, staged once per function ----------------------------------------
+class _Staged:
+    """``odeint``'s solver and backward pass for one ``func`` and one set of options, each a ``jit``
+    of its own: an eager call runs their compiled programs (staged once per shapes and dtypes), and a
+    call under an outer ``jit`` stages them inline. ``augmented`` is the adjoint system of ``func``,
+    one object per ``func`` so that its own solvers are staged once too.
+
+    Only a weak reference to ``func`` is kept: the cache (keyed weakly on ``func``) then never keeps it,
+    or what it closes over, alive."""
+
+    def __init__(self, func, options):
+        func_ref = _reference(func)
+        rtol, atol, mxstep, hmax = options
+
+        def augmented(state, minus_t, *args):
+            """The state and its adjoint, run in reversed time ``-t``."""
+            y, y_bar, _, _ = state
+            y_dot, pullback = vjp(func_ref(), y, -minus_t, *args)
+            y_bar_dot, t_bar_dot, *args_bar_dot = pullback(y_bar)
+            return (_tree.tree_map(lambda v: -v, y_dot), y_bar_dot, t_bar_dot, tuple(args_bar_dot))
+        self.augmented = augmented
+        # each returns what _solve and _backward do: (ys, accepted steps), and the cotangents
+        self.solve = jit(lambda y0, ts, args: _solve(func_ref(), rtol, atol, mxstep, hmax, y0, ts, args))
+        self.backward = jit(lambda residuals, g: _backward(func_ref(), augmented, options, residuals, g))
+
+
+_STAGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> {options: _Staged}
+
+
+def _reference(func):
+    """A weak reference to ``func``, or (an object without weak references) a strong one."""
     try:
-        ys = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
-    except TypeError as error:
-        # reverse mode reaches the while_loop only when a traced value is not among the arguments the
-        # custom rule accounts for: it came in by a closure
-        if "while_loop: reverse-mode" not in str(error):
-            raise
-        raise TypeError("odeint: func uses a value traced by the running transform that is not one of its "
-                        "differentiable arguments (a closure over a traced value): pass that value to odeint "
-                        "in *args, after t, and take it as an argument of func") from error
-    return unravel(ys, lead=tnp.shape(ts))
+        return weakref.ref(func)
+    except TypeError:
+        return lambda: func
+
+
+def _staged(func, options) -> _Staged:
+    """The cached :class:`_Staged` of ``func`` and ``options``; a ``func`` that takes no weak reference
+    (a builtin) gets a new one, staged again at every call."""
+    try:
+        per_func = _STAGED.setdefault(func, {})
+    except TypeError:
+        per_func = {}
+    staged = per_func.get(options)
+    if staged is None:
+        staged = per_func[options] = _Staged(func, options)
+    return staged
+
+
+def _closure_error(error: TypeError) -> TypeError:
+    """The error to raise for ``error``: reverse mode reaches the solver's while_loop only when a traced
+    value is not among the arguments the custom rule accounts for, so it came in by a closure."""
+    if "while_loop: reverse-mode" not in str(error):
+        return error
+    return TypeError("odeint: func uses a value traced by the running transform that is not one of its "
+                     "differentiable arguments (a closure over a traced value): pass that value to odeint "
+                     "in *args, after t, and take it as an argument of func")
 
 
 @functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2, 3, 4))
 def _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args):
-    return _solve(func, rtol, atol, mxstep, hmax, y0, ts, args)
+    try:
+        return _staged(func, (rtol, atol, mxstep, hmax)).solve(y0, ts, args)[0]
+    except TypeError as error:
+        raise _closure_error(error) from error
 
 
 def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, ts, *args):
@@ -195,42 +274,39 @@ def _dot(a, b):
     return sum(tnp.sum(x * y) for x, y in zip(_tree.tree_leaves(a), _tree.tree_leaves(b)))
 
 
-def _odeint_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
+def _backward(func, augmented, options, residuals, g):
+    """The cotangents of ``y0``, ``ts`` and ``args``: a reverse ``scan`` over the output intervals,
+    each integrating the adjoint system from ``ts[i]`` back to ``ts[i - 1]``."""
     ys, ts, args = residuals
-    at = lambda tree, i: _tree.tree_map(lambda leaf: leaf[i], tree)  # noqa: E731  time step i of each leaf
 
-    def augmented(state, minus_t, *args):
-        """The state and its adjoint, run in reversed time ``-t``."""
-        y, y_bar, _, _ = state
-        y_dot, pullback = vjp(lambda y, t, *a: func(y, t, *a), y, -minus_t, *args)
-        y_bar_dot, t_bar_dot, *args_bar_dot = pullback(y_bar)
-        return (_tree.tree_map(lambda v: -v, y_dot), y_bar_dot, t_bar_dot, tuple(args_bar_dot))
+    def interval(carry, x):
+        y_bar, t0_bar, args_bar = carry
+        y_i, g_i, g_before, t_i, t_before = x
+        t_bar = _dot(func(y_i, t_i, *args), g_i)  # moving output time i moves y_i along f
+        # through _odeint, the custom_vjp: an outer reverse mode (grad of grad) meets its rule inside
+        # this scan body, never the solver's while_loop
+        state = _odeint(augmented, *options, (y_i, y_bar, t0_bar - t_bar, args_bar),
+                        tnp.stack([-t_i, -t_before]), *args)
+        _, y_bar, t0_bar, args_bar = _tree.tree_map(lambda leaf: leaf[1], state)
+        return (_tree.tree_map(lambda a, b: a + b, y_bar, g_before), t0_bar, args_bar), t_bar
 
-    # a Python loop over the output times (their number is static), not a scan: each adjoint solve is
-    # then a custom_vjp call of its own, which an outer reverse-mode transform differentiates by its
-    # rule (a scan body would be differentiated through the solver's while_loop)
-    y_bar = at(g, -1)
-    t0_bar = tnp.zeros((), dtype=ts.dtype)
-    args_bar = _tree.tree_map(tnp.zeros_like, tuple(args))
-    ts_bar = []
-    for i in range(tnp.shape(ts)[0] - 1, 0, -1):
-        y_i = at(ys, i)
-        t_bar = _dot(func(y_i, ts[i], *args), at(g, i))  # moving output time i moves y_i along f
-        t0_bar = t0_bar - t_bar
-        _, y_bar, t0_bar, args_bar = _odeint(augmented, rtol, atol, mxstep, hmax, (y_i, y_bar, t0_bar, args_bar),
-                                             tnp.stack([-ts[i], -ts[i - 1]]), *args)
-        y_bar, t0_bar, args_bar = _tree.tree_map(lambda leaf: leaf[1], (y_bar, t0_bar, args_bar))
-        y_bar = _tree.tree_map(lambda a, b: a + b, y_bar, at(g, i - 1))
-        ts_bar.append(t_bar)
-    ts_bar = tnp.stack([t0_bar] + ts_bar[::-1])
-    return (y_bar, ts_bar, *args_bar)
+    last = _tree.tree_map(lambda leaf: leaf[-1], g)
+    init = (last, tnp.zeros((), dtype=ts.dtype), _tree.tree_map(tnp.zeros_like, tuple(args)))
+    xs = (*_tree.tree_map(lambda leaf: leaf[1:], (ys, g)), _tree.tree_map(lambda leaf: leaf[:-1], g),
+          ts[1:], ts[:-1])
+    (y_bar, t0_bar, args_bar), ts_bar = scan(interval, init, xs, reverse=True)
+    return (y_bar, tnp.concatenate([t0_bar[None], ts_bar]), *args_bar)
+
+
+def _odeint_bwd(func, rtol, atol, mxstep, hmax, residuals, g):
+    return _staged(func, (rtol, atol, mxstep, hmax)).backward(residuals, g)
 
 
 _odeint.defvjp(_odeint_fwd, _odeint_bwd)
 
 
 def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
-           atol: float = 1.4e-8, mxstep: Any = np.inf, hmax: Any = np.inf) -> Array:
+           atol: float = 1.4e-8, mxstep: float = np.inf, hmax: float = np.inf) -> Array:
     """The solution of ``dy/dt = func(y, t, *args)``, ``y(t[0]) = y0``, at the times ``t``, as JAX's
     ``jax.experimental.ode.odeint`` (and autograd's ``scipy.integrate.odeint``).
 
@@ -251,16 +327,60 @@ def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rt
 
     Derivatives: reverse mode, in ``y0``, ``t`` and ``args``, by the adjoint method (module notes); the
     adjoint is solved with the same tolerances, so gradients are as accurate as the solution.
-    Forward mode (``jvp``) transposes that reverse rule. Integration runs in ``while_loop``s, so
-    ``jit`` stages it and ``vmap`` batches it (every example takes the steps of the slowest).
+    Forward mode (``jvp``) transposes that reverse rule; both nest to any order. Under ``vmap`` every
+    example takes the steps of the slowest.
+
+    Speed: the solver and its adjoint are each staged once per ``func`` (the function object: a new
+    lambda at every call stages again), options, shapes and dtypes, with ``tg.jit``, and an eager call
+    runs those programs: ``grad`` of an eager ``odeint`` runs two. Under an outer ``jit`` they are staged
+    into its program instead. Whether they run compiled (numba) or on the Python executor is ``jit``'s
+    choice, by their size: :func:`odeint_executor` says which, and the log of ``tapegrad.jit`` at DEBUG
+    says why (docs/jit.md).
 
     Raises:
         ValueError: ``t`` not 1-D.
+        TypeError: ``func`` closing over a traced value (above); an option that is not a number.
     """
+    ts, y0, options = _prepare(y0, t, rtol, atol, mxstep, hmax)
+    return _odeint(func, *options, y0, ts, *args)
+
+
+def odeint_executor(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
+                    atol: float = 1.4e-8, mxstep: float = np.inf, hmax: float = np.inf) -> str:
+    """Which executor runs :func:`odeint`'s solver for these arguments, as ``tg.jit(f).executor``:
+    ``"numba"`` (compiled whole), ``"python+numba"`` (the Python executor, its loops compiled alone) or
+    ``"python"``. It stages the solver (and caches it, as a call would) without running it.
+
+    Args:
+        func, y0, t, *args, rtol, atol, mxstep, hmax: as :func:`odeint`.
+
+    Returns:
+        The executor's name; the ``tapegrad.jit`` logger at DEBUG level says why a program is not compiled.
+    """
+    ts, y0, options = _prepare(y0, t, rtol, atol, mxstep, hmax)
+    return _staged(func, options).solve.executor(y0, ts, args)
+
+
+def _accepted_steps(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf) -> int:
+    """The number of steps :func:`odeint`'s forward solve accepts (benchmarks and tests compare it with
+    JAX's)."""
+    ts, y0, options = _prepare(y0, t, rtol, atol, mxstep, hmax)
+    return int(_staged(func, options).solve(y0, ts, args)[1])
+
+
+def _prepare(y0, t, rtol, atol, mxstep, hmax):
+    """The times and state as floats, and the options as the Python floats the cache keys on."""
     ts = tnp.asarray(t)
     if tnp.ndim(ts) != 1:
         raise ValueError(f"odeint: t must be a 1-D array of times, got shape {tnp.shape(ts)}")
     ts = ts if np.dtype(ts.dtype).kind == "f" else tnp.astype(ts, np.float64)
     y0 = _tree.tree_map(lambda leaf: leaf if np.dtype(tnp.asarray(leaf).dtype).kind in "fc"
                         else tnp.astype(leaf, np.float64), y0)
-    return _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args)
+    options = []
+    for name, value in (("rtol", rtol), ("atol", atol), ("mxstep", mxstep), ("hmax", hmax)):
+        try:
+            options.append(float(value))
+        except TypeError as error:
+            raise TypeError(f"odeint: {name} must be a number (the solver is staged for its value), got "
+                            f"{type(value).__name__}") from error
+    return ts, y0, tuple(options)
