@@ -181,6 +181,8 @@ def test_errors():
     call = dict(fun=lotka_volterra, t_span=(0.0, 1.0), y0=Y0, args=(THETA,))
     with pytest.raises(ValueError, match="method must be one of"):
         solve_ivp(**call, method="BDF")
+    with pytest.raises(ValueError, match="Rosenbrock23"):
+        solve_ivp(**call, method="Radau")
     with pytest.raises(NotImplementedError, match="events"):
         solve_ivp(**call, events=lambda t, y, th: y[0])
     with pytest.raises(TypeError, match="args must be a tuple"):
@@ -195,3 +197,56 @@ def test_errors():
         tg.jit(lambda th: solve_ivp(lotka_volterra, (0.0, 1.0), Y0, args=(th,)).y)(THETA)
     with pytest.warns(UserWarning, match="no effect"):
         solve_ivp(**call, t_eval=[1.0], jac=None)
+
+
+# ---- the stiff method ----------------------------------------------------------------------------
+RATES = np.array([0.04, 3e7, 1e4])  # Robertson's chemical kinetics
+
+
+def robertson(t, y, k):
+    return tnp.stack([-k[0] * y[0] + k[2] * y[1] * y[2], k[0] * y[0] - k[1] * y[1] ** 2 - k[2] * y[1] * y[2],
+                      k[1] * y[1] ** 2])
+
+
+def robertson_np(t, y, k):
+    return np.array([-k[0] * y[0] + k[2] * y[1] * y[2], k[0] * y[0] - k[1] * y[1] ** 2 - k[2] * y[1] * y[2],
+                     k[1] * y[1] ** 2])
+
+
+STIFF = dict(t_span=(0.0, 5.0), y0=np.array([1.0, 0.0, 0.0]), args=(RATES,))
+
+
+def test_rosenbrock_takes_hundredfold_fewer_steps_on_robertson():
+    stiff = solve_ivp(robertson, method="Rosenbrock23", **STIFF)  # SciPy's default tolerances
+    assert stiff.success and stiff.njev > 0 and stiff.nlu == 3 * stiff.njev
+    steps = len(stiff.t) - 1
+    # the explicit methods' steps are SciPy's (test_matches_scipy checks they are tapegrad's too)
+    for method in ("RK23", "DOP853"):
+        with np.errstate(all="ignore"):  # their rejected trial steps overflow
+            explicit = scipy.integrate.solve_ivp(robertson_np, method=method, **STIFF)
+        assert explicit.success and len(explicit.t) - 1 > 100 * steps, (method, len(explicit.t) - 1, steps)
+    # RK45 is unstable at these tolerances: it overflows and stops with a step too small, as SciPy's (the
+    # trajectories part once the instability amplifies rounding, so the counts are not compared)
+    with np.errstate(all="ignore"):
+        ours = solve_ivp(robertson, method="RK45", **STIFF)
+        theirs = scipy.integrate.solve_ivp(robertson_np, method="RK45", **STIFF)
+    assert ours.status == theirs.status == -1 and ours.message == theirs.message
+    assert ours.t[-1] < 5.0 and ours.y.shape == (3, len(ours.t))
+
+
+def test_rosenbrock_values_and_dense_output():
+    ours = solve_ivp(robertson, method="Rosenbrock23", t_eval=[0.1, 1.0, 5.0], rtol=1e-6, atol=1e-10,
+                     dense_output=True, **STIFF)
+    exact = scipy.integrate.solve_ivp(robertson_np, method="Radau", t_eval=[0.1, 1.0, 5.0], rtol=1e-12,
+                                      atol=1e-14, **STIFF)
+    assert_close(ours.y, exact.y, rtol=1e-5, atol=1e-10)
+    assert_close(ours.sol(np.array([0.1, 1.0, 5.0])), ours.y, rtol=1e-12, atol=1e-14)
+
+
+def test_rosenbrock_derivative():
+    def fn(log_rates):
+        return solve_ivp(robertson, STIFF["t_span"], STIFF["y0"], method="Rosenbrock23", t_eval=[1.0, 5.0],
+                         args=(tnp.exp(log_rates),), rtol=1e-5, atol=1e-9).y
+    check_grads(fn, (np.log(RATES),), order=1, modes=("rev",), eps=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="adjoint=True is not available with method='Rosenbrock23'"):
+        solve_ivp(robertson, method="Rosenbrock23", adjoint=True, **STIFF)

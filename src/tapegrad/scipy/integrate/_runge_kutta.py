@@ -120,7 +120,9 @@ def step_factor(tableau: Tableau, error_norm, rejected):
     scaled = SAFETY * tnp.where(zero, 1.0, error_norm) ** exponent
     grow = tnp.where(zero, MAX_FACTOR, tnp.minimum(MAX_FACTOR, scaled))
     grow = tnp.where(rejected, tnp.minimum(1.0, grow), grow)
-    return tnp.where(error_norm < 1.0, grow, tnp.maximum(MIN_FACTOR, scaled))
+    # SciPy's Python max(0.2, scaled) keeps 0.2 for a NaN error (a step that overflowed): so does this
+    shrink = tnp.where(scaled > MIN_FACTOR, scaled, MIN_FACTOR)
+    return tnp.where(error_norm < 1.0, grow, shrink)
 
 
 def initial_step(fun, t0, y0, f0, t_bound, max_step, direction, error_order, rtol, atol):

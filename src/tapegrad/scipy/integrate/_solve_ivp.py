@@ -37,8 +37,10 @@ from tapegrad._vmap_api import vmap
 from tapegrad.errors import ConcretizationError
 from tapegrad.flatten_util import ravel_pytree
 from tapegrad.scipy.integrate import _runge_kutta as rk
+from tapegrad.scipy.integrate._rosenbrock import ROSENBROCK23, rosenbrock_dense_rows, rosenbrock_step
 
-METHODS = ("RK23", "RK45", "DOP853")
+METHODS = ("RK23", "RK45", "DOP853", "Rosenbrock23")
+_IMPLICIT = ("Radau", "BDF", "LSODA")
 # status codes of the loop: running (and then finished), SciPy's step-too-small failure, max_steps spent
 _RUNNING, _TOO_SMALL, _OUT_OF_STEPS = 0, 1, 2
 
@@ -131,7 +133,7 @@ def _integrate(fun, options: _Options, t0, t1, y0, t_eval, *, record_times=False
                  status=zero)
     if n_eval:
         # the last accepted step (before the first one: a step of length 0 at t0, whose interpolant is y0)
-        rows = tnp.zeros((len(tab.P[0]) if tab.P else len(tab.D) + 3,) + tnp.shape(y0), dtype=y0.dtype)
+        rows = tnp.zeros((_n_rows(tab),) + tnp.shape(y0), dtype=y0.dtype)
         carry.update(j=zero, n_out=zero, t_old=t0, y_old=y0, rows=rows,
                      ys=tnp.full((n_eval,) + tnp.shape(y0), np.nan, dtype=y0.dtype), last_out=tnp.asarray(-1))
     if record_times:
@@ -163,6 +165,26 @@ def _integrate(fun, options: _Options, t0, t1, y0, t_eval, *, record_times=False
     return out.get("ys", tnp.zeros((0,) + tnp.shape(y0), dtype=y0.dtype)), out["y"], counts, status, out.get("times")
 
 
+def _step(method, fun, t, y, f, h, rtol, atol):
+    """One step of ``method``: ``(y_new, f_new, stages, error_norm)``."""
+    if method is ROSENBROCK23:
+        return rosenbrock_step(fun, t, y, f, h, rtol, atol)
+    return rk.rk_step(method, fun, t, y, f, h, rtol, atol)
+
+
+def _dense_rows(method, fun, t, y, y_new, f_new, h, k):
+    if method is ROSENBROCK23:
+        return rosenbrock_dense_rows(fun, t, y, y_new, f_new, h, k)
+    return rk.dense_rows(method, fun, t, y, y_new, f_new, h, k)
+
+
+def _n_rows(method) -> int:
+    """The number of rows of a step's interpolant (:func:`_dense_rows`)."""
+    if method is ROSENBROCK23:
+        return method.n_rows
+    return len(method.P[0]) if method.P else len(method.D) + 3
+
+
 def _spacing(t):
     """The gap from ``t`` to the next float away from zero (SciPy's ``|nextafter(t, +-inf) - t|``, which is
     half of it stepping towards zero from a power of two), from ``log2`` (``nextafter`` has no compiled
@@ -184,7 +206,7 @@ def _attempt(fun, options, direction, t1, c):
     t_new = t + h_abs * direction
     t_new = tnp.where(direction * (t_new - t1) > 0, t1, t_new)
     h = t_new - t
-    y_new, f_new, k, error_norm = rk.rk_step(tab, fun, t, y, f, h, options.rtol, options.atol)
+    y_new, f_new, k, error_norm = _step(tab, fun, t, y, f, h, options.rtol, options.atol)
     accept = (error_norm < 1.0) & ~too_small
     new = dict(c)
     new.update(t=tnp.where(accept, t_new, t), y=tnp.where(accept, y_new, y), f=tnp.where(accept, f_new, f),
@@ -193,7 +215,7 @@ def _attempt(fun, options, direction, t1, c):
                status=tnp.where(too_small, _TOO_SMALL, c["status"]))
     if "rows" in c:  # keep the accepted step's interpolant for the outputs it passes
         new.update(t_old=tnp.where(accept, t, c["t_old"]), y_old=tnp.where(accept, y, c["y_old"]),
-                   rows=tnp.where(accept, rk.dense_rows(tab, fun, t, y, y_new, f_new, h, k), c["rows"]))
+                   rows=tnp.where(accept, _dense_rows(tab, fun, t, y, y_new, f_new, h, k), c["rows"]))
     if "times" in c:
         slot = tnp.arange(tnp.shape(c["times"])[0]) == c["n_acc"] + 1
         new["times"] = tnp.where(accept & slot, t_new, c["times"])
@@ -318,6 +340,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
                                   "is a root of the event function, which this solver does not differentiate); "
                                   "leave events=None, and locate events on the returned sol, or use "
                                   "scipy.integrate.solve_ivp for the forward solve only")
+    if adjoint and tableau is ROSENBROCK23:
+        raise ValueError("solve_ivp: adjoint=True is not available with method='Rosenbrock23': the adjoint "
+                         "method integrates the state backwards in time, where a stiff problem's decaying modes "
+                         "grow without bound; use adjoint=False (through the steps)")
     args = _check_args(args)
     y0 = tnp.asarray(y0)
     y0 = y0 if np.dtype(y0.dtype).kind == "f" else tnp.astype(y0, np.float64)
@@ -342,9 +368,11 @@ def _solve_direct(fun, options, y0, t0, t1, t_eval, *args):
 
 def _check_method(method):
     if method not in METHODS:
+        hint = (f"; for a stiff problem use method='Rosenbrock23' in place of SciPy's {method}"
+                if method in _IMPLICIT else "")
         raise ValueError(f"solve_ivp: method must be one of {METHODS} (tapegrad's differentiable solvers), got "
-                         f"{method!r}; SciPy's implicit methods (Radau, BDF, LSODA) are not available")
-    return rk.TABLEAUS[method]
+                         f"{method!r}{hint}")
+    return ROSENBROCK23 if method == "Rosenbrock23" else rk.TABLEAUS[method]
 
 
 def _check_args(args):
@@ -373,19 +401,19 @@ def _settings(tableau, options, max_steps):
 
 def _step_times(fun, options, y0, t0, t1, args):
     """The accepted steps' ends from a first solve (not differentiated), as output times: ``t0`` and
-    ``t1`` themselves (differentiable), the times between them constants."""
+    (where the solve reached it) ``t1`` themselves, differentiable; the times between them constants."""
     const = stop_gradient((y0, t0, t1, args))
-    _, _, counts, _, times = _integrate(lambda t, y: fun(t, y, *const[3]), options, *const[1:3], const[0],
-                                        tnp.zeros((0,), dtype=y0.dtype), record_times=True, reverse=False)
+    _, _, counts, status, times = _integrate(lambda t, y: fun(t, y, *const[3]), options, *const[1:3], const[0],
+                                             tnp.zeros((0,), dtype=y0.dtype), record_times=True, reverse=False)
     try:
-        n_acc = int(counts[0])
+        n_acc, finished = int(counts[0]), int(status) == _RUNNING
     except ConcretizationError as error:
         raise ValueError("solve_ivp: under jit, t_eval=None (every accepted step, a number known only after the "
                          "solve) and dense_output=True are not available; pass t_eval (e.g. t_eval=t_span for "
                          "the end points) and leave dense_output False") from error
-    inner = np.asarray(times)[1:n_acc]
-    ends = [tnp.reshape(t, (1,)) for t in (t0, t1)]
-    return tnp.concatenate([ends[0], tnp.asarray(inner, dtype=y0.dtype), ends[1]]) if n_acc else ends[0]
+    inner = tnp.asarray(np.asarray(times)[1:n_acc + (not finished)], dtype=y0.dtype)
+    parts = [tnp.reshape(t0, (1,)), inner] + ([tnp.reshape(t1, (1,))] if finished and n_acc else [])
+    return tnp.concatenate(parts)
 
 
 def _check_t_eval(t_eval, t0, t1, dtype):
@@ -417,9 +445,9 @@ def _dense_solution(fun, options, y0, t0, t1, args, solve):
 
     def rows(t, h, y):
         f = fun(t, y, *args)
-        y_new, f_new, k, _ = rk.rk_step(options.tableau, lambda s, z: fun(s, z, *args), t, y, f, h,
-                                        options.rtol, options.atol)
-        return rk.dense_rows(options.tableau, lambda s, z: fun(s, z, *args), t, y, y_new, f_new, h, k)
+        y_new, f_new, k, _ = _step(options.tableau, lambda s, z: fun(s, z, *args), t, y, f, h, options.rtol,
+                                   options.atol)
+        return _dense_rows(options.tableau, lambda s, z: fun(s, z, *args), t, y, y_new, f_new, h, k)
     starts = ys[:-1]
     return OdeSolution(ts, starts, vmap(rows)(ts[:-1], np.diff(ts), starts), options.tableau)
 
@@ -431,8 +459,10 @@ def _result(tableau, t_eval, ys, counts, status, sol, options, dense_output, int
     extra = (n_acc if dense_output else n_out if interpolated else 0) * 3 if tableau.D else 0
     nfev = (2 if options.first_step is None else 1) + tableau.n_stages * n_att + extra
     failed = status != _RUNNING
-    return OdeResult(t=t_eval, y=tnp.transpose(ys), sol=sol, t_events=None, y_events=None, nfev=nfev, njev=0,
-                     nlu=0, status=tnp.where(failed, -1, 0), message=_message(status, options),
+    # Rosenbrock23: one Jacobian per attempt, and tnp.linalg.solve factors W for each of its 3 solves
+    njev, nlu = (n_att, 3 * n_att) if tableau is ROSENBROCK23 else (0, 0)
+    return OdeResult(t=t_eval, y=tnp.transpose(ys), sol=sol, t_events=None, y_events=None, nfev=nfev, njev=njev,
+                     nlu=nlu, status=tnp.where(failed, -1, 0), message=_message(status, options),
                      success=~failed)
 
 
