@@ -15,7 +15,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.integrate as tsi
 from _tol import assert_close
-from tapegrad.scipy.integrate._odeint import _accepted_steps, odeint_executor
+from tapegrad.scipy.integrate._odeint import _accepted_steps, odeint_explain
 from tapegrad.testing import check_grads
 
 Y0 = np.array([10.0, 10.0])
@@ -127,15 +127,20 @@ def test_the_cache_keeps_no_function_alive():
     assert ref() is None
 
 
-def test_odeint_executor_says_which_executor_runs_the_solver():
-    executor = odeint_executor(predator_prey, Y0, TIMES, THETA, **TOL)
-    assert executor in ("numba", "python+numba", "python")
+def test_odeint_explain_names_each_program_and_why():
+    lines = odeint_explain(predator_prey, Y0, TIMES, THETA, **TOL).split("\n")
+    assert [line.split(":")[0] for line in lines] == ["solver", "backward"]
+    for line in lines:
+        executor = line.split(": ")[1]
+        assert executor in ("numba", "python+numba", "python")
+        assert ("not compiled whole because" in line) == (executor != "numba")
     previous = tg.config.compiled_executor
     tg.config.compiled_executor = False
-    try:
-        assert odeint_executor(predator_prey, Y0, TIMES[:2], THETA, **TOL) == "python"
+    try:  # a new function: its programs are compiled (or not) with the switch as it is now
+        lines = odeint_explain(lambda y, t, theta: predator_prey(y, t, theta), Y0, TIMES, THETA, **TOL)
     finally:
         tg.config.compiled_executor = previous
+    assert lines.count("python: not compiled whole because the compiled executor is off") == 2
 
 
 def test_options_must_be_numbers():

@@ -7,11 +7,16 @@ tapegrad operations:
   steps, accepting a step where the mixed relative/absolute error estimate is at most 1 and resizing
   it (Hairer, Norsett and Wanner, "Solving ODEs I", II.4), and the value at the output time is read
   from the 4th-order interpolating polynomial of the last step (Shampine 1986);
-- reverse (``custom_vjp``): the adjoint ODE (Pontryagin; Chen et al. 2018, "Neural ODEs") integrated
-  backwards from each output time to the previous one, with the same solver: the state ``y``, its
-  cotangent ``y_bar`` (``dy_bar/dt = -y_bar^T df/dy``) and the cotangent of the arguments
-  (``dargs_bar/dt = -y_bar^T df/dargs``), plus the cotangent of each output time
-  (``t_bar_i = g_i . f(y_i, t_i)``, and ``t_0``'s by integrating ``-y_bar^T df/dt``).
+- reverse (``custom_vjp``): a reverse ``scan`` over the output intervals, each integrating the adjoint
+  ODE (Pontryagin; Chen et al. 2018, "Neural ODEs") backwards from its output time to the previous one,
+  with the same solver: the state ``y``, its cotangent ``y_bar`` (``dy_bar/dt = -y_bar^T df/dy``) and
+  the cotangent of the arguments (``dargs_bar/dt = -y_bar^T df/dargs``), plus the cotangent of each
+  output time (``t_bar_i = g_i . f(y_i, t_i)``, and ``t_0``'s by integrating ``-y_bar^T df/dt``). Each
+  adjoint solve is a call of the ``custom_vjp`` itself, which a staged scan body keeps whole: a reverse
+  mode around the backward pass (grad of grad) meets the rule, never the solver's ``while_loop``.
+
+The solver and the backward pass are each a ``jit`` staged once per ``func``, options, shapes and dtypes
+(:class:`_Staged`): eager calls run those programs, and an outer ``jit`` stages them inline into its own.
 
 The state may be any pytree of float arrays; it is flattened into one vector for the solver.
 """
@@ -334,8 +339,8 @@ def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rt
     lambda at every call stages again), options, shapes and dtypes, with ``tg.jit``, and an eager call
     runs those programs: ``grad`` of an eager ``odeint`` runs two. Under an outer ``jit`` they are staged
     into its program instead. Whether they run compiled (numba) or on the Python executor is ``jit``'s
-    choice, by their size: :func:`odeint_executor` says which, and the log of ``tapegrad.jit`` at DEBUG
-    says why (docs/jit.md).
+    choice, by their size: :func:`odeint_explain` says which, and why (docs/jit.md, "The compiled
+    executor").
 
     Raises:
         ValueError: ``t`` not 1-D.
@@ -345,20 +350,25 @@ def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rt
     return _odeint(func, *options, y0, ts, *args)
 
 
-def odeint_executor(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
-                    atol: float = 1.4e-8, mxstep: float = np.inf, hmax: float = np.inf) -> str:
-    """Which executor runs :func:`odeint`'s solver for these arguments, as ``tg.jit(f).executor``:
-    ``"numba"`` (compiled whole), ``"python+numba"`` (the Python executor, its loops compiled alone) or
-    ``"python"``. It stages the solver (and caches it, as a call would) without running it.
+def odeint_explain(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
+                   atol: float = 1.4e-8, mxstep: float = np.inf, hmax: float = np.inf) -> str:
+    """Which executor runs each of :func:`odeint`'s programs for these arguments, and why where it is
+    not numba, as ``tg.jit(f).explain``: two lines, ``"solver: ..."`` (the forward solve) and
+    ``"backward: ..."`` (the backward pass of ``grad``). It stages both programs and caches them, as
+    calls would, and runs the forward solve once (the backward pass is staged on its output).
 
     Args:
-        func, y0, t, *args, rtol, atol, mxstep, hmax: as :func:`odeint`.
+        func, y0, t, *args, rtol, atol, mxstep, hmax: as :func:`odeint`, with concrete arrays.
 
     Returns:
-        The executor's name; the ``tapegrad.jit`` logger at DEBUG level says why a program is not compiled.
+        For example ``"solver: numba: the program is compiled whole\nbackward: python+numba: not
+        compiled whole because its source is ... past the compile budget ...; its loops compile alone"``.
     """
     ts, y0, options = _prepare(y0, t, rtol, atol, mxstep, hmax)
-    return _staged(func, options).solve.executor(y0, ts, args)
+    staged = _staged(func, options)
+    ys = staged.solve(y0, ts, args)[0]
+    return (f"solver: {staged.solve.explain(y0, ts, args)}\n"
+            f"backward: {staged.backward.explain((ys, ts, args), ys)}")
 
 
 def _accepted_steps(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf) -> int:
