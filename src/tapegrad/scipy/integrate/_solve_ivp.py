@@ -1,4 +1,5 @@
-"""``solve_ivp``: SciPy's initial value problem solver (``RK23``, ``RK45``, ``DOP853``), differentiable.
+"""``solve_ivp``: SciPy's initial value problem solver (``RK23``, ``RK45``, ``DOP853``), differentiable,
+with a stiff method of its own (``Rosenbrock23``, ``_rosenbrock.py``).
 
 Forward: one ``while_loop`` whose every iteration is one attempted step of SciPy's embedded
 Runge-Kutta pair, with SciPy's error norm, step-size control and starting step (``_runge_kutta.py``),
@@ -50,7 +51,8 @@ class OdeResult(dict):
 
     Fields: ``t`` (``(n_points,)``), ``y`` (``(n, n_points)``), ``sol`` (an :class:`OdeSolution` with
     ``dense_output=True``, else None), ``t_events`` and ``y_events`` (None: events are not supported),
-    ``nfev``, ``njev``, ``nlu`` (evaluations of ``fun`` counted as SciPy counts them, 0, 0), ``status``
+    ``nfev`` (evaluations of ``fun``, counted as SciPy counts them), ``njev`` and ``nlu`` (Rosenbrock23's
+    Jacobians and LU factorizations; 0 for the explicit methods), ``status``
     (0: reached the end of ``t_span``; -1: failed), ``message``, ``success`` (``status >= 0``). Under
     ``jit`` the counts, ``status`` and ``success`` are traced arrays and ``message`` describes the codes.
     """
@@ -297,8 +299,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
             through ``args``, or (``adjoint=False`` only) as closures.
         t_span: ``(t0, t1)``; ``t1 < t0`` integrates backwards.
         y0: the initial state, a 1-D float array ``(n,)`` (integers become float64).
-        method: ``"RK45"`` (Dormand-Prince 5(4)), ``"RK23"`` (Bogacki-Shampine 3(2)) or ``"DOP853"``
-            (8th order); SciPy's implicit methods raise a ``ValueError``.
+        method: ``"RK45"`` (Dormand-Prince 5(4)), ``"RK23"`` (Bogacki-Shampine 3(2)), ``"DOP853"``
+            (8th order), or for stiff problems ``"Rosenbrock23"`` (MATLAB's ``ode23s``, not a SciPy
+            method: linearly implicit, with the Jacobian from ``jacfwd``; ``adjoint=False`` only).
+            SciPy's implicit methods (``"Radau"``, ``"BDF"``, ``"LSODA"``) raise a ``ValueError``.
         t_eval: the output times, 1-D, inside ``t_span``, sorted in the direction of integration, read
             from the steps' interpolants. None returns every accepted step (SciPy's default), whose
             number is only known after the solve: not available under ``jit`` (pass ``t_eval``,
@@ -322,10 +326,12 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
             ``first_step`` (None: SciPy's choice). Others warn and are ignored, as in SciPy.
 
     Returns:
-        An :class:`OdeResult`: ``t`` ``(n_points,)`` (``t_eval``, or the accepted steps' times from
-        ``t0`` to ``t1``), ``y`` ``(n, n_points)``, ``sol``, ``t_events = y_events = None``, ``nfev``,
-        ``njev = nlu = 0``, ``status``, ``message``, ``success``. ``y`` is differentiable in ``y0``,
-        ``args``, ``t_span`` and ``t_eval``; the returned step times (``t_eval=None``) are constants.
+        An :class:`OdeResult` with ``t`` ``(n_points,)`` (``t_eval``, or the accepted steps' times from
+        ``t0`` to ``t1``), ``y`` ``(n, n_points)`` (NaN at outputs a failed solve did not reach),
+        ``sol``, ``t_events = y_events = None``, ``nfev``, ``njev`` and ``nlu`` (Jacobians and LU
+        factorizations: 0 for the explicit methods), ``status``, ``message``, ``success``. ``y`` is
+        differentiable in ``y0``, ``args``, ``t_span`` and ``t_eval``; the returned step times
+        (``t_eval=None``) are constants.
 
     Raises:
         ValueError: an unknown or implicit ``method``, ``y0`` not 1-D, ``t_eval`` not 1-D,
