@@ -148,6 +148,9 @@ class MainTrace:
 
 
 _trace_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("tapegrad_trace_stack", default=())
+# whether the staging under way is jit's (its program runs on jit's executor), not an eager loop body's or
+# make_program's: a vmap staged by jit may become a loop over the batch (_control_flow/_batch_loop.py)
+for_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_staging_for_jit", default=False)
 
 
 class _Scope:

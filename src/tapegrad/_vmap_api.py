@@ -3,6 +3,7 @@ and functorch's ``chunk_size``; every argument error names the path of the offen
 from __future__ import annotations
 
 import functools
+import importlib
 import operator
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -11,7 +12,7 @@ import numpy as np
 import optree
 
 from tapegrad import _tree
-from tapegrad._core import Boxed
+from tapegrad._core import Boxed, for_jit
 from tapegrad._owned import owned
 from tapegrad._structural import concatenate
 from tapegrad._typing import PyTree
@@ -21,6 +22,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _ARRAY_TYPES = frozenset([np.ndarray])
+
+
+def _batch_as_loop(flat_fun, inputs, outputs):
+    """A ``vmap`` that ``jit`` stages as a loop over the batch, or None where the batched program serves
+    (``tapegrad._control_flow._batch_loop``: a layer above, which stages loops; imported by name, on the
+    first vmap that jit stages, as ``import tapegrad`` leaves control flow to its first use)."""
+    loop = importlib.import_module("tapegrad._control_flow._batch_loop")
+    return loop.batch_as_loop(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
 _LEAF = object()  # stands for the treedef of an argument that is one array
 
 
@@ -240,9 +249,10 @@ def vmap(fn: Callable[P, R], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_siz
             return outputs.flatten(fn(*call_args, **call_kwargs))
 
         try:
-            if chunk_size is None or inputs.size <= chunk_size:
+            out_leaves = _batch_as_loop(flat_fun, inputs, outputs) if chunk_size is None and for_jit.get() else None
+            if out_leaves is None and (chunk_size is None or inputs.size <= chunk_size):
                 out_leaves = vmap_flat(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
-            else:
+            elif out_leaves is None:
                 out_leaves = _chunked(flat_fun, inputs, outputs, chunk_size)
         except MappedOutputError as err:
             raise outputs.mapped_error(err) from None

@@ -14,7 +14,7 @@ import numpy as np
 from tapegrad import _tree
 from tapegrad._backend import is_array
 from tapegrad._config import config
-from tapegrad._core import Boxed, Tracer
+from tapegrad._core import Boxed, Tracer, for_jit, scoped
 from tapegrad._flags import flags_read
 from tapegrad._jit import misses, native, passes
 from tapegrad._jit.codegen import compile_program, evaluate
@@ -408,7 +408,8 @@ class _Jitted(Generic[P, R]):
             out_tree.append(treedef)
             return out_leaves
         scalars = [i for i, x in enumerate(leaves) if isinstance(x, np.generic)]
-        program, builder = stage(flat_fun, avals, backends, scalars)
+        with scoped(for_jit, True):
+            program, builder = stage(flat_fun, avals, backends, scalars)
         return _Entry(program, builder, out_tree[0], out_tree[0].num_leaves)
 
     def _cache_size(self) -> int:
