@@ -64,7 +64,7 @@ def _static_split(args, kwargs) -> tuple[tuple, tuple, str | None]:
     hashable), or None."""
     positions, names = [], []
     for where, value in [(k, v) for k, v in enumerate(args)] + list(kwargs.items()):
-        if all(traceable(leaf) is not None for leaf in _tree.tree_leaves(value)):
+        if type(value) is np.ndarray or all(traceable(leaf) is not None for leaf in _tree.tree_leaves(value)):
             continue
         try:
             hash(value)
@@ -108,9 +108,10 @@ class _Staged:
         """``jit(...).executor(*args, **kwargs)``, kept by the arguments' shapes and dtypes (asking ``jit``
         again inspects the program's loops: milliseconds, once per solve otherwise)."""
         # a number is a traced input (its type is jit's key); another leaf is static (its value is)
-        key = tuple((np.shape(x), np.result_type(x)) if hasattr(x, "dtype") else
-                    type(x) if type(x) in (bool, int, float, complex) else (type(x), x)
-                    for x in _tree.tree_leaves((args, kwargs)))
+        leaves = args if not kwargs and all(type(x) is np.ndarray for x in args) else _tree.tree_leaves((args, kwargs))
+        key = tuple((x.shape, x.dtype) if type(x) is np.ndarray else (np.shape(x), np.result_type(x))
+                    if hasattr(x, "dtype") else type(x) if type(x) in (bool, int, float, complex) else (type(x), x)
+                    for x in leaves)
         try:
             return self.executors[key]
         except KeyError:

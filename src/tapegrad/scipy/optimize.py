@@ -41,6 +41,8 @@ _DENSE_MAX = 200  # "auto": a dense adjoint solve up to this many unknowns, iter
 def _concrete(args, where: str) -> list:
     """``args`` with every array leaf (of a pytree argument too) as a host NumPy array; a value under
     ``vmap`` or ``jit`` has none (a TypeError)."""
+    if _plain(args):  # the common case, without the tree walks: SciPy calls the solver in a loop
+        return list(args)
     values = [_tree.tree_map(stop_gradient, a) for a in args]
     for k, v in enumerate(values):
         if any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(v)):
@@ -50,9 +52,14 @@ def _concrete(args, where: str) -> list:
     return [_tree.tree_map(lambda leaf: to_host(leaf) if hasattr(leaf, "shape") else leaf, v) for v in values]
 
 
+def _plain(args) -> bool:
+    """Whether every argument is a host NumPy array or a Python number: nothing traced, nothing to copy."""
+    return all(type(a) is np.ndarray or type(a) in (float, int) for a in args)
+
+
 def _check_concrete_start(x0, where: str) -> None:
     """A TypeError for an ``x0`` traced by ``vmap`` or ``jit`` (a derivative's is only stopped)."""
-    if isinstance(stop_gradient(asarray(x0)), Tracer):
+    if type(x0) is not np.ndarray and isinstance(stop_gradient(asarray(x0)), Tracer):
         raise TypeError(f"{where}: x0 is a value of vmap or jit, but SciPy's solver needs a concrete host start: "
                         "call it eagerly (grad, vjp, jvp and their nestings work), or use tg.custom_root with a "
                         "solver written in tapegrad operations under vmap or jit")
@@ -75,7 +82,7 @@ def _floats(out) -> Any:
 def _traced(args) -> bool:
     """Whether any leaf of ``args`` (a dict, tuple or list argument's too) is traced: its solution is then
     differentiated."""
-    return any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(list(args)))
+    return not _plain(args) and any(isinstance(leaf, Tracer) for leaf in _tree.tree_leaves(list(args)))
 
 
 def _check_implicit_solve(implicit_solve, where: str) -> None:
@@ -137,6 +144,8 @@ def _solve_of_kind(kind: str, symmetric: bool, where: str) -> Callable:
 def _implicit_solution(x_host, like, optimality, args, implicit_solve, symmetric, where: str):
     """SciPy's solution ``x_host`` with ``like``'s shape, dtype and backend, differentiable with respect to
     the traced ``args`` through ``custom_root`` on ``optimality(x, *args) = 0``."""
+    if type(like) is np.ndarray and not _traced(args):  # the common case, without the backend's probes
+        return np.asarray(x_host).reshape(like.shape).astype(like.dtype, copy=False)
     like = stop_gradient(like)
     xp = namespace_of(like)
     x_star = xp.asarray(np.asarray(x_host).reshape(like.shape), dtype=like.dtype)
@@ -204,6 +213,8 @@ def _given(**options: Any) -> dict:
 
 def _float_like(x0) -> Any:
     """``x0`` as an array of a floating dtype (float64 for integers), on its backend, without a derivative."""
+    if type(x0) is np.ndarray and x0.dtype.kind == "f":  # as the general case gives it, without its cost
+        return x0
     x0 = asarray(stop_gradient(x0))
     dtype = np.result_type(np.dtype(x0.dtype), np.float32)
     return namespace_of(x0).asarray(x0, dtype=dtype)
