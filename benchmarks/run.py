@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
 [sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]
-[distributed] [implicit] [while_rev] [native] [odeint]``
+[distributed] [implicit] [while_rev] [native] [odeint] [optimize]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -60,6 +60,7 @@ import bench_kernels  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_native  # noqa: E402
 import bench_odeint  # noqa: E402
+import bench_optimize  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_solve_ivp  # noqa: E402
 import bench_staging  # noqa: E402
@@ -72,7 +73,8 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "gp": bench_gp, "control_flow": bench_control_flow, "jacobian_memory": bench_jacobian_memory,
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
-              "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint}
+              "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint,
+              "optimize": bench_optimize}
 
 
 def _peers() -> str:
