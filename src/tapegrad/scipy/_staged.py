@@ -84,13 +84,19 @@ class _Staged:
 
     __slots__ = ("jitted", "stagings", "failure", "executors")
 
-    def __init__(self, derived: Callable, static_argnums: tuple, static_argnames: tuple) -> None:
+    def __init__(self, fun: Callable, kind: str, static_argnums: tuple, static_argnames: tuple) -> None:
         self.stagings, self.failure, self.executors = 0, None, {}
+        # a weak reference: the table holds this on fun's key, and a strong one would keep fun alive
+        try:
+            ref = weakref.ref(fun)
+        except TypeError:  # no weak reference: the table is this call's own (Route)
+            def ref():
+                return fun
 
         def body(*args, **kwargs):
             self.stagings += 1
             try:
-                return derived(*args, **kwargs)
+                return _DERIVED[kind](ref())(*args, **kwargs)
             except Exception as error:
                 self.failure = error
                 raise
@@ -187,7 +193,7 @@ class Route:
         key = self._key(kind)
         found = self._table.get(key)
         if found is None:
-            found = self._table[key] = _Staged(_DERIVED[kind](self.fun), key[1], key[2])
+            found = self._table[key] = _Staged(self.fun, kind, key[1], key[2])
         return found
 
     def _probe(self, kind: str, cell: list) -> Callable:
@@ -211,7 +217,8 @@ class Route:
             try:
                 out = staged.jitted(*args, **kwargs)
             except Exception as error:
-                if not staged.staging_error(error):
+                told, staged.failure = staged.staging_error(error), None  # (its traceback holds fun's frames)
+                if not told:
                     raise
                 reason = f"jit could not stage the function's {kind} ({_first_line(error)})"
                 return fall_back(reason, True)(*args, **kwargs)  # an error of the function itself raises again
