@@ -158,6 +158,21 @@ def test_dense_output_derivative():
     assert_close(tg.jacrev(lambda th: at(th, True))(THETA), tg.jacrev(lambda th: at(th, False))(THETA), rtol=1e-6)
 
 
+def test_vmap_matches_a_loop():
+    rates = THETA * (1.0 + 0.1 * np.arange(3))[:, None]  # each example takes its own steps
+    batched = tg.vmap(lambda theta: observed(theta, rtol=1e-6, atol=1e-8))(rates)
+    assert_close(batched, np.stack([observed(theta, rtol=1e-6, atol=1e-8) for theta in rates]), rtol=1e-12)
+
+
+def test_forward_mode_and_second_order():
+    def fn(theta):
+        return observed(theta, t_eval=np.array([0.0, 0.5]), rtol=1e-4, atol=1e-6)[:, 1]
+    assert_close(tg.jacfwd(fn)(THETA), tg.jacrev(fn)(THETA), rtol=1e-12)
+    check_grads(lambda theta: tnp.sum(fn(theta)), (THETA,), order=2, modes=("rev",), eps=1e-4, rtol=1e-5)
+    with pytest.raises(TypeError, match="adjoint=True, the derivative is reverse mode"):
+        tg.jvp(lambda theta: observed(theta, adjoint=True), (THETA,), (THETA,))
+
+
 @pytest.mark.peer("jax")
 @pytest.mark.parametrize("adjoint", [False, True])
 def test_matches_jax_odeint(adjoint):

@@ -226,10 +226,12 @@ def _attempt(fun, options, direction, t1, c):
 
 def _output(tableau, t_eval, c):
     """Write output ``j`` from the last accepted step's interpolant (SciPy's ``t_eval`` handling)."""
+    # clipped: under vmap both branches run, this one also for examples that have written every output
+    j = tnp.minimum(c["j"], tnp.shape(t_eval)[0] - 1)
     span = c["t"] - c["t_old"]
-    x = (tnp.take(t_eval, c["j"]) - c["t_old"]) / tnp.where(span == 0.0, 1.0, span)
+    x = (tnp.take(t_eval, j) - c["t_old"]) / tnp.where(span == 0.0, 1.0, span)
     new = dict(c)
-    new.update(ys=c["ys"].at[c["j"]].set(rk.dense_eval(tableau, c["rows"], c["y_old"], x)), j=c["j"] + 1,
+    new.update(ys=c["ys"].at[j].set(rk.dense_eval(tableau, c["rows"], c["y_old"], x)), j=c["j"] + 1,
                n_out=c["n_out"] + (c["last_out"] != c["n_acc"]), last_out=c["n_acc"])
     return new
 
@@ -318,7 +320,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
             exact derivative of the discrete solver, storing each attempted step's residuals (memory
             grows with the number of steps), at every order. True: the adjoint method, storing only
             the outputs (memory independent of the steps), the derivative of the exact solution,
-            accurate to ``rtol``/``atol``, first order only (a second reverse pass raises).
+            accurate to ``rtol``/``atol``, reverse mode of first order only (forward mode and a second
+            reverse pass raise a ``TypeError``).
         max_steps: the most attempted steps (accepted and rejected). A solve that has not reached
             ``t1`` by then stops with ``status = -1``. With ``adjoint=False`` under ``jit`` it also
             sizes the compiled loop's residual stacks.
@@ -362,7 +365,16 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
     if t_eval is None:
         t_eval = _step_times(fun, settings, y0, t0, t1, args)
     t_eval = _check_t_eval(t_eval, t0, t1, y0.dtype)
-    ys, counts, status = solve(fun, settings, y0, t0, t1, t_eval, *args)
+    try:
+        ys, counts, status = solve(fun, settings, y0, t0, t1, t_eval, *args)
+    except TypeError as error:
+        # the adjoint's loops are forward-only: a transform reaches them past the custom rule when fun closes
+        # over a value it traces, or when it is forward mode (which transposes the rule's backward pass)
+        if not adjoint or "while_loop: reverse-mode" not in str(error):
+            raise
+        raise TypeError("solve_ivp: with adjoint=True, the derivative is reverse mode (grad, vjp) of first order in "
+                        "y0, args, t_span and t_eval: for forward mode (jvp, jacfwd) or higher orders pass "
+                        "adjoint=False, and pass a traced value fun uses in args, not as a closure") from error
     sol = _dense_solution(fun, settings, y0, t0, t1, args, solve) if dense_output else None
     return _result(tableau, t_eval, ys, counts, status, sol, settings, dense_output, interpolated)
 
