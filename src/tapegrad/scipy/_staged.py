@@ -185,6 +185,8 @@ class Route:
 
     def _key(self, kind: str) -> tuple:
         # hessp's p comes before args: the positions the jitted function sees are shifted by it
+        if not self.static_positions:
+            return kind, (), self.static_names
         shift = 2 if kind == "hessp" else 1
         return kind, tuple(k + shift for k in self.static_positions), self.static_names
 
