@@ -9,12 +9,14 @@ static), which itself keeps one program per argument shapes and dtypes. Array ``
 of that program, so a new value of them does not stage again; ``args`` that are not arrays (a string, a
 callable) are static: hashed into the key, as ``jit``'s ``static_argnums``.
 
-Each host function probes its first two calls: a first call that fails to stage (an operation ``jit``
-cannot trace, such as ``np.asarray`` of a tracer or Python ``if`` on a value) switches the route to the
-eager derivative, remembered on the function so that later solves go there directly; a second call
-that staged again, or a result that is a tracer, means the function reads a value of an outer
-transform (a closed-over traced value or a traced Parameter), which ``jit`` cannot keep: the route then
-goes eager for this solve. After the probe, each call is the bare ``jit`` call.
+Each host function probes its first calls: one where the user's function fails to stage (an operation
+``jit`` cannot trace, such as ``np.asarray`` of a tracer or Python ``if`` on a value) switches the route
+to the eager derivative, remembered on the function so that later solves go there directly (an error
+of ``jit`` itself, or of the compiled program, propagates); a call that staged again right after a
+staging, or a result that is a tracer, means the function reads a value of an outer transform (a
+closed-over traced value or a traced Parameter), which ``jit`` cannot keep: the route then goes eager
+for this solve. From the first call that reuses the cached program on, each call is the bare ``jit``
+call.
 """
 from __future__ import annotations
 
