@@ -61,6 +61,7 @@ import bench_mlp  # noqa: E402
 import bench_native  # noqa: E402
 import bench_odeint  # noqa: E402
 import bench_optimize  # noqa: E402
+import bench_science  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_solve_ivp  # noqa: E402
 import bench_staging  # noqa: E402
@@ -74,7 +75,7 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
               "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint,
-              "optimize": bench_optimize}
+              "optimize": bench_optimize, "science": bench_science}
 
 
 def _peers() -> str:
