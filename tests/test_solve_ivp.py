@@ -69,6 +69,13 @@ def test_dense_output_matches_scipy(method):
     assert_close(ours.sol(1.3), theirs.sol(1.3), rtol=1e-7)
 
 
+def test_float32_state_stays_float32():
+    ours = solve_ivp(lotka_volterra, (0.0, 4.0), Y0.astype(np.float32), t_eval=T_EVAL, args=(THETA,))
+    theirs = scipy.integrate.solve_ivp(lotka_volterra_np, (0.0, 4.0), Y0, t_eval=T_EVAL, args=(THETA,))
+    assert ours.y.dtype == np.float32 and ours.t.dtype == np.float32 and ours.success
+    assert_close(ours.y, theirs.y.astype(np.float32), rtol=1e-4)
+
+
 def test_max_steps_and_max_step():
     ours = solve_ivp(lotka_volterra, (0.0, 4.0), Y0, t_eval=T_EVAL, args=(THETA,), max_steps=5)
     assert ours.status == -1 and not ours.success and "max_steps=5" in ours.message

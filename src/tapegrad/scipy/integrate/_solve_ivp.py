@@ -125,7 +125,8 @@ def _integrate(fun, options: _Options, t0, t1, y0, t_eval, *, record_times=False
     time, writes that output from the step's interpolant (``cond``: one output, not the whole buffer,
     per iteration, and no step wasted)."""
     tab, rtol, atol = options.tableau, options.rtol, options.atol
-    direction = tnp.where(t1 >= t0, 1.0, -1.0)
+    direction = tnp.astype(tnp.where(t1 >= t0, 1.0, -1.0), y0.dtype)
+    fun = _keeping_dtype(fun, y0.dtype)
     f0 = fun(t0, y0)
     h_abs = (rk.initial_step(fun, t0, y0, f0, t1, options.max_step, direction, tab.error_order, rtol, atol)
              if options.first_step is None else tnp.asarray(options.first_step, dtype=y0.dtype))
@@ -165,6 +166,14 @@ def _integrate(fun, options: _Options, t0, t1, y0, t_eval, *, record_times=False
     status = tnp.where(unfinished, _OUT_OF_STEPS, out["status"])
     counts = (out["n_acc"], out["n_att"], out.get("n_out", zero))
     return out.get("ys", tnp.zeros((0,) + tnp.shape(y0), dtype=y0.dtype)), out["y"], counts, status, out.get("times")
+
+
+def _keeping_dtype(fun, dtype):
+    """``fun`` with its value cast to the state's dtype (the loop's carries keep their dtypes)."""
+    def cast(t, y):
+        value = fun(t, y)
+        return value if value.dtype == dtype else tnp.astype(value, dtype)
+    return cast
 
 
 def _step(method, fun, t, y, f, h, rtol, atol):
@@ -300,7 +309,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
             operations. Values a transform traces (the parameters being differentiated) must reach it
             through ``args``, or (``adjoint=False`` only) as closures.
         t_span: ``(t0, t1)``; ``t1 < t0`` integrates backwards.
-        y0: the initial state, a 1-D float array ``(n,)`` (integers become float64).
+        y0: the initial state, a 1-D float array ``(n,)``: the solve keeps its dtype (SciPy computes
+            in float64), and integers become float64.
         method: ``"RK45"`` (Dormand-Prince 5(4)), ``"RK23"`` (Bogacki-Shampine 3(2)), ``"DOP853"``
             (8th order), or for stiff problems ``"Rosenbrock23"`` (MATLAB's ``ode23s``, not a SciPy
             method: linearly implicit, with the Jacobian from ``jacfwd``; ``adjoint=False`` only).
