@@ -64,9 +64,15 @@ def _interp_weights(first, last, solution, midpoint):
                  for i, (c, m) in enumerate(zip(_C_SOL, _C_MID)))
 
 
-# the interpolating polynomial's three leading coefficients (highest first), as combinations of the stages
-_C_INTERP = (_interp_weights(-2.0, 2.0, -8.0, 16.0), _interp_weights(5.0, -3.0, 14.0, -32.0),
-             _interp_weights(-4.0, 1.0, -5.0, 16.0))
+# The interpolating polynomial of a step (Shampine 1986): the 4th-order polynomial in the step's fraction
+# s that matches y and dy/dt at both ends and the midpoint estimate y0 + dt sum(_C_MID k). Its
+# coefficients of s^4, s^3 and s^2 are combinations of the stages (those of y0 cancel), and of s, dt k0;
+# so p(s) = y0 + dt sum_i w_i(s) k_i, with w_i(s) = s (d_i + s (c_i + s (b_i + s a_i))). The stages
+# with a weight (all but the second) are kept from the last accepted step (the last one is its f), and
+# the polynomial is evaluated once per output time, not fitted at every step.
+_S4, _S3, _S2 = (_interp_weights(-2.0, 2.0, -8.0, 16.0), _interp_weights(5.0, -3.0, 14.0, -32.0),
+                 _interp_weights(-4.0, 1.0, -5.0, 16.0))
+_DENSE = tuple((i, (1.0 if i == 0 else 0.0, _S2[i], _S3[i], _S4[i])) for i in range(7) if _S4[i] or _S3[i] or _S2[i])
 
 
 def _combine(coefficients, k):
@@ -85,19 +91,13 @@ def _runge_kutta_step(func, y0, f0, t0, dt):
     return y1, k[-1], dt * _combine(_C_ERROR, k), k
 
 
-def _interp_fit(y0, k, dt):
-    """The coefficients (highest first) of the 4th-order polynomial through the step, in the step's
-    fraction ``s`` in [0, 1]: it matches ``y``, ``dy/dt`` at both ends and the midpoint estimate
-    ``y0 + dt sum(_C_MID k)``. The leading three are combinations of the stages alone: written so,
-    the step costs fewer operations and ``y0`` cancels exactly."""
-    return tnp.stack([dt * _combine(weights, k) for weights in _C_INTERP] + [dt * k[0], y0])
-
-
-def _polyval(coefficients, s):
-    out = coefficients[0]
-    for c in coefficients[1:]:
-        out = out * s + c
-    return out
+def _interpolate(y0, stages, span, s):
+    """The step's interpolating polynomial (``_DENSE``) at the fraction ``s``: ``stages`` are the step's
+    weighted stages, ``span`` its length."""
+    terms = []
+    for k, (_, (d, c, b, a)) in zip(stages, _DENSE):
+        terms.append(s * (d + s * (c + s * (b + s * a))) * k)
+    return y0 + span * functools.reduce(lambda acc, term: acc + term, terms)
 
 
 def _error_ratio(error, rtol, atol, y0, y1):
@@ -135,8 +135,8 @@ def _limit(step, hmax, like):
 
 
 def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
-    """The solution of ``dy/dt = func(y, t)`` (``y`` a vector) at the times ``ts``, ``(len(ts), n)``,
-    and the number of accepted steps (an int64 scalar)."""
+    """The solution of ``dy/dt = func(y, t)`` (``y`` a vector) at the times ``ts[1:]``,
+    ``(len(ts) - 1, n)``, and the number of accepted steps (an int64 scalar)."""
     def advance(carry, target_t):
         def cond_fun(state):
             i, _, _, t, dt, *_ = state
@@ -144,30 +144,31 @@ def _integrate(func, rtol, atol, mxstep, hmax, y0, ts):
             return going & (i < mxstep) if mxstep < math.inf else going
 
         def body_fun(state):
-            i, y, f, t, dt, last_t, coefficients, accepted = state
+            i, y, f, t, dt, last_t, last_y, stages, accepted = state
             next_y, next_f, error, k = _runge_kutta_step(func, y, f, t, dt)
             ratio = _error_ratio(error, rtol, atol, y, next_y)
             accept = ratio <= 1.0
-            new = (next_y, next_f, t + dt, t, _interp_fit(y, k, dt))
-            old = (y, f, t, last_t, coefficients)
-            y, f, t, last_t, coefficients = [tnp.where(accept, a, b) for a, b in zip(new, old)]
-            return (i + 1, y, f, t, _limit(_optimal_step(dt, ratio), hmax, dt), last_t, coefficients,
+            new = (next_y, next_f, t + dt, t, y, *(k[j] for j, _ in _DENSE[:-1]))
+            old = (y, f, t, last_t, last_y, *stages)
+            y, f, t, last_t, last_y, *stages = [tnp.where(accept, a, b) for a, b in zip(new, old)]
+            return (i + 1, y, f, t, _limit(_optimal_step(dt, ratio), hmax, dt), last_t, last_y, tuple(stages),
                     accepted + tnp.astype(accept, np.int64))
 
         _, *carry = forward_only_while_loop(cond_fun, body_fun, (0, *carry))
-        _, _, t, _, last_t, coefficients, _ = carry
-        span = t - last_t
+        _, f, t, _, last_t, last_y, stages, _ = carry
+        span = t - last_t  # the last accepted step (zero before the first)
         s = (target_t - last_t) / tnp.where(span == 0.0, 1.0, span)
-        return tuple(carry), _polyval(coefficients, s)
+        return tuple(carry), _interpolate(last_y, [*stages, f], span, s)
 
     f0 = func(y0, ts[0])
     dt = _limit(_initial_step(func, ts[0], y0, 4, rtol, atol, f0), hmax, ts[0])
-    carry = (y0, f0, ts[0], dt, ts[0], tnp.stack([y0] * 5), tnp.zeros((), np.int64))
+    # the stages are separate values, not one stacked array: a small state's stay unrolled (compiled)
+    carry = (y0, f0, ts[0], dt, ts[0], y0, (f0,) * (len(_DENSE) - 1), tnp.zeros((), np.int64))
     if tnp.shape(ts)[0] == 2:  # one interval (each of the adjoint's solves): no scan around its loop
         carry, y1 = advance(carry, ts[1])
-        return tnp.stack([y0, y1]), carry[-1]
+        return y1[None], carry[-1]
     carry, ys = scan(advance, carry, ts[1:])
-    return tnp.concatenate([y0[None], ys]), carry[-1]
+    return ys, carry[-1]
 
 
 # ---- pytrees of states ---------------------------------------------------------------------------
@@ -195,8 +196,11 @@ def _solve(func, rtol, atol, mxstep, hmax, y0, ts, args):
 
     def flat_func(y, t):
         return _ravel(func(unravel(y), t, *args))[0]
-    ys, accepted = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
-    return unravel(ys, lead=tnp.shape(ts)), accepted
+    later, accepted = _integrate(flat_func, rtol, atol, mxstep, hmax, flat0, ts)
+    # joined leaf by leaf, not as one (len(ts), n) array: each leaf of a small state stays small
+    ys = _tree.tree_map(lambda first, rest: tnp.concatenate([tnp.asarray(first)[None], rest]), y0,
+                        unravel(later, lead=tnp.shape(later)[:1]))
+    return ys, accepted
 
 
 # ---- the solver and its adjoint, staged once per function ----------------------------------------
