@@ -64,7 +64,8 @@ def _static_split(args, kwargs) -> tuple[tuple, tuple, str | None]:
     counted from 0 here) and the names of ``kwargs`` that ``jit`` must take as static (an argument with a
     leaf that is not an array or a number), and the reason none can stage (a static one that is not
     hashable), or None."""
-    positions, names = [], []
+    positions: list[int] = []
+    names: list[str] = []
     for where, value in [(k, v) for k, v in enumerate(args)] + list(kwargs.items()):
         if type(value) is np.ndarray or all(traceable(leaf) is not None for leaf in _tree.tree_leaves(value)):
             continue
@@ -87,18 +88,23 @@ class _Staged:
     __slots__ = ("jitted", "stagings", "failure", "executors")
 
     def __init__(self, fun: Callable, kind: str, static_argnums: tuple, static_argnames: tuple) -> None:
-        self.stagings, self.failure, self.executors = 0, None, {}
+        self.stagings: int = 0
+        self.failure: BaseException | None = None
+        self.executors: dict[tuple, str] = {}
         # a weak reference: the table holds this on fun's key, and a strong one would keep fun alive
+        ref: Callable[[], Any]
         try:
             ref = weakref.ref(fun)
         except TypeError:  # no weak reference: the table is this call's own (Route)
-            def ref():
+            def strong() -> Callable:
                 return fun
+            ref = strong
 
         def body(*args, **kwargs):
             self.stagings += 1
+            live: Any = ref()  # alive while it stages: the Route that calls it holds it
             try:
-                return _DERIVED[kind](ref())(*args, **kwargs)
+                return _DERIVED[kind](live)(*args, **kwargs)
             except Exception as error:
                 self.failure = error
                 raise
@@ -159,20 +165,19 @@ class Route:
         SciPy takes (a float, a flat array). Extra positional arguments from SciPy are ignored (it is
         handed ``args=()``)."""
         args, kwargs = self.args, self.kwargs
-        cell = [self._call(kind)]
-        if kind == "hessp":
-            def host_fn(x, p, *_):
-                return convert(cell[0](x.reshape(shape), p.reshape(shape), *args, **kwargs))
-        elif dtype is not None:
-            def host_fn(x, *_):
-                return convert(cell[0](np.asarray(x, dtype=dtype).reshape(shape), *args, **kwargs))
-        else:
-            def host_fn(x, *_):
-                return convert(cell[0](x.reshape(shape), *args, **kwargs))
-        if cell[0] is not None:
-            return host_fn
-        cell[0] = self._probe(kind, cell)
-        return host_fn
+        cell: list[Any] = [self._call(kind)]
+
+        def hessp_fn(x, p, *_):
+            return convert(cell[0](x.reshape(shape), p.reshape(shape), *args, **kwargs))
+
+        def cast_fn(x, *_):
+            return convert(cell[0](np.asarray(x, dtype=dtype).reshape(shape), *args, **kwargs))
+
+        def host_fn(x, *_):
+            return convert(cell[0](x.reshape(shape), *args, **kwargs))
+        if cell[0] is None:
+            cell[0] = self._probe(kind, cell)
+        return hessp_fn if kind == "hessp" else cast_fn if dtype is not None else host_fn
 
     def _call(self, kind: str) -> Callable | None:
         """The eager derivative where this route cannot stage, else None (the probe decides)."""
@@ -205,7 +210,7 @@ class Route:
         it cannot. Once a call reused the cached program (no staging), ``cell`` holds the bare jitted
         function."""
         staged = self._staged(kind)
-        staged_once = []  # a first call staged: the next call must not stage again
+        staged_once: list[bool] = []  # a first call staged: the next call must not stage again
 
         def fall_back(reason: str, remember: bool) -> Callable:
             self.reason = reason
