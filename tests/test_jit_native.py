@@ -295,6 +295,27 @@ def test_scan_with_ys_and_its_gradient(n, reverse):
     same(got, want, ulps=64)
 
 
+@pytest.mark.parametrize("shape", [(3,), (5, 4)], ids=["unrolled", "array"])
+def test_nested_scans_write_the_values_the_outer_scan_stacks(shape):
+    """An inner scan's stacked values that the outer body returns as its own are written straight into
+    the outer stack; stacks of one dtype and shape share an allocation (one also read elsewhere, one of
+    another dtype, and reverse mode through both loops, whose residuals take that path too)."""
+    def loss(w, x0, xs):
+        def outer(c, x):
+            def inner(d, z):
+                d = tnp.sin(w * d + z)
+                return d, (d * 2.0, tnp.cos(d), tnp.sum(d) > 0.0)
+            d, (a, b, positive) = tg.scan(inner, c, tnp.stack([x, x * 0.5, -x]))
+            return d + a[0] * 0.1, (a, b, positive, tnp.sum(b))
+        c, (a, b, positive, total) = tg.scan(outer, x0, xs, reverse=True)
+        mask = tnp.reshape(positive, positive.shape + (1,) * len(shape))
+        return tnp.sum(c) + tnp.sum(a * b) + tnp.sum(tnp.where(mask, b, 0.0)) + tnp.sum(total)
+    args = np.array(0.7), data(shape, seed=7), data((6, *shape), seed=8)
+    got, executor, want = both(tg.value_and_grad(loss, grad_position=(0, 1, 2)), *args)
+    assert "numba" in executor
+    same(got, want, ulps=64)
+
+
 def test_while_loop_and_max_steps():
     def newton_sqrt(a):
         return tg.while_loop(lambda s: tnp.abs(s[0] * s[0] - a) > 1e-12, lambda s: (0.5 * (s[0] + a / s[0]), s[1] + 1),
