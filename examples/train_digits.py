@@ -10,6 +10,10 @@ What it shows:
 - ``tg.optim.Adam(net.trainable_params()).step(grads)`` applying the tuple of gradients;
 - ``tg.grad(loss_fn2, grad_position=(0, 1))(x, y)``: gradients with respect to the inputs themselves,
   the images (a saliency map) and the one-hot targets.
+- ``with tg.blas_threads(1):``: the BLAS runs on one thread (``--blas-threads N`` to change it). These
+  products are small, and BLAS threads cost more than they save on them, all the more on a busy
+  machine: the CNN took 4.4 s with one thread and 109 s with OpenBLAS's default on a loaded two-core
+  machine (docs/getting_started.md, "BLAS threads").
 
 The data (1,797 8x8 images, bundled with scikit-learn, no download) is scaled to [0, 1] and split
 80/20 with a fixed seed. Plots go to ``demo_output/``. Runs in a few seconds on two CPU cores:
@@ -160,6 +164,9 @@ def parse_args(argv=None):
     parser.add_argument("--precision", choices=("float32", "float16"), default="float32",
                         help="float16: the MLP computes in float16 from float32 master weights, with dynamic "
                              "loss scaling (tg.optim.LossScaler)")
+    parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
+                        help="threads of NumPy's BLAS while training (default 1: the products are small, and "
+                             "more threads wait for each other; tg.blas_threads)")
     parser.add_argument("--distributed", action="store_true",
                         help="data parallel over the processes mpiexec starts (tapegrad.distributed): each takes "
                              "its share of every batch, the gradients are averaged; needs mpi4py")
@@ -170,6 +177,8 @@ def parse_args(argv=None):
     if args.distributed and args.device != "cpu":
         parser.error("--distributed is implemented for --device cpu (the demo has not been run over a "
                      "CUDA-aware MPI)")
+    if args.blas_threads < 1:
+        parser.error(f"--blas-threads must be at least 1, got {args.blas_threads}")
     if args.precision == "float16" and args.model != "mlp":
         parser.error("--precision float16 is implemented for --model mlp")
     return args
@@ -413,7 +422,9 @@ def main(argv=None) -> None:
           "10 classes")
     if xp is not np:
         print(describe_gpu(xp))
-    run = train(args, xp, host_data)
+    print(f"BLAS threads: {args.blas_threads}")
+    with tg.blas_threads(args.blas_threads):  # a block, not tg.set_blas_threads: the tests call main() in-process
+        run = train(args, xp, host_data)
     if run.comm is not None and run.comm.rank != 0:
         return  # the gradients with respect to the inputs and the plots are rank 0's
     x, labels, grad_x, predicted = input_gradients(xp, run.net, run.data, host_data)

@@ -16,6 +16,7 @@ from tapegrad._config import config
 from tapegrad._custom import custom_jvp, custom_vjp
 from tapegrad._jacobians import hessian, hvp, jacfwd, jacrev
 from tapegrad._params import Parameter, ParameterTuple
+from tapegrad._threads import blas_threads, set_blas_threads
 from tapegrad.numpy._operators import defer_registrations
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
@@ -27,11 +28,11 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out fo
     from tapegrad._vmap_api import vmap
 
 __all__ = [
-    "Parameter", "ParameterTuple", "checkpoint", "cond", "config", "custom_jvp", "custom_linear_solve", "custom_root",
-    "custom_vjp", "distributed", "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hvp",
-    "jacfwd", "jacrev", "jit", "jvp", "linearize", "load", "load_checkpoint", "make_program", "map", "nn", "numpy",
-    "optim", "random", "save", "save_checkpoint", "scan", "scipy", "set_backend", "stop_gradient", "switch", "testing",
-    "tree", "value_and_grad", "vmap", "vjp", "while_loop"
+    "Parameter", "ParameterTuple", "blas_threads", "checkpoint", "cond", "config", "custom_jvp", "custom_linear_solve",
+    "custom_root", "custom_vjp", "distributed", "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad",
+    "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linearize", "load", "load_checkpoint", "make_program", "map",
+    "nn", "numpy", "optim", "random", "save", "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads",
+    "stop_gradient", "switch", "testing", "tree", "value_and_grad", "vmap", "vjp", "while_loop"
 ]
 
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
