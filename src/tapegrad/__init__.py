@@ -52,8 +52,8 @@ _rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn"
 @functools.cache
 def _version() -> str:
     """pyproject.toml's ``version`` (its one source), from the installed distribution's metadata (a wheel's,
-    or the editable install's). Read on first use: importlib.metadata imports email and zipfile, about a
-    tenth of NumPy's own import."""
+    or the editable install's). Read on first use: importlib.metadata imports email and zipfile, which
+    take as long as all of tapegrad's own modules."""
     import importlib.metadata
     try:
         return importlib.metadata.version("tapegrad")
