@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/run.py [--quick] [--threads N] [--json results.json] [chain] [mlp] [hessian]
 [sin10] [checkpoint] [vmap] [jit_step] [gp] [control_flow] [jacobian_memory] [import] [staging] [kernels]
-[distributed] [implicit] [while_rev] [native] [odeint] [optimize]``
+[distributed] [implicit] [while_rev] [native] [odeint] [optimize] [minimize_traced]``
 
 - ``--quick``: fewer repeats (a smoke run; numbers are noisier).
 - ``--threads N``: cap BLAS/OpenMP threads (OPENBLAS/OMP/MKL_NUM_THREADS) before NumPy loads.
@@ -57,6 +57,7 @@ import bench_import  # noqa: E402
 import bench_jacobian_memory  # noqa: E402
 import bench_jit_step  # noqa: E402
 import bench_kernels  # noqa: E402
+import bench_minimize_traced  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_native  # noqa: E402
 import bench_odeint  # noqa: E402
@@ -75,7 +76,7 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
               "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint,
-              "optimize": bench_optimize, "science": bench_science}
+              "optimize": bench_optimize, "science": bench_science, "minimize_traced": bench_minimize_traced}
 
 
 def _peers() -> str:
