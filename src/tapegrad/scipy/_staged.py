@@ -166,18 +166,20 @@ class Route:
         handed ``args=()``)."""
         args, kwargs = self.args, self.kwargs
         cell: list[Any] = [self._call(kind)]
-
-        def hessp_fn(x, p, *_):
-            return convert(cell[0](x.reshape(shape), p.reshape(shape), *args, **kwargs))
-
-        def cast_fn(x, *_):
-            return convert(cell[0](np.asarray(x, dtype=dtype).reshape(shape), *args, **kwargs))
+        if cell[0] is None:
+            cell[0] = self._probe(kind, cell)
+        if kind == "hessp":
+            def hessp_fn(x, p, *_):
+                return convert(cell[0](x.reshape(shape), p.reshape(shape), *args, **kwargs))
+            return hessp_fn
+        if dtype is not None:
+            def cast_fn(x, *_):
+                return convert(cell[0](np.asarray(x, dtype=dtype).reshape(shape), *args, **kwargs))
+            return cast_fn
 
         def host_fn(x, *_):
             return convert(cell[0](x.reshape(shape), *args, **kwargs))
-        if cell[0] is None:
-            cell[0] = self._probe(kind, cell)
-        return hessp_fn if kind == "hessp" else cast_fn if dtype is not None else host_fn
+        return host_fn
 
     def _call(self, kind: str) -> Callable | None:
         """The eager derivative where this route cannot stage, else None (the probe decides)."""
