@@ -24,6 +24,14 @@ residuals ``simulate(theta) - observed``, from ``START``) except ``fixed_point``
   ``vmap``-ped program that ``jit`` runs on the Python executor today (issue 38's third item), 0.2 s a
   call, which would time that and not the wrapper.
 
+What the wrappers cost, measured on the 2-core machine (2026-11-29, loaded): a few microseconds per
+evaluation (the host function around the ``jit`` call: the reshape of ``x``, the conversion to floats),
+beside ``jit``'s own 25-40 us per call of these small programs, and 50-90 us per solve (the argument
+checks, the cached programs' look-up, the first calls' check that the program is reused, the result's
+``executor``). A row whose whole solve takes under a millisecond (``root``: 12 evaluations of a
+16-unknown system, 0.6 ms) shows that fixed cost as 1.2-1.3x; the rows of the fit, milliseconds to
+tens of milliseconds a solve, do not.
+
 Timed in one process, interleaved, after a warm-up solve each (the staging and numba's compile are
 not in the rows: docs/jit.md's first-call numbers are). Run alone:
 ``python benchmarks/bench_optimize.py [--quick] [--threads N]``.
