@@ -213,3 +213,22 @@ def test_the_staged_programs_go_with_the_function():
     del fun
     gc.collect()
     assert alive() is None
+
+
+def test_least_squares_kwargs_and_a_tuple_returning_f_are_staged():
+    a = np.array([1.0, -2.0])
+    fun, runs = counted(lambda x, a, scale=1.0: scale * (x - a) + 0.1 * x ** 3)
+    first = least_squares(fun, np.zeros(2), args=(a,), kwargs={"scale": 2.0})
+    stagings = len(runs)
+    second = least_squares(fun, np.zeros(2), args=(a,), kwargs={"scale": 3.0})  # a traced input: no staging
+    assert len(runs) == stagings and first.executor in STAGED and second.executor in STAGED
+    for res, scale in ((first, 2.0), (second, 3.0)):
+        assert_close(scale * (res.x - a) + 0.1 * res.x ** 3, np.zeros(2), atol=1e-8)
+    # f returning (f, f'): halley's f'' is the derivative of f' taken from f's first value
+    f, runs = counted(lambda x, t: (x ** 3 - t, 3 * x ** 2))
+    sol = root_scalar(f, args=(8.0,), x0=1.0, fprime=True, method="halley")
+    stagings = len(runs)
+    again = root_scalar(f, args=(27.0,), x0=1.0, fprime=True, method="halley")
+    assert len(runs) == stagings and sol.executor in STAGED
+    assert_close(sol.root, 2.0)
+    assert_close(again.root, 3.0)
