@@ -233,8 +233,10 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     The function and these derivatives are staged by :func:`tapegrad.jit` once per (function, shapes
     and dtypes), kept on ``fun`` and reused by later calls, ``args`` being inputs of the staged
     program (a new value of them does not stage again; one that is not an array, a string say, is a
-    static argument, part of the key); a function ``jit`` cannot stage runs eagerly, and the result
-    says so (``executor``, ``executor_reason``). The solution's derivative with respect to ``args``
+    static argument, part of the key), while an array ``fun`` reads from a closure or a global is a
+    constant of the program, as with ``jit``: data that changes between calls goes in ``args``. A
+    function ``jit`` cannot stage runs eagerly, and the result says so (``executor``,
+    ``executor_reason``). The solution's derivative with respect to ``args``
     comes from the optimality condition ``grad_x fun(x*, *args) = 0`` (:func:`tapegrad.custom_root`):
     ``dx*/dargs = -H^-1 d(grad_x fun)/dargs``, ``H`` the Hessian at ``x*``; both modes, every order.
 
