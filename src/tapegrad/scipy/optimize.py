@@ -6,7 +6,10 @@ condition: ``grad f(x*, args) = 0`` (``minimize``), ``F(x*, args) = 0`` (``root`
 
 SciPy runs on NumPy arrays on the host: CuPy inputs are copied to the host once per solver call
 (``.get()``, a synchronisation) and the solution is copied back. Gradients, Hessians and Jacobians that
-the method uses are supplied by tapegrad (``jac``, ``hess``, ``hessp``) unless given.
+the method uses are supplied by tapegrad (``jac``, ``hess``, ``hessp``) unless given. The functions SciPy
+calls are staged by ``jit`` once per (function, shapes and dtypes) and kept on the function
+(``tapegrad.scipy._staged``), ``args`` being inputs of the program; the result's ``executor`` says how
+they ran, ``"eager"`` (with ``executor_reason``) where ``jit`` could not stage them.
 """
 from __future__ import annotations
 
