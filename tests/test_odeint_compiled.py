@@ -148,3 +148,15 @@ def test_options_must_be_numbers():
         tsi.odeint(predator_prey, Y0, TIMES, THETA, rtol=[1e-8])
     assert_close(tsi.odeint(predator_prey, Y0, TIMES, THETA, rtol=np.array(1e-10), atol=1e-10),
                  tsi.odeint(predator_prey, Y0, TIMES, THETA, **TOL))
+
+
+class _Slotted:
+    """A callable that takes no weak reference (and so is not cached: staged again at every call)."""
+    __slots__ = ()
+
+    def __call__(self, y, t, theta):
+        return predator_prey(y, t, theta)
+
+
+def test_a_function_without_weak_references_is_staged_at_each_call():
+    assert_close(tg.value_and_grad(objective)(THETA, _Slotted())[1], tg.grad(objective)(THETA), rtol=1e-12)
