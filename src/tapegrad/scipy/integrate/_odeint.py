@@ -92,8 +92,8 @@ def _runge_kutta_step(func, y0, f0, t0, dt):
 
 
 def _interpolate(y0, stages, span, s):
-    """The step's interpolating polynomial (``_DENSE``) at the fraction ``s``: ``stages`` are the step's
-    weighted stages, ``span`` its length."""
+    """The interpolating polynomial (``_DENSE``) of the step from ``y0`` of length ``span``, at its
+    fraction ``s``: ``stages`` are that step's stages that have a weight, in ``_DENSE``'s order."""
     terms = []
     for k, (_, (d, c, b, a)) in zip(stages, _DENSE):
         terms.append(s * (d + s * (c + s * (b + s * a))) * k)
