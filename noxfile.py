@@ -31,7 +31,7 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # do not have, and the peers (PyTorch, JAX: `make test-peers`, which CI runs on the main Python) are pinned to
 # one release each, whose CPU build the index may offer for one Python only. Their floors are still checked by
 # lowest_constraints (one floor per package)
-TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit", "numba", "dist"]
+TESTED_EXTRAS = ["dev", "docs", "examples", "bench", "checkpoint", "distributed", "jit", "numba", "dist", "threads"]
 # one BLAS thread: the suite's matrices are small, and xdist runs one worker per core (as `make test`)
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 

@@ -290,8 +290,7 @@ def test_scan_with_ys_and_its_gradient(n, reverse):
         return tnp.sum(c) + tnp.sum(ys ** 2)
     args = np.array(0.9), data((n,), seed=5), data((30, n), seed=6)
     got, executor, want = both(tg.value_and_grad(loss, grad_position=(0, 1, 2)), *args)
-    # the array form's operations cost the whole program past the compile budget: its loops compile alone
-    assert executor == ("numba" if n <= native.UNROLL_LIMIT else "python+numba")
+    assert executor == "numba"
     same(got, want, ulps=64)
 
 
@@ -341,6 +340,20 @@ def test_reverse_mode_through_a_while_loop(max_steps):
     assert executor == ("numba" if max_steps else "python+numba")
     same(got, want)
     assert_close(got[1], 0.5 / np.sqrt(3.0))
+
+
+def test_reverse_mode_through_a_while_loop_compiles_alone(monkeypatch):
+    """Where the program does not compile whole, both sweeps of the reverse-mode while_loop (one
+    ``while_grad`` equation) compile alone: no Python loop over its steps."""
+    def newton_sqrt(a):
+        x = tg.while_loop(lambda x: tnp.abs(x * x - a) > 1e-10, lambda x: 0.5 * (x + a / x), a, max_steps=50)
+        return x + tnp.round(a) * 0.0  # round has no lowering
+    runs = []
+    compile_loop = native.compile_loop
+    monkeypatch.setattr(native, "compile_loop", lambda prim, *a: runs.append(prim.name) or compile_loop(prim, *a))
+    got, executor, want = both(tg.value_and_grad(newton_sqrt), np.array(3.0))
+    assert executor == "python+numba" and "while_grad" in runs
+    same(got, want)
 
 
 def test_cond_and_switch():
@@ -409,7 +422,8 @@ def test_explain_says_why_a_program_keeps_the_python_executor(monkeypatch):
     x = data(SMALL)
     assert tg.jit(lambda x: tnp.sin(x) * 2.0).explain(x) == "numba: the program is compiled whole"
     rounded = tg.jit(lambda x: tnp.round(tg.fori_loop(0, 3, lambda i, c: c * 0.5, x)))
-    assert rounded.explain(x) == "python+numba: not compiled whole because round has no lowering; its loops compile alone"
+    assert rounded.explain(x) == ("python+numba: not compiled whole because round has no lowering; "
+                                  "its loops compile alone")
     big = tg.jit(lambda x: tnp.sin(x) * 2.0).explain(data((native.MAX_ELEMENTS + 1,)))
     assert big.startswith("python: not compiled whole because") and f"more than {native.MAX_ELEMENTS}" in big
     tg.config.compiled_executor = False
@@ -417,6 +431,21 @@ def test_explain_says_why_a_program_keeps_the_python_executor(monkeypatch):
     tg.config.compiled_executor = True
     monkeypatch.setattr(native, "available", lambda: False)
     assert "numba is not installed" in tg.jit(lambda x: x + 2.0).explain(x)
+
+
+def test_a_loop_program_has_a_larger_budget():
+    """Past the straight-line budget but within the loop budget, a program with a loop compiles: the
+    Python executor would run the long body at every step."""
+    def loop(x):
+        def body(i, x):
+            for _ in range(30):
+                x = tnp.sin(x) * 1.01 + 0.1
+            return x
+        return tg.fori_loop(0, 20, body, x)
+    x = data((native.UNROLL_LIMIT,))
+    got, executor, want = both(loop, x)
+    assert executor == "numba"
+    same(got, want, ulps=64)
 
 
 def test_the_switch_turns_it_off():

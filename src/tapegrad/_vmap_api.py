@@ -249,16 +249,23 @@ def vmap(fn: Callable[P, R], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_siz
             return outputs.flatten(fn(*call_args, **call_kwargs))
 
         try:
-            out_leaves = _batch_as_loop(flat_fun, inputs, outputs) if chunk_size is None and for_jit.get() else None
-            if out_leaves is None and (chunk_size is None or inputs.size <= chunk_size):
-                out_leaves = vmap_flat(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
-            elif out_leaves is None:
-                out_leaves = _chunked(flat_fun, inputs, outputs, chunk_size)
+            out_leaves = _run(flat_fun, inputs, outputs, chunk_size)
         except MappedOutputError as err:
             raise outputs.mapped_error(err) from None
         return optree.tree_unflatten(outputs.treedef, owned(out_leaves, caller=inputs.leaves))
 
     return vmapped
+
+
+def _run(flat_fun, inputs, outputs, chunk_size: int | None):
+    """The output leaves: a loop over the batch where ``jit`` stages it and one example compiles, else
+    one batched pass, or one per chunk of ``chunk_size`` examples."""
+    if chunk_size is not None and inputs.size > chunk_size:
+        return _chunked(flat_fun, inputs, outputs, chunk_size)
+    out_leaves = _batch_as_loop(flat_fun, inputs, outputs) if chunk_size is None and for_jit.get() else None
+    if out_leaves is None:
+        out_leaves = vmap_flat(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
+    return out_leaves
 
 
 def _chunked(flat_fun, inputs, outputs, chunk_size: int):

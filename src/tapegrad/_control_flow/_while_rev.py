@@ -152,6 +152,11 @@ defbatch(while_stored_p, _stored_batch)
 def _grad_impl(*args, cond, fwd, bwd, n_carry, n_cond, n_k, max_steps, checkpoints):
     """Operands ``(*carries, *consts, *state)``, ``state`` the carries' cotangents and the consts'
     running cotangent sums; returns the final ``state``."""
+    loop = fwd.native_loop(while_grad_p, args, dict(cond=cond, fwd=fwd, bwd=bwd, n_carry=n_carry, n_cond=n_cond,
+                                                    n_k=n_k, max_steps=max_steps, checkpoints=checkpoints))
+    outs = loop(*args) if loop is not None else None
+    if outs is not None:  # under jit, where both sweeps lower: compiled alone
+        return list(outs)
     carry, k, state = _cut(args, n_carry, n_k, len(args) - n_carry - n_k)
     kc = k[:n_cond]
 

@@ -8,7 +8,7 @@ every value on NumPy with dtype float64, float32, int64 or bool (weak Python sca
 equation's primitive lowered, and no value outside a loop's stacked inputs and outputs larger than
 :data:`MAX_ELEMENTS` elements: past that NumPy's own loops (and numexpr's fusion) already run at
 compiled speed, and numba's code would gain nothing for its compile time; and the source within
-:data:`BUDGET` (numba's compile time grows with it). A value of at most
+:data:`BUDGET` (:data:`LOOP_BUDGET` with a loop; numba's compile time grows with it). A value of at most
 :data:`UNROLL_LIMIT` elements (every 0-d value) is unrolled: one scalar local per element, so a
 loop over a small state runs in registers with no allocation.
 
@@ -56,6 +56,10 @@ MAX_ELEMENTS = 1024
 # long straight-line programs about as well (a 100-step chain of 16 floats: 45 us on the Python
 # executor, 61 us compiled after two minutes of compiling).
 BUDGET, ARRAY_WEIGHT = 800, 40
+# A program with a loop gets more: the Python executor runs each step of a loop at ~1 us an equation, so
+# compiling pays back at every call however long it takes, and the disk cache makes it once per machine.
+# 4,000 statements take numba ~8 s on the loaded 2-core machine (an adaptive ODE solver's adjoint: ~1,200).
+LOOP_BUDGET = 4000
 log = logging.getLogger("tapegrad.jit")
 in_jit: contextvars.ContextVar[bool] = contextvars.ContextVar("tapegrad_native_in_jit", default=False)
 
@@ -353,9 +357,10 @@ def source(program: Program):
         shape = tuple(v.aval.shape)
         inputs.append(scalar(f"in{k}", v.aval.dtype) if not shape else Value(shape, dtype, name=f"in{k}"))
     outs = ctx.inline(program, inputs)
-    if ctx.cost > BUDGET:
+    budget = LOOP_BUDGET if any(line.lstrip().startswith(("for ", "while ")) for line in ctx.lines) else BUDGET
+    if ctx.cost > budget:
         raise NotLowerable(f"its source is {len(ctx.lines)} statements and {ctx.array_ops} array operations, "
-                           f"past the compile budget ({BUDGET} statements, an array operation counting "
+                           f"past the compile budget ({budget} statements, an array operation counting "
                            f"{ARRAY_WEIGHT}): numba would take seconds")
     texts = [o.texts[()] if o.unrolled and not o.shape else ctx.array(o) for o in outs]
     params = [f"in{k}" for k in range(len(program.invars))] + [f"k{j}" for j in range(len(ctx.consts))]
@@ -540,7 +545,7 @@ def compile_native(program: Program, fallback) -> NativeRun | NotCompiled:
 
 
 def compile_loop(prim, operands, params, fallback) -> NativeRun | NotCompiled:
-    """A loop primitive's equation alone (``scan`` or ``while`` on these operands) as a
+    """A loop primitive's equation alone (``scan``, ``while`` or ``while_grad`` on these operands) as a
     :class:`NativeRun`, or :class:`NotCompiled` where its body does not lower."""
     invars = [Var(aval_of(x), np) for x in operands]
     outs = [Var(a, np) for a in prim.abstract_eval(*[v.aval for v in invars], **params)]
@@ -550,7 +555,7 @@ def compile_loop(prim, operands, params, fallback) -> NativeRun | NotCompiled:
 def loop_lowers(eqn: Eqn) -> bool:
     """Whether ``eqn`` is a loop that :func:`compile_loop` compiles (its source is written; nothing is
     compiled)."""
-    if eqn.prim.name not in ("scan", "while") or not all(isinstance(x, Var) for x in eqn.inputs):
+    if eqn.prim.name not in ("scan", "while", "while_grad") or not all(isinstance(x, Var) for x in eqn.inputs):
         return False
     try:
         program = _alone(eqn)
