@@ -34,8 +34,8 @@ from _lotka_volterra import TIMES, TRUE, Y0, rhs  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
-from tapegrad.scipy.integrate import odeint  # noqa: E402
-from tapegrad.scipy.integrate._odeint import _accepted_steps, odeint_explain  # noqa: E402
+from tapegrad.scipy.integrate import odeint, odeint_explain  # noqa: E402
+from tapegrad.scipy.integrate._odeint import _accepted_steps  # noqa: E402
 
 TOL = dict(rtol=1e-8, atol=1e-8)
 SPAN = (float(TIMES[0]), float(TIMES[-1]))

@@ -63,7 +63,8 @@ NAMESPACES = [
 ]
 # file I/O, printing and buffer constructors: left out of the counts (and never called here)
 EXCLUDED = ["load", "save", "savez", "fromfile", "frombuffer", "fromstring", "fromiter", "array_repr", "array_str",
-            "printoptions", "get_printoptions", "set_printoptions", "packbits", "unpackbits"]
+            "printoptions", "get_printoptions", "set_printoptions", "packbits", "unpackbits",
+            "odeint_explain"]  # odeint_explain: a report of which executor runs odeint, not a function of arrays
 # the methods a distribution module may have (SciPy's), for modules without __all__
 DISTRIBUTION_METHODS = ["logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf", "entropy"]
 NOT_DETERMINISTIC = {"empty", "empty_like"}  # uninitialised memory: compared by shape and dtype only
@@ -138,6 +139,7 @@ EXAMPLES = {
     "leslie": lambda: (_V.copy(), _W[:2].copy()),
     "lu_solve": lambda: (scipy.linalg.lu_factor(_M), _V.copy()),
     "odeint": lambda: (lambda y, t, k: -k * y, _V.copy(), np.array([0.0, 0.5, 1.0]), np.array(0.7)),
+    "solve_ivp": lambda: (lambda t, y: -0.7 * y, (0.0, 1.0), _V.copy(), "RK45", np.array([0.5, 1.0])),
     # orders and parameters with no derivative (or none implemented) are passed as Python numbers,
     # which the page holds fixed: it differentiates the array argument
     "jv": lambda: (1.5, _V + 1.0), "yv": lambda: (1.5, _V + 1.0), "iv": lambda: (1.5, _V + 1.0),

@@ -15,7 +15,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.integrate as tsi
 from _tol import assert_close
-from tapegrad.scipy.integrate._odeint import _accepted_steps, odeint_explain
+from tapegrad.scipy.integrate import odeint_explain
+from tapegrad.scipy.integrate._odeint import _accepted_steps
 from tapegrad.testing import check_grads
 
 Y0 = np.array([10.0, 10.0])
