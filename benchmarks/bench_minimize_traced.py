@@ -14,7 +14,9 @@ value of ``jit``/``vmap``, so that ``tapegrad.scipy.optimize.minimize`` runs its
   installed.
 
 Each row says which executor runs the program (``jit(f).executor``), the number of data sets whose fit
-converged (``success``), and, over those, the largest excess of a fit's loss over the lowest loss any
+converged (``success``), the time per evaluation of the loss and gradient (over all the fits' ``nfev``:
+JAX's BFGS gives up on most of these fits after a few evaluations, so its total time is no comparison),
+and, over the converged fits, the largest excess of a fit's loss over the lowest loss any
 contestant's converged fit reached on that data set ("loss over best"); the first call (staging, numba's
 compile, its result the one checked) is in the note, not in the timing. Timed in one process,
 interleaved (``_timing.interleaved``), one call per sample. Run alone:
@@ -45,9 +47,9 @@ LOOP = "loop of jit(fit)"
 
 
 def fit(observed):
-    """The fitted rates and whether the fit converged."""
+    """The fitted rates, whether the fit converged, and its evaluations of the loss and gradient."""
     res = minimize_traced(lv.loss, lv.START, (observed,), method="BFGS")
-    return res.x, res.success
+    return res.x, res.success, res.nfev
 
 
 def _jax_contestant():
@@ -61,7 +63,7 @@ def _jax_contestant():
 
     def jax_fit(observed):
         res = minimize(jloss, lv.START, args=(observed,), method="BFGS")
-        return res.x, res.success
+        return res.x, res.success, res.nfev
     return jax.jit(jax.vmap(jax_fit))
 
 
@@ -79,10 +81,10 @@ def _losses(xs, observed) -> np.ndarray:
 
 
 def _outcome(name, out):
-    """``(rates (n, 4), converged (n,))`` from a contestant's result."""
+    """``(rates (n, 4), converged (n,), evaluations (n,))`` from a contestant's result."""
     if name == LOOP:
-        return np.stack([np.asarray(x) for x, _ in out]), np.array([bool(s) for _, s in out])
-    return np.asarray(out[0]), np.asarray(out[1]).astype(bool)
+        return tuple(np.stack([np.asarray(o[k]) for o in out]) for k in range(3))
+    return tuple(np.asarray(o) for o in out)
 
 
 def run(quick: bool = False):
@@ -99,18 +101,21 @@ def run(quick: bool = False):
             firsts = {name: _first_call(fn) for name, fn in contestants.items()}  # staged and compiled
             timings = interleaved(contestants, repeat=1 if quick else 3, warmup=0, number=1)
             outcomes = {name: _outcome(name, out) for name, (out, _) in firsts.items()}
-            losses = {name: _losses(xs, observed) for name, (xs, _) in outcomes.items()}
+            losses = {name: _losses(xs, observed) for name, (xs, _, _) in outcomes.items()}
         executors = {"jit(vmap(fit))": batched.executor(observed), LOOP: single.executor(observed[0]),
                      "jax jit(vmap(minimize))": "xla"}
         # the lowest loss any contestant's converged fit reached, per data set
-        best = np.min(np.stack([np.where(ok, losses[name], np.inf) for name, (_, ok) in outcomes.items()]), axis=0)
+        best = np.min(np.stack([np.where(ok, losses[name], np.inf) for name, (_, ok, _) in outcomes.items()]),
+                      axis=0)
         loop_ms = timings[LOOP].best * 1e3
         for name, timing in timings.items():
-            ok = outcomes[name][1]
+            _, ok, evaluations = outcomes[name]
+            ok = ok.astype(bool)
             excess = float(np.max(losses[name][ok] / best[ok] - 1.0)) if ok.any() else float("nan")
             rows.append({"bench": "minimize_traced", "name": name, "datasets": n, "best_ms": timing.best * 1e3,
                          "median_ms": timing.median * 1e3, "ratio": timing.best * 1e3 / loop_ms,
                          "first_s": firsts[name][1], "executor": executors[name], "converged": int(ok.sum()),
+                         "us_per_eval": timing.best * 1e6 / int(evaluations.sum()),
                          "loss_excess": excess, "dtype": "float64"})
     return rows
 
@@ -118,15 +123,17 @@ def run(quick: bool = False):
 def compact_rows(results):
     """Rows for ``run.py``'s table: bench, contestant, time, ratio, to, note, rel err, dtype."""
     return [["minimize_traced", f"{r['name']} x{r['datasets']}", f"{r['best_ms']:.1f} ms", f"{r['ratio']:.2f}x",
-             LOOP, f"{r['converged']}/{r['datasets']} converged; first call {r['first_s']:.1f} s; {r['executor']}",
+             LOOP, f"{r['converged']}/{r['datasets']} converged; {r['us_per_eval']:.1f} us/evaluation; first call "
+             f"{r['first_s']:.1f} s; {r['executor']}",
              f"{r['loss_excess']:.1e}", r["dtype"]] for r in results]
 
 
 def table(results) -> str:
-    headers = ["minimize_traced: batched Lotka-Volterra fits", "data sets", "ms best", "vs loop", "first call s",
-               "converged", "loss over best", "executor"]
-    rows = [[r["name"], r["datasets"], f"{r['best_ms']:.1f}", f"{r['ratio']:.2f}x", f"{r['first_s']:.1f}",
-             f"{r['converged']}/{r['datasets']}", f"{r['loss_excess']:.1e}", r["executor"]] for r in results]
+    headers = ["minimize_traced: batched Lotka-Volterra fits", "data sets", "ms best", "vs loop", "us/evaluation",
+               "first call s", "converged", "loss over best", "executor"]
+    rows = [[r["name"], r["datasets"], f"{r['best_ms']:.1f}", f"{r['ratio']:.2f}x", f"{r['us_per_eval']:.1f}",
+             f"{r['first_s']:.1f}", f"{r['converged']}/{r['datasets']}", f"{r['loss_excess']:.1e}", r["executor"]]
+            for r in results]
     return format_table(headers, rows)
 
 
@@ -144,7 +151,8 @@ def verdict(results) -> str:
         if r["name"] == "jit(vmap(fit))" and r["datasets"] in jax_rows:
             j = jax_rows[r["datasets"]]
             lines.append(f"minimize_traced jit(vmap(fit)) over {r['datasets']} data sets against JAX's: "
-                         f"{r['best_ms'] / j['best_ms']:.2f}x ({r['converged']} against {j['converged']} converged)")
+                         f"{r['best_ms'] / j['best_ms']:.2f}x the time, {r['us_per_eval'] / j['us_per_eval']:.2f}x per "
+                         f"evaluation ({r['converged']} against {j['converged']} fits converged)")
     return "\n".join(lines)
 
 
