@@ -157,6 +157,7 @@ class _Entry:
         self._run = None
         self.native_loops = False  # set when compiled: whether its loops run compiled (native.in_jit)
         self.reason = ""  # set when compiled: why the program keeps the Python executor
+        self._loops_lower: bool | None = None  # whether a loop of the program compiles alone
 
     def valid(self) -> bool:
         """Whether the cached program still computes what the function would: every flag it read
@@ -208,7 +209,9 @@ class _Entry:
             self._run = self._compile()
         executor = getattr(self._run, "executor", "python")
         if executor == "python" and self.native_loops:
-            if any(native.loop_lowers(eqn) for eqn in self.program.eqns):
+            if self._loops_lower is None:  # writing the loops' source takes milliseconds: once
+                self._loops_lower = any(native.loop_lowers(eqn) for eqn in self.program.eqns)
+            if self._loops_lower:
                 return "python+numba"
         return executor
 
