@@ -11,7 +11,9 @@ value of ``jit``/``vmap``, so that ``tapegrad.scipy.optimize.minimize`` runs its
 - ``loop of jit(fit)``: a Python loop of the single jitted fit, the reference the target is measured
   against (issue 38: ``jit(vmap)`` at most 0.5x the loop at 16 data sets, 0.1x at 256);
 - ``jax jit(vmap(minimize))``: JAX's BFGS on the same loss (``_lotka_volterra.jax_loss``), where JAX is
-  installed.
+  installed;
+- ``loop of scipy(jit(value_and_grad))``: SciPy's BFGS fed ``tg.jit(tg.value_and_grad(loss))`` by hand,
+  per data set: what the eager ``minimize`` costs at best (issue 38's reference for it).
 
 Each row says which executor runs the program (``jit(f).executor``), the number of data sets whose fit
 converged (``success``), the time per evaluation of the loss and gradient (over all the fits' ``nfev``:
@@ -37,6 +39,7 @@ if __name__ == "__main__":
 
 import _lotka_volterra as lv  # noqa: E402
 import numpy as np  # noqa: E402
+import scipy.optimize  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 from tapegrad.scipy._minimize_traced import minimize_traced  # noqa: E402
@@ -44,6 +47,7 @@ from tapegrad.scipy._minimize_traced import minimize_traced  # noqa: E402
 SIZES = (16, 256)
 TARGETS = {16: 0.5, 256: 0.1}  # x the loop of single jitted fits
 LOOP = "loop of jit(fit)"
+SCIPY = "loop of scipy(jit(value_and_grad))"
 
 
 def fit(observed):
@@ -64,7 +68,13 @@ def _jax_contestant():
     def jax_fit(observed):
         res = minimize(jloss, lv.START, args=(observed,), method="BFGS")
         return res.x, res.success, res.nfev
-    return jax.jit(jax.vmap(jax_fit))
+    batched = jax.jit(jax.vmap(jax_fit))
+    return lambda observed: jax.block_until_ready(batched(observed))  # JAX returns before it has computed
+
+
+def _scipy_fits(value_and_grad, observed):
+    fits = [scipy.optimize.minimize(value_and_grad, lv.START, args=(o,), jac=True, method="BFGS") for o in observed]
+    return [(res.x, res.success, res.nfev) for res in fits]
 
 
 def _first_call(fn, *args):
@@ -82,7 +92,7 @@ def _losses(xs, observed) -> np.ndarray:
 
 def _outcome(name, out):
     """``(rates (n, 4), converged (n,), evaluations (n,))`` from a contestant's result."""
-    if name == LOOP:
+    if name in (LOOP, SCIPY):
         return tuple(np.stack([np.asarray(o[k]) for o in out]) for k in range(3))
     return tuple(np.asarray(o) for o in out)
 
@@ -90,6 +100,7 @@ def _outcome(name, out):
 def run(quick: bool = False):
     rows = []
     batched, single, jax_batched = tg.jit(tg.vmap(fit)), tg.jit(fit), _jax_contestant()
+    value_and_grad = tg.jit(tg.value_and_grad(lv.loss))
     for n in SIZES:
         observed = lv.datasets(n)
         with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
@@ -98,12 +109,13 @@ def run(quick: bool = False):
                            LOOP: lambda observed=observed: [single(o) for o in observed]}
             if jax_batched is not None:
                 contestants["jax jit(vmap(minimize))"] = lambda observed=observed: jax_batched(observed)
+            contestants[SCIPY] = lambda observed=observed: _scipy_fits(value_and_grad, observed)
             firsts = {name: _first_call(fn) for name, fn in contestants.items()}  # staged and compiled
             timings = interleaved(contestants, repeat=1 if quick else 3, warmup=0, number=1)
             outcomes = {name: _outcome(name, out) for name, (out, _) in firsts.items()}
             losses = {name: _losses(xs, observed) for name, (xs, _, _) in outcomes.items()}
         executors = {"jit(vmap(fit))": batched.executor(observed), LOOP: single.executor(observed[0]),
-                     "jax jit(vmap(minimize))": "xla"}
+                     "jax jit(vmap(minimize))": "xla", SCIPY: value_and_grad.executor(lv.START, observed[0])}
         # the lowest loss any contestant's converged fit reached, per data set
         best = np.min(np.stack([np.where(ok, losses[name], np.inf) for name, (_, ok, _) in outcomes.items()]),
                       axis=0)
