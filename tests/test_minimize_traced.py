@@ -188,6 +188,10 @@ def test_stops_and_reports():
     short = minimize_traced(rosen, X_ROSEN, options={"maxiter": 3})
     assert int(short.status) == 1 and not bool(short.success) and int(short.nit) == 3
     assert short.message == MESSAGES[1]
+    start = minimize_traced(rosen, X_ROSEN, options={"maxiter": 0})  # x0 is still evaluated
+    assert int(start.nit) == 0 and int(start.nfev) == 1 and int(start.status) == 1
+    assert_close(start.fun, rosen(X_ROSEN))
+    assert np.array_equal(start.x, X_ROSEN)
     with np.errstate(invalid="ignore"):  # log of a negative number: NaN from the first evaluation
         nan = minimize_traced(lambda x: tnp.sum(x ** 2) + tnp.log(-1.0 - x[0] ** 2), np.ones(2))
     assert int(nan.status) == 3 and not bool(nan.success)
@@ -208,6 +212,7 @@ def test_stops_and_reports():
     (dict(options={"return_all": True}), "return_all"),
     (dict(options={"c1": 0.9, "c2": 0.1}), "0 < c1 < c2 < 1"),
     (dict(options={"hess_inv0": np.eye(3)}), r"hess_inv0'\] has shape \(3, 3\)"),
+    (dict(implicit_solve="cg"), "implicit_solve='cg' runs SciPy's host solver"),
 ])
 def test_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -287,8 +287,8 @@ def _run(objective: Callable, x0, config: _Config) -> _State:
     st = _State(x=x0, f=zero, g=tnp.zeros_like(x0), p=tnp.zeros_like(x0), memory=memory_kind.init(x0, config),
                 ls=_line_search.start(zero, zero - 1.0, zero), k=count, nfev=count, converged=tnp.asarray(False))
 
-    def running(st: _State):
-        return ~st.converged & ~st.ls.failed & (st.k < config.maxiter) & (st.nfev < config.maxfun)
+    def running(st: _State):  # x0 is evaluated whatever the limits, so that fun and jac are its
+        return (st.nfev == 0) | (~st.converged & ~st.ls.failed & (st.k < config.maxiter) & (st.nfev < config.maxfun))
 
     def body(st: _State) -> _State:
         a = _line_search.trial(st.ls)
@@ -321,7 +321,7 @@ def runs_traced(x0: Any, args: Sequence[Any]) -> bool:
 def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str | None = None,
                     tol: float | None = None, options: dict | None = None, *, bounds: Any = None,
                     constraints: Any = (), jac: Any = None, hess: Any = None, hessp: Any = None,
-                    callback: Callable[..., Any] | None = None) -> OptimizeResults:
+                    callback: Callable[..., Any] | None = None, implicit_solve: str = "auto") -> OptimizeResults:
     """BFGS or L-BFGS minimising ``fun(x, *args)``, written in tapegrad operations so that it runs inside
     ``jit`` and ``vmap``, with a solution differentiable with respect to ``args``.
 
@@ -354,6 +354,9 @@ def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), 
             (the gradient is exact).
         bounds, constraints, jac, hess, hessp, callback: SciPy's; must be left out (a ValueError names
             each one given).
+        implicit_solve: ``"auto"`` or ``"dense"``: the adjoint system is solved densely (the Hessian
+            formed by ``n`` forward-over-reverse products). ``minimize``'s ``"cg"`` and ``"gmres"`` are
+            SciPy's host solvers, which cannot run on traced values (a ValueError).
 
     Returns:
         :class:`OptimizeResults` (``x``, ``success``, ``status``, ``fun``, ``jac``, ``hess_inv``,
@@ -363,10 +366,15 @@ def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), 
     Raises:
         ValueError: a method other than BFGS and L-BFGS-B, an unknown option or ``return_all``, ``c1``
             and ``c2`` not ``0 < c1 < c2 < 1``, a ``hess_inv0`` of the wrong shape, or one of
-            ``bounds``, ``constraints``, ``jac``, ``hess``, ``hessp``, ``callback`` given.
+            ``bounds``, ``constraints``, ``jac``, ``hess``, ``hessp``, ``callback`` given; an
+            ``implicit_solve`` other than ``"auto"`` and ``"dense"``.
     """
     from tapegrad.scipy.optimize import _solve_of_kind  # optimize imports this module
     _check_unsupported(bounds, constraints, jac, hess, hessp, callback)
+    if implicit_solve not in ("auto", "dense"):
+        raise ValueError(f"{WHERE}: implicit_solve={implicit_solve!r} runs SciPy's host solver, which cannot take "
+                         "values of jit or vmap: use 'auto' or 'dense' there (the Hessian is formed and solved), or "
+                         "call minimize outside jit and vmap")
     args = tuple(args)
     like = stop_gradient(tnp.asarray(x0))  # a value of jit or vmap too: no host conversion
     like = tnp.astype(like, np.result_type(np.dtype(like.dtype), np.float32))
