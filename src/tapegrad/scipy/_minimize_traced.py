@@ -303,11 +303,11 @@ def _run(objective: Callable, x0, config: _Config) -> _State:
     return while_loop(running, body, st)
 
 
-def _status(st: _State, config: _Config):
+def _status(st: _State):
+    """SciPy's status: the loop ends converged (0), at a NaN or infinity (3), with the line search failed
+    (2), or else at ``maxiter`` or ``maxfun`` (1)."""
     finite = tnp.isfinite(st.f) & tnp.all(tnp.isfinite(st.x))
-    limit = (st.k >= config.maxiter) | (st.nfev >= config.maxfun)
-    return tnp.where(st.converged & finite, 0, tnp.where(~finite, 3, tnp.where(st.ls.failed, 2,
-                                                                              tnp.where(limit, 1, 2))))
+    return tnp.where(st.converged & finite, 0, tnp.where(~finite, 3, tnp.where(st.ls.failed, 2, 1)))
 
 
 def runs_traced(x0: Any, args: Sequence[Any]) -> bool:
@@ -393,7 +393,7 @@ def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), 
         return st.x, st
     x, st = custom_root(optimality, tnp.reshape(like, (-1,)), solve, _solve_of_kind("dense", True, WHERE),
                         has_aux=True, residual_tol=None)
-    status = _status(st, config)
+    status = _status(st)
     return OptimizeResults(x=tnp.reshape(x, shape), success=status == 0, status=status, fun=st.f,
                            jac=tnp.reshape(st.g, shape), hess_inv=st.memory if config.method == "bfgs" else None,
                            nfev=st.nfev, njev=st.nfev, nit=st.k)
