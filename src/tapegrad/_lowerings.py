@@ -112,6 +112,11 @@ def cast(text: str, dtype) -> str:
     return f"{dtype_text(dtype)}({text})"
 
 
+def is_literal(text: str) -> bool:
+    """Whether ``text`` is a bare number, which the generated code need not bind to a name."""
+    return _literal(text) is not None or text in ("np.inf", "-np.inf", "np.nan", "True", "False")
+
+
 def _literal(text: str) -> int | float | None:
     """The number a bare int or float literal (``2``, ``-0.5``, ``1e-08``) stands for, else None."""
     if not text or text[0] not in "-0123456789":  # a name or an expression: no parse
@@ -208,17 +213,13 @@ def _call(name: str, *args) -> Sym:
 
 
 class _Namespace:
-    """The ``f`` of a fusion template: NumPy's function of each name, as numba spells it."""
-
-    def __init__(self, array: bool):
-        self.array = array
+    """The ``f`` of a fusion template: NumPy's function of each name, as numba spells it for one
+    element (an array's elements are computed in a loop of these)."""
 
     def where(self, c, x, y):
         like = x if isinstance(x, Sym) else y
         x, y = _sym(x, like), _sym(y, like)
         dtype = np.result_type(x.dtype, y.dtype)
-        if self.array:
-            return Sym(f"np.where({c.text}, {x.text}, {y.text})", dtype)
         return Sym(f"({x.text} if {c.text} else {y.text})", dtype)
 
     def maximum(self, x, y):
@@ -232,7 +233,7 @@ class _Namespace:
         is the result (``maximum(-0.0, 0.0)`` is ``0.0``), where numba's would keep the first."""
         like = x if isinstance(x, Sym) else y
         x, y = _sym(x, like), _sym(y, like)
-        first = Sym(f"(({x.text} {op} {y.text}) {'|' if self.array else 'or'} ({x.text} != {x.text}))", np.bool_)
+        first = Sym(f"(({x.text} {op} {y.text}) or ({x.text} != {x.text}))", np.bool_)
         return self.where(first, x, y)
 
     def sign(self, x):
@@ -244,6 +245,16 @@ class _Namespace:
 
     def square(self, x):
         return Sym(f"({x.text} * {x.text})", x.dtype) if x.dtype.kind in "fi" else _call("square", x)
+
+    def power(self, x, y):
+        """``x ** 2`` as ``x * x`` and ``x ** 1`` as ``x`` for a float ``x`` (the same bits: NumPy's
+        power takes that path too), which spares the call and its typing; else numba's power."""
+        exponent = _literal(y.text) if isinstance(y, Sym) else y
+        if isinstance(x, Sym) and x.dtype.kind == "f" and exponent in (1, 2) and type(exponent) is not bool:
+            dtype = _result_dtype("power", (x, _sym(y, x)))
+            if dtype == x.dtype:
+                return x if exponent == 1 else Sym(f"({x.text} * {x.text})", dtype)
+        return _call("power", x, y)
 
     def __getattr__(self, name: str) -> Callable:
         if name in _OPERATORS:
@@ -273,7 +284,7 @@ INTEGER_SAFE = frozenset({"add", "subtract", "multiply", "divide", "true_divide"
                           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
                           "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "where",
                           "floor_divide", "remainder"})
-_SCALAR_NS, _ARRAY_NS = _Namespace(array=False), _Namespace(array=True)
+_SCALAR_NS = _Namespace()
 
 
 def elementwise(template: str | Callable) -> Callable:
@@ -306,12 +317,12 @@ def elementwise(template: str | Callable) -> Callable:
                 texts[index] = ctx.let(result.text if result.dtype == concrete(out.dtype) else
                                        cast(result.text, out.dtype))
             return unrolled(texts, out.dtype)
-        operands = [Sym(ctx.array(x, out.shape if template == "where" else None), concrete(x.dtype)) for x in xs]
-        result = _apply(template, _ARRAY_NS, operands, params)
-        # numba's array ufuncs type bools and integers their own way (bool / bool is float32): cast those
-        same = result.dtype == concrete(out.dtype) and compute.kind == "f"
-        text = result.text if same else f"{result.text}.astype({dtype_text(out.dtype)})"
-        return ctx.array_value(f"np.asarray({text})", out.shape, out.dtype)
+        dtypes = [concrete(x.dtype) for x in xs]
+
+        def element(texts):
+            result = _apply(template, _SCALAR_NS, [Sym(t, d) for t, d in zip(texts, dtypes)], params)
+            return result.text if result.dtype == concrete(out.dtype) else cast(result.text, out.dtype)
+        return ctx.elementwise_loop(out.shape, concrete(out.dtype), list(xs), element)
     return lowering
 
 
@@ -355,8 +366,7 @@ def _extremum(op: str) -> Callable:
 _COMBINE = {"sum": lambda a, b: f"({a} + {b})", "prod": lambda a, b: f"({a} * {b})",
             "max": _extremum(">"), "min": _extremum("<"),
             "any": lambda a, b: f"({a} or {b})", "all": lambda a, b: f"({a} and {b})"}
-_ARRAY_REDUCE = {"sum": "np.sum", "prod": "np.prod", "max": "np.max", "min": "np.min", "any": "np.any",
-                 "all": "np.all"}
+_START = {"sum": 0, "prod": 1, "any": False, "all": True}  # a loop's first value
 
 
 def _axes(axis, ndim: int) -> tuple:
@@ -368,7 +378,7 @@ def _axes(axis, ndim: int) -> tuple:
 def reduction(kind: str) -> Callable:
     """``sum``, ``prod``, ``max``, ``min``, ``any`` or ``all`` over static axes: a chain of scalar
     operations in index order where the operand is unrolled (sums may round otherwise than NumPy's
-    pairwise summation past 8 elements); on an array, numba's ``np.<kind>`` of the whole array."""
+    pairwise summation past 8 elements); on an array over all its axes, a loop in index order."""
     combine = _COMBINE[kind]
 
     def lowering(ctx, x, *, axis, keepdims, **params):
@@ -395,7 +405,13 @@ def reduction(kind: str) -> Callable:
             raise NotLowerable(f"{kind} over some axes of an array")
         if kind in ("max", "min") and concrete(x.dtype).kind == "f":
             raise NotLowerable(f"{kind} of a float array (numba's picks another of equal zeros than NumPy)")
-        return scalar(ctx.let(cast(f"{_ARRAY_REDUCE[kind]}({ctx.array(x)})", out.dtype)), out.dtype)
+        if kind in ("max", "min"):  # of integers: the first element starts the loop
+            first = ctx.texts(x).reshape(-1)[0] if x.unrolled else f"{ctx.array(x)}.flat[0]"
+            start = ctx.let(cast(first, out.dtype))
+        else:
+            start = literal_text(_START[kind], out.dtype)
+        x = ctx.convert(x, out.dtype) if kind in ("sum", "prod") else x
+        return ctx.fold_loop(x, start, lambda acc, item: cast(combine(acc, item), out.dtype), out.dtype)
     return lowering
 
 

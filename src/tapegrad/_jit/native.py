@@ -45,7 +45,17 @@ from pathlib import Path
 import numpy as np
 
 from tapegrad._jit.program import Eqn, Literal, Program, Var
-from tapegrad._lowerings import NotLowerable, Value, cast, concrete, dtype_text, literal_text, scalar, unrolled
+from tapegrad._lowerings import (
+    NotLowerable,
+    Value,
+    cast,
+    concrete,
+    dtype_text,
+    is_literal,
+    literal_text,
+    scalar,
+    unrolled,
+)
 from tapegrad._rules import aval_of
 
 UNROLL_LIMIT = 16
@@ -114,8 +124,9 @@ class Context:
             self.indent = self.indent[:-4]
 
     def let(self, expr: str, prefix: str = "t") -> str:
-        """A name bound to ``expr`` (``expr`` itself when it is a name already)."""
-        if expr.isidentifier():
+        """A name bound to ``expr`` (``expr`` itself when it is a name or a number already: a literal
+        stays in the expressions that use it, where the lowerings see its value)."""
+        if expr.isidentifier() or is_literal(expr):
             return expr
         name = self.fresh(prefix)
         self.emit(f"{name} = {expr}")
@@ -174,6 +185,55 @@ class Context:
     def array_value(self, expr: str, shape, dtype) -> Value:
         self.array_ops += 1
         return Value(shape, dtype, name=self.let(expr, "a"))
+
+    def elementwise_loop(self, shape, dtype, operands: list[Value], element: Callable) -> Value:
+        """An array of ``shape`` and ``dtype`` filled by a loop over its elements: ``element(texts)``
+        gives the source of one element from the operands' elements there (broadcast as NumPy does).
+        numba types a loop of scalar code far faster than its array functions, which each compile an
+        implementation of their own (``np.power`` on arrays, ``np.where``, broadcasting)."""
+        sources = [self._source(x) for x in operands]  # before the loop: what every element reads
+        name = self.let(f"np.empty({tuple(shape)!r}, {dtype_text(dtype)})", "a")
+        with self.loops(shape) as index:
+            texts = [self._at(source, x, index, len(shape)) for source, x in zip(sources, operands)]
+            self.emit(f"{_element(name, index)} = {element(texts)}")
+        return Value(shape, dtype, name=name)
+
+    def fold_loop(self, x: Value, start: str, combine: Callable, dtype) -> Value:
+        """``start`` combined with every element of the array ``x`` in index order (a reduction over
+        all its axes), as a loop: ``combine(acc, element)`` gives the source of the next value."""
+        source = self._source(x)
+        acc = self.fresh("s")
+        self.emit(f"{acc} = {start}")
+        with self.loops(x.shape) as index:
+            self.emit(f"{acc} = {combine(acc, self._at(source, x, index, x.ndim))}")
+        return scalar(acc, dtype)
+
+    @contextlib.contextmanager
+    def loops(self, shape):
+        """Nested loops over every index of ``shape`` (C order); yields the index names."""
+        with contextlib.ExitStack() as stack:
+            index = []
+            for n in shape:
+                i = self.fresh("j")
+                self.emit(f"for {i} in range({n}):")
+                stack.enter_context(self.block())
+                index.append(i)
+            yield index
+
+    def _source(self, x: Value) -> str:
+        """What a loop reads ``x``'s elements from: its one element's text, or an array's name."""
+        if x.size == 1:
+            return self.texts(x).reshape(-1)[0]
+        return self.array(x)
+
+    @staticmethod
+    def _at(source: str, x: Value, index, ndim: int) -> str:
+        """The element of ``x`` (read from ``source``) that broadcasting puts at ``index`` of a result
+        of ``ndim`` axes."""
+        if x.size == 1:
+            return source
+        offset = ndim - x.ndim
+        return _element(source, [index[offset + k] if n != 1 else 0 for k, n in enumerate(x.shape)])
 
     @property
     def cost(self) -> int:
