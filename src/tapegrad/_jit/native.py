@@ -166,9 +166,11 @@ class Context:
             texts = value.texts
             self._kept.append(texts)
 
-            def build():
-                items = ", ".join(texts.reshape(-1)) + ("," if texts.size == 1 else "")
-                return self.let(f"np.array([{items}], {dtype_text(value.dtype)}).reshape({value.shape!r})")
+            def build():  # element by element: numba types np.array of a list as a function of its own
+                name = self.let(f"np.empty({value.shape!r}, {dtype_text(value.dtype)})", "a")
+                for index in np.ndindex(*value.shape):
+                    self.emit(f"{_element(name, index)} = {texts[index]}")
+                return name
             name = self._cached(("array", id(texts)), build)
         else:
             name = value.name
