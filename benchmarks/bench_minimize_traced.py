@@ -163,7 +163,7 @@ def verdict(results) -> str:
         if r["name"] == "jit(vmap(fit))" and r["datasets"] in jax_rows:
             j = jax_rows[r["datasets"]]
             lines.append(f"minimize_traced jit(vmap(fit)) over {r['datasets']} data sets against JAX's: "
-                         f"{r['best_ms'] / j['best_ms']:.2f}x the time, {r['us_per_eval'] / j['us_per_eval']:.2f}x per "
+                         f"{r['best_ms'] / j['best_ms']:.3g}x the time, {r['us_per_eval'] / j['us_per_eval']:.3g}x per "
                          f"evaluation ({r['converged']} against {j['converged']} fits converged)")
     return "\n".join(lines)
 
