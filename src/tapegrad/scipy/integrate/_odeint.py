@@ -362,11 +362,15 @@ def odeint_explain(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args:
     calls would, and runs the forward solve once (the backward pass is staged on its output).
 
     Args:
-        func, y0, t, *args, rtol, atol, mxstep, hmax: as :func:`odeint`, with concrete arrays.
+        func: as :func:`odeint`.
+        y0: as :func:`odeint`, a concrete array (or pytree of them).
+        t: as :func:`odeint`, concrete.
+        *args: as :func:`odeint`, concrete.
+        rtol, atol, mxstep, hmax: as :func:`odeint`.
 
     Returns:
-        For example ``"solver: numba: the program is compiled whole\nbackward: python+numba: not
-        compiled whole because its source is ... past the compile budget ...; its loops compile alone"``.
+        Two lines, for example ``solver: numba: the program is compiled whole`` and then
+        ``backward: python+numba: not compiled whole because ...; its loops compile alone``.
     """
     ts, y0, options = _prepare(y0, t, rtol, atol, mxstep, hmax)
     staged = _staged(func, options)
