@@ -28,6 +28,7 @@ from tapegrad._control_flow._solves import root_with_context
 from tapegrad._core import Tracer
 from tapegrad._jacobians import jacfwd
 from tapegrad.numpy import asarray, linalg, reshape
+from tapegrad.scipy._minimize_traced import minimize_traced
 from tapegrad.scipy._staged import Route
 
 ImplicitSolve = Literal["auto", "dense", "cg", "gmres"]
@@ -60,12 +61,13 @@ def _plain(args) -> bool:
     return all(type(a) is np.ndarray or type(a) in (float, int) for a in args)
 
 
-def _check_concrete_start(x0, where: str) -> None:
-    """A TypeError for an ``x0`` traced by ``vmap`` or ``jit`` (a derivative's is only stopped)."""
+def _held_by_vmap_or_jit(x0, args) -> bool:
+    """Whether ``x0`` or a leaf of ``args`` is a value of ``vmap`` or ``jit`` (a derivative's tracer is
+    only stopped: its primal is what SciPy gets)."""
     if type(x0) is not np.ndarray and isinstance(stop_gradient(asarray(x0)), Tracer):
-        raise TypeError(f"{where}: x0 is a value of vmap or jit, but SciPy's solver needs a concrete host start: "
-                        "call it eagerly (grad, vjp, jvp and their nestings work), or use tg.custom_root with a "
-                        "solver written in tapegrad operations under vmap or jit")
+        return True
+    return not _plain(args) and any(isinstance(stop_gradient(leaf), Tracer) for leaf in _tree.tree_leaves(list(args))
+                                    if hasattr(leaf, "shape") or isinstance(leaf, Tracer))
 
 
 def _value_and_flat_grad(out) -> tuple:
@@ -259,8 +261,14 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
         ``"python+numba"`` or ``"python"``: ``jit``'s executors, the least compiled of the functions
         handed to SciPy; ``"eager"``: not staged), ``executor_reason``: why eager (else None).
 
+    Under ``jit`` or ``vmap`` (``x0`` or ``args`` a value of either), SciPy cannot run: the solve is
+    BFGS or L-BFGS written in tapegrad's own ``while_loop`` (``method`` None, ``"BFGS"`` or
+    ``"L-BFGS-B"`` without bounds), as ``jax.scipy.optimize.minimize``, with the same derivative;
+    its result is an ``OptimizeResults`` named tuple of arrays (docs/solvers.md,
+    "Minimising inside jit and vmap").
+
     Raises:
-        TypeError: ``x0`` or ``args`` under ``vmap`` or ``jit`` (SciPy needs concrete values).
+        ValueError: under ``jit`` or ``vmap``, a method other than BFGS and L-BFGS-B, or bounds.
         ValueError: when ``x`` is differentiated: the solver did not converge (eagerly without a
             derivative: a ``RuntimeWarning``), the solution lies on a bound (the unconstrained
             optimality condition does not hold there), ``constraints`` given (the condition is not a
@@ -270,11 +278,10 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     where = "tapegrad.scipy.optimize.minimize"
     _check_implicit_solve(implicit_solve, where)
     args = tuple(args)
-    # ---- issue 38: x0 or args traced by vmap or jit raise here today (SciPy needs host values); the
-    # minimiser written with tapegrad's while_loop (BFGS, L-BFGS) takes this case over, here ----
-    _check_concrete_start(x0, where)
+    if _held_by_vmap_or_jit(x0, args):  # SciPy needs host values: BFGS and L-BFGS in tapegrad's own loop
+        return minimize_traced(fun, x0, args, method, tol, options, bounds=bounds, constraints=constraints, jac=jac,
+                               hess=hess, hessp=hessp, callback=callback, implicit_solve=implicit_solve)
     host_args = _concrete(args, where)
-    # ----
     like = _float_like(x0)
     x0_host = to_host(like)
     shape, n = x0_host.shape, x0_host.size
