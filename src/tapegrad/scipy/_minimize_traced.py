@@ -23,6 +23,7 @@ import tapegrad.numpy as tnp
 from tapegrad import _tree
 from tapegrad._api import grad, stop_gradient, value_and_grad
 from tapegrad._control_flow import custom_root, scan, while_loop
+from tapegrad._control_flow import map as loop_map
 from tapegrad._core import Tracer
 from tapegrad.scipy import _line_search
 
@@ -310,6 +311,14 @@ def _status(st: _State):
     return tnp.where(st.converged & finite, 0, tnp.where(~finite, 3, tnp.where(st.ls.failed, 2, 1)))
 
 
+def _hessian_solve(hvp, y):
+    """``H^-1 y`` for the Hessian ``H`` at the solution, given its product ``hvp(v) = H v`` (``custom_root``'s
+    linearised optimality condition): ``H`` formed a column per step of a loop (``map``, not ``jacfwd``'s
+    ``vmap``: the product stays one example's program, which the compiled executor takes), then solved."""
+    columns = loop_map(hvp, tnp.eye(y.shape[0], dtype=y.dtype))  # row i: H e_i; H is symmetric
+    return tnp.linalg.solve(columns, y)
+
+
 def runs_traced(x0: Any, args: Sequence[Any]) -> bool:
     """Whether ``x0`` or a leaf of ``args`` is a value of ``jit`` or ``vmap`` (after ``stop_gradient``: a
     value only ``grad`` traces is concrete, and SciPy can solve it): then ``minimize`` must run
@@ -369,7 +378,6 @@ def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), 
             ``bounds``, ``constraints``, ``jac``, ``hess``, ``hessp``, ``callback`` given; an
             ``implicit_solve`` other than ``"auto"`` and ``"dense"``.
     """
-    from tapegrad.scipy.optimize import _solve_of_kind  # optimize imports this module
     _check_unsupported(bounds, constraints, jac, hess, hessp, callback)
     if implicit_solve not in ("auto", "dense"):
         raise ValueError(f"{WHERE}: implicit_solve={implicit_solve!r} runs SciPy's host solver, which cannot take "
@@ -391,8 +399,7 @@ def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), 
         constants = _tree.tree_map(lambda a: stop_gradient(a) if hasattr(a, "dtype") else a, args)
         st = _run(lambda x: objective(x, *constants), guess, config)
         return st.x, st
-    x, st = custom_root(optimality, tnp.reshape(like, (-1,)), solve, _solve_of_kind("dense", True, WHERE),
-                        has_aux=True, residual_tol=None)
+    x, st = custom_root(optimality, tnp.reshape(like, (-1,)), solve, _hessian_solve, has_aux=True, residual_tol=None)
     status = _status(st)
     return OptimizeResults(x=tnp.reshape(x, shape), success=status == 0, status=status, fun=st.f,
                            jac=tnp.reshape(st.g, shape), hess_inv=st.memory if config.method == "bfgs" else None,
