@@ -319,14 +319,6 @@ def _hessian_solve(hvp, y):
     return tnp.linalg.solve(columns, y)
 
 
-def runs_traced(x0: Any, args: Sequence[Any]) -> bool:
-    """Whether ``x0`` or a leaf of ``args`` is a value of ``jit`` or ``vmap`` (after ``stop_gradient``: a
-    value only ``grad`` traces is concrete, and SciPy can solve it): then ``minimize`` must run
-    :func:`minimize_traced`, SciPy's solvers needing concrete host values."""
-    leaves = _tree.tree_leaves([x0, *args])
-    return any(isinstance(stop_gradient(leaf), Tracer) for leaf in leaves if isinstance(leaf, Tracer))
-
-
 def minimize_traced(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str | None = None,
                     tol: float | None = None, options: dict | None = None, *, bounds: Any = None,
                     constraints: Any = (), jac: Any = None, hess: Any = None, hessp: Any = None,
