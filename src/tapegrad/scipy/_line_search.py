@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._typing import Array
 
 BRACKET, ZOOM = 0, 1
 ZOOM_MAXITER = 30  # JAX's bound on the zoom's trials (SciPy's is 10); a zoom past it fails the search
@@ -35,19 +36,19 @@ _CUBIC_MARGIN, _QUAD_MARGIN = 0.2, 0.1  # an interpolated trial this close to an
 
 class LineSearch(NamedTuple):
     """The search along ``x + a p``: ``phi(a) = f(x + a p)``, ``dphi(a) = grad f(x + a p) . p``."""
-    phase: object  # BRACKET or ZOOM (int)
-    n: object  # trials made in this phase (int)
-    failed: object  # no step can be found (a bool): the caller stops
-    phi0: object  # phi(0)
-    dphi0: object  # phi'(0), negative for a descent direction
-    a_lo: object  # bracketing: the last trial; zoom: the end with the lower phi (sufficient decrease holds)
-    phi_lo: object
-    dphi_lo: object
-    a_hi: object  # bracketing: the next trial; zoom: the other end
-    phi_hi: object
-    dphi_hi: object
-    a_rec: object  # zoom: the end replaced last, the cubic's third point
-    phi_rec: object
+    phase: Array  # BRACKET or ZOOM (int)
+    n: Array  # trials made in this phase (int)
+    failed: Array  # no step can be found (a bool): the caller stops
+    phi0: Array  # phi(0)
+    dphi0: Array  # phi'(0), negative for a descent direction
+    a_lo: Array  # bracketing: the last trial; zoom: the end with the lower phi (sufficient decrease holds)
+    phi_lo: Array
+    dphi_lo: Array
+    a_hi: Array  # bracketing: the next trial; zoom: the other end
+    phi_hi: Array
+    dphi_hi: Array
+    a_rec: Array  # zoom: the end replaced last, the cubic's third point
+    phi_rec: Array
 
 
 def start(phi0, dphi0, first_step) -> LineSearch:
