@@ -65,27 +65,51 @@ def datasets(n: int) -> np.ndarray:
 
 
 # ---- references -----------------------------------------------------------------------------------
-def jax_loss():
-    """The same loss in JAX (float64), or None where JAX does not import."""
+def _jax():
+    """``(jax, jax.numpy)`` in float64, or None where JAX does not import."""
     try:
         import jax
         import jax.numpy as jnp
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", True)
+    return jax, jnp
 
-    def jrhs(y, t, theta):
-        a, b, d, g = theta
-        return jnp.stack([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - g * y[1]])
+
+def jax_rhs(y, t, theta):
+    """:func:`rhs` in JAX."""
+    import jax.numpy as jnp
+    a, b, d, g = theta
+    return jnp.stack([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - g * y[1]])
+
+
+def jax_odeint_grad(rtol: float, atol: float):
+    """A call of JAX's ``jit(grad)`` of the sum of ``jax.experimental.ode.odeint`` of the model at ``TIMES``
+    (from ``Y0``, at ``TRUE``), waiting for its result; None where JAX does not import."""
+    if _jax() is None:
+        return None
+    jax, jnp = _jax()
+    from jax.experimental.ode import odeint
+    grad = jax.jit(jax.grad(lambda theta: jnp.sum(odeint(jax_rhs, jnp.asarray(Y0), jnp.asarray(TIMES), theta,
+                                                         rtol=rtol, atol=atol))))
+    theta = jnp.asarray(TRUE)
+    return lambda: grad(theta).block_until_ready()
+
+
+def jax_loss():
+    """The same loss in JAX (float64), and :func:`jax_rhs`; None where JAX does not import."""
+    if _jax() is None:
+        return None
+    jax, jnp = _jax()
 
     def jsimulate(theta):
         h = DT_OBS / SUBSTEPS
 
         def rk4(i, y):
-            k1 = jrhs(y, 0.0, theta)
-            k2 = jrhs(y + 0.5 * h * k1, 0.0, theta)
-            k3 = jrhs(y + 0.5 * h * k2, 0.0, theta)
-            k4 = jrhs(y + h * k3, 0.0, theta)
+            k1 = jax_rhs(y, 0.0, theta)
+            k2 = jax_rhs(y + 0.5 * h * k1, 0.0, theta)
+            k3 = jax_rhs(y + 0.5 * h * k2, 0.0, theta)
+            k4 = jax_rhs(y + h * k3, 0.0, theta)
             return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
 
         def observe(y, _):
@@ -95,4 +119,4 @@ def jax_loss():
 
     def jloss(theta, observed):
         return jnp.mean((jsimulate(theta) - observed) ** 2)
-    return jloss, jrhs
+    return jloss, jax_rhs

@@ -30,7 +30,7 @@ if __name__ == "__main__":
 
 import numpy as np  # noqa: E402
 import scipy.integrate  # noqa: E402
-from _lotka_volterra import TIMES, TRUE, Y0, rhs  # noqa: E402
+from _lotka_volterra import TIMES, TRUE, Y0, jax_odeint_grad, jax_rhs, rhs  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
@@ -88,23 +88,7 @@ def contestants():
 
 
 def _jax_grad():
-    try:
-        import jax
-        import jax.numpy as jnp
-        from jax.experimental.ode import odeint as jax_odeint
-    except ImportError:
-        return None
-    jax.config.update("jax_enable_x64", True)
-    grad = jax.jit(jax.grad(lambda theta: jnp.sum(jax_odeint(_jax_rhs, jnp.asarray(Y0), jnp.asarray(TIMES),
-                                                             theta, **TOL))))
-    theta = jnp.asarray(TRUE)
-    return lambda: grad(theta).block_until_ready()
-
-
-def _jax_rhs(y, t, theta):
-    import jax.numpy as jnp
-    a, b, d, g = theta
-    return jnp.stack([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - g * y[1]])
+    return jax_odeint_grad(**TOL)
 
 
 def _jax_accepted_steps():
@@ -112,7 +96,7 @@ def _jax_accepted_steps():
     functions (JAX does not report them), counting."""
     import jax
     from jax.experimental import ode
-    func = lambda y, t: _jax_rhs(y, t, TRUE)  # noqa: E731
+    func = lambda y, t: jax_rhs(y, t, TRUE)  # noqa: E731
     t, y, f = TIMES[0], Y0, func(Y0, TIMES[0])
     dt = ode.initial_step_size(func, t, y, 4, TOL["rtol"], TOL["atol"], f)
     step = jax.jit(lambda y, f, t, dt: ode.runge_kutta_step(func, y, f, t, dt))

@@ -25,7 +25,7 @@ if __name__ == "__main__":
 
 import numpy as np  # noqa: E402
 import scipy.integrate  # noqa: E402
-from _lotka_volterra import TIMES, TRUE, Y0, rhs  # noqa: E402
+from _lotka_volterra import TIMES, TRUE, Y0, jax_odeint_grad, rhs  # noqa: E402
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
@@ -65,20 +65,7 @@ def contestants():
 
 
 def _jax_grad():
-    try:
-        import jax
-        import jax.numpy as jnp
-        from jax.experimental.ode import odeint
-    except ImportError:
-        return None
-    jax.config.update("jax_enable_x64", True)
-
-    def jrhs(y, t, theta):
-        a, b, d, g = theta
-        return jnp.stack([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - g * y[1]])
-    grad = jax.jit(jax.grad(lambda theta: jnp.sum(odeint(jrhs, jnp.asarray(Y0), jnp.asarray(TIMES), theta, **TOL))))
-    theta = jnp.asarray(TRUE)
-    return lambda: grad(theta).block_until_ready()
+    return jax_odeint_grad(**TOL)
 
 
 def steps():
