@@ -81,7 +81,7 @@ class OdeSolution:
         n_segments: the number of steps.
     """
 
-    def __init__(self, ts, y_starts, rows, tableau: rk.Tableau):
+    def __init__(self, ts: np.ndarray, y_starts: Any, rows: Any, tableau: rk.Tableau) -> None:
         self.ts, self._y_starts, self._rows, self._tableau = ts, y_starts, rows, tableau
         self.n_segments = len(ts) - 1
         self.t_min, self.t_max = float(min(ts[0], ts[-1])), float(max(ts[0], ts[-1]))
