@@ -357,9 +357,10 @@ def odeint(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rt
 def odeint_explain(func: Callable[..., Any], y0: ArrayLike, t: ArrayLike, *args: Any, rtol: float = 1.4e-8,
                    atol: float = 1.4e-8, mxstep: float = np.inf, hmax: float = np.inf) -> str:
     """Which executor runs each of :func:`odeint`'s programs (JAX's ``jax.experimental.ode.odeint``,
-    staged) for these arguments, and why where it is not numba, as ``tg.jit(f).explain``: two lines, ``"solver: ..."`` (the forward solve) and
-    ``"backward: ..."`` (the backward pass of ``grad``). It stages both programs and caches them, as
-    calls would, and runs the forward solve once (the backward pass is staged on its output).
+    staged) for these arguments, and why where it is not numba, as ``tg.jit(f).explain``: two lines,
+    ``"solver: ..."`` (the forward solve) and ``"backward: ..."`` (the backward pass of ``grad``). It
+    stages both programs and caches them, as calls would, and runs the forward solve once (the backward
+    pass is staged on its output).
 
     Args:
         func: as :func:`odeint`.
