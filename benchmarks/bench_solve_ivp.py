@@ -106,7 +106,7 @@ def verdict(results) -> str:
     by = {r["name"]: r for r in results}
     forward = by[FORWARD]
     same = forward["steps"] == by[SCIPY]["steps"]
-    grads = "; ".join(f"{name}: {by[name]['ratio']:.0f}x JAX" for name in (DIRECT, ADJOINT) if JAX in by)
+    grads = "; ".join(f"{name}: {by[name]['ratio']:.3g}x JAX" for name in (DIRECT, ADJOINT) if JAX in by)
     return (f"solve_ivp forward at most {TARGET}x SciPy's RK45: {forward['ratio']:.3f}x "
             f"{met(forward['ratio'] <= TARGET)}; accepted steps {forward['steps']} vs SciPy's "
             f"{by[SCIPY]['steps']} ({'equal' if same else 'DIFFERENT'}); gradients (reported): {grads or 'no JAX'}")
