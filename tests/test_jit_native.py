@@ -404,12 +404,15 @@ def test_large_arrays_keep_the_python_executor():
     np.testing.assert_array_equal(got, want)
 
 
-def test_a_program_past_the_compile_budget_keeps_the_python_executor():
+@pytest.mark.parametrize("shape", [(native.UNROLL_LIMIT,), LARGE], ids=["unrolled", "array"])
+def test_a_program_past_the_compile_budget_keeps_the_python_executor(shape):
+    """Straight-line code past the budget keeps the Python executor, arrays too: the loops that
+    compute an array's elements are not control-flow loops, which get the larger budget."""
     def chain(x, steps):
         for _ in range(steps):
             x = tnp.sin(x) * 1.01 + 0.1
         return tnp.sum(x)
-    x = data((native.UNROLL_LIMIT,))
+    x = data(shape)
     short = both(tg.grad(chain), x, 2, static_argnums=1)
     long = both(tg.grad(chain), x, 60, static_argnums=1)  # ~60 x 16 x 4 scalar statements
     assert (short[1], long[1]) == ("numba", "python")

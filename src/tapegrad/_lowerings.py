@@ -406,8 +406,7 @@ def reduction(kind: str) -> Callable:
         if kind in ("max", "min") and concrete(x.dtype).kind == "f":
             raise NotLowerable(f"{kind} of a float array (numba's picks another of equal zeros than NumPy)")
         if kind in ("max", "min"):  # of integers: the first element starts the loop
-            first = ctx.texts(x).reshape(-1)[0] if x.unrolled else f"{ctx.array(x)}.flat[0]"
-            start = ctx.let(cast(first, out.dtype))
+            start = ctx.let(cast(f"{ctx.array(x)}.flat[0]", out.dtype))
         else:
             start = literal_text(_START[kind], out.dtype)
         x = ctx.convert(x, out.dtype) if kind in ("sum", "prod") else x

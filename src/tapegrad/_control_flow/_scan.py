@@ -146,7 +146,7 @@ def _scan_lowering(ctx, *operands, body, length, reverse, n_carry, n_xs, unroll)
     ys = [_lowerings.Value((length, *a.shape), _lowerings.concrete(a.dtype), name=name)
           for a, name in zip(y_avals, names)]
     i = ctx.fresh("i")
-    ctx.emit(f"for {i} in {f'range({length - 1}, -1, -1)' if reverse else f'range({length})'}:")
+    ctx.loop(f"for {i} in {f'range({length - 1}, -1, -1)' if reverse else f'range({length})'}:")
     with ctx.block():
         rows = [ctx.row(stack, i, x.shape[1:], x.dtype) for stack, x in zip(stacks, xs)]
         with ctx.destined(body.program.outputs[n_carry:], names, i):

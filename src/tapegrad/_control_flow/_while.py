@@ -86,7 +86,7 @@ def emit_while(ctx, cond, states, cond_consts, max_steps, step) -> str:
     name counting the steps run before this one); returns that name, which holds the count after."""
     steps = ctx.fresh("n")
     ctx.emit(f"{steps} = 0")
-    ctx.emit("while True:")
+    ctx.loop("while True:")
     with ctx.block():
         (pred,) = ctx.inline(cond.program, list(states) + list(cond_consts))
         ctx.emit(f"if not {ctx.texts(pred)[()]}:")

@@ -218,7 +218,7 @@ def _grad_lowering(ctx, *operands, cond, fwd, bwd, n_carry, n_cond, n_k, max_ste
     steps = emit_while(ctx, cond, carries, k[:n_cond], max_steps, step)
     states = [ctx.state(s) for s in state]
     i = ctx.fresh("i")
-    ctx.emit(f"for {i} in range({steps} - 1, -1, -1):")
+    ctx.loop(f"for {i} in range({steps} - 1, -1, -1):")
     with ctx.block():
         rows = [ctx.row(stack, i, tuple(a.shape), concrete(a.dtype)) for stack, a in zip(stacks, avals)]
         ctx.assign(states, ctx.inline(bwd.program, states + rows + list(k)))

@@ -102,6 +102,7 @@ class Context:
         # id(Var) -> the row of the outer stack (see ``stacks``)
         self.destinations: dict[int, str] = {}
         self.array_ops = 0
+        self.has_loop = False  # a control-flow loop was written (LOOP_BUDGET), not an elementwise one
         self._scopes: list[dict] = [{}]  # per block: loads and arrays built there (not valid outside it)
         self._kept: list = []  # the element arrays keyed by id in a scope: kept alive, so no id is reused
 
@@ -112,6 +113,12 @@ class Context:
 
     def emit(self, line: str) -> None:
         self.lines.append(self.indent + line)
+
+    def loop(self, header: str) -> None:
+        """Write the header of a control-flow loop (``scan``, ``while``): its body runs at every step,
+        which is what the larger :data:`LOOP_BUDGET` is for."""
+        self.has_loop = True
+        self.emit(header)
 
     @contextlib.contextmanager
     def block(self):
@@ -365,7 +372,7 @@ class Context:
         grows with every array a function binds, not with their size. A value among ``outs`` (the
         loop's results) that an enclosing loop stacks too is written straight into that loop's row
         (``self.destinations``)."""
-        names: list[str | None] = [self.destinations.pop(id(v), None) for v in outs] or [None] * len(avals)
+        names: list[str | None] = [self.destinations.pop(id(v), None) for v in outs]
         names += [None] * (len(avals) - len(names))
         groups: dict = {}
         for j, aval in enumerate(avals):
@@ -419,7 +426,7 @@ def source(program: Program):
         shape = tuple(v.aval.shape)
         inputs.append(scalar(f"in{k}", v.aval.dtype) if not shape else Value(shape, dtype, name=f"in{k}"))
     outs = ctx.inline(program, inputs)
-    budget = LOOP_BUDGET if any(line.lstrip().startswith(("for ", "while ")) for line in ctx.lines) else BUDGET
+    budget = LOOP_BUDGET if ctx.has_loop else BUDGET
     if ctx.cost > budget:
         raise NotLowerable(f"its source is {len(ctx.lines)} statements and {ctx.array_ops} array operations, "
                            f"past the compile budget ({budget} statements, an array operation counting "
