@@ -22,14 +22,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _ARRAY_TYPES = frozenset([np.ndarray])
-
-
-def _batch_as_loop(flat_fun, inputs, outputs):
-    """A ``vmap`` that ``jit`` stages as a loop over the batch, or None where the batched program serves
-    (``tapegrad._control_flow._batch_loop``: a layer above, which stages loops; imported by name, on the
-    first vmap that jit stages, as ``import tapegrad`` leaves control flow to its first use)."""
-    loop = importlib.import_module("tapegrad._control_flow._batch_loop")
-    return loop.batch_as_loop(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
 _LEAF = object()  # stands for the treedef of an argument that is one array
 
 
@@ -266,6 +258,14 @@ def _run(flat_fun, inputs, outputs, chunk_size: int | None):
     if out_leaves is None:
         out_leaves = vmap_flat(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
     return out_leaves
+
+
+def _batch_as_loop(flat_fun, inputs, outputs):
+    """A ``vmap`` that ``jit`` stages as a loop over the batch, or None where the batched program serves
+    (``tapegrad._control_flow._batch_loop``: a layer above, which stages loops; imported by name, on the
+    first vmap that jit stages, as ``import tapegrad`` leaves control flow to its first use)."""
+    loop = importlib.import_module("tapegrad._control_flow._batch_loop")
+    return loop.batch_as_loop(flat_fun, inputs.leaves, inputs.dims, outputs.dims, inputs.size)
 
 
 def _chunked(flat_fun, inputs, outputs, chunk_size: int):

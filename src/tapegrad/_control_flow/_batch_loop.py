@@ -15,15 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad._config import config
-from tapegrad._control_flow._closed import ClosedProgram, _implicit_operands
+from tapegrad._control_flow._closed import _SCALARS, ClosedProgram, _aval_of, _implicit_operands
 from tapegrad._control_flow._scan import scan_p
 from tapegrad._core import ShapedArray, bind, for_jit, trace_stack
 from tapegrad._jit import native
 from tapegrad._jit.staging import StagingTrace, abstractify, stage
-from tapegrad._lowerings import NotLowerable
 from tapegrad._structural import moveaxis
-
-_SCALARS = (bool, int, float, complex)
 
 
 class _Example:
@@ -43,9 +40,9 @@ def batch_as_loop(flat_fun, leaves, in_dims, out_dims, size: int):
     """``vmap_flat(flat_fun, leaves, in_dims, out_dims, size)``'s outputs computed by a ``scan`` over
     the examples, or None where the batched program serves: not staged by ``jit`` with the compiled
     executor on, nothing mapped, an ``out_axes`` entry None, or one example's program not lowered."""
-    stack = trace_stack()
     if not (for_jit.get() and config.compiled_executor and native.available()):
         return None
+    stack = trace_stack()
     if not stack or stack[-1].trace_type is not StagingTrace:
         return None
     mapped = [k for k, (x, d) in enumerate(zip(leaves, in_dims)) if d is not None and x is not None]
@@ -55,8 +52,8 @@ def batch_as_loop(flat_fun, leaves, in_dims, out_dims, size: int):
     if staged is None:
         return None
     program, builder = staged
-    dims = out_dims([_Example(_aval(x).shape) for x in program.outputs]) if callable(out_dims) else out_dims
-    if any(d is None for d in dims) or not _lowers(program):
+    dims = out_dims([_Example(_aval_of(x).shape) for x in program.outputs]) if callable(out_dims) else out_dims
+    if any(d is None for d in dims) or not native.lowers(program):
         return None
     xs = [moveaxis(leaves[k], in_dims[k], 0) for k in mapped]
     outs = bind(scan_p, *xs, *_implicit_operands(builder), body=ClosedProgram(program, builder.remat), length=size,
@@ -84,17 +81,3 @@ def _stage_example(flat_fun, leaves, in_dims, mapped):
     except _NotALoop:
         return None
     return None if builder.writes else (program, builder)
-
-
-def _aval(x):
-    return x.aval if hasattr(x, "aval") else abstractify(x.value)[0]
-
-
-def _lowers(program) -> bool:
-    """Whether the compiled executor lowers ``program`` whole (its source is written, not compiled)."""
-    try:
-        native.check(program)
-        native.source(program)
-    except NotLowerable:
-        return False
-    return True

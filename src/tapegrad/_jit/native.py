@@ -621,18 +621,22 @@ def compile_loop(prim, operands, params, fallback) -> NativeRun | NotCompiled:
     return compile_native(_alone(Eqn(prim, invars, params, outs)), fallback)
 
 
-def loop_lowers(eqn: Eqn) -> bool:
-    """Whether ``eqn`` is a loop that :func:`compile_loop` compiles (its source is written; nothing is
+def lowers(program: Program) -> bool:
+    """Whether :func:`compile_native` would write ``program``'s source (it is written; nothing is
     compiled)."""
-    if eqn.prim.name not in ("scan", "while", "while_grad") or not all(isinstance(x, Var) for x in eqn.inputs):
-        return False
     try:
-        program = _alone(eqn)
         check(program)
         source(program)
     except NotLowerable:
         return False
     return True
+
+
+def loop_lowers(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a loop that :func:`compile_loop` compiles (as :func:`lowers`)."""
+    if eqn.prim.name not in ("scan", "while", "while_grad") or not all(isinstance(x, Var) for x in eqn.inputs):
+        return False
+    return lowers(_alone(eqn))
 
 
 def _alone(eqn: Eqn) -> Program:
