@@ -38,18 +38,13 @@ from tapegrad._control_flow._while import forward_only_while_loop
 from tapegrad._custom import custom_vjp
 from tapegrad._jit import jit
 from tapegrad._typing import Array, ArrayLike
+from tapegrad.scipy.integrate._runge_kutta import RK45
 
-# ---- the Dormand-Prince tableau ------------------------------------------------------------------
-_ALPHA = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
-_BETA = (
-    (1 / 5,),
-    (3 / 40, 9 / 40),
-    (44 / 45, -56 / 15, 32 / 9),
-    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
-    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
-    (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84),
-)
-_C_SOL = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0)
+# ---- the Dormand-Prince tableau (solve_ivp's RK45), its last stage at the solution itself ---------
+_ALPHA = RK45.C[1:] + (1.0,)
+_BETA = RK45.A[1:] + (RK45.B,)
+_C_SOL = RK45.B + (0.0,)
+# JAX's error weights (5th order minus 4th) and midpoint, which odeint's steps follow
 _C_ERROR = (35 / 384 - 1951 / 21600, 0.0, 500 / 1113 - 22642 / 50085, 125 / 192 - 451 / 720,
             -2187 / 6784 + 12231 / 42400, 11 / 84 - 649 / 6300, -1.0 / 60.0)
 _C_MID = (6025192743 / 30085553152 / 2, 0.0, 51252292925 / 65400821598 / 2, -2691868925 / 45128329728 / 2,
