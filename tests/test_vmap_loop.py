@@ -97,6 +97,28 @@ def test_per_example_gradients_and_their_gradient():
     assert_close(tg.jacfwd(tg.grad(total))(ks), tg.jacfwd(tg.grad(twin))(ks))
 
 
+def test_third_derivatives_through_the_loop_over_the_batch():
+    """Order 3 by three routes through ``jit(vmap(...))`` (whose vmap is the loop over the batch, jit
+    inside the derivative) and with jit outside it, against the same sum written as a Python loop."""
+    ks, y0s = data(6)
+    ks = ks[:2]
+
+    def total(ks):
+        return tnp.sum(tg.jit(tg.vmap(oscillator))(ks, y0s[:2])[0])
+
+    def twin(ks):
+        return sum(oscillator(ks[i], y0s[i])[0] for i in range(2))
+    want = tg.jacfwd(tg.jacrev(tg.jacrev(twin)))(ks)
+    assert_close(tg.jacfwd(tg.jacrev(tg.jacrev(total)))(ks), want)
+    assert_close(tg.grad(lambda k: tnp.sum(tg.hessian(total)(k)))(ks), want.sum(axis=(0, 1, 2, 3)))
+    jitted = tg.jit(tg.vmap(tg.hessian(lambda k, y: oscillator(k, y)[0])))
+    assert _scans(jitted.program(ks[:1].repeat(B, 0), y0s)) == 1  # per-example Hessians, looped
+    third = tg.jacfwd(lambda k: tnp.sum(jitted(tnp.broadcast_to(k, (B, 2)), y0s)))(ks[0])
+    want_third = sum(tg.jacfwd(lambda k, y=y: tnp.sum(tg.hessian(lambda k: oscillator(k, y)[0])(k)))(ks[0])
+                     for y in y0s)
+    assert_close(third, want_third)
+
+
 def test_nested_vmap_is_a_loop_in_a_loop():
     ks, y0s = data(3)
     kk = np.stack([ks, ks * 1.1])
