@@ -21,29 +21,32 @@ from tapegrad.numpy._operators import defer_registrations
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
     __version__: str  # pyproject.toml's version (_version below)
-    from tapegrad import distributed, flatten_util, nn, optim, random, scipy, testing
+    from tapegrad import debug, distributed, flatten_util, lax, nn, optim, random, scipy, testing
+    from tapegrad._callback import ShapeDtypeStruct, pure_callback
     from tapegrad._control_flow import cond, custom_linear_solve, custom_root, fori_loop, map, scan, switch, while_loop
     from tapegrad._jit import jit, make_program
     from tapegrad._serialization import load, load_checkpoint, save, save_checkpoint
     from tapegrad._vmap_api import vmap
 
 __all__ = [
-    "Parameter", "ParameterTuple", "blas_threads", "checkpoint", "cond", "config", "custom_jvp", "custom_linear_solve",
-    "custom_root", "custom_vjp", "distributed", "errors", "extend", "flatten_util", "fori_loop", "get_grad", "grad",
-    "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linearize", "load", "load_checkpoint", "make_program", "map",
-    "nn", "numpy", "optim", "random", "save", "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads",
-    "stop_gradient", "switch", "testing", "tree", "value_and_grad", "vmap", "vjp", "while_loop"
+    "Parameter", "ParameterTuple", "ShapeDtypeStruct", "blas_threads", "checkpoint", "cond", "config", "custom_jvp",
+    "custom_linear_solve", "custom_root", "custom_vjp", "debug", "distributed", "errors", "extend", "flatten_util",
+    "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "load",
+    "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "pure_callback", "random", "save",
+    "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads", "stop_gradient", "switch", "testing",
+    "tree", "value_and_grad", "vmap", "vjp", "while_loop"
 ]
 
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
 # tapegrad.scipy and tapegrad.nn alone took longer than all the rest, and jit's staging and code generation
 # (which control flow stages its bodies with) about a fifth of what is left; vmap's front end imports optree,
 # which the other transforms import when they first flatten a pytree (tapegrad._tree)
-_LAZY_SUBMODULES = ("distributed", "flatten_util", "nn", "optim", "random", "scipy", "testing")
+_LAZY_SUBMODULES = ("debug", "distributed", "flatten_util", "lax", "nn", "optim", "random", "scipy", "testing")
 _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dict.fromkeys(
     ("cond", "custom_linear_solve", "custom_root", "fori_loop", "map", "scan", "switch", "while_loop"),
     "_control_flow"),
-    **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization")}
+    **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization"),
+    **dict.fromkeys(("ShapeDtypeStruct", "pure_callback"), "_callback")}
 # a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
 defer_registrations("scipy", f"{__name__}.scipy")
 _rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn", "random", "scipy"))  # primitives()

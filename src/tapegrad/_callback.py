@@ -1,0 +1,1 @@
+"""Host callbacks inside transforms (being written)."""

@@ -1,0 +1,2 @@
+"""``tapegrad.debug``: host calls inside transforms (being written)."""
+__all__: list[str] = []
