@@ -7,6 +7,7 @@ default comes from its environment variable, read once when tapegrad is imported
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -25,9 +26,9 @@ def _env_flag(name: str, default: bool = False) -> bool:
                      "(on) or 0 (off), or unset it")
 
 
-def _switch(name: str) -> property:
+def _switch(name: str, on_set: Callable[[Config], None] | None = None) -> property:
     """A boolean switch of :class:`Config`, kept in the slot ``_<name>``; setting anything but a bool
-    is a ``TypeError`` naming the switch."""
+    is a ``TypeError`` naming the switch. ``on_set(config)`` runs after each change."""
     slot = "_" + name
 
     def get(self: Config) -> bool:
@@ -37,7 +38,19 @@ def _switch(name: str) -> property:
         if not isinstance(value, bool):
             raise TypeError(f"config.{name} must be a bool (True or False), got {value!r}")
         setattr(self, slot, value)
+        if on_set is not None:
+            on_set(self)
     return property(get, set_)
+
+
+# whether any value check (debug_nans, debug_infs) is on: a module global, so that the primitives' hot paths
+# (tapegrad._core.bind and the traces that call impls directly) pay one attribute read when both are off
+checking = False
+
+
+def _set_checking(config: Config) -> None:
+    global checking
+    checking = config._debug_nans or config._debug_infs
 
 
 class Config:
@@ -56,6 +69,16 @@ class Config:
             give the gradient of ``loss + sum(logits)`` without a word. Set it to False when the sum is
             what you mean. Default: the environment variable ``TAPEGRAD_WARN_MISSING_HAS_AUX`` (unset:
             on).
+        debug_nans: when True, the first primitive whose result holds a NaN raises
+            ``FloatingPointError`` naming the primitive, its operands' and result's shapes and dtypes,
+            the pass that ran it (forward, reverse or jvp) and the line of your code that called it
+            (JAX's ``jax_debug_nans``; PyTorch's ``detect_anomaly``). Eagerly every primitive's result is
+            checked; a ``jit``-compiled function's outputs are checked after each call, and when one
+            holds a NaN the function runs again op by op (without jit) to find the primitive, as JAX
+            does. Each check reads the whole result (on CuPy, a device-to-host synchronisation), so
+            leave it off for speed: off, it costs one flag test per primitive. Default: the environment
+            variable ``TAPEGRAD_DEBUG_NANS`` (unset: off).
+        debug_infs: the same for infinities (``TAPEGRAD_DEBUG_INFS``).
         compiled_executor: when True (the default where numba imports), ``jit`` compiles a NumPy
             program whose primitives all have a lowering into one native function with numba
             (``tapegrad._jit.native``); other programs, and every program when False or without numba,
@@ -63,20 +86,25 @@ class Config:
             Default: the environment variable ``TAPEGRAD_COMPILED_EXECUTOR`` (unset: on).
     """
 
-    __slots__ = ("_explain_cache_misses", "_warn_missing_has_aux", "_compiled_executor")
+    __slots__ = ("_explain_cache_misses", "_warn_missing_has_aux", "_compiled_executor", "_debug_nans", "_debug_infs")
 
     def __init__(self) -> None:
         self._explain_cache_misses = _env_flag("TAPEGRAD_EXPLAIN_CACHE_MISSES")
         self._warn_missing_has_aux = _env_flag("TAPEGRAD_WARN_MISSING_HAS_AUX", default=True)
         self._compiled_executor = _env_flag("TAPEGRAD_COMPILED_EXECUTOR", default=True)
+        self._debug_nans = _env_flag("TAPEGRAD_DEBUG_NANS")
+        self._debug_infs = _env_flag("TAPEGRAD_DEBUG_INFS")
+        _set_checking(self)
 
     explain_cache_misses = _switch("explain_cache_misses")
     warn_missing_has_aux = _switch("warn_missing_has_aux")
     compiled_executor = _switch("compiled_executor")
+    debug_nans = _switch("debug_nans", on_set=_set_checking)
+    debug_infs = _switch("debug_infs", on_set=_set_checking)
 
     def __repr__(self):
-        return (f"Config(explain_cache_misses={self.explain_cache_misses}, "
-                f"warn_missing_has_aux={self.warn_missing_has_aux}, compiled_executor={self.compiled_executor})")
+        switches = ", ".join(f"{name[1:]}={getattr(self, name)}" for name in self.__slots__)
+        return f"Config({switches})"
 
 
 config = Config()

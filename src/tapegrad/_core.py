@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy
 
+from tapegrad import _config
 from tapegrad._backend import namespace_of
+from tapegrad._value_checks import check as check_values
 from tapegrad.errors import ConcretizationError
 
 
@@ -59,6 +61,11 @@ class Primitive:
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
 
+    ``effectful`` marks primitives that do something besides computing their results (a host
+    callback such as ``tapegrad.debug.print``): ``jit``'s passes keep such an equation even when
+    nothing reads its results, never merge two of them, never run one at compile time, and its
+    executors run them in program order.
+
     With ``multiple_results`` (JAX's name) the primitive has a list of results: ``impl`` returns a
     tuple or list of arrays, ``abstract_eval`` a list of ``ShapedArray``, ``bind`` a list, and the rules
     see lists where a single-result primitive's see one array:
@@ -82,7 +89,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
-                 "fusion", "lowering", "multiple_results", "vjp_fwd")
+                 "fusion", "lowering", "multiple_results", "vjp_fwd", "effectful")
 
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
@@ -98,6 +105,7 @@ class Primitive:
         self.fusion: Any = None  # jit's fusion template (``tapegrad.extend.def_fusion``)
         self.lowering: Any = None  # jit's compiled-executor lowering (``tapegrad.extend.def_lowering``)
         self.nondiff = False
+        self.effectful = False
         self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
 
     def bind(self, *args: Any, **params: Any) -> Any:
@@ -270,10 +278,13 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim, args, params):
         try:
-            return prim.impl(*args, **params)
+            ans = prim.impl(*args, **params)
         except TypeError:
             check_one_backend(args)
             raise
+        if _config.checking:  # tg.config.debug_nans / debug_infs
+            check_values(prim, args, ans)
+        return ans
 
 
 def check_one_backend(args) -> None:
@@ -499,10 +510,13 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
             return bind(prim, *[_lift_operand(a) for a in args], **params)
     if top is eval_trace:  # the EvalTrace, inlined: this is the hot path of every operation
         try:
-            return prim.impl(*args, **params)
+            ans = prim.impl(*args, **params)
         except TypeError:
             check_one_backend(args)
             raise
+        if _config.checking:  # tg.config.debug_nans / debug_infs
+            check_values(prim, args, ans)
+        return ans
     if not top.main.active:
         _raise_escaped(prim, args)
     return top.process_primitive(prim, args, params)

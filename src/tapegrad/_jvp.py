@@ -12,8 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad import _config
 from tapegrad._backend import SCALAR_TYPES, full_like
-from tapegrad._core import PrimalTracer, Trace, bind, check_one_backend, holds_tracers_of, is_inexact, new_main
+from tapegrad._core import (
+    PrimalTracer,
+    Trace,
+    bind,
+    check_one_backend,
+    check_values,
+    holds_tracers_of,
+    is_inexact,
+    new_main,
+)
 from tapegrad._structural import astype, broadcast_to
 
 
@@ -47,6 +57,8 @@ class JVPTrace(Trace):
             except TypeError:
                 check_one_backend(primals)
                 raise
+            if _config.checking:  # tg.config.debug_nans / debug_infs
+                check_values(prim, primals, ans)
         else:
             ans = bind(prim, *primals, **params)
         if prim.nondiff or not is_inexact(ans):

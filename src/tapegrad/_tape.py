@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapegrad import _tree
+from tapegrad import _config, _tree
 from tapegrad._backend import SCALAR_TYPES, zeros_like
 from tapegrad._core import (
     PrimalTracer,
@@ -25,6 +25,7 @@ from tapegrad._core import (
     Tracer,
     bind,
     check_one_backend,
+    check_values,
     holds_tracers_of,
     is_inexact,
     new_main,
@@ -124,6 +125,8 @@ class VJPTrace(Trace):
             except TypeError:
                 check_one_backend(primals)
                 raise
+            if _config.checking:  # tg.config.debug_nans / debug_infs
+                check_values(prim, primals, ans)
         if prim.nondiff:
             return ans
         if prim.vjp_rules is None:
@@ -136,6 +139,8 @@ class VJPTrace(Trace):
         primals, parents = self._operands(args)
         if prim.vjp_fwd is not None:  # the primitive keeps residuals for its rule (a scan's intermediates)
             ans, residuals = prim.vjp_fwd(*primals, **params)
+            if _config.checking:
+                check_values(prim, primals, ans)
             return self._results(Node(prim, primals, dict(params, residuals=residuals), ans, parents), ans)
         ans = bind(prim, *primals, **params)
         if prim.nondiff:

@@ -11,7 +11,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
 
-from tapegrad import _tree
+from tapegrad import _config, _tree
 from tapegrad._backend import is_array
 from tapegrad._config import config
 from tapegrad._core import Boxed, Tracer, for_jit, scoped
@@ -23,6 +23,7 @@ from tapegrad._jit.program import Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._params import recasts, write_back
+from tapegrad._value_checks import first_bad
 
 _SCALARS = (bool, int, float, complex)
 P = ParamSpec("P")
@@ -246,12 +247,28 @@ class _Entry:
             finally:
                 if token is not None:
                     native.in_jit.reset(token)
+        if _config.checking and not _any_tracer(inputs):  # before any Parameter changes
+            _check_outputs(outs, self.n_out)
         if self.params_written:  # every new value is checked before any Parameter changes
             write_back(zip(self.params_written, [_c_order(value) for value in outs[self.n_out:]]))
         # an output may be an input, a constant or a view of one: the caller gets its own buffer
         # (a donated input is the caller's to give, so it may come back as it is)
         kept = [x for i, x in enumerate(inputs) if i not in self.donated] if self.donated else inputs
         return _tree.tree_unflatten(self.out_tree, owned(outs[:self.n_out], caller=kept + self.program.consts))
+
+
+class _BadOutput(FloatingPointError):
+    """A compiled program's output holds a NaN or an infinity (``tg.config.debug_nans``/``debug_infs``):
+    ``jit`` then runs the function again op by op to find the primitive that made it."""
+
+
+def _check_outputs(outs, n_out: int) -> None:
+    for k, out in enumerate(outs):
+        bad = first_bad(out)
+        if bad is not None:
+            what = f"output {k}" if k < n_out else f"the new value of Parameter {k - n_out} it writes"
+            raise _BadOutput(f"{what} holds {'a NaN' if bad == 'NaN' else 'an infinity'} (shape "
+                             f"{tuple(out.shape)}, {out.dtype})")
 
 
 DEFAULT_CACHE_SIZE = 128
@@ -327,7 +344,23 @@ class _Jitted(Generic[P, R]):
                 cache.move_to_end(key)  # now the most recently used
             except KeyError:  # another thread evicted it in between: it still runs this time
                 pass
-        return entry.run(leaves)
+        try:
+            return entry.run(leaves)
+        except _BadOutput as bad:  # debug_nans / debug_infs
+            self._run_op_by_op(bound, args, kwargs, bad)
+
+    def _run_op_by_op(self, bound, args, kwargs, bad: _BadOutput):
+        """A compiled call gave a NaN or an infinity: run ``fn`` again without jit, where each primitive
+        is checked and the first bad one raises (JAX's de-optimised rerun). Raises in any case."""
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        try:
+            self.fn(*bound, *args, **kwargs)
+        except FloatingPointError as found:  # the primitive: its message, with jit's finding as the cause
+            raise found from bad
+        raise FloatingPointError(
+            f"the jit-compiled function {name}: {bad}, but running it again op by op (without jit) made "
+            "none: the compiled program computes it differently (a fused or reordered expression). Look at "
+            "jit(f).explain(...) and tg.make_program(f)(...) for the program, or call f without jit") from bad
 
     def _explain_miss(self, key, cache, stale) -> None:
         """Log why this call stages again (``tg.config.explain_cache_misses``)."""

@@ -119,7 +119,8 @@ def source(program: Program, donate=()):
             targets = ", ".join(names[id(result)] for result in eqn.outs) + ("," if len(eqn.outs) == 1 else "")
         else:
             names[id(eqn.out)] = targets = f"v{k}"
-        lines.append(f"    {targets} = {fn}({', '.join(args)})")
+        # no targets: an equation with no results (a host callback), called for its effect
+        lines.append(f"    {targets} = {fn}({', '.join(args)})" if targets else f"    {fn}({', '.join(args)})")
         dead = [names[id(x)] for x in dels.get(k, ()) if names[id(x)].startswith("v")]
         if dead:
             lines.append(f"    del {', '.join(dead)}")

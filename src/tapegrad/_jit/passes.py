@@ -65,7 +65,7 @@ def dce(program: Program) -> Program:
     live = {id(x) for x in program.outputs if isinstance(x, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if _any_in(eqn.outs, live):
+        if eqn.prim.effectful or _any_in(eqn.outs, live):
             rule = DCE_RULES.get(eqn.prim)
             if rule is not None:
                 used = [id(out) in live for out in eqn.outs]
@@ -120,6 +120,8 @@ def _any_in(variables, ids) -> bool:
 def _eqn_key(eqn: Eqn, inputs):
     """What makes two equations compute the same value, hashable; None when a parameter is not
     hashable (that equation is then never merged)."""
+    if eqn.prim.effectful:  # two prints of one value print twice
+        return None
     operands = tuple(_literal_key(x.value) if isinstance(x, Literal) else id(x) for x in inputs)
     try:
         params = tuple(sorted((k, _value_key(v)) for k, v in eqn.params.items()))
@@ -184,8 +186,8 @@ def _fold(eqn: Eqn, values: dict):
             size += math.prod(x.aval.shape)
         else:
             return None
-    if not any(isinstance(x, Var) for x in eqn.inputs):
-        return None  # literals only: no constant tells which backend to compute on
+    if not any(isinstance(x, Var) for x in eqn.inputs) or eqn.prim.effectful:
+        return None  # literals only: no constant tells which backend to compute on; an effect runs at run time
     if sum(math.prod(out.aval.shape) for out in eqn.outs) > max(FOLD_LIMIT, size):
         return None
     try:
