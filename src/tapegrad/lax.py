@@ -1,2 +1,0 @@
-"""``tapegrad.lax``: JAX's ``lax`` spellings over tapegrad's operations (being written)."""
-__all__: list[str] = []
