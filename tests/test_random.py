@@ -351,10 +351,16 @@ def test_per_example_draws_under_vmap_of_split():
 # ---- errors --------------------------------------------------------------------------------------
 ERRORS = [
     ("seed-negative", lambda: R.key(-1), ValueError, "key: seed must be a non-negative int, got -1"),
-    ("seed-bool", lambda: R.key(True), TypeError, "key: seed must be a non-negative int, got bool"),
+    ("seed-bool", lambda: R.key(True), TypeError,
+     "key: seed must be a non-negative int or a 0-d integer array, got bool"),
     ("seed-float", lambda: R.key(1.5), TypeError, "got float 1.5"),
-    ("seed-array", lambda: R.key(np.array([1, 2])), TypeError, "tapegrad.random.fold_in"),
-    ("seed-traced", lambda: tg.jit(R.key)(np.asarray(3)), TypeError, "key: seed must be"),
+    ("seed-array", lambda: R.key(np.array([1, 2])), TypeError, "got an array of shape (2,); for a batch of keys use "
+     "tg.vmap(tapegrad.random.key)(seeds)"),
+    ("seed-float-array", lambda: R.key(np.asarray(3.0)), TypeError, "key: seed must be a non-negative int or a 0-d "
+     "integer array, got ndarray"),
+    ("seed-traced-float", lambda: tg.jit(R.key)(np.asarray(3.0)), TypeError, "key: seed must be"),
+    ("seed-traced-negative", lambda: tg.jit(R.key)(np.asarray(-3)), ValueError,
+     "key: seed must be a non-negative int, got -3"),
     ("key-int", lambda: R.normal(0, (3,)), TypeError, "normal: key must be a single random key"),
     ("key-int-hint", lambda: R.uniform(7), TypeError, "tapegrad.random.key(7)"),
     ("key-float-array", lambda: R.normal(np.zeros(2), 3), TypeError, "got an array of shape (2,) and dtype float64"),
@@ -407,7 +413,7 @@ def test_errors(name, call, error, message):
 def test_every_random_primitive_has_its_rules():
     from tapegrad import _random
     for prim in (_random.normal_p, _random.uniform_p, _random.randint_p, _random.permutation_p,
-                 _random.split_p, _random.fold_in_p):
+                 _random.split_p, _random.fold_in_p, _random.key_p):
         assert prim.impl and prim.abstract_eval and prim.batch_rule and prim.nondiff, prim
 
 

@@ -218,6 +218,29 @@ permutation_p = _random_primitive(
 
 
 # ---- new keys ------------------------------------------------------------------------------------
+def seed_state(seed) -> np.ndarray:
+    """The key of a non-negative integer seed: ``SeedSequence(seed).generate_state(2, uint64)``."""
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"key: seed must be a non-negative int, got {seed}")
+    return np.random.SeedSequence(seed).generate_state(2, KEY_DTYPE)
+
+
+def _keys_of_seeds(seed):
+    """:func:`seed_state` of each seed in the integer array ``seed``: ``seed.shape + (2,)``, on its
+    backend (a device seed is read back: SeedSequence runs on the host)."""
+    xp = namespace_of(seed)
+    host = to_host(seed)
+    out = np.empty(host.shape + (2,), KEY_DTYPE)
+    for i in np.ndindex(*host.shape):
+        out[i] = seed_state(host[i])
+    return out if xp is np else xp.asarray(out)
+
+
+key_p = _random_primitive("random_key", _keys_of_seeds,
+                          lambda seed: ShapedArray(tuple(seed.shape) + (2,), KEY_DTYPE))
+
+
 def _split(key, num):
     return np.random.Philox(key=key, counter=_SPLIT_COUNTER).random_raw(2 * num).reshape(num, 2)
 
