@@ -39,7 +39,7 @@ from tapegrad._control_flow._closed import (
     _strong,
 )
 from tapegrad._control_flow._partial import split_body
-from tapegrad._control_flow._while import while_loop
+from tapegrad._control_flow._while import Names, _while_loop, check_structure
 from tapegrad._core import ShapedArray, bind
 from tapegrad._jit.passes import dce, def_dce
 from tapegrad._jit.program import Eqn, Program
@@ -345,16 +345,26 @@ def scan(f: Callable[..., Any], init: PyTree, xs: PyTree = None, length: int | N
         raise TypeError(f"scan: f must be a function f(carry, x) -> (carry, y), got {type(f).__name__}")
     if type(unroll) is not int or unroll < 1:
         raise ValueError(f"scan: unroll must be a positive int, got {unroll!r}")
+    return _scan_named(f, init, xs, length, reverse, unroll, _SCAN)
+
+
+_SCAN = Names("scan", "f", "init", "carry")
+_FORI = Names("fori_loop", "body_fun", "init_val")
+_MAP = Names("map", "f", "init")
+
+
+def _scan_named(f, init, xs, length, reverse, unroll, names: Names):
+    """:func:`scan`, its errors naming ``names`` (the function the user called, and its arguments)."""
     init_leaves, carry_tree = _tree.tree_flatten(init)
     xs_leaves, xs_tree = _tree.tree_flatten(xs)
-    init_leaves = [_operand_leaf(x, "scan", k, "init") for k, x in enumerate(init_leaves)]
-    xs_leaves = [_operand_leaf(x, "scan", k, "xs") for k, x in enumerate(xs_leaves)]
-    length = _check_length(length, xs_leaves)
-    program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
+    init_leaves = [_operand_leaf(x, names.who, k, names.init) for k, x in enumerate(init_leaves)]
+    xs_leaves = [_operand_leaf(x, names.who, k, names.xs) for k, x in enumerate(xs_leaves)]
+    length = _check_length(length, xs_leaves, names)
+    program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves, names)
     if any(is_weak(c) for c in init_leaves):  # weak types: take the body's dtype, and stage again
         init_leaves = [_strong(c, out) for c, out in zip(init_leaves, program.outputs)]
-        program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves)
-    _check_carry(program, carry_tree, len(init_leaves))
+        program, builder, y_tree = _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves, names)
+    _check_carry(program, carry_tree, len(init_leaves), names.who, names.body, names.init)
     consts = _implicit_operands(builder)
     outs = bind(scan_p, *init_leaves, *xs_leaves, *consts, body=ClosedProgram(program, builder.remat), length=length,
                 reverse=bool(reverse), n_carry=len(init_leaves), n_xs=len(xs_leaves), unroll=unroll)
@@ -363,28 +373,30 @@ def scan(f: Callable[..., Any], init: PyTree, xs: PyTree = None, length: int | N
             _tree.tree_unflatten(y_tree, outs[n_carry:n_carry + n_ys]))
 
 
-def _check_length(length, xs_leaves) -> int:
+def _check_length(length, xs_leaves, names: Names) -> int:
+    who, xs = names.who, names.xs
     for k, x in enumerate(xs_leaves):
         if len(getattr(x, "shape", ())) == 0:
-            raise ValueError(f"scan: xs leaf {k} is a scalar; every leaf of xs needs a leading axis to scan over")
+            raise ValueError(f"{who}: {xs} leaf {k} is a scalar; every leaf of {xs} needs a leading axis to "
+                             "loop over")
     leading = {int(x.shape[0]) for x in xs_leaves}
     if length is not None:
         if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
-            raise ValueError(f"scan: length must be a non-negative int, got {length!r}")
+            raise ValueError(f"{who}: length must be a non-negative int, got {length!r}")
         length = int(length)
         if leading and leading != {length}:
-            raise ValueError(f"scan: length={length} but the leading axes of xs are {sorted(leading)}; they "
+            raise ValueError(f"{who}: length={length} but the leading axes of {xs} are {sorted(leading)}; they "
                              "must all equal length (or leave length out)")
         return length
     if not leading:
-        raise ValueError("scan: xs is None (or has no leaves), so length must be given")
+        raise ValueError(f"{who}: {xs} is None (or has no leaves), so length must be given")
     if len(leading) > 1:
-        raise ValueError(f"scan: the leaves of xs have different leading axes {sorted(leading)}; they must all "
-                         "have the same length")
+        raise ValueError(f"{who}: the leaves of {xs} have different leading axes {sorted(leading)}; they must "
+                         "all have the same length")
     return leading.pop()
 
 
-def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
+def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves, names: Names):
     """``(program, builder, y_tree)`` of ``f`` staged on the carry's and one slice's abstract values."""
     n_carry, y_trees = len(init_leaves), []
 
@@ -392,15 +404,13 @@ def _stage_scan_body(f, carry_tree, init_leaves, xs_tree, xs_leaves):
         carry = _tree.tree_unflatten(carry_tree, list(ins[:n_carry]))
         out = f(carry, _tree.tree_unflatten(xs_tree, list(ins[n_carry:])))
         if not isinstance(out, tuple) or len(out) != 2:
-            raise TypeError(f"scan: f must return a pair (carry, y), got {type(out).__name__}")
+            raise TypeError(f"{names.who}: {names.body} must return a pair (carry, y), got {type(out).__name__}")
         carry_leaves, tree = _tree.tree_flatten(out[0])
-        if tree != carry_tree:
-            raise TypeError(f"scan: f returns a carry of pytree structure {tree} but init has {carry_tree}; the "
-                            "carry must keep its structure, shapes and dtypes")
+        check_structure(tree, carry_tree, names)
         y_leaves, y_tree = _tree.tree_flatten(out[1])
         y_trees.append(y_tree)
         return [np.asarray(o) if type(o) in _SCALARS else o for o in carry_leaves + y_leaves]
-    program, builder = _staged(flat_body, init_leaves, "scan", "f", xs_leaves)
+    program, builder = _staged(flat_body, init_leaves, names.who, names.body, xs_leaves)
     return program, builder, y_trees[0]
 
 
@@ -439,15 +449,24 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: Py
         return _fori_while(lower, upper, body_fun, init_val)
     if upper <= lower:
         return init_val
-    carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, np.arange(int(lower), int(upper)))
+    carry, _ = _scan_named(lambda val, i: (body_fun(i, val), None), init_val, np.arange(int(lower), int(upper)),
+                           None, False, 1, _FORI)
     return carry
 
 
 def _fori_while(lower, upper, body_fun, init_val):
-    """A traced bound: a ``while_loop`` over ``(i, upper, val)``, differentiable in both modes (JAX
-    refuses reverse mode here)."""
-    _, _, val = while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
-                           (lower, upper, init_val))
+    """A traced bound: a ``while_loop`` over ``(val, i, upper)``, differentiable in both modes (JAX
+    refuses reverse mode here). ``val``'s leaves and structure are checked here, so that the errors
+    name fori_loop's arguments and ``val``'s own leaves."""
+    leaves, tree = _tree.tree_flatten(init_val)
+    for k, x in enumerate(leaves):
+        _operand_leaf(x, _FORI.who, k, _FORI.init)
+
+    def body(c):
+        val = body_fun(c[1], c[0])
+        check_structure(_tree.tree_structure(val), tree, _FORI)
+        return val, c[1] + 1, c[2]
+    val, _, _ = _while_loop(lambda c: c[1] < c[2], body, (init_val, lower, upper), None, None, True, _FORI, tree)
     return val
 
 
@@ -467,5 +486,5 @@ def map(f: Callable[[Any], Any], xs: PyTree) -> Any:  # noqa: A001 (JAX's name)
     """
     if not callable(f):
         raise TypeError(f"map: f must be a function of one slice of xs, got {type(f).__name__}")
-    _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
+    _, ys = _scan_named(lambda carry, x: (carry, f(x)), (), xs, None, False, 1, _MAP)
     return ys

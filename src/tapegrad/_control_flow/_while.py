@@ -10,7 +10,7 @@ finished examples' carries as they are (``where``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,21 @@ from tapegrad._typing import PyTree
 from tapegrad._vmap import vmap_flat
 from tapegrad.numpy import any as any_
 from tapegrad.numpy import where
+
+
+class Names(NamedTuple):
+    """The public function a user called and its argument names, for the messages of a loop built on
+    another (``fori_loop`` on ``scan`` or ``while_loop``, ``map`` on ``scan``): an error names what the
+    user wrote, ``fori_loop: body_fun ... init_val``, not the loop underneath."""
+
+    who: str
+    body: str
+    init: str
+    value: str = "value"  # what the body returns: scan's "carry"
+    xs: str = "xs"
+
+
+WHILE = Names("while_loop", "body_fun", "init_val")
 
 
 def _while_impl(*args, cond, body, n_carry, n_cond, max_steps, checkpoints, reverse_mode):
@@ -217,17 +232,21 @@ def forward_only_while_loop(cond_fun: Callable[..., Any], body_fun: Callable[...
     return _while_loop(cond_fun, body_fun, init_val, None, None, False)
 
 
-def _while_loop(cond_fun, body_fun, init_val, max_steps, checkpoints, reverse_mode):
+def _while_loop(cond_fun, body_fun, init_val, max_steps, checkpoints, reverse_mode, names: Names = WHILE,
+                user_tree=None):
+    """:func:`while_loop`, its errors naming ``names``; ``user_tree`` is the structure of the leading
+    carry leaves that are the user's own, when the loop carries more (``fori_loop``'s ``(val, i, upper)``)."""
     for name, fun in (("cond_fun", cond_fun), ("body_fun", body_fun)):
         if not callable(fun):
             raise TypeError(f"while_loop: {name} must be a function of the loop value, got {type(fun).__name__}")
     leaves, tree = _tree.tree_flatten(init_val)
-    leaves = [_operand_leaf(x, "while_loop", k, "init_val") for k, x in enumerate(leaves)]
-    body_program, body_builder = _staged_body(body_fun, tree, leaves)
+    leaves = [_operand_leaf(x, names.who, k, names.init) for k, x in enumerate(leaves)]
+    body_program, body_builder = _staged_body(body_fun, tree, leaves, names)
     if any(is_weak(c) for c in leaves):  # weak types: take the body's dtype, and stage again
         leaves = [_strong(c, out) for c, out in zip(leaves, body_program.outputs)]
-        body_program, body_builder = _staged_body(body_fun, tree, leaves)
-    _check_carry(body_program, tree, len(leaves), "while_loop", "body_fun", "init_val")
+        body_program, body_builder = _staged_body(body_fun, tree, leaves, names)
+    user_tree = tree if user_tree is None else user_tree
+    _check_carry(body_program, user_tree, user_tree.num_leaves, names.who, names.body, names.init)
     cond_program, cond_builder = _staged(lambda *xs: [cond_fun(_tree.tree_unflatten(tree, list(xs)))], leaves,
                                          "while_loop", "cond_fun")
     pred = cond_program.outputs[0]
@@ -252,11 +271,16 @@ def _check_budget(max_steps, checkpoints) -> tuple[int | None, int | None]:
     return (None if max_steps is None else int(max_steps)), (None if checkpoints is None else int(checkpoints))
 
 
-def _staged_body(body_fun, tree, leaves):
+def _staged_body(body_fun, tree, leaves, names: Names):
     def flat_body(*xs):
         out_leaves, out_tree = _tree.tree_flatten(body_fun(_tree.tree_unflatten(tree, list(xs))))
-        if out_tree != tree:
-            raise TypeError(f"while_loop: body_fun returns a value of pytree structure {out_tree} but init_val has "
-                            f"{tree}; the value must keep its structure, shapes and dtypes")
+        check_structure(out_tree, tree, names)
         return [np.asarray(o) if type(o) in _SCALARS else o for o in out_leaves]
-    return _staged(flat_body, leaves, "while_loop", "body_fun")
+    return _staged(flat_body, leaves, names.who, names.body)
+
+
+def check_structure(out_tree, tree, names: Names) -> None:
+    """A loop body's result must have the pytree structure of the initial value."""
+    if out_tree != tree:
+        raise TypeError(f"{names.who}: {names.body} returns a {names.value} of pytree structure {out_tree} but "
+                        f"{names.init} has {tree}; the {names.value} must keep its structure, shapes and dtypes")
