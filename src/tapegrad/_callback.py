@@ -31,7 +31,8 @@ import numpy as np
 from tapegrad import _tree
 from tapegrad._backend import default_namespace, is_array, namespace_of
 from tapegrad._batching import defbatch, to_front
-from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
+from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind, trace_stack
+from tapegrad._jit.staging import StagingTrace
 from tapegrad._rules import defvjp_argnum, register
 from tapegrad._structural import broadcast_to, expand_dims
 
@@ -188,7 +189,21 @@ defbatch(debug_callback_p, _debug_callback_batch)
 def debug_callback(fn: Callable[..., Any], args: tuple, kwargs: dict, api: str) -> None:
     """Bind ``debug_callback`` for ``fn(*args, **kwargs)``."""
     callback, operands = flatten_call(fn, args, kwargs, api)
+    if not any(isinstance(x, Tracer) for x in operands):
+        staging = _innermost_staging()
+        if staging is not None:  # a call of constants inside jit or a loop body: at each run, not once now
+            staging.process_primitive(debug_callback_p, tuple(operands), dict(callback=callback))
+            return
     bind(debug_callback_p, *operands, callback=callback)
+
+
+def _innermost_staging():
+    """The trace of the innermost staging transform open (jit's, or a loop body's), or None. ``bind``
+    follows the operands, and a call of constants has none to follow."""
+    for main in reversed(trace_stack()):
+        if main.trace_type is StagingTrace:
+            return main.trace
+    return None
 
 
 # ---- pure_callback: declared results, pure --------------------------------------------------------------------

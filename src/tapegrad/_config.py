@@ -48,9 +48,10 @@ def _switch(name: str, on_set: Callable[[Config], None] | None = None) -> proper
 checking = False
 
 
-def _set_checking(config: Config) -> None:
+def _set_checking(changed: Config) -> None:
     global checking
-    checking = config._debug_nans or config._debug_infs
+    if changed is config:  # another instance (a test's) switches nothing
+        checking = changed._debug_nans or changed._debug_infs
 
 
 class Config:
@@ -94,7 +95,6 @@ class Config:
         self._compiled_executor = _env_flag("TAPEGRAD_COMPILED_EXECUTOR", default=True)
         self._debug_nans = _env_flag("TAPEGRAD_DEBUG_NANS")
         self._debug_infs = _env_flag("TAPEGRAD_DEBUG_INFS")
-        _set_checking(self)
 
     explain_cache_misses = _switch("explain_cache_misses")
     warn_missing_has_aux = _switch("warn_missing_has_aux")
@@ -108,3 +108,4 @@ class Config:
 
 
 config = Config()
+_set_checking(config)

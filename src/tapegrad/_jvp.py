@@ -25,6 +25,7 @@ from tapegrad._core import (
     new_main,
 )
 from tapegrad._structural import astype, broadcast_to
+from tapegrad._value_checks import check_rule
 
 
 class JVPTracer(PrimalTracer):
@@ -103,6 +104,8 @@ def apply_jvp_rules(prim, tangents, ans, primals, params):
     out_tangents = prim.jvp_rule(tangents, ans, *primals, **params)
     if out_tangents is None:
         return None
+    if _config.checking:  # tg.config.debug_nans / debug_infs
+        check_rule(prim, "jvp", primals, [t for t in out_tangents if t is not None])
     fitted = [None if t is None or not is_inexact(o) else _fit(t, o, prim.name) for t, o in zip(out_tangents, ans)]
     return None if all(t is None for t in fitted) else fitted
 
@@ -114,6 +117,8 @@ def apply_jvp_rule(prim, tangents, ans, primals, params):
     tangent = prim.jvp_rule(tangents, ans, *primals, **params)
     if tangent is None:
         return None
+    if _config.checking:  # tg.config.debug_nans / debug_infs
+        check_rule(prim, "jvp", primals, tangent)
     try:
         if tangent.shape == ans.shape and tangent.dtype == ans.dtype:
             return tangent

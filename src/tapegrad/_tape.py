@@ -32,6 +32,7 @@ from tapegrad._core import (
 )
 from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules, fit_rule_result
 from tapegrad._structural import add_any
+from tapegrad._value_checks import check_rule
 
 
 class VJPTracer(PrimalTracer):
@@ -330,6 +331,8 @@ class Tape:
                     if parent is not None:
                         parent_ct = rules[argnum](ct, ans, *primals, **params)
                         if parent_ct is not None:
+                            if _config.checking:  # tg.config.debug_nans / debug_infs
+                                check_rule(record.prim, "vjp", primals, parent_ct, argnum)
                             if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != primals[argnum].shape:
                                 # a rule's constant or 0-d result: broadcast (or refused), like the operand
                                 parent_ct = fit_rule_result(parent_ct, primals[argnum], record.prim.name)
@@ -356,6 +359,8 @@ def _all_operands(record, rules, ct, ans) -> None:
     parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
     for argnum, parent_ct in zip(argnums, parent_cts):
         if parent_ct is not None:
+            if _config.checking:  # tg.config.debug_nans / debug_infs
+                check_rule(record.prim, "vjp", record.primals, parent_ct, argnum)
             if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != record.primals[argnum].shape:
                 parent_ct = fit_rule_result(parent_ct, record.primals[argnum], record.prim.name)
             accumulate(parents[argnum], parent_ct)

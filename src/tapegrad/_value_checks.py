@@ -32,6 +32,8 @@ _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep
 def first_bad(value) -> str | None:
     """``"NaN"`` or ``"Inf"`` when ``value`` (an array or scalar) holds one the config checks for, else
     None. Integer, boolean and non-array values hold neither."""
+    if hasattr(value, "_trace"):  # a tracer: checked where its concrete value is computed
+        return None
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         if not isinstance(value, (float, complex)):
@@ -56,6 +58,25 @@ def check(prim, args, ans) -> None:
         if bad is not None:
             which = f"result {k}" if prim.multiple_results else "result"
             raise FloatingPointError(_message(prim, args, which, result, bad))
+
+
+def check_rule(prim, kind: str, primals, result, argnum: int | None = None) -> None:
+    """Raise ``FloatingPointError`` when what ``prim``'s ``kind`` rule (``"vjp"``: the cotangent of
+    operand ``argnum``; ``"jvp"``: the output tangent, or the list of them) returned holds a NaN or an
+    infinity the config checks for. A rule's arithmetic on concrete arrays is NumPy's own (``ct * y``),
+    which no primitive check sees: this is where its NaN shows."""
+    for value in result if isinstance(result, list) else [result]:
+        bad = first_bad(value)
+        if bad is not None:
+            switch = "debug_nans" if bad == "NaN" else "debug_infs"
+            what = (f"the cotangent of operand {argnum}" if kind == "vjp"
+                    else "a tangent" if isinstance(result, list) and len(result) > 1 else "the tangent")
+            pass_, made = ("reverse" if kind == "vjp" else "jvp"), ("a NaN" if bad == "NaN" else "an infinity")
+            raise FloatingPointError(
+                f"tg.config.{switch}: the {kind} rule of '{prim.name}' made {made} in {what}, in the {pass_} "
+                f"pass. Operands: {', '.join(_describe(a) for a in primals)}; "
+                f"{what}: {_describe(value)}. {_user_line()} (tg.config.{switch} = False, or "
+                f"TAPEGRAD_{switch.upper()}=0, turns the check off.)")
 
 
 def _message(prim, args, which: str, result, bad: str) -> str:

@@ -347,16 +347,20 @@ class _Jitted(Generic[P, R]):
         try:
             return entry.run(leaves)
         except _BadOutput as bad:  # debug_nans / debug_infs
-            self._run_op_by_op(bound, args, kwargs, bad)
+            self._run_op_by_op(bound, args, kwargs, bad, entry.params_written)
 
-    def _run_op_by_op(self, bound, args, kwargs, bad: _BadOutput):
+    def _run_op_by_op(self, bound, args, kwargs, bad: _BadOutput, params_written):
         """A compiled call gave a NaN or an infinity: run ``fn`` again without jit, where each primitive
-        is checked and the first bad one raises (JAX's de-optimised rerun). Raises in any case."""
+        is checked and the first bad one raises (JAX's de-optimised rerun). Raises in any case, leaving
+        the Parameters the function writes as they were before the call."""
         name = getattr(self.fn, "__qualname__", repr(self.fn))
+        before = [p.value for p in params_written]
         try:
             self.fn(*bound, *args, **kwargs)
         except FloatingPointError as found:  # the primitive: its message, with jit's finding as the cause
             raise found from bad
+        finally:
+            write_back(zip(params_written, before))
         raise FloatingPointError(
             f"the jit-compiled function {name}: {bad}, but running it again op by op (without jit) made "
             "none: the compiled program computes it differently (a fused or reordered expression). Look at "
