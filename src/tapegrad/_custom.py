@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
@@ -354,6 +355,44 @@ class custom_jvp(Generic[P, R]):
         self.jvp_rule = jvp_rule
         return jvp_rule
 
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """Set the rule from one jvp per differentiable argument (JAX's ``custom_jvp.defjvps``).
+
+        The output tangent is the sum of the contributions ``jvp_i(g_i, ans, *args)``, where ``g_i`` is
+        the tangent of the ``i``-th differentiable argument, ``ans`` the function's output (computed by
+        calling the function, so an outer derivative of ``ans`` uses this rule again) and ``args``
+        every argument in its position. A rule built on :meth:`defjvp` with these, so reverse mode
+        and every order work as there when each ``jvp_i`` is written in tapegrad operations.
+
+        Example (JAX's)::
+
+            @tg.custom_jvp
+            def f(x, y):
+                return tnp.sin(x) * y
+            f.defjvps(lambda x_dot, ans, x, y: tnp.cos(x) * x_dot * y,
+                      lambda y_dot, ans, x, y: tnp.sin(x) * y_dot)
+
+        Args:
+            *jvps: one per differentiable argument, in order: ``jvp_i(g_i, ans, *args) -> tangent``
+                with ``ans``'s structure (a scalar is broadcast to an array output), linear in ``g_i``;
+                None for an argument the output does not depend on (a zero contribution). With
+                ``nondiff_argnums`` there is one per remaining argument, and ``args`` still holds all
+                of them (JAX refuses ``defjvps`` with ``nondiff_argnums``).
+
+        Returns:
+            None (as JAX's).
+
+        Raises:
+            TypeError: no ``jvps``, or an entry that is neither callable nor None (here); a call
+                whose number of differentiable arguments is not ``len(jvps)`` (when it is
+                differentiated).
+            ValueError: a contribution whose structure is not the output's (when differentiated).
+        """
+        if not jvps or not all(j is None or callable(j) for j in jvps):
+            raise TypeError(f"{self.__name__}.defjvps: give one function (or None) per differentiable argument, "
+                            f"got {jvps!r}")
+        self.defjvp(functools.partial(_sum_of_jvps, self, jvps))
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.fun is None:
             return cast(Any, type(self))(args[0], self.nondiff_argnums)  # a decorator: self is [..., Any]
@@ -362,6 +401,34 @@ class custom_jvp(Generic[P, R]):
                             f"@{self.__name__}.defjvp")
         call = _CustomJVPCall(self, _positional(self.fun, args, kwargs))
         return call.result(bind_joint(call, *call.leaves))
+
+
+def _sum_of_jvps(f: custom_jvp, jvps: tuple, *args):
+    """The :meth:`custom_jvp.defjvp` rule of ``f.defjvps(*jvps)``: ``args`` is ``(*nondiff_args, primals,
+    tangents)``; the tangent is the sum of ``jvp_i(g_i, ans, *all_args)`` over the jvps that are not None."""
+    *nondiff, primals, tangents = args
+    if len(jvps) != len(primals):
+        raise TypeError(f"{f.__name__}.defjvps was given {len(jvps)} jvp functions, but the call has {len(primals)} "
+                        "differentiable arguments: give one per argument (not in nondiff_argnums), None where the "
+                        "output does not depend on it")
+    full, rest, fixed = [], iter(primals), iter(nondiff)
+    for i in range(len(primals) + len(nondiff)):
+        full.append(next(fixed) if i in f.nondiff_argnums else next(rest))
+    ans = f(*full)
+    out_tree = _tree.tree_structure(ans)
+    terms = []
+    for i, (jvp, g) in enumerate(zip(jvps, tangents)):
+        if jvp is None:
+            continue
+        term = jvp(g, ans, *full)
+        if _tree.tree_structure(term) != out_tree:
+            raise ValueError(f"{f.__name__}.defjvps: jvp {i} returned a tangent of structure "
+                             f"{_tree.tree_structure(term)}, but the output has {out_tree}; return one shaped "
+                             "like the output")
+        terms.append(term)
+    if not terms:
+        return ans, _tree.tree_map(zeros_like, ans)
+    return ans, _tree.tree_map(lambda *leaves: functools.reduce(operator.add, leaves), *terms)
 
 
 def _check_nondiff_argnums(nondiff_argnums, api):
