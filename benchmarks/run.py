@@ -23,7 +23,7 @@ The compact table: "ratio" is the time over the row named in "to" (the hand-writ
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
 kind, GP step or first-order gradient; for ``import`` NumPy's own import; for ``implicit`` the implicit
-hypergradient's row; for ``while_rev`` the ``scan`` row of the same mode; for ``native`` the hand-written NumPy
+hypergradient's row; for ``debug_nans`` the same code without the checks; for ``while_rev`` the ``scan`` row of the same mode; for ``native`` the hand-written NumPy
 loops, or the same ``jit`` with the compiled executor off); "note" holds the second
 number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
@@ -49,6 +49,7 @@ if __name__ == "__main__":
 import bench_chain  # noqa: E402
 import bench_checkpoint  # noqa: E402
 import bench_control_flow  # noqa: E402
+import bench_debug_nans  # noqa: E402
 import bench_distributed  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_hessian  # noqa: E402
@@ -76,7 +77,8 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "import": bench_import, "staging": bench_staging, "kernels": bench_kernels,
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
               "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint,
-              "optimize": bench_optimize, "science": bench_science, "minimize_traced": bench_minimize_traced}
+              "optimize": bench_optimize, "science": bench_science, "minimize_traced": bench_minimize_traced,
+              "debug_nans": bench_debug_nans}
 
 
 def _peers() -> str:

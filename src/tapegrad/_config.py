@@ -43,15 +43,26 @@ def _switch(name: str, on_set: Callable[[Config], None] | None = None) -> proper
     return property(get, set_)
 
 
-# whether any value check (debug_nans, debug_infs) is on: a module global, so that the primitives' hot paths
-# (tapegrad._core.bind and the traces that call impls directly) pay one attribute read when both are off
+# whether any value check (debug_nans, debug_infs) is on; the modules on the primitives' hot paths
+# (tapegrad._core, _tape, _jvp) keep a copy in a global of their own, ``_checking``, so that with both
+# checks off a primitive pays one global-variable test
 checking = False
+_mirrors: list[dict] = []
+
+
+def mirror_checking(module_globals: dict) -> None:
+    """Keep ``module_globals["_checking"]`` equal to :data:`checking`, now and at each change."""
+    _mirrors.append(module_globals)
+    module_globals["_checking"] = checking
 
 
 def _set_checking(changed: Config) -> None:
     global checking
-    if changed is config:  # another instance (a test's) switches nothing
-        checking = changed._debug_nans or changed._debug_infs
+    if changed is not config:  # another instance (a test's) switches nothing
+        return
+    checking = changed._debug_nans or changed._debug_infs
+    for module_globals in _mirrors:
+        module_globals["_checking"] = checking
 
 
 class Config:

@@ -25,6 +25,9 @@ from tapegrad._backend import namespace_of
 from tapegrad._value_checks import check as check_values
 from tapegrad.errors import ConcretizationError
 
+_checking = False  # tg.config.debug_nans / debug_infs on: check results (a global, tested per primitive)
+_config.mirror_checking(globals())
+
 
 class ShapedArray(NamedTuple):
     """The abstract value of an array: what staging (jit) knows of it (JAX's ``ShapedArray``), a
@@ -282,7 +285,7 @@ class EvalTrace(Trace):
         except TypeError:
             check_one_backend(args)
             raise
-        if _config.checking:  # tg.config.debug_nans / debug_infs
+        if _checking:  # tg.config.debug_nans / debug_infs
             check_values(prim, args, ans)
         return ans
 
@@ -514,7 +517,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         except TypeError:
             check_one_backend(args)
             raise
-        if _config.checking:  # tg.config.debug_nans / debug_infs
+        if _checking:  # tg.config.debug_nans / debug_infs
             check_values(prim, args, ans)
         return ans
     if not top.main.active:

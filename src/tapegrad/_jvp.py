@@ -27,6 +27,9 @@ from tapegrad._core import (
 from tapegrad._structural import astype, broadcast_to
 from tapegrad._value_checks import check_rule
 
+_checking = False  # tg.config.debug_nans / debug_infs on: check results (a global, tested per primitive)
+_config.mirror_checking(globals())
+
 
 class JVPTracer(PrimalTracer):
     __slots__ = ("tangent",)
@@ -58,7 +61,7 @@ class JVPTrace(Trace):
             except TypeError:
                 check_one_backend(primals)
                 raise
-            if _config.checking:  # tg.config.debug_nans / debug_infs
+            if _checking:  # tg.config.debug_nans / debug_infs
                 check_values(prim, primals, ans)
         else:
             ans = bind(prim, *primals, **params)
@@ -104,7 +107,7 @@ def apply_jvp_rules(prim, tangents, ans, primals, params):
     out_tangents = prim.jvp_rule(tangents, ans, *primals, **params)
     if out_tangents is None:
         return None
-    if _config.checking:  # tg.config.debug_nans / debug_infs
+    if _checking:  # tg.config.debug_nans / debug_infs
         check_rule(prim, "jvp", primals, [t for t in out_tangents if t is not None])
     fitted = [None if t is None or not is_inexact(o) else _fit(t, o, prim.name) for t, o in zip(out_tangents, ans)]
     return None if all(t is None for t in fitted) else fitted
@@ -117,7 +120,7 @@ def apply_jvp_rule(prim, tangents, ans, primals, params):
     tangent = prim.jvp_rule(tangents, ans, *primals, **params)
     if tangent is None:
         return None
-    if _config.checking:  # tg.config.debug_nans / debug_infs
+    if _checking:  # tg.config.debug_nans / debug_infs
         check_rule(prim, "jvp", primals, tangent)
     try:
         if tangent.shape == ans.shape and tangent.dtype == ans.dtype:

@@ -34,6 +34,9 @@ from tapegrad._jvp import apply_jvp_rule, apply_jvp_rules, fit_rule_result
 from tapegrad._structural import add_any
 from tapegrad._value_checks import check_rule
 
+_checking = False  # tg.config.debug_nans / debug_infs on: check results (a global, tested per primitive)
+_config.mirror_checking(globals())
+
 
 class VJPTracer(PrimalTracer):
     """A taped value with one result, and the tape's record of the operation that made it: its
@@ -126,7 +129,7 @@ class VJPTrace(Trace):
             except TypeError:
                 check_one_backend(primals)
                 raise
-            if _config.checking:  # tg.config.debug_nans / debug_infs
+            if _checking:  # tg.config.debug_nans / debug_infs
                 check_values(prim, primals, ans)
         if prim.nondiff:
             return ans
@@ -140,7 +143,7 @@ class VJPTrace(Trace):
         primals, parents = self._operands(args)
         if prim.vjp_fwd is not None:  # the primitive keeps residuals for its rule (a scan's intermediates)
             ans, residuals = prim.vjp_fwd(*primals, **params)
-            if _config.checking:
+            if _checking:
                 check_values(prim, primals, ans)
             return self._results(Node(prim, primals, dict(params, residuals=residuals), ans, parents), ans)
         ans = bind(prim, *primals, **params)
@@ -331,7 +334,7 @@ class Tape:
                     if parent is not None:
                         parent_ct = rules[argnum](ct, ans, *primals, **params)
                         if parent_ct is not None:
-                            if _config.checking:  # tg.config.debug_nans / debug_infs
+                            if _checking:  # tg.config.debug_nans / debug_infs
                                 check_rule(record.prim, "vjp", primals, parent_ct, argnum)
                             if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != primals[argnum].shape:
                                 # a rule's constant or 0-d result: broadcast (or refused), like the operand
@@ -359,7 +362,7 @@ def _all_operands(record, rules, ct, ans) -> None:
     parent_cts = rules.all_operands(argnums, ct, ans, record.primals, record.params)
     for argnum, parent_ct in zip(argnums, parent_cts):
         if parent_ct is not None:
-            if _config.checking:  # tg.config.debug_nans / debug_infs
+            if _checking:  # tg.config.debug_nans / debug_infs
                 check_rule(record.prim, "vjp", record.primals, parent_ct, argnum)
             if type(parent_ct) in SCALAR_TYPES or parent_ct.shape != record.primals[argnum].shape:
                 parent_ct = fit_rule_result(parent_ct, record.primals[argnum], record.prim.name)
