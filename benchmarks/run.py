@@ -23,7 +23,8 @@ The compact table: "ratio" is the time over the row named in "to" (the hand-writ
 ``sin10`` the 300 us target; for ``checkpoint`` tapegrad's plain ``grad``; for ``jit_step`` the
 speed-up over tapegrad's eager step, eager time over the row's; for ``gp`` PyTorch eager's row of the same
 kind, GP step or first-order gradient; for ``import`` NumPy's own import; for ``implicit`` the implicit
-hypergradient's row; for ``debug_nans`` the same code without the checks; for ``while_rev`` the ``scan`` row of the same mode; for ``native`` the hand-written NumPy
+hypergradient's row; for ``debug_nans`` the same code without the checks; for ``while_rev`` the ``scan`` row
+of the same mode; for ``native`` the hand-written NumPy
 loops, or the same ``jit`` with the compiled executor off); "note" holds the second
 number of a benchmark (mlp: over tapegrad's forward, and the jit first-call rows' staging time; hessian: per basis
 vector; checkpoint and control_flow's memory rows: peak memory; vmap: speed-up over a Python loop of
