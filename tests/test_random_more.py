@@ -13,6 +13,7 @@ import pytest
 
 import _device
 import tapegrad as tg
+from _gpu import cupy_or_skip
 from _tol import assert_close
 from _vmapcheck import check_vmap
 from tapegrad import random as R
@@ -193,6 +194,35 @@ def test_truncated_normal_on_the_device_reads_nothing_back():
             g = tg.grad(f)(_device.asarray(lower), _device.asarray(k))
         assert type(g) is _device.DeviceArray
         np.testing.assert_array_equal(_device.get(g), tg.grad(f)(lower, k))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lower, upper, dtype, rtol", [(-1.0, 2.0, np.float64, 1e-12), (5.0, np.inf, np.float32, 1e-5),
+                                                       (-37.0, -36.0, np.float64, 1e-12)], ids=str)
+def test_truncated_normal_on_cupy(lower, upper, dtype, rtol):
+    """On a real GPU the uniform draw is NumPy's bit for bit, and cupyx's ndtr and ndtri agree with
+    SciPy's to rounding, eager, jitted and in the derivative."""
+    cupy = cupy_or_skip()
+    k = R.key(24)
+    draw = lambda k: R.truncated_normal(k, lower, upper, (1000,), dtype)
+    for fn in (draw, tg.jit(draw)):
+        x = fn(cupy.asarray(k))
+        assert isinstance(x, cupy.ndarray) and x.dtype == dtype
+        host = cupy.asnumpy(x)
+        assert np.all(host > dtype(lower)) and np.all(host < dtype(upper))
+        assert_close(host, draw(k), rtol=rtol)
+    f = lambda lo, k: R.truncated_normal(k, lo, upper, (), dtype)
+    lo = np.asarray(lower + 0.5, dtype)
+    assert_close(cupy.asnumpy(tg.grad(f)(cupy.asarray(lo), cupy.asarray(k))), tg.grad(f)(lo, k), rtol=100 * rtol)
+
+
+@pytest.mark.gpu
+def test_keys_of_cupy_seeds():
+    cupy = cupy_or_skip()
+    seeds = [0, 5, 2 ** 40]
+    keys = tg.vmap(R.key)(cupy.asarray(np.array(seeds)))
+    assert isinstance(keys, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(keys), np.stack([R.key(s) for s in seeds]))
 
 
 # ---- keys from traced seeds ---------------------------------------------------------------------
