@@ -5,6 +5,7 @@ JAX's ``mnist_classifier_fromscratch.py`` as ported on ``docs/migration/jax_port
 that page, reaching its accuracy and JAX's numbers.
 """
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -217,3 +218,65 @@ def test_fori_loop_with_traced_bounds_still_loops_and_differentiates():
                                4 * 1.5 ** 3)
     counted = tg.jit(lambda n: tg.fori_loop(2, n, lambda i, c: c + i, 0))(5)
     assert int(counted) == 2 + 3 + 4
+
+
+# ---- JAX's mnist_classifier_fromscratch.py, ported (docs/migration/jax_port_mnist.md) ---------------------
+@pytest.fixture(scope="module")
+def port():
+    """The namespace of the ported program after the page's run: its code cells executed in order."""
+    pytest.importorskip("sklearn")
+    cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", PORT_PAGE.read_text(), re.S)
+    namespace: dict = {"__name__": "port"}
+    for cell in cells:
+        exec(compile(cell, str(PORT_PAGE), "exec"), namespace)
+    return namespace
+
+
+def test_the_ported_program_learns_the_digits(port):
+    assert port["num_epochs"] * port["num_batches"] == 120  # 12 jitted steps an epoch, 10 epochs
+    assert port["test_acc"] > 0.9 and port["train_acc"] > 0.9
+    assert port["update"]._cache_size() == 2  # full batches, and the last one of each epoch
+
+
+@pytest.mark.peer("jax")
+def test_the_ported_program_computes_jaxs_numbers(port):
+    """JAX's own functions (the example's, in float64) on the page's data: the same loss, gradient and
+    trained parameters after the page's 120 steps, and the same accuracies."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def predict(params, inputs):
+        activations = inputs
+        for w, b in params[:-1]:
+            activations = jnp.tanh(jnp.dot(activations, w) + b)
+        final_w, final_b = params[-1]
+        logits = jnp.dot(activations, final_w) + final_b
+        return logits - jax.scipy.special.logsumexp(logits, axis=1, keepdims=True)
+
+    def loss(params, batch):
+        inputs, targets = batch
+        return -jnp.mean(jnp.sum(predict(params, inputs) * targets, axis=1))
+
+    step_size = port["step_size"]
+
+    @jax.jit
+    def update(params, batch):
+        grads = jax.grad(loss)(params, batch)
+        return [(w - step_size * dw, b - step_size * db) for (w, b), (dw, db) in zip(params, grads)]
+
+    params = port["init_random_params"](port["param_scale"], port["layer_sizes"], np.random.RandomState(0))
+    batch = next(port["data_stream"]())
+    np.testing.assert_allclose(port["loss"](params, batch), loss(params, batch), rtol=1e-12)
+    for ours, theirs in zip(tg.tree.tree_leaves(port["grad"](port["loss"])(params, batch)),
+                            jax.tree.leaves(jax.grad(loss)(params, batch))):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+    batches = port["data_stream"]()
+    for _ in range(port["num_epochs"] * port["num_batches"]):
+        params = update(params, next(batches))
+    for ours, theirs in zip(tg.tree.tree_leaves(port["params"]), jax.tree.leaves(params)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
+    inputs, targets = port["test_images"], port["test_labels"]
+    jax_correct = np.sum(np.asarray(jnp.argmax(predict(params, inputs), axis=1)) == np.argmax(targets, axis=1))
+    assert port["test_acc"] * len(targets) == pytest.approx(int(jax_correct))
