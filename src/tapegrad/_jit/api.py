@@ -7,7 +7,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -27,7 +27,9 @@ from tapegrad._value_checks import first_bad
 
 _SCALARS = (bool, int, float, complex)
 P = ParamSpec("P")
+Q = ParamSpec("Q")  # a method's parameters after self
 R = TypeVar("R")
+S = TypeVar("S")  # a method's self
 
 
 def _static_positions(fn, static_argnums, static_argnames):
@@ -318,6 +320,10 @@ class _Jitted(Generic[P, R]):
         self._instances: dict = {}  # id(instance) -> (weak reference, _Programs): a method's per-instance caches
         self._staged = False  # whether fn has been staged once: a later staging is a cache miss
 
+    @overload
+    def __get__(self, obj: None, objtype: Any = None) -> _Jitted[P, R]: ...
+    @overload
+    def __get__(self: _Jitted[Concatenate[S, Q], R], obj: S, objtype: Any = None) -> Callable[Q, R]: ...
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # on a method: the instance is a static argument
         if obj is None:
             return self

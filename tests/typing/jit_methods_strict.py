@@ -1,0 +1,24 @@
+"""A method decorated with ``@tg.jit`` keeps its signature, less ``self``, under ``mypy --strict``
+(``make lint``): the bound method takes the method's other parameters and returns its return type."""
+from __future__ import annotations
+
+import numpy as np
+from typing_extensions import assert_type
+
+import tapegrad as tg
+
+
+class Model:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    @tg.jit
+    def apply(self, x: np.ndarray, shift: float) -> np.ndarray:
+        return x * self.scale + shift
+
+
+def use() -> np.ndarray:
+    model = Model(2.0)
+    out = model.apply(np.ones(2), 1.0)
+    assert_type(out, np.ndarray)
+    return out
