@@ -311,6 +311,14 @@ def test_errors(name, call, error, message):
         call()
 
 
+def test_truncated_normal_without_scipy_says_what_to_install(monkeypatch):
+    def missing(xp, name):
+        raise ImportError("No module named 'scipy'")
+    monkeypatch.setattr(R, "scipy_module", missing)
+    with pytest.raises(ImportError, match="truncated_normal needs ndtr and ndtri from scipy.special .*pip install"):
+        R.truncated_normal(R.key(0), -1.0, 1.0)
+
+
 # ---- against JAX ---------------------------------------------------------------------------------
 @pytest.mark.peer("jax")
 @pytest.mark.parametrize("lower, upper", [(-1.0, 2.0), (0.5, np.inf), (-3.0, -1.0)], ids=str)

@@ -111,8 +111,8 @@ def key(seed: int | ArrayLike) -> Array:
             to 64 bits), which may be traced.
 
     Returns:
-        A ``uint64`` array of shape ``(2,)``: on the default backend (``tg.set_backend``) for an int
-        seed, on the seed's backend for an array.
+        A ``uint64`` array of shape ``(2,)``, on the default backend (``tg.set_backend``) for an int
+        seed and on the seed's backend for an array.
 
     Raises:
         TypeError: ``seed`` is not an integer (a bool, a float, a float array), or an integer array
@@ -290,7 +290,11 @@ def _truncated_normal(v, lower, upper, *, dtype):
     ``v``'s dtype, cast to ``dtype`` and kept inside the open interval (as JAX does: rounding, or
     ``v = 0``, would give a bound)."""
     xp = namespace_of(v, lower, upper)
-    special = scipy_module(xp, "special")
+    try:
+        special = scipy_module(xp, "special")
+    except ImportError:
+        raise ImportError("tapegrad.random.truncated_normal needs ndtr and ndtri from scipy.special (from "
+                          "cupyx.scipy.special for CuPy arrays), which is not installed: pip install scipy") from None
     lower, upper = xp.asarray(lower, dtype=dtype), xp.asarray(upper, dtype=dtype)
     lo, hi = lower.astype(v.dtype), upper.astype(v.dtype)
     flip = _mirrored(lo, hi)
@@ -327,7 +331,6 @@ defjvp(truncated_normal_p, None, _d_lower, _d_upper)
 defbatch_elementwise(truncated_normal_p)
 
 
-
 def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike, shape: ShapeLike | None = None,
                      dtype: Any = np.float64) -> Array:
     """Standard normal samples truncated to the open interval ``(lower, upper)``, as JAX's
@@ -335,9 +338,10 @@ def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike, shape: 
 
     Drawn by the inverse CDF, as JAX does: ``x = ndtri(ndtr(lower) + (ndtr(upper) - ndtr(lower)) * u)``
     with ``u = uniform(key, shape)``; where ``lower + upper > 0`` the mirror image ``[-upper, -lower]`` is
-    drawn and negated, so an interval far in either tail keeps its precision: this one holds to about
-    37 standard deviations in float64 and 12 in float32, where JAX's ``erf`` form puts its samples on
-    the upper bound from about 8 in float64 and 5 in float32. Values that rounding would put on a bound are moved one ulp inside (JAX's clip):
+    drawn and negated, so an interval far in either tail keeps its precision: the law holds to about
+    37 standard deviations in float64 and 13 in float32, where JAX's ``erf`` form puts its samples on
+    the upper bound from about 8 in float64 and 5 in float32 (beyond those limits samples sit on a
+    bound here too). Values that rounding would put on a bound are moved one ulp inside (JAX's clip):
     every sample is strictly inside. float16 is computed in float32 and rounded.
 
     Differentiable in ``lower`` and ``upper`` to any order, holding ``u``: ``dx/dlower = s * pdf(lower) /
