@@ -347,6 +347,6 @@ def test_truncated_normal_matches_jax(lower, upper):
     d = [np.diag(j) for j in tg.jacfwd(draw, grad_position=(0, 1))(lo, hi)]
     for got, want in zip(d_jax, implicit_gradient(x_jax, lo, hi)):
         keep = (x_jax > lo) & (x_jax < hi)  # JAX's clipped samples have a zero derivative
-        assert_close(got[keep], want[keep], rtol=1e-6)
+        assert_close(got[keep], want[keep], rtol=1e-10)
     for got, want in zip(d, implicit_gradient(x, lo, hi)):
-        assert_close(got, want, rtol=1e-8)
+        assert_close(got, want, rtol=1e-10)
