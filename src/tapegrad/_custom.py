@@ -307,7 +307,8 @@ class custom_jvp(Generic[P, R]):
             return f(x), tangent_out
 
     With ``nondiff_argnums`` those arguments come first: ``rule(*nondiff_args, primals, tangents)``.
-    Zero tangents arrive as zero arrays. Reverse mode (``grad``, ``vjp``) transposes the rule's
+    Zero tangents arrive as zero arrays. :meth:`defjvps` builds the rule from one jvp per argument
+    (JAX's other spelling). Reverse mode (``grad``, ``vjp``) transposes the rule's
     tangent map (which is linear in ``tangents``); write the rule in tapegrad operations so that
     every order works.
 
