@@ -155,9 +155,15 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
         TypeError: a start is not an integer scalar, or a size is not a Python int.
 
     Example:
+        >>> import numpy as np
+        >>> from tapegrad import lax
         >>> x = np.arange(12.0).reshape(3, 4)
-        >>> lax.dynamic_slice(x, (1, 1), (2, 3))    # rows 1-2, columns 1-3
-        >>> lax.dynamic_slice(x, (1, 1), (2, 4))    # the column start is clamped to 0
+        >>> lax.dynamic_slice(x, (1, 1), (2, 3))  # rows 1-2, columns 1-3
+        array([[ 5.,  6.,  7.],
+               [ 9., 10., 11.]])
+        >>> lax.dynamic_slice(x, (1, 1), (2, 4))  # the column start is clamped to 0
+        array([[ 4.,  5.,  6.,  7.],
+               [ 8.,  9., 10., 11.]])
     """
     x = tnp.asarray(operand)
     shape = tuple(x.shape)

@@ -177,8 +177,16 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
     gradient, as ``tnp.max`` does; JAX sends all of it to one element (``docs/lax.md``).
 
     Example:
-        >>> # stax's MaxPool((2, 2)) on NHWC images: JAX's call, unchanged
-        >>> lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        >>> import numpy as np
+        >>> from tapegrad import lax
+        >>> x = np.array([1.0, 5.0, 2.0, 4.0, 3.0])
+        >>> lax.reduce_window(x, -np.inf, lax.max, (2,), (2,), "SAME")  # the last window is padded
+        array([5., 4., 3.])
+        >>> lax.reduce_window(x, 0.0, lax.add, (3,), (1,), "VALID")
+        array([ 8., 11.,  9.])
+
+        stax's ``MaxPool((2, 2))`` on NHWC images is JAX's call, unchanged:
+        ``lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")``.
     """
     name = _computation_name(computation)
     x = tnp.asarray(operand)
