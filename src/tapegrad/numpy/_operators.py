@@ -301,7 +301,9 @@ def _subscript_at(frame) -> str | None:
     tells the two apart from ``np.asarray(x)``. Read from the bytecode only when the conversion has
     already failed: nothing is paid while conversions succeed."""
     code, at = (frame.f_code.co_code, frame.f_lasti) if frame is not None else (b"", -1)
-    name = dis.opname[code[at]] if 0 <= at < len(code) else None
+    if not 0 <= at < len(code):
+        return None
+    name = dis.opname[code[at]]
     if name == "BINARY_OP":  # Python 3.14 spells BINARY_SUBSCR as BINARY_OP "[]": read its argument
         ins = next(i for i in dis.get_instructions(frame.f_code) if i.offset == at)
         name = "BINARY_SUBSCR" if ins.argrepr == "[]" else name
