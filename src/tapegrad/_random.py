@@ -20,6 +20,9 @@ would build), and its other operands (``randint``'s bounds, ``fold_in``'s data) 
 those axes. Under ``vmap`` with an unbatched key and batched bounds, the key is broadcast: every
 example draws from the same key, as JAX does.
 
+``random_key`` is ``key(seed)`` of an integer array (traced under ``jit``, batched under ``vmap``):
+NumPy's SeedSequence of each seed, on the host, so a device seed is read back.
+
 Where counters go: draws use the stream from counter 0; ``split`` reads the block at counter word 3
 equal to ``2**63``, and ``fold_in(data)`` the block at word 3 equal to ``2**62`` and word 0 equal to
 ``data``. No draw comes near those counters (word 3 moves after ``2**194`` values), so children are
