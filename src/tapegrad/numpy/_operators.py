@@ -3,7 +3,9 @@ NumPy's dispatch protocols (``__array_ufunc__``, ``__array_function__``), so ``n
 ``np.einsum(...)`` inside a transformed function trace like ``tnp.sin(x)``.
 
 What is not handled fails loudly (a ``TypeError`` naming the function), never by silently dropping
-the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversionError`.
+the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversionError`. NumPy indexing
+one of its own arrays with a traced value (``y[0] = x``, ``table[i]``) gets that error with the fix for
+that case (:func:`_numpy_subscript_message`), through ``__array__`` and the spine's ``to_scalar``.
 """
 from __future__ import annotations
 
@@ -424,7 +426,9 @@ def install(*classes) -> None:
     """Give ``classes`` (the spine's ``Tracer`` and ``Boxed``) the array behaviour of
     :class:`ArrayOperators`. Done once, when ``tapegrad.numpy`` is imported: the spine sits below this
     package and cannot import it, as JAX's ``numpy/array_methods.py`` installs the operators of its
-    tracers. A subclass's own definitions (``Parameter.__array__``, ``__hash__``) still take precedence."""
+    tracers. A subclass's own definitions (``Parameter.__array__``, ``__hash__``) still take precedence.
+    The spine's ``Tracer.to_scalar`` is wrapped (:func:`_naming_numpy_subscripts`) so that a conversion
+    NumPy's indexing makes names its fix."""
     for cls in classes:
         for name, value in vars(ArrayOperators).items():
             if name not in _NOT_COPIED:
