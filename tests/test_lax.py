@@ -374,6 +374,37 @@ def test_traced_float_start_is_refused_under_jit():
         tg.jit(lambda x, s: lax.dynamic_slice(x, (0, s), (2, 2)))(data(3, 3), 1.0)
 
 
+# ---- device arrays (the strict double; CuPy under TAPEGRAD_DEVICE=cupy) -----------------------------
+def test_device_operands_stay_on_the_device_with_no_synchronisation():
+    """Device operands and device start indices, eagerly and under jit, grad and vmap: the positions of
+    a gather and a known init_value are made on the operand's device, and nothing is read back."""
+    import warnings
+
+    import _device
+    x, starts = data(4, 5), np.array([0, 2, 3])
+    dx, du, di = _device.asarray(x), _device.asarray(-np.ones((2, 3))), _device.asarray(np.int64(3))
+    slice_at = tg.jit(lambda x, i: lax.dynamic_slice(x, (i, 2), (2, 3)))
+    update_at = tg.jit(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)))
+    def pooled(x):  # a known init_value, and padding and base dilation on the device
+        return tnp.sum(lax.reduce_window(x, 1.5, lax.add, (2, 2), (1, 2), "SAME") ** 2) + tnp.sum(
+            tnp.sin(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), ((1, 0), (0, 1)), (2, 1))))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="cupyx.allow_synchronize will be removed")
+        with _device.xpx.allow_synchronize(False):
+            outs = (lax.dynamic_slice(dx, (di, 2), (2, 3)), slice_at(dx, di), update_at(dx, du, di),
+                    tg.grad(lambda x: tnp.sum(slice_at(x, di) ** 2))(dx),
+                    tg.vmap(lambda i: lax.dynamic_slice_in_dim(dx, i, 2, 1))(_device.asarray(starts)),
+                    pooled(dx), tg.grad(pooled)(dx))
+    assert all(isinstance(out, _device.DeviceArray) for out in outs)
+    wants = (np_dynamic_slice(x, (3, 2), (2, 3)), np_dynamic_slice(x, (3, 2), (2, 3)),
+             np_dynamic_update_slice(x, -np.ones((2, 3)), (3, 1)),
+             tg.grad(lambda x: tnp.sum(slice_at(x, 3) ** 2))(x),
+             np.stack([np_dynamic_slice(x, (0, i), (4, 2)) for i in starts]), pooled(x),
+             tg.grad(pooled)(x))
+    for out, want in zip(outs, wants):
+        assert_close(_device.get(out), want)
+
+
 # ---- the compiled executor -----------------------------------------------------------------------
 def test_compiled_executor_runs_index_slices_and_window_sums(tmp_path, monkeypatch):
     """What lowers (docs/lax.md): slices at known starts, a traced start of a length-1 slice, window

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._backend import namespace_of
 from tapegrad._typing import Array, ArrayLike
 from tapegrad.numpy._indexing import IndexUpdateRef, getitem
 
@@ -177,7 +178,7 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
         if _is_index(item):
             dropped += 1
         elif _is_gather(item):
-            y = tnp.take(y, item[0] + np.arange(sizes[k]), axis=k - dropped)
+            y = tnp.take(y, item[0] + namespace_of(x).arange(sizes[k]), axis=k - dropped)
     return y if tuple(y.shape) == sizes else tnp.reshape(y, sizes)
 
 
@@ -251,10 +252,10 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike, start_indices: A
         kept = tuple(n for item, n in zip(plan, sizes) if not _is_index(item))
         return IndexUpdateRef(x, tuple(plan)).set(u if kept == sizes else tnp.reshape(u, kept))
     # integer arrays on every axis (an open mesh, as np.ix_), so that the written block keeps update's layout
-    index = []
+    index, xp = [], namespace_of(x)  # positions on the operand's device, as a traced start is
     for k, (item, n) in enumerate(zip(plan, sizes)):
-        positions = np.arange(item.start, item.stop) if isinstance(item, slice) else (
-            (item[0] if _is_gather(item) else item) + np.arange(n))
+        positions = xp.arange(item.start, item.stop) if isinstance(item, slice) else (
+            (item[0] if _is_gather(item) else item) + xp.arange(n))
         index.append(tnp.reshape(positions, (1,) * k + (n,) + (1,) * (len(shape) - k - 1)))
     return IndexUpdateRef(x, tuple(index)).set(u)
 

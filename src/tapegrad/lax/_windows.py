@@ -229,9 +229,12 @@ def _changes_nothing(name: str, init_value, identity) -> bool:
 
 
 def _init(init_value, dtype) -> Array:
-    """``init_value`` as a 0-d value of ``dtype`` (traced or not)."""
+    """``init_value`` as a 0-d value of ``dtype``: a NumPy scalar when it is known on the host (it then
+    combines with an operand on any device), else a 0-d array (traced, or on a device)."""
     init = tnp.asarray(init_value)
     if init.ndim != 0:
         raise TypeError(f"reduce_window: init_value must be a scalar, got an array of shape {tuple(init.shape)}; "
                         "it starts every window's reduction")
+    if isinstance(init, np.ndarray):
+        return np.dtype(dtype).type(init.item())
     return tnp.astype(init, dtype)
