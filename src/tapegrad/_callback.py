@@ -320,7 +320,7 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
         **kwargs: its keyword arguments, pytrees of arrays.
 
     Returns:
-        The results, in the structure of ``result_shape_dtypes``: arrays of the declared shapes and
+        The results, in the structure of ``result_shape_dtypes``, as arrays of the declared shapes and
         dtypes (under ``vmap``, with the batch axis at 0).
 
     Raises:

@@ -55,8 +55,8 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  
         **kwargs: pytrees of arrays or traced values, for the named fields.
 
     Returns:
-        None. The line is printed to ``sys.stdout`` when the value is computed: eagerly at once, under
-        ``jit`` at each call of the compiled function, under ``vmap`` once per example.
+        None. The line is printed to ``sys.stdout`` when the value is computed (eagerly at once, under
+        ``jit`` at each call of the compiled function, under ``vmap`` once per example).
 
     Raises:
         TypeError: ``fmt`` is not a string. A field ``fmt`` names but is not given raises from the
