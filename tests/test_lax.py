@@ -320,6 +320,10 @@ def test_reduce_window_under_vmap():
                 return lax.reduce_window(x, init, getattr(lax, name), *window_args)
             for in_axes in ((0,), (1,), (-1,)):
                 check_vmap(f, (data(*shape),), in_axes, batch=3)
+    def floored(x, init):  # a traced init_value, batched or shared
+        return lax.reduce_window(x, init, lax.max, (2, 2), (1, 2), "SAME")
+    for in_axes in ((0, 0), (None, 0), (0, None)):
+        check_vmap(floored, (data(3, 4), np.float64(0.1)), in_axes, batch=3)
     # per-example gradients of a max-pool
     xs = data(3, 4, 5)
     grads = tg.vmap(tg.grad(lambda x: tnp.sum(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (2, 2)) ** 2)))(xs)
