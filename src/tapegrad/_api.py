@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -33,6 +33,11 @@ from tapegrad.errors import MissingHasAuxWarning
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+A = TypeVar("A")
+if TYPE_CHECKING:  # Python 3.10 has no TypeVarTuple; only the checker needs it
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
 
 
 # ---- argument checks at grad(...) time ---------------------------------------------------------
@@ -92,7 +97,6 @@ class _WeightsSpec:
 _FOREIGN_KEYWORDS = {
     "argnums": "grad_position (JAX's argnums; grad_position=1, or (0, 1))",
     "argnum": "grad_position (autograd's argnum; grad_position=1, or (0, 1))",
-    "holomorphic": "nothing: complex inputs follow JAX's convention, holomorphic or not",
     "sens_param": "vjp (vjp(fn, *args)[1](sens) takes the sensitivity)",
     "grad_outputs": "vjp (vjp(fn, *args)[1](grad_outputs) takes the cotangent)",
     "create_graph": "nothing: every gradient is differentiable again",
@@ -120,9 +124,10 @@ def _check_flag(value, name):
 
 
 class _GradSpec:
-    def __init__(self, grad_position, weights, has_aux, return_ids, api: str = "grad"):
+    def __init__(self, grad_position, weights, has_aux, return_ids, api: str = "grad", holomorphic: bool = False):
         _check_flag(has_aux, "has_aux")
         _check_flag(return_ids, "return_ids")
+        _check_flag(holomorphic, "holomorphic")
         if grad_position is None and weights is None:
             raise ValueError("grad_position and weights are both None, so there is nothing to "
                              "differentiate: give grad_position (e.g. 0) or weights (e.g. "
@@ -132,6 +137,7 @@ class _GradSpec:
         self.has_aux = has_aux
         self.return_ids = return_ids
         self.api = api
+        self.holomorphic = holomorphic
         self.warned = False  # MissingHasAuxWarning given for this wrapped function
 
 
@@ -154,6 +160,26 @@ def _differentiable_leaf(leaf, where: str, remedy: str = "leave it out of grad_p
         raise TypeError(f"{where} has dtype {leaf.dtype}; gradients need a floating (or complex) dtype. "
                         f"Cast it (x.astype(np.float32)) or {remedy}")
     return leaf
+
+
+def require_complex(leaf, where: str, api: str, output: bool = False) -> None:
+    """``holomorphic=True``'s promise, checked as JAX checks it: ``where`` (an input leaf, or with
+    ``output`` an output leaf, of ``api``'s function) has a complex dtype.
+
+    Raises:
+        TypeError: a real (or integer) dtype, naming the two ways out.
+    """
+    dtype = np.dtype(leaf.dtype if hasattr(leaf, "dtype") else np.result_type(leaf))
+    if dtype.kind == "c":
+        return
+    if output:
+        fix = ("a holomorphic function returns complex values: make this output complex, or drop "
+               "holomorphic=True (a real-valued function of complex inputs is differentiated without it)")
+    else:
+        fix = ("pass it as a complex array (x.astype(np.complex128)), or drop holomorphic=True to "
+               "differentiate with respect to a real input")
+    raise TypeError(f"{api}(holomorphic=True) needs complex inputs and outputs, but {where} has dtype "
+                    f"{dtype}; {fix}")
 
 
 def _flatten_outputs(out):
@@ -192,6 +218,8 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
         in_trees.append((p, treedef, len(leaves)))
     params = spec.weights.params if spec.weights else []
     primals += [_differentiable_leaf(prm.value, f"Parameter {prm.name!r}", "leave it out of weights") for prm in params]
+    if spec.holomorphic:
+        _require_complex_inputs(primals, in_trees, params, spec.api)
     box = {}
 
     def flat_fun(*tracers):
@@ -215,6 +243,8 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
                                 "convention), so each must be a float array; if the function returns "
                                 "(loss, extras...), pass has_aux=True: only the first output is "
                                 "differentiated and the others are returned as they are"))
+        if spec.holomorphic:
+            require_complex(o, f"output leaf {i}", spec.api, output=True)
         dtype = np.result_type(o) if not hasattr(o, "dtype") else o.dtype
         if np.dtype(dtype).kind not in "fc":
             raise TypeError(f"output leaf {i} has dtype {dtype}, which is not differentiable; return float "
@@ -231,6 +261,15 @@ def _grad_call(fn, spec: _GradSpec, args, kwargs):
     value = _tree.tree_unflatten(box["treedef"], leaves[:n_out])
     aux = _tree.tree_unflatten(aux_treedef, leaves[n_out + n_grads:])
     return value, aux, _assemble(spec, in_trees, leaves[n_out:n_out + n_grads], params)
+
+
+def _require_complex_inputs(primals, in_trees, params, api: str) -> None:
+    """:func:`require_complex` for each differentiated leaf of ``_grad_call``, named by its position
+    (or Parameter)."""
+    names = [f"the input at grad_position {p}" for p, _, n in in_trees for _ in range(n)]
+    names += [f"Parameter {prm.name!r}" for prm in params]
+    for leaf, where in zip(primals, names):
+        require_complex(leaf, where, api)
 
 
 def _short_repr(x: object, limit: int = 40) -> str:
@@ -334,23 +373,47 @@ def _assemble(spec, in_trees, grads, params):
     return weights_part if spec.positions is None else (inputs_part, weights_part)
 
 
-# grad's overloads: what its function returns depends on has_aux, (gradients, aux) or the gradients alone.
-# The gradients themselves are Any: their structure follows grad_position and weights (one input's pytree,
-# a tuple of them, the weights' structure, or a pair of both), and a type for "the type of parameter i of
-# fn" cannot be spelled with a ParamSpec; an overload per position and arity would be a ladder that
-# still knew nothing of pytrees and Parameters. fn's parameters are kept (ParamSpec), so a call with the
-# wrong arguments is caught. docs/decisions.md ("Types") has the decision.
+# grad's and value_and_grad's overloads. The common call, grad_position=0 without weights or return_ids,
+# is typed exactly: the gradient has the type of fn's first parameter (Concatenate). Every other case
+# gives PyTree (Any), as the docstrings say: the type of "parameter i of fn" cannot be spelled with a
+# ParamSpec (an overload per position and arity would be a ladder), a tuple of positions would need one
+# per arity, and a weight's gradient is an array, not the Parameter that the weights' type names.
+# fn's parameters are kept (ParamSpec), so a call with the wrong arguments is caught. Every overload
+# that takes positions spells fn's type alike (Concatenate[T, P]): where fn's own type holds Any, mypy
+# gives Any for a call that overloads with different parameter types both match. grad_position=None
+# (weights only, fn may take no positional argument) has its own overloads. docs/decisions.md ("Types").
 @overload
-def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
-         has_aux: Literal[False] = False, return_ids: bool = False) -> Callable[P, Any]: ...
+def grad(fn: Callable[Concatenate[T, P], Any], grad_position: Literal[0] = 0, weights: None = None,
+         has_aux: Literal[False] = False, return_ids: Literal[False] = False, *,
+         holomorphic: bool = False) -> Callable[Concatenate[T, P], T]: ...
 @overload
-def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None, *,
-         has_aux: Literal[True], return_ids: bool = False) -> Callable[P, tuple[Any, tuple[Any, ...]]]: ...
+def grad(fn: Callable[Concatenate[T, P], Any], grad_position: Literal[0] = 0, weights: None = None, *,
+         has_aux: Literal[True], return_ids: Literal[False] = False,
+         holomorphic: bool = False) -> Callable[Concatenate[T, P], tuple[T, tuple[Any, ...]]]: ...
 @overload
+def grad(fn: Callable[Concatenate[T, P], Any], grad_position: int | tuple[int, ...] = 0,
+         weights: Weights | None = None, has_aux: Literal[False] = False, return_ids: bool = False, *,
+         holomorphic: bool = False) -> Callable[Concatenate[T, P], PyTree]: ...
+@overload
+def grad(fn: Callable[Concatenate[T, P], Any], grad_position: int | tuple[int, ...] = 0,
+         weights: Weights | None = None, *, has_aux: Literal[True], return_ids: bool = False,
+         holomorphic: bool = False) -> Callable[Concatenate[T, P], tuple[PyTree, tuple[Any, ...]]]: ...
+@overload
+def grad(fn: Callable[Concatenate[T, P], Any], grad_position: int | tuple[int, ...] = 0,
+         weights: Weights | None = None, has_aux: bool = False, return_ids: bool = False, *,
+         holomorphic: bool = False) -> Callable[Concatenate[T, P], Any]: ...
+@overload
+def grad(fn: Callable[P, Any], grad_position: None, weights: Weights, has_aux: Literal[False] = False,
+         return_ids: bool = False, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
+@overload
+def grad(fn: Callable[P, Any], grad_position: None, weights: Weights, *, has_aux: Literal[True],
+         return_ids: bool = False, holomorphic: bool = False) -> Callable[P, tuple[PyTree, tuple[Any, ...]]]: ...
+@overload
+def grad(fn: Callable[P, Any], grad_position: None, weights: Weights, has_aux: bool = False,
+         return_ids: bool = False, *, holomorphic: bool = False) -> Callable[P, Any]: ...
 def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
-         has_aux: bool = False, return_ids: bool = False) -> Callable[P, Any]: ...
-def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights | None = None,
-         has_aux: bool = False, return_ids: bool = False, **kwargs: Any) -> Callable[P, Any]:
+         has_aux: bool = False, return_ids: bool = False, *, holomorphic: bool = False,
+         **kwargs: Any) -> Callable[P, Any]:
     """The gradient of ``fn``, as MindSpore's ``grad``.
 
     Every leaf of ``fn``'s output gets a sensitivity of ones, so the result is the gradient of the sum
@@ -366,6 +429,11 @@ def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights
         has_aux: ``fn`` returns ``(out, aux1, ...)``; the aux outputs pass through ``stop_gradient``.
         return_ids: each input gradient becomes ``(position, g)`` and each weight gradient
             ``(param.name, g)``; :func:`get_grad` picks one out.
+        holomorphic: ``fn`` is promised holomorphic (JAX's ``holomorphic``): every differentiated
+            input and every output leaf must be complex, and the gradient is the complex derivative
+            ``f'(z)`` (for a non-scalar output, of the sum of its elements, as for a real one).
+            Without it a complex output is accepted too and gives the same value (its sensitivity
+            is 1, so its real part is differentiated); the flag adds the check.
 
     Returns:
         A function of ``fn``'s arguments whose result, by ``grad_position`` / ``weights``, is
@@ -381,14 +449,20 @@ def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights
         input's shape and dtype (float32 stays float32; a Python float gives a 0-d float64 array);
         inputs the output does not depend on get zeros.
 
+        Static type: with ``grad_position=0`` (the default), no ``weights`` and no ``return_ids``,
+        the gradient has the type of ``fn``'s first parameter (a Python float there gives a 0-d
+        array at run time); other selections are typed :data:`~tapegrad._typing.PyTree` (Any),
+        since their structure depends on values a type cannot follow.
+
     Raises:
         ValueError: ``grad_position`` and ``weights`` both None; a negative or repeated position; an
             empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
         TypeError: a position that is not an int or tuple of ints (bools included); ``weights`` that
-            are not Parameters; ``has_aux``/``return_ids`` not a bool; (at the call) an integer, bool or
-            non-numeric leaf at a differentiated position; a non-float output, or one that is not an
-            array at all (``(loss, "note")``: the message names ``has_aux``); a keyword ``grad`` does
-            not take (a peer's ``argnums`` names ``grad_position``).
+            are not Parameters; ``has_aux``/``return_ids``/``holomorphic`` not a bool; (at the call) an
+            integer, bool or non-numeric leaf at a differentiated position; a non-float output, or one
+            that is not an array at all (``(loss, "note")``: the message names ``has_aux``); with
+            ``holomorphic=True``, a real input or output leaf; a keyword ``grad`` does not take (a
+            peer's ``argnums`` names ``grad_position``).
         IndexError: (at the call) a position beyond the arguments given.
 
     Warns:
@@ -403,9 +477,11 @@ def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights
         >>> x, y, z = np.array([1., 2.]), np.array([-2., 3.]), np.array([0., 1.])
         >>> tg.grad(f, grad_position=(1, 2))(x, y, z)
         (array([0., 2.]), array([-2.,  6.]))
+        >>> tg.grad(lambda z: z ** 3, holomorphic=True)(np.array(1 + 2j))   # 3 z**2
+        array(-9.+12.j)
     """
     refuse_unknown_keywords("grad", kwargs)
-    spec = _GradSpec(grad_position, weights, has_aux, return_ids)
+    spec = _GradSpec(grad_position, weights, has_aux, return_ids, holomorphic=holomorphic)
 
     @functools.wraps(fn)
     def grad_fn(*args, **kwargs):
@@ -414,8 +490,20 @@ def grad(fn: Callable[P, Any], grad_position: GradPosition = 0, weights: Weights
     return grad_fn
 
 
+@overload
+def value_and_grad(fn: Callable[Concatenate[T, P], R], grad_position: Literal[0] = 0, weights: None = None,
+                   has_aux: bool = False, return_ids: Literal[False] = False, *,
+                   holomorphic: bool = False) -> Callable[Concatenate[T, P], tuple[R, T]]: ...
+@overload
+def value_and_grad(fn: Callable[Concatenate[T, P], R], grad_position: int | tuple[int, ...] = 0,
+                   weights: Weights | None = None, has_aux: bool = False, return_ids: bool = False, *,
+                   holomorphic: bool = False) -> Callable[Concatenate[T, P], tuple[R, PyTree]]: ...
+@overload
+def value_and_grad(fn: Callable[P, R], grad_position: None, weights: Weights, has_aux: bool = False,
+                   return_ids: bool = False, *, holomorphic: bool = False) -> Callable[P, tuple[R, PyTree]]: ...
 def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights: Weights | None = None,
-                   has_aux: bool = False, return_ids: bool = False, **kwargs: Any) -> Callable[P, tuple[R, Any]]:
+                   has_aux: bool = False, return_ids: bool = False, *, holomorphic: bool = False,
+                   **kwargs: Any) -> Callable[P, tuple[R, PyTree]]:
     """``fn``'s value and its gradient in one pass, as MindSpore's ``value_and_grad``.
 
     ``fn`` runs once on the tape; the value is its output and the gradients are :func:`grad`'s (the
@@ -430,6 +518,8 @@ def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights:
         has_aux: ``fn`` returns ``(out, aux1, ...)``; the aux outputs pass through ``stop_gradient``.
         return_ids: each input gradient becomes ``(position, g)`` and each weight gradient
             ``(param.name, g)``, as in :func:`grad`.
+        holomorphic: as in :func:`grad`: complex inputs and outputs are required, and the gradient
+            is ``f'(z)``.
 
     Returns:
         A function of ``fn``'s arguments that returns a pair
@@ -445,6 +535,10 @@ def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights:
         or other pytree, or ``(inputs_part, weights_part)`` when both are given; with
         ``return_ids=True`` each gradient is an ``(id, g)`` pair (see :func:`get_grad`).
 
+        Static type: ``tuple[R, T]``, ``R`` being ``fn``'s return type (with ``has_aux`` the whole
+        tuple ``fn`` returns) and ``T`` its first parameter's type, for ``grad_position=0`` without
+        ``weights`` or ``return_ids``; otherwise ``tuple[R, PyTree]`` (as :func:`grad`).
+
     Raises:
         ValueError: ``grad_position`` and ``weights`` both None; a negative or repeated position; an
             empty tuple; (at the call) ``has_aux`` with fewer than two outputs.
@@ -452,7 +546,8 @@ def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights:
             are not Parameters; ``has_aux``/``return_ids`` not a bool; a keyword it does not take (a
             peer's ``argnums``: the message names ``grad_position``); (at the call) an integer, bool
             or non-numeric leaf at a differentiated position, or a non-float output (one that is not an
-            array at all, ``(loss, "note")``, gets a message naming ``has_aux``).
+            array at all, ``(loss, "note")``, gets a message naming ``has_aux``); with
+            ``holomorphic=True``, a real input or output leaf.
         IndexError: (at the call) a position beyond the arguments given.
 
     Warns:
@@ -465,7 +560,7 @@ def value_and_grad(fn: Callable[P, R], grad_position: GradPosition = 0, weights:
         (array(5.), array([2., 4.]))
     """
     refuse_unknown_keywords("value_and_grad", kwargs)
-    spec = _GradSpec(grad_position, weights, has_aux, return_ids, "value_and_grad")
+    spec = _GradSpec(grad_position, weights, has_aux, return_ids, "value_and_grad", holomorphic)
 
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):
@@ -559,7 +654,17 @@ class _FlatFun:
         return results + (trees[-1],) if self.has_aux else results
 
 
-def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
+@overload
+def vjp(fn: Callable[[Unpack[Ts]], R], *primals: Unpack[Ts], has_aux: Literal[False] = False,
+        holomorphic: bool = False) -> tuple[R, Callable[..., tuple[Unpack[Ts]]]]: ...
+@overload
+def vjp(fn: Callable[[Unpack[Ts]], tuple[R, A]], *primals: Unpack[Ts], has_aux: Literal[True],
+        holomorphic: bool = False) -> tuple[R, Callable[..., tuple[Unpack[Ts]]], A]: ...
+@overload
+def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False,
+        holomorphic: bool = False) -> tuple[Any, ...]: ...
+def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False,  # type: ignore[misc]
+        holomorphic: bool = False) -> tuple[Any, ...]:  # (mypy 2.4 rejects *primals: Any beside Unpack[Ts])
     """``fn``'s output and its vector-Jacobian product function, as JAX's ``vjp``.
 
     Args:
@@ -567,6 +672,9 @@ def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tupl
             ``(out, aux...)``).
         *primals: the point; float or complex array leaves (Python floats are accepted).
         has_aux: ``fn`` returns ``(out, *aux)``: exactly two outputs give a bare ``aux``, more a tuple.
+        holomorphic: ``fn`` is promised holomorphic: every primal leaf and every output leaf must be
+            complex. The values are those without it (``vjp_fn(ct) = ct * f'(z)`` for holomorphic
+            ``f``); JAX's ``vjp`` has no such flag, its ``grad`` and ``jacrev`` check the same promise.
 
     Returns:
         ``(out, vjp_fn)`` or ``(out, vjp_fn, aux)``. ``vjp_fn(ct)`` takes a cotangent shaped like
@@ -576,12 +684,29 @@ def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tupl
         transpose of the Jacobian, not its adjoint (JAX's convention: for holomorphic ``f``,
         ``vjp_fn(ct) = ct * f'(z)``).
 
+        Static type: ``out`` has ``fn``'s return type (with ``has_aux``, a function returning a pair
+        ``(out, aux)`` types both), and ``vjp_fn`` returns a tuple of the primals' types.
+
     Raises:
-        TypeError: a non-float primal leaf; a cotangent leaf whose dtype is not the output's.
+        TypeError: a non-float primal leaf; a cotangent leaf whose dtype is not the output's; with
+            ``holomorphic=True``, a real primal or output leaf.
         ValueError: a cotangent whose structure or shapes differ from ``out``'s.
     """
-    flat_fun = _FlatFun(fn, primals, has_aux, "vjp")
+    _check_flag(holomorphic, "holomorphic")
+    return vjp_returning(fn, primals, has_aux, holomorphic, "vjp")
+
+
+def vjp_returning(fn: Callable[..., Any], primals: Sequence[PyTree], has_aux: bool, holomorphic: bool,
+                  api: str) -> tuple[Any, ...]:
+    """:func:`vjp`, its errors naming ``api`` (``jacrev`` calls it with its own name)."""
+    flat_fun = _FlatFun(fn, primals, has_aux, api)
+    if holomorphic:
+        for i, leaf in enumerate(flat_fun.leaves):
+            require_complex(leaf, f"primal leaf {i}", api)
     out_primals, pullback = vjp_flat(flat_fun, flat_fun.leaves)
+    if holomorphic:
+        for i, o in enumerate(out_primals):
+            require_complex(o, f"output leaf {i}", api, output=True)
 
     def vjp_fn(ct=None):
         cts = _check_cotangents(ct, flat_fun.out_treedef, out_primals)
@@ -591,6 +716,15 @@ def vjp(fn: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tupl
     return flat_fun.returns([out_primals], (vjp_fn,), caller=flat_fun.leaves)
 
 
+@overload
+def jvp(fn: Callable[..., R], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: Literal[False] = False) -> tuple[R, R]: ...
+@overload
+def jvp(fn: Callable[..., tuple[R, A]], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: Literal[True]) -> tuple[R, R, A]: ...
+@overload
+def jvp(fn: Callable[..., R], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: bool = False) -> tuple[Any, ...]: ...
 def jvp(fn: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyTree],
         has_aux: bool = False) -> tuple[Any, ...]:
     """``fn``'s output and its Jacobian-vector product at ``primals`` along ``tangents``, as JAX's ``jvp``.
@@ -606,6 +740,10 @@ def jvp(fn: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[Py
     Returns:
         ``(out, tangent_out)`` or ``(out, tangent_out, aux)``; ``tangent_out`` has ``out``'s structure,
         shapes and dtypes (zeros where the output does not depend on the inputs).
+
+        Static type: ``out`` and ``tangent_out`` have ``fn``'s return type (a Python float there is a
+        0-d array at run time); with ``has_aux``, a function returning a pair ``(out, aux)`` types
+        ``aux`` too.
 
     Raises:
         TypeError: ``primals``/``tangents`` not a tuple or list; a non-float primal leaf; a tangent

@@ -21,7 +21,7 @@ import functools
 import itertools
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, ParamSpec, overload
 
 import numpy as np
 
@@ -33,14 +33,17 @@ from tapegrad._api import (
     jvp,
     linearize,
     refuse_unknown_keywords,
+    require_complex,
     value_and_grad,
-    vjp,
+    vjp_returning,
 )
 from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
-from tapegrad._typing import PyTree
+from tapegrad._typing import GradPosition, PyTree
+
+P = ParamSpec("P")
 
 
 def _jac_positions(grad_position, api: str):
@@ -50,16 +53,24 @@ def _jac_positions(grad_position, api: str):
     return positions, single
 
 
-def _selected_inputs(args, positions, api: str):
-    """The arguments at ``positions``, their leaves checked to be float (or complex) arrays."""
+def _selected_inputs(args, positions, api: str, holomorphic: bool = False):
+    """The arguments at ``positions``, their leaves checked to be float (or complex) arrays, and complex
+    ones with ``holomorphic``."""
     selected = []
     for p in positions:
         if p >= len(args):
             raise IndexError(f"{api}: grad_position {p} is out of range: the function was called with "
                              f"{len(args)} positional argument(s); positions count from 0")
-        where = f"{api}: the input at grad_position {p}"
-        selected.append(_tree.tree_map(lambda leaf, where=where: _differentiable_leaf(leaf, where), args[p]))
+        selected.append(_tree.tree_map(
+            functools.partial(_selected_leaf, f"the input at grad_position {p}", api, holomorphic), args[p]))
     return tuple(selected)
+
+
+def _selected_leaf(where: str, api: str, holomorphic: bool, leaf):
+    leaf = _differentiable_leaf(leaf, f"{api}: {where}")
+    if holomorphic:
+        require_complex(leaf, where, api)
+    return leaf
 
 
 def _block_of_rows(out_leaf, offset: int, total: int, g):
@@ -173,9 +184,9 @@ def _zero_block(out_leaf, in_leaf):
     return zeros_like(in_leaf, shape=tuple(out_leaf.shape) + tuple(in_leaf.shape))
 
 
-def _check_aux(has_aux, api):
+def _check_flags(has_aux, holomorphic):
     _check_flag(has_aux, "has_aux")
-    return has_aux
+    _check_flag(holomorphic, "holomorphic")
 
 
 def _check_chunk_size(chunk_size, api: str):
@@ -186,8 +197,17 @@ def _check_chunk_size(chunk_size, api: str):
     return None if chunk_size is None else int(chunk_size)
 
 
-def jacrev(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
-           **kwargs: Any) -> Any:
+@overload
+def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
+@overload
+def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+           chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
+@overload
+def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
+def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``
     (``argnums`` is ``grad_position`` here, as in MindSpore's ``jacrev``).
 
@@ -205,6 +225,8 @@ def jacrev(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False
             (torch.func's ``chunk_size``): bounds the memory of the batched intermediates and of the
             basis at the price of one pass per chunk; None (the default) sweeps them all at once.
             The results are the same.
+        holomorphic: ``fn`` is promised holomorphic (JAX's ``holomorphic``): the selected inputs and
+            the outputs must be complex; the result is the complex Jacobian ``df_i/dz_j``.
 
     Returns:
         A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
@@ -214,26 +236,31 @@ def jacrev(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False
         leaf ``x`` has shape ``o.shape + x.shape`` (JAX's layout; a scalar output and one array
         input give ``x.shape``) and the dtype of ``x``'s gradient.
 
+        Static type: :data:`~tapegrad._typing.PyTree` (Any): the Jacobian's structure is the
+        output's with each leaf replaced by blocks shaped like the inputs, which a type cannot
+        spell; ``fn``'s parameters are kept, so a call with the wrong arguments is caught.
+
     Raises:
         ValueError: ``grad_position`` None, negative, repeated or an empty tuple; ``chunk_size`` not a
             positive int or None (at ``jacrev(...)``); with ``has_aux``, ``fn`` returning fewer than
             two outputs (at the call).
-        TypeError: ``grad_position`` not an int or tuple of ints (bools included); ``has_aux`` not a
-            bool; a keyword it does not take (a peer's ``argnums``: the message names
-            ``grad_position``) (at ``jacrev(...)``); an integer, bool or non-numeric leaf at a
-            differentiated position (at the call).
+        TypeError: ``grad_position`` not an int or tuple of ints (bools included); ``has_aux`` or
+            ``holomorphic`` not a bool; a keyword it does not take (a peer's ``argnums``: the message
+            names ``grad_position``) (at ``jacrev(...)``); an integer, bool or non-numeric leaf at a
+            differentiated position; with ``holomorphic=True``, a real input or output leaf (at the
+            call).
         IndexError: a position beyond the arguments given (at the call).
     """
     refuse_unknown_keywords("jacrev", kwargs)
     positions, single = _jac_positions(grad_position, "jacrev")
-    _check_aux(has_aux, "jacrev")
+    _check_flags(has_aux, holomorphic)
     chunk_size = _check_chunk_size(chunk_size, "jacrev")
 
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
-        selected = _selected_inputs(args, positions, "jacrev")
+        selected = _selected_inputs(args, positions, "jacrev", holomorphic)
         restricted = _restrict(fn, args, kwargs, positions, has_aux, "jacrev")
-        out, vjp_fn, *aux = vjp(restricted, *selected, has_aux=has_aux)
+        out, vjp_fn, *aux = vjp_returning(restricted, selected, has_aux, holomorphic, "jacrev")
         out_leaves, out_tree = _tree.tree_flatten(out)
         offsets, total = _offsets(out_leaves)
         if total == 0:
@@ -251,8 +278,17 @@ def jacrev(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False
     return jac_fn
 
 
-def jacfwd(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
-           **kwargs: Any) -> Any:
+@overload
+def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
+@overload
+def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+           chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
+@overload
+def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
+def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+           chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Jacobian of ``fn`` by forward mode, as JAX's ``jacfwd``: ``fn`` runs once on the tape
     (:func:`linearize`), then every basis tangent is swept forward through the recorded operations,
     batched.
@@ -267,13 +303,16 @@ def jacfwd(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False
         has_aux: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``, more a tuple.
         chunk_size: at most this many basis tangents (columns of the Jacobian) per batched sweep;
             None (the default) sweeps them all at once. The results are the same.
+        holomorphic: ``fn`` is promised holomorphic (JAX's ``holomorphic``): the selected inputs and
+            the outputs must be complex; the result is the complex Jacobian ``df_i/dz_j``.
 
     Returns:
         A function of ``fn``'s arguments returning the Jacobian, or ``(jacobian, aux)`` with
         ``has_aux``; the structure, shapes and values of :func:`jacrev`'s: the output's pytree
         structure, each output leaf ``o`` replaced by its blocks (for an int ``grad_position`` a
         pytree shaped like that input, for a tuple a tuple of such pytrees), the block for output
-        leaf ``o`` and input leaf ``x`` of shape ``o.shape + x.shape``.
+        leaf ``o`` and input leaf ``x`` of shape ``o.shape + x.shape``. Static type: as
+        :func:`jacrev`'s.
 
     Raises:
         ValueError: as :func:`jacrev`.
@@ -282,17 +321,20 @@ def jacfwd(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False
     """
     refuse_unknown_keywords("jacfwd", kwargs)
     positions, single = _jac_positions(grad_position, "jacfwd")
-    _check_aux(has_aux, "jacfwd")
+    _check_flags(has_aux, holomorphic)
     chunk_size = _check_chunk_size(chunk_size, "jacfwd")
 
     @functools.wraps(fn)
     def jac_fn(*args, **kwargs):
-        selected = _selected_inputs(args, positions, "jacfwd")
+        selected = _selected_inputs(args, positions, "jacfwd", holomorphic)
         out, jvp_fn, *aux = linearize(_restrict(fn, args, kwargs, positions, has_aux, "jacfwd"), *selected,
                                       has_aux=has_aux)
         in_leaves, in_tree = _tree.tree_flatten(selected)
         offsets, total = _offsets(in_leaves)
         out_leaves, out_tree = _tree.tree_flatten(out)
+        if holomorphic:
+            for i, o in enumerate(out_leaves):
+                require_complex(o, f"output leaf {i}", "jacfwd", output=True)
         if total == 0:
             columns = [zeros_like(o, shape=tuple(o.shape) + (0,)) for o in out_leaves]
         elif total == 1:  # a scalar input: one plain forward sweep, its results without a batch axis
@@ -319,8 +361,17 @@ def _rows_last(batched, offset: int, size: int, total: int):
     return batched if size == total else batched[..., offset:offset + size]
 
 
-def hessian(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = False, chunk_size: int | None = None,
-            **kwargs: Any) -> Any:
+@overload
+def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
+@overload
+def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+            chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
+@overload
+def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
+def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+            chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse, as JAX's ``hessian`` (one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).
 
@@ -331,6 +382,8 @@ def hessian(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = Fals
         has_aux: ``fn`` returns ``(out, *aux)``; two outputs give a bare ``aux``, more a tuple.
         chunk_size: bounds both sweeps: at most that many basis vectors at once in the outer forward
             sweep and, within each of them, in the inner reverse sweep. None: all at once.
+        holomorphic: passed to both: complex inputs and outputs, the complex Hessian
+            ``d2f/dz_i dz_j``.
 
     Returns:
         A function of ``fn``'s arguments returning the Hessian, or ``(H, aux)`` with ``has_aux``.
@@ -338,7 +391,7 @@ def hessian(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = Fals
         an array ``x``, an array of shape ``x.shape + x.shape``; for an output leaf ``o``, blocks of
         shape ``o.shape + x.shape + y.shape``; with ``grad_position=(0, 1)``,
         ``hessian(f, (0, 1))(x, y)[i][j]`` is the block of second derivatives in inputs ``i`` and
-        ``j``.
+        ``j``. Static type: as :func:`jacrev`'s.
 
     Raises:
         ValueError: as :func:`jacrev`.
@@ -347,8 +400,8 @@ def hessian(fn: Callable[..., Any], grad_position: int = 0, has_aux: bool = Fals
     """
     refuse_unknown_keywords("hessian", kwargs)
     _check_chunk_size(chunk_size, "hessian")
-    return jacfwd(jacrev(fn, grad_position, has_aux, chunk_size=chunk_size), grad_position, has_aux,
-                  chunk_size=chunk_size)
+    inner = jacrev(fn, grad_position, has_aux, chunk_size=chunk_size, holomorphic=holomorphic)
+    return jacfwd(inner, grad_position, has_aux, chunk_size=chunk_size, holomorphic=holomorphic)
 
 
 def hvp(fn: Callable[..., Any], primals: PyTree, tangents: PyTree, has_aux: bool = False) -> Any:
