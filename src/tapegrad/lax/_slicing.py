@@ -57,7 +57,6 @@ def _clamped_start(start, dim: int, size: int, allow_negative: bool, fn: str, wh
     return tnp.clip(start, 0, dim - size)
 
 
-
 def _start_list(start_indices, shape: tuple, fn: str) -> list:
     """One start per axis of ``shape``: a sequence of scalars, or a 1-D array (traced or not)."""
     if not isinstance(start_indices, (list, tuple)):
