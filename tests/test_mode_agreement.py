@@ -179,6 +179,8 @@ CASES = [
     _binary("stats.stdtrit", lambda q, df: tstats.t.ppf(q, df), ("prob", "gt1")),
     _unary("stats.vonmises.cdf", lambda x: tstats.vonmises.cdf(x, 1.5)),
     # layers
+    Case("random.truncated_normal", lambda lo, hi: tg.random.truncated_normal(tg.random.key(0), lo, hi),
+         ((3,), (3,)), ("small", "gt1"), dtypes=(np.float64,)),
     Case("conv", lambda x, w: F.conv2d(x, w, padding=1, stride=2), ((2, 2, 5, 5), (3, 2, 3, 3))),
     _unary("max_pool", _max_pool, shape=(1, 2, 4, 4)),
     _unary("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=1, padding=1), shape=(1, 2, 4, 4)),
