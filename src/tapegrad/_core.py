@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import operator
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -22,6 +23,7 @@ import numpy
 
 from tapegrad import _config
 from tapegrad._backend import namespace_of
+from tapegrad._subscripts import numpy_subscript_error
 from tapegrad._value_checks import check as check_values
 from tapegrad.errors import ConcretizationError
 
@@ -360,14 +362,22 @@ class Tracer:
             ConcretizationError: the value carries a derivative (the conversion would lose it), or it
                 is abstract (jit, vmap).
         """
-        if self.carries_derivative():
-            raise ConcretizationError(lost_derivative_message(conversion, self))
-        return self.concrete_value()
+        try:
+            if self.carries_derivative():
+                raise ConcretizationError(lost_derivative_message(conversion, self))
+            return self.concrete_value()
+        except ConcretizationError:
+            _raise_for_numpy_subscript(self, sys._getframe(2))  # to_scalar <- float() <- the user's y[0] = x
+            raise
 
     # bool() stays eager (Python control flow on values, as autograd and PyTorch allow); the
     # conversions below would turn a differentiated value into a constant without a word
     def __bool__(self):
-        return bool(self.concrete_value())
+        try:
+            return bool(self.concrete_value())
+        except ConcretizationError:
+            _raise_for_numpy_subscript(self, sys._getframe(1))  # a bool array's y[0] = x under jit
+            raise
 
     def __float__(self):
         return float(self.to_scalar("float()"))
@@ -400,6 +410,14 @@ class Tracer:
         if not self.shape:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
+
+
+def _raise_for_numpy_subscript(value, frame) -> None:
+    """Raise the error naming the fix when the failed conversion of ``value`` was NumPy indexing one of
+    its own arrays from ``frame`` (``y[0] = x``, ``table[i]``: ``tapegrad._subscripts``); else return."""
+    error = numpy_subscript_error(value, frame)
+    if error is not None:
+        raise error from None
 
 
 def lost_derivative_message(conversion: str, value) -> str:

@@ -5,12 +5,10 @@ NumPy's dispatch protocols (``__array_ufunc__``, ``__array_function__``), so ``n
 What is not handled fails loudly (a ``TypeError`` naming the function), never by silently dropping
 the gradient; ``__array__`` raises :class:`~tapegrad.errors.TracerArrayConversionError`. NumPy indexing
 one of its own arrays with a traced value (``y[0] = x``, ``table[i]``) gets that error with the fix for
-that case (:func:`_numpy_subscript_message`), through ``__array__`` and the spine's ``to_scalar``.
+that case (``tapegrad._subscripts``), through ``__array__`` and the spine's conversions.
 """
 from __future__ import annotations
 
-import dis
-import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -19,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tapegrad._core import bind
+from tapegrad._subscripts import numpy_subscript_error
 from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
-from tapegrad.errors import ConcretizationError, TracerArrayConversionError
+from tapegrad.errors import TracerArrayConversionError
 from tapegrad.numpy import _complex, _indexing, _linalg, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -150,9 +149,9 @@ class ArrayOperators:
             "returns a traced value as it is")
 
     def __array__(self, dtype=None, copy=None):
-        subscript = _subscript_at(sys._getframe(1))  # NumPy indexing its own array: y[i] = x, table[i]
-        if subscript is not None:
-            raise TracerArrayConversionError(_numpy_subscript_message(self, subscript))
+        error = numpy_subscript_error(self, sys._getframe(1))  # NumPy indexing its own array: y[i] = x
+        if error is not None:
+            raise error
         if self.carries_derivative():
             loss = ("the derivative would be lost; compute with tapegrad.numpy (import tapegrad.numpy as "
                     "tnp) or plain NumPy functions, which dispatch to it, or convert tg.stop_gradient(x) "
@@ -295,59 +294,6 @@ def _foreign_hint() -> str:
             f"values in them; call {hint}, which traces" if hint else "")
 
 
-def _subscript_at(frame) -> str | None:
-    """``"write"`` when ``frame`` is executing ``y[idx] = v``, ``"read"`` for ``y[idx]``, else None.
-
-    NumPy indexing one of its own arrays converts a traced value or index with ``__array__`` or
-    ``float()``/``operator.index()``, called from C straight from that frame, so its current instruction
-    tells the two apart from ``np.asarray(x)``. Read from the bytecode only when the conversion has
-    already failed: nothing is paid while conversions succeed."""
-    code, at = (frame.f_code.co_code, frame.f_lasti) if frame is not None else (b"", -1)
-    if not 0 <= at < len(code):
-        return None
-    name = dis.opname[code[at]]
-    if name == "BINARY_OP":  # Python 3.14 spells BINARY_SUBSCR as BINARY_OP "[]": read its argument
-        ins = next(i for i in dis.get_instructions(frame.f_code) if i.offset == at)
-        name = "BINARY_SUBSCR" if ins.argrepr == "[]" else name
-    return {"STORE_SUBSCR": "write", "BINARY_SUBSCR": "read"}.get(name)
-
-
-def _numpy_subscript_message(value, subscript: str) -> str:
-    """Why a NumPy array cannot be written with, or indexed by, the traced ``value``, and the fix."""
-    if subscript == "write":
-        return (f"a NumPy array cannot hold a traced value ({value!r}): y[idx] = v on a NumPy array y "
-                "stores numbers, and a traced value (or index) is known only as the program runs, with "
-                "its derivative. Build the array with tapegrad.numpy instead: collect the values and call "
-                "tnp.stack(values) or tnp.array([v0, v1, ...]); place a value into a constant array with "
-                "tapegrad.lax.dynamic_update_index_in_dim(y, v, idx, 0); and write y = y.at[idx].set(v) "
-                "where y is itself traced (.at[] returns the updated array; a NumPy array has no .at)")
-    return (f"a NumPy array cannot be indexed by a traced value ({value!r}): table[i] on a NumPy array "
-            "(a constant defined outside the function, a lookup table in a fori_loop body) needs i as a "
-            "number. Gather with tapegrad.numpy instead: tnp.take(table, i) (tnp.take(table, i, axis=0) for "
-            "a row), or tapegrad.lax.dynamic_index_in_dim(table, i, keepdims=False); a slice with traced "
-            "bounds is tapegrad.lax.dynamic_slice_in_dim(table, i, size). (tnp.asarray(table) is still a "
-            "NumPy array: it does not help)")
-
-
-def _naming_numpy_subscripts(to_scalar):
-    """The spine's ``Tracer.to_scalar`` (behind ``float()``, ``int()``, ``operator.index()``), raising
-    :func:`_numpy_subscript_message`'s error when NumPy's indexing made the conversion.
-
-    ``y[0] = x`` on a float array calls ``float(x)`` from C, and NumPy replaces whatever it raises by
-    "ValueError: setting an array element with a sequence." (a tracer has ``__getitem__``, so NumPy
-    takes it for a sequence), keeping the error as the ValueError's cause: this one, naming the fix."""
-    @functools.wraps(to_scalar)
-    def converted(self, conversion: str):
-        try:
-            return to_scalar(self, conversion)
-        except ConcretizationError:
-            subscript = _subscript_at(sys._getframe(2))  # to_scalar <- float() <- the user's y[0] = x
-            if subscript is None:
-                raise
-            raise TracerArrayConversionError(_numpy_subscript_message(self, subscript)) from None
-    return converted
-
-
 def _distribution_of(frame) -> str:
     """``"norm."`` when ``frame`` is a method of a ``scipy.stats`` distribution (``norm.logpdf``), so
     that the error names ``tapegrad.scipy.stats.norm.logpdf``; else the empty string."""
@@ -426,13 +372,8 @@ def install(*classes) -> None:
     """Give ``classes`` (the spine's ``Tracer`` and ``Boxed``) the array behaviour of
     :class:`ArrayOperators`. Done once, when ``tapegrad.numpy`` is imported: the spine sits below this
     package and cannot import it, as JAX's ``numpy/array_methods.py`` installs the operators of its
-    tracers. A subclass's own definitions (``Parameter.__array__``, ``__hash__``) still take precedence.
-    The spine's ``Tracer.to_scalar`` is wrapped (:func:`_naming_numpy_subscripts`) so that a conversion
-    NumPy's indexing makes names its fix."""
+    tracers. A subclass's own definitions (``Parameter.__array__``, ``__hash__``) still take precedence."""
     for cls in classes:
         for name, value in vars(ArrayOperators).items():
             if name not in _NOT_COPIED:
                 setattr(cls, name, value)
-        spine = vars(cls).get("to_scalar")
-        if spine is not None and not hasattr(spine, "__wrapped__"):  # once, on the spine's Tracer
-            cls.to_scalar = _naming_numpy_subscripts(spine)
