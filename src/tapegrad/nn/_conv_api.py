@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import ConvDimensionNumbers, _merge_axis, _split_axis, conv, dilate_shape
 from tapegrad.numpy._creation import asarray

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._params import Parameter
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.nn import _conv_api
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._module import Module

@@ -9,10 +9,11 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad import random
+from tapegrad._array_type import Array
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._params import Parameter
 from tapegrad._random import check_key, uniform_p
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.nn._args import as_int
 from tapegrad.nn._module import Module
 
@@ -63,7 +64,7 @@ def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, *, key: Arr
     if dtype.kind != "f":
         raise TypeError(f"dropout: input must be a real float array, got dtype {dtype}; cast it first")
     if p == 1.0:
-        return input * 0.0
+        return cast(Array, input) * 0.0  # a Tracer: an Array once _core declares its operators
     if key is None:
         raise TypeError("dropout: key is required when training with 0 < p < 1: pass key=tg.random.key(seed) "
                         "(a fresh split for each call), or use nn.Dropout, which keeps a key of its own")

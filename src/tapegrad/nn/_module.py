@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from tapegrad._array_type import Array
 from tapegrad._flags import Flag
 from tapegrad._params import Parameter, ParameterTuple, recast
 from tapegrad._state_dict import Stateful
-from tapegrad._typing import Array
 
 
 class Module(Stateful):

@@ -32,9 +32,10 @@ import numbers
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._array_type import Array
 from tapegrad._core import Tracer
 from tapegrad._params import Parameter
-from tapegrad._typing import Array, ArrayLike, ShapeLike
+from tapegrad._typing import ArrayLike, ShapeLike
 from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.numpy._elementwise import stop_gradient
 from tapegrad.numpy._float16 import accumulates_in_float32, is_float16

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace
 from tapegrad._params import Parameter
-from tapegrad._typing import Array, ArrayLike, ShapeLike
+from tapegrad._typing import ArrayLike, ShapeLike
 from tapegrad.nn import _norm
 from tapegrad.nn._args import as_int, as_nonnegative_float
 from tapegrad.nn._module import Module

@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad._typing import Array, ArrayLike, ShapeLike
+from tapegrad._typing import ArrayLike, ShapeLike
 from tapegrad.extend import all_at_front, bind_batched, defbatch, defjvp, defvjp, ndim_of, primitive
 from tapegrad.nn._args import as_int, as_ints
 from tapegrad.nn._conv import conv_out_spatial

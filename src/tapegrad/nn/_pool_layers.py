@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapegrad._typing import Array, ArrayLike, ShapeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, ShapeLike
 from tapegrad.nn import _pool
 from tapegrad.nn._args import as_ints
 from tapegrad.nn._module import Module

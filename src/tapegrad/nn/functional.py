@@ -21,9 +21,10 @@ from typing import Any, cast
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, Tracer, bind
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.extend import (
     def_lowering,
     def_out_impl,

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ShapeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ShapeLike
 
 __all__ = ["calculate_gain", "constant", "kaiming_normal", "kaiming_uniform", "normal", "ones", "uniform",
            "xavier_normal", "xavier_uniform", "zeros"]

@@ -45,6 +45,7 @@ def _resolve_activation(activation):
 
 def _initial_value(spec, shape: tuple, dtype, rng, bound: float, what: str):
     """The starting array of one Parameter from its ``*_init`` argument (see :class:`Dense`)."""
+    value: Any  # an initialiser's result: a concrete array of the default namespace, or a list
     if spec is None:
         value = init.uniform(shape, dtype, rng, -bound, bound)
     elif isinstance(spec, str):

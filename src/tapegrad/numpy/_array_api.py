@@ -12,7 +12,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.numpy import _complex, _reductions, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand
@@ -68,7 +69,7 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
     return _shape.swapaxes(x, -1, -2)
 
 
-def unstack(x: ArrayLike, /, *, axis: int = 0) -> Array:
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
     """The slices of ``x`` along ``axis``, as a tuple of arrays of ``x``'s rank minus one, as
     ``numpy.unstack``.
 

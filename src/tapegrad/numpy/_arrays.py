@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, full_like

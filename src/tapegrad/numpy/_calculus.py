@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._arrays import _along, diff
@@ -40,7 +41,7 @@ def _inexact(x):
 
 
 # ---- gradient ------------------------------------------------------------------------------------
-def gradient(f: Callable[..., Any], *varargs: Any, axis: Axis = None, edge_order: int = 1) -> Array:
+def gradient(f: Callable[..., Any], *varargs: Any, axis: Axis = None, edge_order: int = 1) -> Array | tuple[Array, ...]:
     """The gradient of ``f`` sampled on a grid, as ``numpy.gradient``: second-order central
     differences inside, first- or second-order (``edge_order``) one-sided differences at the ends.
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
@@ -50,7 +51,7 @@ def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-0
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
 
-def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array | np.bool_:
     """Whether ``a1`` and ``a2`` have the same shape and elements, as ``numpy.array_equal``.
     ``equal_nan=True`` counts nan equal to nan. A 0-d boolean (``False`` for different shapes)."""
     a1, a2 = as_operand(a1), as_operand(a2)
@@ -59,7 +60,7 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     return _all_equal(a1, a2, equal_nan)
 
 
-def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array | np.bool_:
     """Whether ``a1`` and ``a2`` broadcast to each other and are then equal, as ``numpy.array_equiv``;
     a 0-d boolean (``False`` when their shapes do not broadcast)."""
     a1, a2 = as_operand(a1), as_operand(a2)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._structural import astype
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defbatch_elementwise, deflinear, defvjp, primitive
 from tapegrad.numpy._creation import as_operand, zeros_like
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import as_operand, with_dtype
 from tapegrad.numpy._indexing import take

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike, DTypeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, DTypeLike
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._linalg import matmul

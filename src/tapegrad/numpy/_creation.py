@@ -3,15 +3,16 @@
 ``full`` of a traced fill value, which broadcasts it."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from tapegrad import _backend, _structural
+from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace, is_array, namespace_of
 from tapegrad._core import Boxed, Tracer
 from tapegrad._structural import astype, stack
-from tapegrad._typing import Array, ArrayLike, DTypeLike, ShapeLike
+from tapegrad._typing import ArrayLike, DTypeLike, ShapeLike
 
 
 def _contains_traced(obj) -> bool:
@@ -34,7 +35,8 @@ def array(object: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True) 
     if isinstance(object, Tracer):
         if getattr(object, "weak_type", False):  # a Python scalar staged by jit: an array of NumPy's dtype
             return astype(object, object.dtype if dtype is None else dtype)  # for it, as np.asarray makes
-        return object if dtype is None else astype(object, dtype)
+        # a Tracer: an Array to checkers once _core declares the operators it is given at import
+        return cast(Array, object) if dtype is None else astype(object, dtype)
     if isinstance(object, (list, tuple)) and _contains_traced(object):
         out = stack([array(o) for o in object])
         return out if dtype is None else astype(out, dtype)

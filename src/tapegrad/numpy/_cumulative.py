@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand, full_like, with_dtype
 from tapegrad.numpy._reductions import cumprod, cumsum, normalize_axis

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tapegrad import _lowerings
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import Primitive, ShapedArray, bind
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
@@ -25,7 +26,7 @@ from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import shape_of
 from tapegrad._structural import stop_gradient as stop_gradient
 from tapegrad._structural import stop_gradient_p as stop_gradient_p
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import (
     ARITHMETIC_NS,
     broadcast_shapes,

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import def_nondiff, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._elementwise import _binary, _unary, equal, summed_to_operand

@@ -3,12 +3,13 @@ made elementwise (``frompyfunc``), another library's array (``from_dlpack``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._core import Tracer
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _shape
 
 
@@ -38,7 +39,7 @@ class _PyFunc:
         return tuple(_shape.reshape(o, shape) for o in outs)
 
 
-def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> Array:
+def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> Callable[..., Any]:
     """``func`` (a function of ``nin`` scalars returning ``nout`` of them) as an elementwise function
     with broadcasting, as ``numpy.frompyfunc`` and JAX's: the arguments are broadcast together and
     ``func`` is ``vmap``-ped over their elements, so it must be written with traceable operations, and
@@ -55,5 +56,5 @@ def from_dlpack(x: ArrayLike, /, *, device: Any = None, copy: bool | None = None
     """An array sharing the memory of ``x`` (any object with ``__dlpack__``: a PyTorch tensor, a CuPy
     array), as ``numpy.from_dlpack``; a traced value is already tapegrad's and is returned as it is."""
     if isinstance(x, Tracer):
-        return x
+        return cast(Array, x)  # a Tracer: an Array once _core declares its operators
     return np.from_dlpack(x, device=device, copy=copy)

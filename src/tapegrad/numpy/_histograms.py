@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions, _shape
 from tapegrad.numpy._creation import zeros_like
@@ -190,7 +191,7 @@ def _samples(sample):
 
 
 def histogramdd(sample: ArrayLike, bins: Any = 10, range: Any = None, density: bool | None = None,
-                weights: Any = None) -> tuple[Array, ...]:
+                weights: Any = None) -> tuple[Array, list[Array]]:
     """A ``D``-dimensional histogram of ``N`` samples, as ``numpy.histogramdd``: ``(hist, edges)``
     with ``hist`` of shape ``(nbins_0, ..., nbins_{D-1})`` (float64, or the weights' sums; a density
     with ``density=True``) and ``edges`` a list of ``D`` arrays.

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
@@ -136,7 +137,7 @@ c_ = CClass()
 
 
 # ---- grids ---------------------------------------------------------------------------------------
-def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Array:
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Array, ...]:
     """Coordinate arrays from 1-D coordinate vectors, as ``numpy.meshgrid``: a tuple of ``len(xi)``
     arrays of shape ``(len(x1), ..., len(xn))`` (``indexing='ij'``) or with the first two lengths
     swapped (``'xy'``, the default); ``sparse=True`` leaves them unit-length off their own axis.
@@ -168,7 +169,7 @@ def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Array:
     return default_namespace().indices(tuple(dimensions), dtype=dtype, sparse=sparse)
 
 
-def ix_(*args: Any) -> Array:
+def ix_(*args: Any) -> tuple[Array, ...]:
     """An open mesh from 1-D sequences, as ``numpy.ix_``: ``a[ix_(rows, cols)]`` picks the cross
     product. Sequence ``k`` of ``n`` comes back with shape ``(1,) * k + (len,) + (1,) * (n - k - 1)``;
     a boolean sequence is replaced by its true positions (so it must be concrete).
@@ -199,13 +200,13 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float) -> Array:
     return default_namespace().tri(N, M, k, dtype=dtype)
 
 
-def tril_indices(n: int, k: int = 0, m: Any = None) -> Array:
+def tril_indices(n: int, k: int = 0, m: Any = None) -> tuple[Array, ...]:
     """The ``(rows, cols)`` indices of the lower triangle (at and below diagonal ``k``) of an
     ``(n, m)`` array, as ``numpy.tril_indices``: constant integer arrays, row-major order."""
     return tuple(default_namespace().asarray(i) for i in np.tril_indices(n, k, m))
 
 
-def triu_indices(n: int, k: int = 0, m: Any = None) -> Array:
+def triu_indices(n: int, k: int = 0, m: Any = None) -> tuple[Array, ...]:
     """The ``(rows, cols)`` indices of the upper triangle (at and above diagonal ``k``), as
     ``numpy.triu_indices``."""
     return tuple(default_namespace().asarray(i) for i in np.triu_indices(n, k, m))
@@ -218,7 +219,7 @@ def _matrix_shape(arr, name):
     return shape
 
 
-def tril_indices_from(arr: ArrayLike, k: int = 0) -> Array:
+def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, ...]:
     """``tril_indices`` for the shape of the 2-D ``arr``, as ``numpy.tril_indices_from``.
 
     Raises:
@@ -228,7 +229,7 @@ def tril_indices_from(arr: ArrayLike, k: int = 0) -> Array:
     return tril_indices(n, k, m)
 
 
-def triu_indices_from(arr: ArrayLike, k: int = 0) -> Array:
+def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, ...]:
     """``triu_indices`` for the shape of the 2-D ``arr``, as ``numpy.triu_indices_from``.
 
     Raises:
@@ -238,14 +239,14 @@ def triu_indices_from(arr: ArrayLike, k: int = 0) -> Array:
     return triu_indices(n, k, m)
 
 
-def diag_indices(n: int, ndim: int = 2) -> Array:
+def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
     """The indices of the main diagonal of an ``(n,) * ndim`` array: ``ndim`` copies of
     ``arange(n)``, as ``numpy.diag_indices``."""
     idx = default_namespace().arange(n)
     return (idx,) * ndim
 
 
-def diag_indices_from(arr: ArrayLike) -> Array:
+def diag_indices_from(arr: ArrayLike) -> tuple[Array, ...]:
     """``diag_indices`` for ``arr``, whose axes must all have the same length, as
     ``numpy.diag_indices_from``.
 

@@ -16,10 +16,11 @@ from typing import cast
 import numpy as np
 
 from tapegrad import _lowerings
+from tapegrad._array_type import Array
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
 from tapegrad._structural import astype
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad._vmap import loop_rule
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import (

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._core import Boxed, Tracer
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._indexing import IndexUpdateRef, take

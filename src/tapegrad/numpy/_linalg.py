@@ -9,9 +9,10 @@ from typing import Any, cast
 import numpy as np
 
 from tapegrad import _lowerings
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import (
     broadcast_shapes,
     def_lowering,

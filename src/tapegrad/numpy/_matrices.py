@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
-from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
+from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
@@ -329,7 +330,7 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
 
 
 def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: Any = None, full: bool = False, w: ArrayLike = None,
-            cov: bool | str = False) -> Array:
+            cov: bool | str = False) -> Array | tuple[Any, ...]:
     """The least-squares polynomial of degree ``deg`` through ``(x, y)``, as ``numpy.polyfit``.
 
     The Vandermonde matrix is weighted by ``w``, its columns scaled to unit norm (NumPy's

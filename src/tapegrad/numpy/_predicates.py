@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._creation import as_operand
 

@@ -7,8 +7,9 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._core import Tracer
-from tapegrad._typing import Array, ArrayLike, DTypeLike
+from tapegrad._typing import ArrayLike, DTypeLike
 
 
 def broadcast_shapes(*shapes: Any) -> tuple:

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import array_module, default_namespace, namespace_of
-from tapegrad._typing import Array, Axis, DTypeLike
+from tapegrad._typing import Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import _contains_traced, asarray
@@ -33,7 +34,7 @@ def _num(num, name: str) -> int:
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype: DTypeLike = None, axis: Axis = 0) -> Array:
+             dtype: DTypeLike = None, axis: Axis = 0) -> Array | tuple[Array, Array]:
     """``num`` evenly spaced samples from ``start`` to ``stop``, as ``numpy.linspace``: shape
     ``(num,) + broadcast(start, stop).shape`` with the samples along ``axis``; dtype
     ``result_type(start, stop, float)`` unless ``dtype`` is given. With ``retstep``, ``(samples, step)``.
@@ -51,6 +52,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     div = num - 1 if endpoint else num
     steps = namespace_of(start, stop).arange(num, dtype=float_dtype).reshape((num,) + (1,) * len(shape))
     delta = stop - start
+    samples: Any  # traced here: its .at (a tracer's) is not a member of the Array protocol
     if div > 0:
         step = delta / div
         samples = start + steps * step

@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from tapegrad import _lowerings
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._jvp import jvp_flat
 from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_p
 from tapegrad._tape import vjp_flat
-from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
+from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.extend import (
     def_lowering,
     def_nondiff,

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._core import Tracer
-from tapegrad._typing import Array, ArrayLike, ShapeLike
+from tapegrad._typing import ArrayLike, ShapeLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy import _elementwise as ew
@@ -30,7 +31,7 @@ def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = F
     """A copy of ``a``, as ``numpy.copy``: a new NumPy array for a concrete one; a traced value is
     returned as it is (tapegrad never writes into an array, so a copy could not be told apart)."""
     if isinstance(a, Tracer):
-        return a
+        return cast(Array, a)  # a Tracer: an Array once _core declares its operators
     return np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]  # its stubs overload on subok's literal
 
 
@@ -129,7 +130,7 @@ def trim_zeros(filt: ArrayLike, trim: str = "fb") -> Array:
 
 # ---- flat indices -----------------------------------------------------------------------------------
 def ravel_multi_index(multi_index: Any, dims: Sequence[int], mode: Literal["raise", "wrap", "clip"] = "raise",
-                      order: Literal["C", "F"] = "C") -> Array:
+                      order: Literal["C", "F"] = "C") -> Array | int:
     """The flat index of each multi-index into an array of shape ``dims``, as
     ``numpy.ravel_multi_index``. Integer result, a constant for every transform.
 
@@ -162,7 +163,7 @@ def ravel_multi_index(multi_index: Any, dims: Sequence[int], mode: Literal["rais
     return flat
 
 
-def unravel_index(indices: ArrayLike, shape: ShapeLike, order: Literal["C", "F"] = "C") -> Array:
+def unravel_index(indices: ArrayLike, shape: ShapeLike, order: Literal["C", "F"] = "C") -> tuple[Any, ...]:
     """The multi-index (a tuple of integer arrays, one per axis) of each flat index into an array of
     ``shape``, as ``numpy.unravel_index``. Concrete indices out of bounds raise as in NumPy; traced
     ones are clamped to ``[0, size - 1]`` first (JAX's choice: nothing can raise inside ``jit``)."""
@@ -185,7 +186,7 @@ def _strides(dims, order):
     return strides
 
 
-def mask_indices(n: int, mask_func: Callable[..., Any], k: int = 0) -> Array:
+def mask_indices(n: int, mask_func: Callable[..., Any], k: int = 0) -> tuple[Array, ...]:
     """The indices where ``mask_func(ones((n, n)), k)`` is nonzero (``mask_func`` such as ``tnp.triu``),
     as ``numpy.mask_indices``: a pair of integer arrays, computed from ``n`` and ``k`` alone."""
     return np.nonzero(np.asarray(mask_func(np.ones((int(n), int(n)), dtype=int), k)) != 0)

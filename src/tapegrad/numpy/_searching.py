@@ -14,13 +14,14 @@ padding); everything else is tapegrad operations around it.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of, to_host
 from tapegrad._core import Boxed, bind
-from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
+from tapegrad._typing import ArrayLike, Axis, ShapeLike
 from tapegrad.errors import ConcretizationError
 from tapegrad.extend import def_nondiff, defbatch, defbatch_front, primitive, to_front
 from tapegrad.numpy import _elementwise as ew
@@ -97,7 +98,7 @@ def true_positions(mask, size, name: str):
 
 
 # ---- nonzero and friends -------------------------------------------------------------------------
-def nonzero(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
+def nonzero(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> tuple[Array, ...]:
     """The indices of the non-zero elements, one ``intp`` array per dimension, as ``numpy.nonzero``
     (row-major order). Non-differentiable.
 
@@ -126,8 +127,15 @@ def nonzero(a: ArrayLike, *, size: ShapeLike | None = None, fill_value: ArrayLik
     return tuple(ew.where(valid, c, 0 if f is None else f) for c, f in zip(coords[::-1], fills))
 
 
+# the result's type depends on whether x and y are given: one overload per form, the common one first
+@overload
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, *, size: int | None = None,
+          fill_value: ArrayLike = None) -> Array: ...
+@overload
+def where(condition: ArrayLike, x: None = None, y: None = None, *, size: int | None = None,
+          fill_value: ArrayLike = None) -> tuple[Array, ...]: ...
 def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None, *, size: int | None = None,
-          fill_value: ArrayLike = None) -> Array:  # a tuple of index arrays with condition alone
+          fill_value: ArrayLike = None) -> Array | tuple[Array, ...]:
     """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together), as
     ``numpy.where``; gradients flow to ``x`` and ``y``, never to ``condition``. With ``condition``
     alone, ``nonzero(condition)`` (NumPy's one-argument form; ``size`` and ``fill_value`` as for

@@ -16,11 +16,12 @@ occurrences, the counts and the inverse. So:
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis, ShapeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import full_like, zeros_like
@@ -88,7 +89,7 @@ def _picked(runs, starts, fill_value):
 # ---- unique --------------------------------------------------------------------------------------
 def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: Axis = None, *, equal_nan: bool = True, size: ShapeLike | None = None, fill_value: ArrayLike = None,
-           sorted: bool = True) -> Array:
+           sorted: bool = True) -> Array | tuple[Array, ...]:
     """The sorted distinct values of ``ar`` (flattened, or the distinct slices along ``axis``), as
     ``numpy.unique``; with the flags, a tuple ``(values, index, inverse, counts)`` holding the ones
     asked for: the first occurrence of each value, for each element of ``ar`` the position of its
@@ -142,18 +143,20 @@ def _unique_along(ar, axis, return_index, return_inverse, return_counts, equal_n
     return (values, *extra) if extra else values
 
 
-def unique_all(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
+def unique_all(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> UniqueAllResult:
     """``UniqueAllResult(values, indices, inverse_indices, counts)`` of ``x``, as ``numpy.unique_all``
     (``inverse_indices`` shaped like ``x``); sorted values. ``size``/``fill_value`` as :func:`unique`."""
     return UniqueAllResult(*unique(x, True, True, True, size=size, fill_value=fill_value))
 
 
-def unique_counts(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
+def unique_counts(x: ArrayLike, /, *, size: ShapeLike | None = None,
+                  fill_value: ArrayLike = None) -> UniqueCountsResult:
     """``UniqueCountsResult(values, counts)`` of ``x``, as ``numpy.unique_counts``."""
     return UniqueCountsResult(*unique(x, return_counts=True, size=size, fill_value=fill_value))
 
 
-def unique_inverse(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
+def unique_inverse(x: ArrayLike, /, *, size: ShapeLike | None = None,
+                   fill_value: ArrayLike = None) -> UniqueInverseResult:
     """``UniqueInverseResult(values, inverse_indices)`` of ``x``, as ``numpy.unique_inverse``."""
     return UniqueInverseResult(*unique(x, return_inverse=True, size=size, fill_value=fill_value))
 
@@ -161,7 +164,7 @@ def unique_inverse(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value
 def unique_values(x: ArrayLike, /, *, size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
     """The distinct values of ``x``, as ``numpy.unique_values``, always sorted (NumPy's order is
     unspecified, and NumPy 2.3+ returns them unsorted). ``size``/``fill_value`` as :func:`unique`."""
-    return unique(x, size=size, fill_value=fill_value)
+    return cast(Array, unique(x, size=size, fill_value=fill_value))  # no flag asked: the values alone
 
 
 # ---- membership ----------------------------------------------------------------------------------
@@ -198,11 +201,11 @@ def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: ShapeLike | None = None, fi
     Differentiable: each value comes from its first occurrence in ``ar1``, else in ``ar2``.
     ``size``/``fill_value`` as :func:`unique`."""
     joined = _shape.concatenate([_shape.ravel(operand(ar1)), _shape.ravel(operand(ar2))], axis=0)
-    return unique(joined, size=size, fill_value=fill_value)
+    return cast(Array, unique(joined, size=size, fill_value=fill_value))  # the values alone
 
 
 def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, return_indices: bool = False, *,
-                size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array:
+                size: ShapeLike | None = None, fill_value: ArrayLike = None) -> Array | tuple[Array, Array, Array]:
     """The sorted distinct values found in both arrays (flattened), as ``numpy.intersect1d``; with
     ``return_indices``, also the index of each value's first occurrence in ``ar1`` and in ``ar2``.
     Differentiable in ``ar1`` (the values are gathered from it). ``size``/``fill_value`` as

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from tapegrad import _structural
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._structural import normalize_axis, shape_of
 from tapegrad._structural import unbroadcast as unbroadcast  # re-exported for the rules of this package
-from tapegrad._typing import Array, ArrayLike, Axis, ShapeLike
+from tapegrad._typing import ArrayLike, Axis, ShapeLike
 from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy._creation import as_operand
 

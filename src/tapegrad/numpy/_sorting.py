@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.extend import (
     ShapedArray,
     def_nondiff,

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import Tracer, bind
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.errors import ConcretizationError
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -313,7 +314,7 @@ def median(a: ArrayLike, axis: Axis = None, out: Any = None, overwrite_input: bo
 
 # ---- average and ptp -----------------------------------------------------------------------------
 def average(a: ArrayLike, axis: Axis = None, weights: Any = None, returned: bool = False, *,
-            keepdims: bool = False) -> Array:
+            keepdims: bool = False) -> Array | tuple[Array, Array]:
     """The (weighted) average over ``axis``, as ``numpy.average``: ``sum(a * w) / sum(w)``.
 
     Differentiable in ``a`` and in ``weights``.

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array
+from tapegrad._array_type import Array
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy._bessel import i0
 from tapegrad.numpy._creation import arange, ones, zeros

@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad._typing import Array, ArrayLike, Axis, DTypeLike
+from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import _contains_traced, as_operand, full_like
@@ -126,7 +127,7 @@ def _hermitian_weights(like, axis: int, n: int):
     """``a_k`` along ``axis`` (broadcastable): how many times frequency ``k < n // 2 + 1`` stands in
     the full spectrum (1 for zero and, for even ``n``, Nyquist; 2 for the others)."""
     m = n // 2 + 1
-    weights = full_like(like, 2.0, dtype=_real_dtype(like.dtype), shape=(m,))
+    weights: Any = full_like(like, 2.0, dtype=_real_dtype(like.dtype), shape=(m,))  # a fresh concrete array
     weights[0] = 1.0
     if n % 2 == 0:
         weights[-1] = 1.0

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapegrad._typing import Array, ArrayLike, DTypeLike
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, DTypeLike
 from tapegrad.numpy import _matrices, _shape
 from tapegrad.numpy._array_api import matrix_transpose, vecdot  # numpy.linalg's are numpy's
 from tapegrad.numpy._creation import as_operand

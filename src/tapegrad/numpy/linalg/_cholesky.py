@@ -8,9 +8,10 @@ convention; ``Phi`` is its own transpose): ``A_bar = L^-T Phi(L^T L_bar) conj(L)
 """
 from __future__ import annotations
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (

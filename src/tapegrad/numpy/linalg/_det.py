@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy.linalg._common import T, defbatch_matrices, matrix_operand, real_part, shaped, trace
@@ -93,7 +94,7 @@ defjvp(slogdet_p, _slogdet_jvp)
 defbatch_matrices(slogdet_p)
 
 
-def slogdet(a: ArrayLike) -> Array:
+def slogdet(a: ArrayLike) -> SlogdetResult:
     """Sign and natural log of the absolute determinant of each matrix, as ``numpy.linalg.slogdet``.
 
     Args:

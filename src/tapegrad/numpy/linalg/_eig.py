@@ -25,9 +25,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex
 from tapegrad.numpy._elementwise import astype
@@ -102,7 +103,7 @@ defjvp(eig_p, _eig_jvp)
 defbatch_matrices(eig_p)
 
 
-def eig(a: ArrayLike) -> Array:
+def eig(a: ArrayLike) -> EigResult:
     """Eigenvalues and right eigenvectors of each square matrix, as ``numpy.linalg.eig``.
 
     Args:

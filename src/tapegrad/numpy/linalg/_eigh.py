@@ -25,9 +25,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex
 from tapegrad.numpy._linalg import matmul
@@ -91,7 +92,7 @@ defjvp(eigh_p, _eigh_jvp)
 defbatch_matrices(eigh_p)
 
 
-def eigh(a: ArrayLike, UPLO: str = "L", *, symmetrize_input: bool = True) -> Array:
+def eigh(a: ArrayLike, UPLO: str = "L", *, symmetrize_input: bool = True) -> EighResult:
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix, as
     ``numpy.linalg.eigh``.
 

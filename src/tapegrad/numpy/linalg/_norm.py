@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad._typing import Array, ArrayLike, Axis
+from tapegrad._array_type import Array
+from tapegrad._typing import ArrayLike, Axis
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
 from tapegrad.numpy import _shape

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.numpy import _shape
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._linalg import matmul
@@ -40,7 +41,8 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
         return namespace_of(a).zeros(tuple(a.shape), a.dtype) + eye_like(a)
     if n < 0:
         a, n = inv(a), -n
-    result, square = None, a
+    result: Any = None  # the product so far: None until the lowest set bit of n
+    square = a
     while True:
         if n & 1:
             result = square if result is None else matmul(result, square)

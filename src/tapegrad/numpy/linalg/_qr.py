@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy._linalg import matmul
 from tapegrad.numpy.linalg._common import (
@@ -100,7 +101,7 @@ defjvp(qr_p, _qr_jvp)
 defbatch_matrices(qr_p)
 
 
-def qr(a: ArrayLike, mode: str = "reduced") -> Array:
+def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """QR decomposition of each matrix, as ``numpy.linalg.qr``.
 
     Args:

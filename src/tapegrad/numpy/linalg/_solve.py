@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _elementwise as ew
 from tapegrad.numpy import _reductions as red
@@ -39,7 +40,7 @@ from tapegrad.numpy.linalg._common import (
     matrix_operand,
     shaped,
 )
-from tapegrad.numpy.linalg._svd import svd
+from tapegrad.numpy.linalg._svd import svdvals
 
 
 # ---- solve ---------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False, *, rtol: Any 
 
 
 # ---- lstsq ---------------------------------------------------------------------------------------
-def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None) -> tuple[Array, ...]:
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None) -> tuple[Array, Array, int, Array]:
     """Least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``.
 
     Args:
@@ -209,7 +210,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None) -> tuple[Array, ...]:
     m, n = a.shape
     if rcond is None:
         rcond = float(np.finfo(np.float64).eps) * max(m, n)
-    s = svd(a, compute_uv=False)
+    s = svdvals(a)
     rank = int(red.sum(ew.greater(s, rcond * red.amax(s)))) if min(m, n) else 0
     x = matmul(pinv(a, rcond), b)
     if rank == n and m > n:

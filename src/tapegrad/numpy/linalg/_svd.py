@@ -25,13 +25,14 @@ non-zero singular values for theirs, and so do higher derivatives (see ``_eigh``
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
-from tapegrad._typing import Array, ArrayLike
+from tapegrad._typing import ArrayLike
 from tapegrad.extend import defjvp, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._linalg import matmul
@@ -140,7 +141,8 @@ defjvp(svd_p, _svd_jvp)
 defbatch_matrices(svd_p)
 
 
-def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Array:
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
+        hermitian: bool = False) -> SVDResult | Array:
     """Singular value decomposition of each matrix, as ``numpy.linalg.svd``.
 
     Args:
@@ -172,4 +174,4 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
 def svdvals(x: ArrayLike, /) -> Array:
     """The singular values (``(..., k)``, descending) of each matrix, as ``numpy.linalg.svdvals``:
     ``svd(x, compute_uv=False)``, with its derivative (finite everywhere, see the module notes)."""
-    return svd(x, compute_uv=False)
+    return cast(Array, svd(x, compute_uv=False))  # no vectors asked: the singular values alone
