@@ -41,7 +41,7 @@ from tapegrad._backend import namespace_of, zeros_like
 from tapegrad._batching import identity_basis
 from tapegrad._core import Tracer
 from tapegrad._structural import concatenate, reshape
-from tapegrad._typing import GradPosition, PyTree
+from tapegrad._typing import PyTree
 
 P = ParamSpec("P")
 
@@ -198,15 +198,15 @@ def _check_chunk_size(chunk_size, api: str):
 
 
 @overload
-def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+def jacrev(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: Literal[False] = False,
            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
 @overload
-def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+def jacrev(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, *, has_aux: Literal[True],
            chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
 @overload
-def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def jacrev(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
-def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def jacrev(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
            chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Jacobian of ``fn`` by reverse mode: one vjp per output element, as JAX's ``jacrev``
     (``argnums`` is ``grad_position`` here, as in MindSpore's ``jacrev``).
@@ -279,15 +279,15 @@ def jacrev(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool 
 
 
 @overload
-def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+def jacfwd(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: Literal[False] = False,
            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
 @overload
-def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+def jacfwd(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, *, has_aux: Literal[True],
            chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
 @overload
-def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def jacfwd(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
            chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
-def jacfwd(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def jacfwd(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
            chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Jacobian of ``fn`` by forward mode, as JAX's ``jacfwd``: ``fn`` runs once on the tape
     (:func:`linearize`), then every basis tangent is swept forward through the recorded operations,
@@ -362,15 +362,15 @@ def _rows_last(batched, offset: int, size: int, total: int):
 
 
 @overload
-def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: Literal[False] = False,
+def hessian(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: Literal[False] = False,
             chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[P, PyTree]: ...
 @overload
-def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, *, has_aux: Literal[True],
+def hessian(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, *, has_aux: Literal[True],
             chunk_size: int | None = None, holomorphic: bool = False) -> Callable[P, tuple[PyTree, Any]]: ...
 @overload
-def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def hessian(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
             chunk_size: int | None = None, *, holomorphic: bool = False) -> Callable[..., Any]: ...
-def hessian(fn: Callable[P, Any], grad_position: GradPosition = 0, has_aux: bool = False,
+def hessian(fn: Callable[P, Any], grad_position: int | tuple[int, ...] = 0, has_aux: bool = False,
             chunk_size: int | None = None, *, holomorphic: bool = False, **kwargs: Any) -> Callable[..., Any]:
     """The Hessian of ``fn``: ``jacfwd(jacrev(fn))``, forward over reverse, as JAX's ``hessian`` (one
     Hessian-vector product per input element, each costing a small multiple of ``fn``).

@@ -95,6 +95,7 @@ def rejected(params: Params, x: Vec) -> None:
     # each line must be an error: an unused ignore is one under --strict
     tg.grad(loss)(params)  # type: ignore[call-arg]
     tg.jacrev(cube)(x, x)  # type: ignore[call-arg]
+    tg.jacrev(cube, grad_position=None)  # type: ignore[call-overload]
     wrong: Vec = tg.grad(loss)(params, x)  # type: ignore[assignment]
     tg.grad(loss, holomorphic="yes")  # type: ignore[call-overload]
     shape = tg.value_and_grad(loss)(params, x).shape  # type: ignore[attr-defined]
