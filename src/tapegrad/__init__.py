@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tapegrad import _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
+from tapegrad._array_type import Array
 from tapegrad._backend import set_backend
 from tapegrad._checkpoint import checkpoint
 from tapegrad._config import config
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out fo
     from tapegrad._vmap_api import vmap
 
 __all__ = [
+    "Array",
     "Parameter", "ParameterTuple", "ShapeDtypeStruct", "blas_threads", "checkpoint", "cond", "config", "custom_jvp",
     "custom_linear_solve", "custom_root", "custom_vjp", "debug", "distributed", "errors", "extend", "flatten_util",
     "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "load",

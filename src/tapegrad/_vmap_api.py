@@ -6,12 +6,13 @@ import functools
 import importlib
 import operator
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, overload
 
 import numpy as np
 import optree
 
 from tapegrad import _tree
+from tapegrad._array_type import Array
 from tapegrad._core import Boxed, for_jit
 from tapegrad._owned import owned
 from tapegrad._structural import concatenate
@@ -19,7 +20,6 @@ from tapegrad._typing import PyTree
 from tapegrad._vmap import MappedOutputError, vmap_flat
 
 P = ParamSpec("P")
-R = TypeVar("R")
 
 _ARRAY_TYPES = frozenset([np.ndarray])
 _LEAF = object()  # stands for the treedef of an argument that is one array
@@ -184,10 +184,17 @@ class _Outputs:
                           "int out_axes (None is only for outputs every example shares)")
 
 
-# the vmapped function keeps fn's type, as JAX's vmap does: its arrays are Array (Any), and so are the
-# batched ones it takes and returns
-def vmap(fn: Callable[P, R], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_size: int | None = None,
-         chunk_size: int | None = None) -> Callable[P, R]:
+# The vmapped function takes fn's parameters (a batched array is still an Array). Its result is an Array
+# when fn returns one (the batch axis added); any other result type is not kept: batching turns a Python
+# or NumPy scalar into an array, and a pytree's leaves into batched arrays, which no type here can spell.
+@overload
+def vmap(fn: Callable[P, Array], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_size: int | None = None,
+         chunk_size: int | None = None) -> Callable[P, Array]: ...
+@overload
+def vmap(fn: Callable[P, Any], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_size: int | None = None,
+         chunk_size: int | None = None) -> Callable[P, Any]: ...
+def vmap(fn: Callable[P, Any], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_size: int | None = None,
+         chunk_size: int | None = None) -> Callable[P, Any]:
     """Vectorize ``fn`` over a batch axis: ``vmap(fn)(xs)`` computes ``stack([fn(x) for x in xs])`` in one
     batched pass, with no Python loop over the examples (JAX's ``vmap``).
 
@@ -207,8 +214,9 @@ def vmap(fn: Callable[P, R], in_axes: PyTree = 0, out_axes: PyTree = 0, axis_siz
             of one pass per chunk. None runs the whole batch at once.
 
     Returns:
-        A function with ``fn``'s signature. Each output leaf of shape ``s`` becomes shape ``s`` with the
-        batch size inserted at its ``out_axes`` entry; dtypes are ``fn``'s.
+        A function with ``fn``'s parameters. Each output leaf of shape ``s`` becomes shape ``s`` with the
+        batch size inserted at its ``out_axes`` entry; dtypes are ``fn``'s. Its static type: an ``Array``
+        where ``fn`` returns one, else ``Any``.
 
     Raises:
         ValueError: the message names the path of the offending entry. Mapped arguments of different

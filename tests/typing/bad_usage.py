@@ -35,3 +35,12 @@ tg.grad(loss)(w)  # expect: [call-arg]
 
 # a misspelt name
 tg.value_and_gradient(loss)  # expect: [attr-defined]
+
+# a layer's activation is a name, a callable of an Array, or None; an initialiser is not any object
+tg.nn.Dense(3, 2, activation=1)  # expect: [arg-type]
+tg.nn.Dense(3, 2, weight_init=object())  # expect: [arg-type]
+
+# tapegrad.numpy returns tg.Array: no in-place writes (a traced value has none), and it is not an ndarray
+tnp.zeros(3)[0] = 1.0  # expect: [index]
+table: np.ndarray = tnp.sin(w)  # expect: [assignment]
+tnp.sum(w).numpy()  # expect: [attr-defined]

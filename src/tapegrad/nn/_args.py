@@ -1,11 +1,26 @@
 """Argument checks shared by ``tapegrad.nn``: integers, tuples of integers (PyTorch's ``kernel_size``,
-``stride``, ...) and non-negative floats. Each error names the function and the argument."""
+``stride``, ...) and non-negative floats. Each error names the function and the argument. Also the types
+of the layers' ``activation`` and ``*_init`` arguments: what ``nn.layers`` accepts at run time."""
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
+
+from tapegrad._array_type import Array
+from tapegrad._params import Parameter
+
+Activation: TypeAlias = "str | Callable[[Array], Array] | None"
+"""``Dense``'s ``activation``: a name (``"relu"``, ``"tanh"``, ...), a function or module applied to the
+layer's output (it receives an ``Array``: a tracer under a transform), or None."""
+
+Initializer: TypeAlias = ("str | float | Callable[[tuple[int, ...], np.dtype[Any], np.random.Generator], Any] | "
+                          "Array | Parameter | Sequence[Any] | None")
+"""A layer's ``weight_init``/``bias_init``: an initialiser's name (``"xavier_uniform"``), a number (every
+element), a callable ``(shape, dtype, rng) -> array`` (``nn.init.normal``, a ``functools.partial`` of
+one), an array, a Parameter or a nested list of the Parameter's shape, or None (the layer's default)."""
 
 
 def _is_int(value) -> bool:

@@ -9,7 +9,6 @@ functional ``conv{n}d`` / ``conv_transpose{n}d`` of ``_conv_api``. The initialis
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from tapegrad._array_type import Array
 from tapegrad._params import Parameter
 from tapegrad._typing import ArrayLike
 from tapegrad.nn import _conv_api
-from tapegrad.nn._args import as_int, as_ints
+from tapegrad.nn._args import Initializer, as_int, as_ints
 from tapegrad.nn._module import Module
 from tapegrad.nn.layers import _initial_value
 
@@ -119,8 +118,8 @@ class _Conv(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: int = 1, padding: Any = 0,
                  dilation: int = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
-                 dtype: Any = np.float32, seed: int | None = None, weight_init: Callable[..., Any] | None = None,
-                 bias_init: Callable[..., Any] | None = None) -> None:
+                 dtype: Any = np.float32, seed: int | None = None, weight_init: Initializer = None,
+                 bias_init: Initializer = None) -> None:
         super().__init__()
         self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                     padding_mode, 0, dtype, seed, weight_init, bias_init)
@@ -140,7 +139,7 @@ class _ConvTranspose(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: int = 1, padding: Any = 0,
                  output_padding: int = 0, groups: int = 1, bias: bool = True, dilation: int = 1,
                  padding_mode: str = "zeros", *, dtype: Any = np.float32, seed: int | None = None,
-                 weight_init: Callable[..., Any] | None = None, bias_init: Callable[..., Any] | None = None) -> None:
+                 weight_init: Initializer = None, bias_init: Initializer = None) -> None:
         super().__init__()
         self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                     padding_mode, output_padding, dtype, seed, weight_init, bias_init)

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from tapegrad._array_type import Array
 from tapegrad._flags import Flag
 from tapegrad._params import Parameter, ParameterTuple, recast
 from tapegrad._state_dict import Stateful
@@ -63,7 +62,7 @@ class Module(Stateful):
     def __init__(self) -> None:
         self.training = True
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         # a subclass that sets `training = False` in its body would hide the Flag, and jit would not
         # see its reads: the value becomes that Flag's default instead
         super().__init_subclass__(**kwargs)
@@ -73,7 +72,8 @@ class Module(Stateful):
             flag.__set_name__(cls, "training")
             cls.training = flag
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Array:
+    # Any, not Array: a subclass's __call__ (or forward) returns what it declares (a pair, a dict...)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for name in ("forward", "construct"):
             method = getattr(self, name, None)
             if method is not None:
@@ -81,7 +81,7 @@ class Module(Stateful):
         raise NotImplementedError(f"{type(self).__name__} defines no __call__ (or forward); a Module "
                                   "subclass computes its output there")
 
-    def __setattr__(self, name: str, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         """Assign the attribute, then give each Parameter in ``value`` that nobody named its path from
         this module as name (see :func:`_name_parameters`)."""
         object.__setattr__(self, name, value)
@@ -89,7 +89,7 @@ class Module(Stateful):
             _name_parameters(self, name, value)
 
     # ---- traversal ---------------------------------------------------------------------------------
-    def named_parameters(self) -> list:
+    def named_parameters(self) -> list[tuple[str, Parameter]]:
         """Every Parameter (frozen ones included) as ``(dotted attribute path, Parameter)`` pairs.
 
         The order is attribute-definition order, depth first; a Parameter reachable along several
@@ -110,7 +110,7 @@ class Module(Stateful):
         """
         return ParameterTuple(p for _, p in self.named_parameters() if p.requires_grad)
 
-    def _named_state(self) -> list:
+    def _named_state(self) -> list[tuple[str, Parameter]]:
         # the state dict: every Parameter, frozen ones included (BatchNorm's running statistics,
         # Dropout's key), under its path from this module, as PyTorch's buffers are
         return self.named_parameters()
@@ -119,12 +119,12 @@ class Module(Stateful):
         """The Parameters with ``requires_grad=False`` (MindSpore's ``Cell.untrainable_params``)."""
         return ParameterTuple(p for _, p in self.named_parameters() if not p.requires_grad)
 
-    def named_modules(self, prefix: str = "") -> list:
+    def named_modules(self, prefix: str = "") -> list[tuple[str, Module]]:
         """``(dotted path, Module)`` pairs: this module (path ``prefix``) and every sub-module, depth
         first in attribute order, each once."""
         return [(path, member) for path, member in _walk(self, prefix, set()) if isinstance(member, Module)]
 
-    def modules(self) -> list:
+    def modules(self) -> list[Module]:
         """This module and all its sub-modules (see :meth:`named_modules`)."""
         return [m for _, m in self.named_modules()]
 
@@ -188,7 +188,7 @@ class Module(Stateful):
         """The text between the parentheses of this module's ``repr``; subclasses override it."""
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         children = [(path, m) for path, m in _members(vars(self), "", set()) if isinstance(m, Module)]
         if not children:
             return f"{type(self).__name__}({self.extra_repr()})"

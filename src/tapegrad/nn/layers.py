@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace, is_array
 from tapegrad._params import Parameter
 from tapegrad._typing import ArrayLike
 from tapegrad.nn import functional as F
 from tapegrad.nn import init
-from tapegrad.nn._args import as_int
+from tapegrad.nn._args import Activation, Initializer, as_int
 from tapegrad.nn._module import Module
 from tapegrad.nn._norm import embedding, padding_index
 
@@ -34,7 +35,7 @@ _INITIALIZERS = {
 }
 
 
-def _resolve_activation(activation):
+def _resolve_activation(activation: Activation) -> Callable[[Array], Array] | None:
     if activation is None or callable(activation):
         return activation
     if isinstance(activation, str) and activation.lower() in _ACTIVATIONS:
@@ -43,7 +44,8 @@ def _resolve_activation(activation):
                      f"{activation!r}")
 
 
-def _initial_value(spec, shape: tuple, dtype, rng, bound: float, what: str):
+def _initial_value(spec: Initializer, shape: tuple, dtype: np.dtype[Any], rng: np.random.Generator, bound: float,
+                   what: str) -> Any:
     """The starting array of one Parameter from its ``*_init`` argument (see :class:`Dense`)."""
     value: Any  # an initialiser's result: a concrete array of the default namespace, or a list
     if spec is None:
@@ -108,9 +110,9 @@ class Dense(Module):
         TypeError: sizes that are not integers.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, weight_init: Callable[..., Any] | None = None,
-                 bias_init: Callable[..., Any] | None = None, has_bias: bool = True,
-                 activation: Callable[..., Any] | None = None, dtype: Any = np.float32,
+    def __init__(self, in_channels: int, out_channels: int, weight_init: Initializer = None,
+                 bias_init: Initializer = None, has_bias: bool = True,
+                 activation: Activation = None, dtype: Any = np.float32,
                  seed: int | None = None) -> None:
         super().__init__()
         self.in_channels = as_int(in_channels, "in_channels", "Dense", minimum=1)
@@ -127,7 +129,7 @@ class Dense(Module):
         self.bias = Parameter(_initial_value(bias_init, (self.out_channels,), dtype, rng, bound,
                                              "Dense bias_init")) if self.has_bias else None
 
-    def __call__(self, x: ArrayLike) -> Any:
+    def __call__(self, x: ArrayLike) -> Array:
         shape = getattr(x, "shape", None)
         if shape is not None and (len(shape) == 0 or shape[-1] != self.in_channels):
             raise ValueError(f"Dense({self.in_channels}, {self.out_channels}): the input's last axis must "
@@ -217,21 +219,21 @@ class Sequential(Module):
 class ReLU(Module):
     """``max(x, 0)`` as a module (:func:`tapegrad.nn.functional.relu`)."""
 
-    def __call__(self, x: ArrayLike) -> Any:
+    def __call__(self, x: ArrayLike) -> Array:
         return F.relu(x)
 
 
 class Tanh(Module):
     """``tanh(x)`` as a module."""
 
-    def __call__(self, x: ArrayLike) -> Any:
+    def __call__(self, x: ArrayLike) -> Array:
         return F.tanh(x)
 
 
 class Sigmoid(Module):
     """``1 / (1 + exp(-x))`` as a module (:func:`tapegrad.nn.functional.sigmoid`)."""
 
-    def __call__(self, x: ArrayLike) -> Any:
+    def __call__(self, x: ArrayLike) -> Array:
         return F.sigmoid(x)
 
 
@@ -262,7 +264,7 @@ class Embedding(Module):
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 weight_init: Callable[..., Any] | None = None, dtype: Any = np.float32,
+                 weight_init: Initializer = None, dtype: Any = np.float32,
                  seed: int | None = None) -> None:
         super().__init__()
         self.num_embeddings = as_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
@@ -277,7 +279,7 @@ class Embedding(Module):
             value[padding_idx] = 0  # a fresh array of our own, not yet a Parameter
         self.weight = Parameter(value)
 
-    def __call__(self, input: ArrayLike) -> Any:
+    def __call__(self, input: ArrayLike) -> Array:
         return embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
@@ -307,7 +309,7 @@ class Flatten(Module):
         self.start_dim = as_int(start_dim, "start_dim", "Flatten")
         self.end_dim = as_int(end_dim, "end_dim", "Flatten")
 
-    def __call__(self, x: ArrayLike) -> Any:
+    def __call__(self, x: ArrayLike) -> Array:
         shape = tuple(x.shape)
         rank = max(len(shape), 1)  # a 0-d input is flattened as if it were (1,), as torch.flatten
         start, end = self.start_dim, self.end_dim
