@@ -43,12 +43,16 @@ test-versions: $(VENV)/.installed-dev
 	PYENV_VERSION="$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-9]+\.' | tr '\n' ':')$${PYENV_VERSION:-}" \
 		$(VENV)/bin/nox $(NOX_FLAGS)
 
-# ...then mypy (pyproject.toml [tool.mypy]) on the package and a typed user program, and a check that it
-# rejects tests/typing/bad_usage.py with exactly the errors that file names (docs/decisions.md, "Types")
+# ...then mypy (pyproject.toml [tool.mypy]) on the package and a typed user program, the same under --strict
+# for a strictly typed user program (tapegrad's own modules are read for their types, their errors not
+# reported: --strict is the user's setting, not the package's; its own cache, so that the two runs do not
+# invalidate each other's), and a check that it rejects tests/typing/bad_usage.py with exactly the errors
+# that file names (docs/decisions.md, "Types")
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage_page.py noxfile.py
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy src/tapegrad tests/typing/good_usage.py
+	$(VENV)/bin/mypy --strict --follow-imports=silent --cache-dir .mypy_cache/strict tests/typing/strict_usage.py
 	$(PY) tests/typing/check_rejected.py
 
 # the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,

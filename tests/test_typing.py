@@ -14,8 +14,8 @@ TYPING = ROOT / "tests" / "typing"
 ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
 
 
-def run_mypy(tmp_path_factory, *targets):
-    cache = tmp_path_factory.getbasetemp() / "mypy_cache"  # shared by the tests of one session
+def run_mypy(tmp_path_factory, *targets, cache="mypy_cache"):
+    cache = tmp_path_factory.getbasetemp() / cache  # shared by the tests of one session (and one set of flags)
     stdout, stderr, status = mypy_api.run(["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(cache),
                                            "--no-error-summary", "--show-error-codes", *map(str, targets)])
     errors = [m.groupdict() for m in map(ERROR.match, stdout.splitlines()) if m]
@@ -25,6 +25,37 @@ def run_mypy(tmp_path_factory, *targets):
 def test_the_package_and_the_good_program_check_clean(tmp_path_factory):
     out, status, _ = run_mypy(tmp_path_factory, ROOT / "src" / "tapegrad", TYPING / "good_usage.py")
     assert status == 0, out
+
+
+def test_the_strict_program_checks_clean_under_strict(tmp_path_factory):
+    # --strict is the user's setting: tapegrad's modules are read for their types, their errors not reported
+    out, status, _ = run_mypy(tmp_path_factory, "--strict", "--follow-imports=silent", TYPING / "strict_usage.py",
+                              cache="mypy_cache_strict")
+    assert status == 0, out
+
+
+def test_arrays_and_every_transforms_tracers_are_arrays_at_run_time():
+    """The protocol's members exist on what tapegrad hands a function: a NumPy array and each transform's
+    tracer (isinstance on a runtime-checkable Protocol checks the members' presence)."""
+    import numpy as np
+
+    import tapegrad as tg
+
+    seen = []
+
+    def record(x):
+        seen.append((type(x).__name__, isinstance(x, tg.Array)))
+        return (x * x).sum()
+
+    x = np.linspace(0.0, 1.0, 3)
+    record(x)
+    tg.jit(record)(x)
+    tg.grad(record)(x)
+    tg.jvp(record, (x,), (x,))
+    tg.vmap(record)(np.ones((2, 3)))
+    assert [ok for _, ok in seen] == [True] * 5, seen
+    assert len({name for name, _ in seen}) == 5, seen  # ndarray and four kinds of tracer
+    assert not isinstance([1.0, 2.0], tg.Array) and not isinstance(1.0, tg.Array)
 
 
 def test_the_bad_program_gets_exactly_the_errors_it_expects(tmp_path_factory):
@@ -65,8 +96,9 @@ def _public_callables():
                         continue
                     for attr, value in vars(klass).items():
                         fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                        # typing's own __init__ of a Protocol (tapegrad.Array) is not tapegrad's to annotate
                         if (attr in ("__init__", "__call__") or not attr.startswith("_")) and inspect.isfunction(
-                                fn) and id(fn) not in seen:
+                                fn) and fn.__module__.startswith("tapegrad") and id(fn) not in seen:
                             seen.add(id(fn))
                             yield f"{module_name}.{name}.{attr}", fn
             elif callable(obj) and getattr(obj, "__module__", "").startswith("tapegrad"):
