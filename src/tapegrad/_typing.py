@@ -1,13 +1,17 @@
 """The type aliases of tapegrad's annotations.
 
-tapegrad's functions take and return NumPy arrays, CuPy arrays and, inside a transform, traced values
-that stand for either; Python scalars and (nested) lists are accepted wherever NumPy accepts them. No
-static type names all of these precisely: CuPy is not installed where most type checking runs, and a
-tracer's array methods are installed on it at import (``tapegrad.numpy._operators.install``), so a
-checker cannot see them. NumPy's own ``numpy.typing.NDArray`` would reject CuPy arrays and tracers.
-So :data:`Array` and :data:`ArrayLike` are ``Any``: an annotation says which parameters are arrays (and
-the docs page says what each function accepts), while the checker neither refuses a tracer nor
-invents errors in the user's array arithmetic. The other aliases are precise.
+tapegrad's functions take NumPy arrays, CuPy arrays and, inside a transform, traced values that stand
+for either; Python scalars and (nested) lists are accepted wherever NumPy accepts them. Parameters are
+annotated :data:`ArrayLike`, which is ``Any``: no static type names all that NumPy converts (CuPy is not
+installed where most type checking runs), and a narrower one would refuse a user's valid call.
+
+Results are the structural type ``tapegrad.Array`` (``tapegrad._array_type``), which NumPy arrays, CuPy
+arrays and tracers all satisfy, so that a typed user program keeps its types through tapegrad instead of
+receiving ``Any``: ``tapegrad.numpy`` and ``tapegrad.nn`` annotate their results with it. :data:`Array`
+here is still ``Any``: the modules that import it (``tapegrad.scipy``, ``tapegrad.random``, the
+transforms) have results annotated ``Array`` that are tuples or named results, which the protocol would
+reject; each moves to ``tapegrad._array_type.Array`` as its annotations are made exact, and then this
+alias becomes that protocol. The other aliases are precise.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 Array: TypeAlias = Any
-"""An array: a NumPy or CuPy ``ndarray``, or a traced value standing for one inside a transform."""
+"""An array: a NumPy or CuPy ``ndarray``, or a traced value standing for one inside a transform (``Any``
+until every module's results are exact; ``tapegrad._array_type.Array`` is the precise type)."""
 
 ArrayLike: TypeAlias = Any
 """What converts to an :data:`Array`: an array, a Python or NumPy scalar, a (nested) list of them, or a
