@@ -33,20 +33,20 @@ from tapegrad.numpy._statistics import operand
 
 
 class UniqueAllResult(NamedTuple):
-    values: object
-    indices: object
-    inverse_indices: object
-    counts: object
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
 
 
 class UniqueCountsResult(NamedTuple):
-    values: object
-    counts: object
+    values: Array
+    counts: Array
 
 
 class UniqueInverseResult(NamedTuple):
-    values: object
-    inverse_indices: object
+    values: Array
+    inverse_indices: Array
 
 
 # ---- the sorted runs -----------------------------------------------------------------------------

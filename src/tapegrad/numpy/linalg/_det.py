@@ -14,7 +14,7 @@ HIPS autograd; JAX's cofactor-based rule is not reproduced).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,8 +60,8 @@ class SlogdetResult(NamedTuple):
         logabsdet: ``log(abs(det))`` (``-inf`` for a singular matrix), real.
     """
 
-    sign: Any
-    logabsdet: Any
+    sign: Array
+    logabsdet: Array
 
 
 def _slogdet_impl(a):

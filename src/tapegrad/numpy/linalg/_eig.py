@@ -21,7 +21,7 @@ eigenvalues' own derivative is then still right for a diagonalisable ``A``, the 
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,8 +55,8 @@ class EigResult(NamedTuple):
         eigenvectors: ``(..., n, n)``, complex; column ``i`` belongs to ``eigenvalues[..., i]``.
     """
 
-    eigenvalues: Any
-    eigenvectors: Any
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 def _complex_dtype(dtype) -> np.dtype:

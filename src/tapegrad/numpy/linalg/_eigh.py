@@ -21,7 +21,7 @@ as they should.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,8 +59,8 @@ class EighResult(NamedTuple):
             ``eigenvalues[..., i]``.
     """
 
-    eigenvalues: Any
-    eigenvectors: Any
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 def _eigh_impl(a):

@@ -16,7 +16,7 @@ For real ``A`` the conjugations and imaginary parts vanish.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
@@ -46,8 +46,8 @@ class QRResult(NamedTuple):
         R: upper triangular.
     """
 
-    Q: Any
-    R: Any
+    Q: Array
+    R: Array
 
 
 def _qr_shapes(a_shape, mode):

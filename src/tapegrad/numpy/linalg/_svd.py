@@ -25,7 +25,7 @@ non-zero singular values for theirs, and so do higher derivatives (see ``_eigh``
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -61,9 +61,9 @@ class SVDResult(NamedTuple):
         Vh: right singular vectors (rows), conjugate-transposed.
     """
 
-    U: Any
-    S: Any
-    Vh: Any
+    U: Array
+    S: Array
+    Vh: Array
 
 
 def _svd_shapes(a_shape, full_matrices):
