@@ -41,7 +41,17 @@ class Array(Protocol):
 
     Binary operators and methods return ``Array``; ``shape`` is a tuple of ints, ``dtype`` a
     ``numpy.dtype``; ``float(x)``, ``int(x)`` and ``bool(x)`` give Python numbers (for a tracer, only
-    where its value is concrete).
+    where its value is concrete). There is no ``__setitem__``: a traced value cannot be written into, so
+    a checker flags ``x[i] = v`` on a result (write ``tnp.put(x, i, v, inplace=False)``, or
+    ``x.at[i].set(v)`` on a value typed as a tracer). ``argmax``/``argmin`` are left out, and
+    ``all``/``any`` give ``Any``: NumPy's return a NumPy scalar for a whole-array reduction, which is not
+    an ``Array``.
+
+    Args:
+        (none): a type, not a constructor; ``tg.Array(...)`` raises ``TypeError``, as any Protocol.
+
+    Source: JAX's ``jax.Array`` (the type its functions return), written as a structural type so that
+    NumPy arrays satisfy it too.
     """
 
     __slots__ = ()
