@@ -22,7 +22,7 @@ w, x = np.ones(3), np.ones((4, 3))
 
 # grad_position is an int or a tuple of ints, not a string (nor a list)
 tg.grad(loss, grad_position="0")  # expect: [call-overload]
-tg.value_and_grad(loss, grad_position=[0, 1])  # expect: [arg-type]
+tg.value_and_grad(loss, grad_position=[0, 1])  # expect: [call-overload]
 
 # has_aux is a bool
 tg.grad(loss, has_aux="yes")  # expect: [call-overload]
