@@ -53,7 +53,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy src/tapegrad tests/typing/good_usage.py
 	$(VENV)/bin/mypy --strict --follow-imports=silent --cache-dir .mypy_cache/strict tests/typing/strict_usage.py \
-		tests/typing/transforms_strict.py
+		tests/typing/transforms_strict.py tests/typing/jit_methods_strict.py
 	$(PY) tests/typing/check_rejected.py
 
 # the suite under other OpenBLAS kernels (Prescott, Nehalem, Sandybridge, Haswell) x 1 and 2 threads,

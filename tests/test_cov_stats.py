@@ -357,7 +357,8 @@ def test_dirichlet():
 
 # ---- statistics: sem (differentiable), rankdata and mode (not) ---------------------------------------
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
-@pytest.mark.parametrize("axis,ddof,keepdims", [(0, 1, False), (1, 0, True), (None, 1, False), (-1, 2, False)])
+@pytest.mark.parametrize("axis,ddof,keepdims", [(0, 1, False), (1, 0, True), (None, 1, False), (-1, 2, False),
+                                               ((0, 1), 1, False)])
 def test_sem(axis, ddof, keepdims, dtype):
     a = np.asarray(np.random.default_rng(5).standard_normal((4, 5)), dtype)
     out = tss.sem(a, axis=axis, ddof=ddof, keepdims=keepdims)

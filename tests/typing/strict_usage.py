@@ -19,6 +19,7 @@ from typing_extensions import assert_type
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
+from tapegrad._core import Tracer  # not public: here to check that a traced value is a tg.Array
 
 # a NumPy array is an Array: the protocol's members are ndarray's, as NumPy's stubs declare them
 _float64: tg.Array = np.zeros(3)
@@ -121,3 +122,7 @@ if __name__ == "__main__":
     residual = Residual(3)
     pair = residual(np.ones((2, 3), dtype=np.float32))
     print(float(batched_norms()), shapes(np.ones((2, 2))), apply(tnp.exp, np.zeros(2)), len(pair))
+
+
+def _tracer_is_array(t: Tracer) -> tg.Array:
+    return t  # what a transform passes a function is a tg.Array too

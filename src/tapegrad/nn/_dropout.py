@@ -64,7 +64,7 @@ def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, *, key: Arr
     if dtype.kind != "f":
         raise TypeError(f"dropout: input must be a real float array, got dtype {dtype}; cast it first")
     if p == 1.0:
-        return cast(Array, input) * 0.0  # a Tracer: an Array once _core declares its operators
+        return input * 0.0
     if key is None:
         raise TypeError("dropout: key is required when training with 0 < p < 1: pass key=tg.random.key(seed) "
                         "(a fresh split for each call), or use nn.Dropout, which keeps a key of its own")

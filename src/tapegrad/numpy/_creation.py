@@ -3,7 +3,7 @@
 ``full`` of a traced fill value, which broadcasts it."""
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +35,7 @@ def array(object: ArrayLike, dtype: DTypeLike = None, copy: bool | None = True) 
     if isinstance(object, Tracer):
         if getattr(object, "weak_type", False):  # a Python scalar staged by jit: an array of NumPy's dtype
             return astype(object, object.dtype if dtype is None else dtype)  # for it, as np.asarray makes
-        # a Tracer: an Array to checkers once _core declares the operators it is given at import
-        return cast(Array, object) if dtype is None else astype(object, dtype)
+        return object if dtype is None else astype(object, dtype)
     if isinstance(object, (list, tuple)) and _contains_traced(object):
         out = stack([array(o) for o in object])
         return out if dtype is None else astype(out, dtype)

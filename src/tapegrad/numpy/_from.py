@@ -3,7 +3,7 @@ made elementwise (``frompyfunc``), another library's array (``from_dlpack``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -56,5 +56,5 @@ def from_dlpack(x: ArrayLike, /, *, device: Any = None, copy: bool | None = None
     """An array sharing the memory of ``x`` (any object with ``__dlpack__``: a PyTorch tensor, a CuPy
     array), as ``numpy.from_dlpack``; a traced value is already tapegrad's and is returned as it is."""
     if isinstance(x, Tracer):
-        return cast(Array, x)  # a Tracer: an Array once _core declares its operators
+        return x
     return np.from_dlpack(x, device=device, copy=copy)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = F
     """A copy of ``a``, as ``numpy.copy``: a new NumPy array for a concrete one; a traced value is
     returned as it is (tapegrad never writes into an array, so a copy could not be told apart)."""
     if isinstance(a, Tracer):
-        return cast(Array, a)  # a Tracer: an Array once _core declares its operators
+        return a
     return np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]  # its stubs overload on subok's literal
 
 

@@ -71,7 +71,7 @@ def exp1(x: ArrayLike) -> Array:
     return bind(exp1_p, x)
 
 
-def expn(n: int, x: ArrayLike) -> Array:
+def expn(n: ArrayLike, x: ArrayLike) -> Array:
     """The generalized exponential integral ``E_n(x) = integral_1^inf e^(-x t)/t^n dt``, broadcast, as
     ``scipy.special.expn``.
 

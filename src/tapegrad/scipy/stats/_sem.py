@@ -1,6 +1,8 @@
 """``tapegrad.scipy.stats.sem``: the standard error of the mean, as ``scipy.stats.sem``."""
 from __future__ import annotations
 
+import math
+
 import tapegrad.numpy as tnp
 from tapegrad._typing import Array, ArrayLike, Axis
 
@@ -14,7 +16,7 @@ def sem(a: ArrayLike, axis: Axis = 0, ddof: int = 1, nan_policy: str = "propagat
 
     Args:
         a: the data.
-        axis: the axis to reduce; None for the flattened ``a``.
+        axis: the axis (or tuple of axes) to reduce; None for the flattened ``a``.
         ddof: delta degrees of freedom of the standard deviation (SciPy's default 1).
         nan_policy: ``"propagate"`` (a NaN gives NaN) or ``"omit"`` (NaNs are left out, ``n``
             counts the others). SciPy's ``"raise"`` needs the values at trace time: use
@@ -36,5 +38,6 @@ def sem(a: ArrayLike, axis: Axis = 0, ddof: int = 1, nan_policy: str = "propagat
     if nan_policy == "omit":
         n = tnp.sum(~tnp.isnan(a), axis=axis, keepdims=keepdims)
         return tnp.nanstd(a, axis=axis, ddof=ddof, keepdims=keepdims) / tnp.sqrt(n)
-    n = a.shape[axis]
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)  # scipy.stats.sem takes a tuple of axes too
+    n = math.prod(a.shape[i] for i in axes)
     return tnp.std(a, axis=axis, ddof=ddof, keepdims=keepdims) / n ** 0.5
