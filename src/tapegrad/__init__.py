@@ -51,7 +51,8 @@ _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dic
     **dict.fromkeys(("ShapeDtypeStruct", "pure_callback"), "_callback")}
 # a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
 defer_registrations("scipy", f"{__name__}.scipy")
-_rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_control_flow", "nn", "random", "scipy"))  # primitives()
+# extend.primitives() imports these first: the lazy modules that declare primitives
+_rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_callback", "_control_flow", "nn", "random", "scipy"))
 
 
 @functools.cache
