@@ -295,7 +295,8 @@ DERIVATIVE_ONLY = {"select_scatter", "window_gather", "window_sum_transpose"}
 # raise): test_while_grad.py checks its values against the Python loop's gradient.
 FORWARD_ONLY = {"while_grad"}
 # Primitives with values only (their rules raise, as JAX has none): test_cov_scipy_linalg.py checks it.
-VALUES_ONLY = {"scipy.linalg.funm", "scipy.linalg.hessenberg", "scipy.linalg.rsf2csf", "scipy.linalg.schur"}
+VALUES_ONLY = {"scipy.linalg.funm", "scipy.linalg.hessenberg", "scipy.linalg.rsf2csf", "scipy.linalg.schur",
+               "pure_callback"}  # a Python function's results: test_debug.py checks that its rules raise
 
 
 def test_every_differentiable_primitive_is_checked():
