@@ -22,7 +22,7 @@ from tapegrad.numpy._operators import defer_registrations
 
 if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out for type checkers only
     __version__: str  # pyproject.toml's version (_version below)
-    from tapegrad import debug, distributed, flatten_util, lax, nn, optim, random, scipy, testing
+    from tapegrad import debug, distributed, flatten_util, lax, nn, optim, random, scipy, sparse, testing
     from tapegrad._callback import ShapeDtypeStruct, pure_callback
     from tapegrad._control_flow import cond, custom_linear_solve, custom_root, fori_loop, map, scan, switch, while_loop
     from tapegrad._jit import jit, make_program
@@ -36,7 +36,7 @@ __all__ = [
     "custom_linear_solve", "custom_root", "custom_vjp", "debug", "distributed", "errors", "extend", "flatten_util",
     "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "load",
     "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "pure_callback", "random", "save",
-    "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads", "sparse_hessian", "sparse_jacfwd",
+    "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads", "sparse", "sparse_hessian", "sparse_jacfwd",
     "sparse_jacrev", "stop_gradient", "switch", "testing",
     "tree", "value_and_grad", "vmap", "vjp", "while_loop"
 ]
@@ -45,7 +45,8 @@ __all__ = [
 # tapegrad.scipy and tapegrad.nn alone took longer than all the rest, and jit's staging and code generation
 # (which control flow stages its bodies with) about a fifth of what is left; vmap's front end imports optree,
 # which the other transforms import when they first flatten a pytree (tapegrad._tree)
-_LAZY_SUBMODULES = ("debug", "distributed", "flatten_util", "lax", "nn", "optim", "random", "scipy", "testing")
+_LAZY_SUBMODULES = ("debug", "distributed", "flatten_util", "lax", "nn", "optim", "random", "scipy", "sparse",
+                    "testing")
 _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dict.fromkeys(
     ("cond", "custom_linear_solve", "custom_root", "fori_loop", "map", "scan", "switch", "while_loop"),
     "_control_flow"),
