@@ -217,8 +217,16 @@ def sparse_jacfwd(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
             non-zero outside the pattern that the compression exposes (at the call).
 
     Example:
-        >>> S = scipy.sparse.diags_array([1, 1, 1], offsets=[-1, 0, 1], shape=(n, n)) != 0
-        >>> J = tg.sparse_jacfwd(f, S)(x)   # 3 jvp passes for any n
+        >>> import numpy as np, scipy.sparse
+        >>> import tapegrad as tg
+        >>> f = lambda x: x[1:] * x[:-1]                 # out[i] reads x[i] and x[i + 1]
+        >>> S = scipy.sparse.eye_array(4, 5) + scipy.sparse.eye_array(4, 5, k=1) != 0
+        >>> J = tg.sparse_jacfwd(f, S)(np.arange(1.0, 6.0))  # 2 colours: 2 jvp passes, for any size
+        >>> J.toarray()
+        array([[2., 1., 0., 0., 0.],
+               [0., 3., 2., 0., 0.],
+               [0., 0., 4., 3., 0.],
+               [0., 0., 0., 5., 4.]])
     """
     _check_flag(check_pattern, "check_pattern", "sparse_jacfwd")
     compressed = _Compressed(_pattern(sparsity, "sparse_jacfwd"), by_rows=False)
