@@ -360,3 +360,13 @@ def test_scipy_input_is_not_modified_and_made_canonical():
     np.testing.assert_array_equal(S.indices, [2, 0, 2])
     np.testing.assert_array_equal(A.indices, [0, 2])
     np.testing.assert_allclose(A.toarray(), S.toarray())
+
+
+def test_the_guide_runs():
+    """docs/sparse.md's code blocks, run in order: their asserts are the page's claims."""
+    import pathlib
+    import re
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "sparse.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    exec(compile("\n".join(blocks), "sparse.md", "exec"), {"__name__": "sparse_guide"})

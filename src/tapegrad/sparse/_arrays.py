@@ -278,6 +278,14 @@ class csr_array(SparseArray):
         ValueError: ``indptr`` or ``indices`` invalid or unsorted, an index out of range, or ``data`` not
             of length nnz; each message says how to fix it.
         TypeError: an argument of another kind.
+
+    Example:
+        >>> import numpy as np, tapegrad as tg, tapegrad.numpy as tnp, tapegrad.sparse as ts
+        >>> indices, indptr = np.array([0, 1, 1]), np.array([0, 2, 3])
+        >>> x = np.array([1.0, 2.0])
+        >>> loss = lambda d: tnp.sum(ts.csr_array((d, indices, indptr), shape=(2, 2)) @ x)
+        >>> tg.grad(loss)(np.array([1.0, 2.0, 3.0]))  # d/d data: x at each entry's column
+        array([1., 2., 2.])
     """
 
     __slots__ = ()
@@ -368,9 +376,17 @@ _CLASSES = {"csr": csr_array, "csc": csc_array, "coo": coo_array}
 
 
 def asarray(a: Any) -> SparseArray:
-    """``a`` as a tapegrad.sparse array: a SciPy sparse array or matrix keeps its format where it is CSR,
-    CSC or COO (others become CSR), with ``data`` copied and non-canonical CSR/CSC made canonical; a dense
-    NumPy array becomes CSR of its nonzeros; a tapegrad.sparse array is returned as it is.
+    """``a`` as a tapegrad.sparse array, the counterpart of ``scipy.sparse.csr_array(a)`` for any input.
+
+    Args:
+        a: a SciPy sparse array or matrix (any format; its ``data`` is copied, never changed), a dense NumPy
+            array (its nonzeros are stored), or a tapegrad.sparse array.
+
+    Returns:
+        A :class:`csr_array`, :class:`csc_array` or :class:`coo_array` keeping a SciPy input's format where it
+        is one of those (BSR, DIA, LIL and DOK become CSR), CSR/CSC made canonical (indices sorted within each
+        row/column, duplicates added, as ``sum_duplicates``); a dense array gives a CSR array; a
+        tapegrad.sparse array is returned as it is.
 
     Raises:
         TypeError: anything else (a traced dense array has no static pattern: build one from
@@ -394,7 +410,15 @@ def asarray(a: Any) -> SparseArray:
 
 
 def issparse(a: Any) -> bool:
-    """Whether ``a`` is a tapegrad.sparse array (SciPy's own sparse arrays are not: see :func:`asarray`)."""
+    """Whether ``a`` is a tapegrad.sparse array, as ``scipy.sparse.issparse`` for SciPy's.
+
+    Args:
+        a: any object.
+
+    Returns:
+        True for a :class:`csr_array`, :class:`csc_array` or :class:`coo_array` (traced ``data`` or not);
+        False otherwise, SciPy's own sparse arrays included (:func:`asarray` converts them).
+    """
     return isinstance(a, SparseArray)
 
 

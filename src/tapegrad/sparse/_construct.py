@@ -55,7 +55,7 @@ def diags(diagonals: Any, offsets: Any = 0, shape: tuple[int, int] | None = None
         dtype: cast the values to it.
 
     Returns:
-        The sparse array: stored entries are exactly the diagonals' positions (zeros in them included).
+        A sparse array whose stored entries are exactly the diagonals' positions (zeros in them included).
 
     Raises:
         ValueError: a repeated offset, a diagonal of the wrong length, a diagonal off the matrix, or as
