@@ -236,3 +236,26 @@ def test_colouring_matches_networkx_dsatur_count():
         theirs = max(nx.greedy_color(graph, strategy="saturation_largest_first").values()) + 1
         ours = _color_columns(pattern).max() + 1
         assert abs(ours - theirs) <= 1
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("chunk_size", [1, 2, 100])
+def test_chunks_give_the_same_jacobian(mode, chunk_size):
+    k = 4
+    u = np.random.default_rng(10).standard_normal((k, k))
+    jac = SPARSE[mode](laplacian_fn, stencil_pattern(k), chunk_size=chunk_size)(u)
+    assert_recovered(jac, dense_jacobian(laplacian_fn, u, mode), stencil_pattern(k), 1e-12)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_chunk_size_must_be_a_positive_int(bad):
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        tg.sparse_jacfwd(lambda x: x, np.eye(2, dtype=bool), chunk_size=bad)
+
+
+def test_sparse_hessian_in_chunks():
+    objective = lambda x: tnp.sum(tnp.cos(x[2:] - x[:-2]) * x[1:-1])
+    x = np.random.default_rng(11).standard_normal(9)
+    pattern = banded_pattern(9, 2, 2)
+    assert_recovered(tg.sparse_hessian(objective, pattern, chunk_size=2)(x), np.asarray(tg.hessian(objective)(x)),
+                     pattern, 1e-12)
