@@ -65,7 +65,7 @@ class SparseArray:
         raise TypeError(f"{type(self).__name__}: expected {self._spelling()}")
 
     def _spelling(self) -> str:
-        return f"({self.format}_array((data, indices, indptr), shape=(m, n))"
+        return f"{self.format}_array((data, indices, indptr), shape=(m, n))"
 
     @classmethod
     def _make(cls, data, pattern: Pattern) -> SparseArray:
@@ -122,18 +122,13 @@ class SparseArray:
         return self._compress("csc")
 
     def _compress(self, fmt: str) -> SparseArray:
-        p = self._pattern
-        if p.fmt == fmt:
+        if self._pattern.fmt == fmt:
             return self
-        keys, inverse = p.canonical
-        target = _pattern.from_keys(fmt, p.shape, keys)
-        if keys.size == p.nnz:  # no duplicates: a static permutation of data
-            order = np.lexsort((p.col, p.row) if fmt == "csr" else (p.row, p.col))
-            return self._make(self.data if _is_identity(order) else self.data[order], target)
-        # duplicates (COO only) add up into their position, as SciPy's tocsr does; keys are row-major
-        summed = scatter_add(self.data, inverse, (keys.size,), _dtype(self.data))
-        order = np.searchsorted(keys, target.keys)
-        return self._make(summed if _is_identity(order) else summed[order], target)
+        target, inverse, order = _pattern.conversion(self._pattern, fmt)
+        data = self.data
+        if inverse is not None:  # duplicates (COO only) add up into their position, as SciPy's tocsr does
+            data = scatter_add(data, inverse, (int(inverse.max()) + 1,), _dtype(data))
+        return self._make(data if order is None else data[order], target)
 
     def to_scipy(self):
         """This array as the SciPy sparse array of its format (concrete ``data`` only: outside a transform
@@ -150,7 +145,7 @@ class SparseArray:
         if isinstance(other, SparseArray) or _is_scipy_sparse(other):
             raise TypeError("tapegrad.sparse: a sparse @ sparse product is not supported yet; multiply by "
                             "other.toarray() (dense) or assemble the product's pattern with kron/diags")
-        other = _dense(other, "@")
+        other = _dense(other)
         p = self._pattern
         if other.ndim not in (1, 2) or other.shape[0] != p.shape[1]:
             raise ValueError(f"matmul: A of shape {p.shape} @ x of shape {tuple(other.shape)}: x must be 1-D or "
@@ -158,7 +153,7 @@ class SparseArray:
         return _gather_scatter(self.data, p.row, p.col, p.shape[0], other)
 
     def __rmatmul__(self, other):
-        other = _dense(other, "@")
+        other = _dense(other)
         p = self._pattern
         if other.ndim not in (1, 2) or other.shape[-1] != p.shape[0]:
             raise ValueError(f"matmul: x of shape {tuple(other.shape)} @ A of shape {p.shape}: x must be 1-D or "
@@ -177,9 +172,7 @@ class SparseArray:
         return self.transpose()
 
     def transpose(self) -> SparseArray:
-        p = self._pattern
-        fmt = {"csr": "csc", "csc": "csr", "coo": "coo"}[p.fmt]
-        return self._make(self.data, Pattern(fmt, p.shape[::-1], p.col, p.row))
+        return self._make(self.data, _pattern.transposed(self._pattern))
 
     # ---- elementwise --------------------------------------------------------------------------------
     def __mul__(self, other):
@@ -206,7 +199,7 @@ class SparseArray:
         array of this pattern, the dense operand read only at the stored positions."""
         if isinstance(other, SparseArray) or _is_scipy_sparse(other):
             raise TypeError("multiply: sparse * sparse is not supported yet; multiply by other.toarray()")
-        other = _dense(other, "multiply")
+        other = _dense(other)
         if other.ndim == 0:
             return self._make(self.data * other, self._pattern)
         if other.ndim > 2 or any(o not in (1, s) for o, s in zip(other.shape[::-1], self.shape[::-1])):
@@ -327,7 +320,7 @@ class csc_array(SparseArray):
         super().__init__(arg1, shape, dtype, copy)
 
     def _spelling(self) -> str:
-        return "(csc_array((data, indices, indptr), shape=(m, n))"
+        return "csc_array((data, indices, indptr), shape=(m, n))"
 
     @property
     def indices(self) -> np.ndarray:
@@ -439,12 +432,7 @@ def scatter_add(values, index, shape: tuple[int, ...], dtype):
     return bind(_indexing.scatter_add_p, values, *arrays, idx=spec, shape=tuple(shape), dtype=np.dtype(dtype))
 
 
-def _is_identity(order: np.ndarray) -> bool:
-    """Whether a static permutation leaves ``data`` as it is (then no gather is recorded)."""
-    return bool(np.array_equal(order, np.arange(order.size)))
-
-
-def _dense(x, op: str):
+def _dense(x):
     """A dense operand (array, traced value, scalar or list) as something with ``ndim`` and ``shape``."""
     if isinstance(x, (list, tuple)) or not hasattr(x, "shape"):
         x = tnp.asarray(x)
@@ -463,12 +451,9 @@ def _union(a: SparseArray, b: SparseArray) -> csr_array:
     """``a + b`` on the union of their patterns, as a canonical CSR array (as SciPy returns)."""
     if a.shape != b.shape:
         raise ValueError(f"add: shapes {a.shape} and {b.shape} differ; sparse addition needs equal shapes")
-    pa, pb = a._pattern, b._pattern
-    keys = np.union1d(pa.keys, pb.keys)
-    target = _pattern.from_keys("csr", pa.shape, keys)
+    target, slots_a, slots_b = _pattern.union(a._pattern, b._pattern)
     dtype = np.result_type(_dtype(a.data), _dtype(b.data))
-    data = (scatter_add(a.data, np.searchsorted(keys, pa.keys), (keys.size,), dtype)
-            + scatter_add(b.data, np.searchsorted(keys, pb.keys), (keys.size,), dtype))
+    data = scatter_add(a.data, slots_a, (target.nnz,), dtype) + scatter_add(b.data, slots_b, (target.nnz,), dtype)
     return SparseArray._make(data, target)
 
 

@@ -75,6 +75,41 @@ class Pattern:
         return uniq, inverse.reshape(-1)
 
 
+# ---- plans: the static part of an operation, computed once per pattern --------------------------
+# An eager loop (an optimiser calling grad on one pattern) would otherwise sort the same indices at
+# every step; patterns hash by value, so the caches key on them directly.
+@functools.lru_cache(maxsize=256)
+def transposed(p: Pattern) -> Pattern:
+    """The pattern of the transpose with the same entry order: CSR becomes CSC and back, COO stays COO."""
+    return Pattern({"csr": "csc", "csc": "csr", "coo": "coo"}[p.fmt], p.shape[::-1], p.col, p.row)
+
+
+@functools.lru_cache(maxsize=256)
+def conversion(p: Pattern, fmt: str) -> tuple[Pattern, np.ndarray | None, np.ndarray | None]:
+    """``(target, inverse, order)`` to convert ``p`` to canonical CSR or CSC: where ``inverse`` is None,
+    the target's data is ``data[order]`` (a permutation); otherwise (duplicates) it is the scatter-add of
+    ``data`` at ``inverse`` (row-major distinct positions), then gathered at ``order``. ``order`` is None
+    where it would be the identity (no gather to record)."""
+    keys, inverse = p.canonical
+    target = from_keys(fmt, p.shape, keys)
+    if keys.size == p.nnz:
+        order = np.lexsort((p.col, p.row) if fmt == "csr" else (p.row, p.col))
+        return target, None, _unless_identity(order)
+    return target, inverse, _unless_identity(np.searchsorted(keys, target.keys))
+
+
+@functools.lru_cache(maxsize=256)
+def union(pa: Pattern, pb: Pattern) -> tuple[Pattern, np.ndarray, np.ndarray]:
+    """``(target, slots_a, slots_b)``: the canonical CSR pattern of both patterns' positions, and where
+    each entry of either lands in it."""
+    keys = np.union1d(pa.keys, pb.keys)
+    return from_keys("csr", pa.shape, keys), np.searchsorted(keys, pa.keys), np.searchsorted(keys, pb.keys)
+
+
+def _unless_identity(order: np.ndarray) -> np.ndarray | None:
+    return None if np.array_equal(order, np.arange(order.size)) else order
+
+
 def from_keys(fmt: str, shape: tuple[int, int], keys: np.ndarray) -> Pattern:
     """The CSR or CSC pattern of the distinct row-major positions ``keys`` (sorted ascending)."""
     row, col = np.divmod(keys, shape[1])
