@@ -218,6 +218,25 @@ def test_gradient_wrt_a_sparse_argument_is_sparse_of_its_pattern():
     np.testing.assert_allclose(t, 2.0 * (S @ x), rtol=RTOL)
 
 
+def test_jacobians_wrt_a_sparse_argument_stack_data():
+    """jacrev and jacfwd of a vector function of A: a sparse array of A's pattern whose data holds the
+    output's axes before nnz: d(Ax)_i / d data_e = x[col_e] where row_e == i."""
+    S, A = _random(seed=20)
+    x = np.arange(1.0, 5.0)
+    p = A.pattern
+    expected = (p.row[None, :] == np.arange(5)[:, None]) * x[p.col][None, :]
+    for jac in (tg.jacrev, tg.jacfwd):
+        J = jac(lambda B: B @ x)(A)
+        assert type(J) is ts.csr_array and J.pattern == p
+        np.testing.assert_allclose(J.data, expected, rtol=RTOL)
+    # hessian nests the pytree: d2/d data_e d data_f sum sin(Ax) = -sin(Ax)_i x_ce x_cf on one row i
+    H = tg.hessian(lambda B: tnp.sum(tnp.sin(B @ x)))(A)
+    assert type(H) is ts.csr_array and type(H.data) is ts.csr_array and H.data.pattern == p
+    same_row = p.row[:, None] == p.row[None, :]
+    hess = -np.sin(S @ x)[p.row][:, None] * x[p.col][:, None] * x[p.col][None, :] * same_row
+    np.testing.assert_allclose(H.data.data, hess, rtol=RTOL, atol=1e-15)
+
+
 def test_third_order_by_two_routes():
     """d^3/dt^3 of sum(sin(A(t) x)) with A(t)'s data = d + t v: jvp of jvp of grad against jacfwd^3 of
     the dense route."""

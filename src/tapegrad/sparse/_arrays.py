@@ -39,6 +39,8 @@ class SparseArray:
     format: str = ""
 
     def __init__(self, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
+        if not self.format:
+            raise TypeError("SparseArray is the common base: build a csr_array, csc_array or coo_array")
         if isinstance(arg1, SparseArray) or _is_scipy_sparse(arg1) or isinstance(arg1, np.ndarray):
             source = asarray(arg1) if not isinstance(arg1, SparseArray) else arg1
             converted = getattr(source, f"to{self.format}")()
@@ -50,9 +52,7 @@ class SparseArray:
         else:
             raise TypeError(f"{type(self).__name__}: expected {self._spelling()}, a SciPy sparse array or "
                             f"another tapegrad.sparse array; got {type(arg1).__name__}")
-        data = tnp.asarray(data) if isinstance(data, (list, tuple)) else data
-        if not hasattr(data, "shape"):
-            data = tnp.asarray(data)
+        data = _dense(data)
         if dtype is not None:
             data = tnp.asarray(data, dtype=dtype)
         if tuple(data.shape) != (pattern.nnz,):
