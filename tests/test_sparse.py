@@ -237,6 +237,15 @@ def test_jacobians_wrt_a_sparse_argument_stack_data():
     np.testing.assert_allclose(H.data.data, hess, rtol=RTOL, atol=1e-15)
 
 
+def test_a_parameter_holds_the_values_of_a_trainable_operator():
+    S, A = _random(seed=21)
+    values = tg.Parameter(A.data.copy(), name="values")
+    x = np.arange(4.0)
+    loss = lambda x: tnp.sum(tnp.sin(ts.csr_array((values, A.indices, A.indptr), shape=A.shape) @ x))  # noqa: E731
+    g = tg.grad(loss, grad_position=None, weights=values)(x)
+    np.testing.assert_allclose(g, np.cos(S @ x)[A.pattern.row] * x[A.indices], rtol=RTOL)
+
+
 def test_third_order_by_two_routes():
     """d^3/dt^3 of sum(sin(A(t) x)) with A(t)'s data = d + t v: jvp of jvp of grad against jacfwd^3 of
     the dense route."""
