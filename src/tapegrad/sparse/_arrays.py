@@ -108,16 +108,16 @@ class SparseArray:
 
     todense = toarray
 
-    def tocoo(self) -> coo_array:
+    def tocoo(self) -> SparseArray:
         """The COO array of the same entries in the same order (``data`` unchanged)."""
         p = self._pattern
         return self._make(self.data, Pattern("coo", p.shape, p.row, p.col))
 
-    def tocsr(self) -> csr_array:
+    def tocsr(self) -> SparseArray:
         """The canonical CSR array: entries sorted by row then column, duplicates added."""
         return self._compress("csr")
 
-    def tocsc(self) -> csc_array:
+    def tocsc(self) -> SparseArray:
         """The canonical CSC array: entries sorted by column then row, duplicates added."""
         return self._compress("csc")
 
@@ -447,7 +447,7 @@ def _gather_scatter(data, out_index, in_index, size: int, x):
     return scatter_add(values, out_index, (size,) + tuple(x.shape[1:]), dtype)
 
 
-def _union(a: SparseArray, b: SparseArray) -> csr_array:
+def _union(a: SparseArray, b: SparseArray) -> SparseArray:
     """``a + b`` on the union of their patterns, as a canonical CSR array (as SciPy returns)."""
     if a.shape != b.shape:
         raise ValueError(f"add: shapes {a.shape} and {b.shape} differ; sparse addition needs equal shapes")
