@@ -33,7 +33,8 @@ from tapegrad._backend import default_namespace, is_array, namespace_of
 from tapegrad._batching import defbatch, to_front
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind, trace_stack
 from tapegrad._jit.staging import StagingTrace
-from tapegrad._rules import defvjp_argnum, register
+from tapegrad._lowerings import NotLowerable
+from tapegrad._rules import def_lowering, defvjp_argnum, register
 from tapegrad._structural import broadcast_to, expand_dims
 
 _batch_index: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("tapegrad_batch_index", default=())
@@ -178,12 +179,19 @@ def _batched_level(vals, dims) -> tuple[list, tuple]:
                                                                                           for d in dims))
 
 
+def _host_call(ctx, *operands, **params):
+    """The compiled executor's lowering of a host call: a refusal, so the program (or loop) keeps the
+    Python executor and ``jit(f).explain`` says why."""
+    raise NotLowerable("it calls Python (a host callback), which native code cannot")
+
+
 def _debug_callback_batch(vals, dims, *, callback, batched=()):
     moved, level = _batched_level(vals, dims)
     return bind(debug_callback_p, *moved, callback=callback, batched=(level,) + batched), []
 
 
 defbatch(debug_callback_p, _debug_callback_batch)
+def_lowering(debug_callback_p, _host_call)
 
 
 def debug_callback(fn: Callable[..., Any], args: tuple, kwargs: dict, api: str) -> None:
@@ -289,6 +297,7 @@ def _widen(x, size: int, vmap_method: str):
 
 
 defbatch(pure_callback_p, _pure_callback_batch)
+def_lowering(pure_callback_p, _host_call)
 
 
 def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
