@@ -30,7 +30,7 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._backend import default_namespace, is_array, namespace_of
-from tapegrad._batching import defbatch, to_front
+from tapegrad._batching import batch_size, defbatch, to_front
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind, trace_stack
 from tapegrad._jit.staging import StagingTrace
 from tapegrad._lowerings import NotLowerable
@@ -174,9 +174,8 @@ debug_callback_p.def_abstract_eval(lambda *avals, callback, batched=(): [])
 
 def _batched_level(vals, dims) -> tuple[list, tuple]:
     """The operands with this level's batch axis at 0, and the level's ``(size, flags)``."""
-    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
-    return [v if d is None else to_front(v, d) for v, d in zip(vals, dims)], (size, tuple(d is not None
-                                                                                          for d in dims))
+    flags = tuple(d is not None for d in dims)
+    return [v if d is None else to_front(v, d) for v, d in zip(vals, dims)], (batch_size(vals, dims), flags)
 
 
 def _host_call(ctx, *operands, **params):
