@@ -25,22 +25,23 @@ except ImportError:
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own "invalid value" warnings
 
 
-@pytest.fixture
-def nans():
-    tg.config.debug_nans = True
+def _switched_on(name: str):
+    """``tg.config.<name>`` on for one test, and off again whatever the test does."""
+    setattr(tg.config, name, True)
     try:
         yield
     finally:
-        tg.config.debug_nans = False
+        setattr(tg.config, name, False)
+
+
+@pytest.fixture
+def nans():
+    yield from _switched_on("debug_nans")
 
 
 @pytest.fixture
 def infs():
-    tg.config.debug_infs = True
-    try:
-        yield
-    finally:
-        tg.config.debug_infs = False
+    yield from _switched_on("debug_infs")
 
 
 def _line_of(fn, text: str) -> int:

@@ -30,10 +30,11 @@ import numpy as np
 
 from tapegrad import _tree
 from tapegrad._backend import default_namespace, is_array, namespace_of
-from tapegrad._batching import defbatch, to_front
+from tapegrad._batching import batch_size, defbatch, to_front
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind, trace_stack
 from tapegrad._jit.staging import StagingTrace
-from tapegrad._rules import defvjp_argnum, register
+from tapegrad._lowerings import NotLowerable
+from tapegrad._rules import def_lowering, defvjp_argnum, register
 from tapegrad._structural import broadcast_to, expand_dims
 
 _batch_index: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("tapegrad_batch_index", default=())
@@ -173,9 +174,14 @@ debug_callback_p.def_abstract_eval(lambda *avals, callback, batched=(): [])
 
 def _batched_level(vals, dims) -> tuple[list, tuple]:
     """The operands with this level's batch axis at 0, and the level's ``(size, flags)``."""
-    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
-    return [v if d is None else to_front(v, d) for v, d in zip(vals, dims)], (size, tuple(d is not None
-                                                                                          for d in dims))
+    flags = tuple(d is not None for d in dims)
+    return [v if d is None else to_front(v, d) for v, d in zip(vals, dims)], (batch_size(vals, dims), flags)
+
+
+def _host_call(ctx, *operands, **params):
+    """The compiled executor's lowering of a host call: a refusal, so the program (or loop) keeps the
+    Python executor and ``jit(f).explain`` says why."""
+    raise NotLowerable("it calls Python (a host callback), which native code cannot")
 
 
 def _debug_callback_batch(vals, dims, *, callback, batched=()):
@@ -184,6 +190,7 @@ def _debug_callback_batch(vals, dims, *, callback, batched=()):
 
 
 defbatch(debug_callback_p, _debug_callback_batch)
+def_lowering(debug_callback_p, _host_call)
 
 
 def debug_callback(fn: Callable[..., Any], args: tuple, kwargs: dict, api: str) -> None:
@@ -289,6 +296,7 @@ def _widen(x, size: int, vmap_method: str):
 
 
 defbatch(pure_callback_p, _pure_callback_batch)
+def_lowering(pure_callback_p, _host_call)
 
 
 def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,

@@ -38,7 +38,8 @@ def first_bad(value) -> str | None:
     if dtype is None:
         if not isinstance(value, (float, complex)):
             return None
-        value, dtype = numpy.asarray(value), numpy.asarray(value).dtype
+        value = numpy.asarray(value)
+        dtype = value.dtype
     if numpy.dtype(dtype).kind not in "fc":
         return None
     xp = namespace_of(value)
@@ -49,6 +50,11 @@ def first_bad(value) -> str | None:
     return None
 
 
+def made(bad: str) -> str:
+    """The words for what :func:`first_bad` found: ``"a NaN"`` or ``"an infinity"``."""
+    return "a NaN" if bad == "NaN" else "an infinity"
+
+
 def check(prim, args, ans) -> None:
     """Raise ``FloatingPointError`` when a result of ``prim`` (``ans``: one result, or the list of a
     primitive with several) holds a NaN or an infinity that the config checks for."""
@@ -56,8 +62,10 @@ def check(prim, args, ans) -> None:
     for k, result in enumerate(results):
         bad = first_bad(result)
         if bad is not None:
+            pass_, rule_of = _pass()
+            where = f"the vjp rule of '{rule_of}', in the reverse pass" if rule_of else f"the {pass_} pass"
             which = f"result {k}" if prim.multiple_results else "result"
-            raise FloatingPointError(_message(prim, args, which, result, bad))
+            raise _error(bad, f"the primitive '{prim.name}'", where, args, which, result)
 
 
 def check_rule(prim, kind: str, primals, result, argnum: int | None = None) -> None:
@@ -68,25 +76,21 @@ def check_rule(prim, kind: str, primals, result, argnum: int | None = None) -> N
     for value in result if isinstance(result, list) else [result]:
         bad = first_bad(value)
         if bad is not None:
-            switch = "debug_nans" if bad == "NaN" else "debug_infs"
             what = (f"the cotangent of operand {argnum}" if kind == "vjp"
                     else "a tangent" if isinstance(result, list) and len(result) > 1 else "the tangent")
-            pass_, made = ("reverse" if kind == "vjp" else "jvp"), ("a NaN" if bad == "NaN" else "an infinity")
-            raise FloatingPointError(
-                f"tg.config.{switch}: the {kind} rule of '{prim.name}' made {made} in {what}, in the {pass_} "
-                f"pass. Operands: {', '.join(_describe(a) for a in primals)}; "
-                f"{what}: {_describe(value)}. {_user_line()} (tg.config.{switch} = False, or "
-                f"TAPEGRAD_{switch.upper()}=0, turns the check off.)")
+            pass_ = "reverse" if kind == "vjp" else "jvp"
+            raise _error(bad, f"the {kind} rule of '{prim.name}'", f"{what}, in the {pass_} pass", primals, what,
+                         value)
 
 
-def _message(prim, args, which: str, result, bad: str) -> str:
-    pass_, rule_of = _pass()
-    where = f"the vjp rule of '{rule_of}', in the reverse pass" if rule_of else f"the {pass_} pass"
-    operands = ", ".join(_describe(a) for a in args) or "none"
+def _error(bad: str, subject: str, where: str, operands, which: str, value) -> FloatingPointError:
+    """The error both checks raise: what made the value, where, the operands, the value, the user's line
+    and the switch that turns the check off."""
     switch = "debug_nans" if bad == "NaN" else "debug_infs"
-    return (f"tg.config.{switch}: the primitive '{prim.name}' made {'a NaN' if bad == 'NaN' else 'an infinity'} "
-            f"in {where}. Operands: {operands}; {which}: {_describe(result)}. {_user_line()}"
-            f" (tg.config.{switch} = False, or TAPEGRAD_{switch.upper()}=0, turns the check off.)")
+    return FloatingPointError(
+        f"tg.config.{switch}: {subject} made {made(bad)} in {where}. Operands: "
+        f"{', '.join(_describe(a) for a in operands) or 'none'}; {which}: {_describe(value)}. {_user_line()} "
+        f"(tg.config.{switch} = False, or TAPEGRAD_{switch.upper()}=0, turns the check off.)")
 
 
 def _describe(x) -> str:

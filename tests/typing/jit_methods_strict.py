@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from typing_extensions import assert_type
 
 import tapegrad as tg
@@ -13,12 +14,12 @@ class Model:
         self.scale = scale
 
     @tg.jit
-    def apply(self, x: np.ndarray, shift: float) -> np.ndarray:
+    def apply(self, x: npt.NDArray[np.float64], shift: float) -> npt.NDArray[np.float64]:
         return x * self.scale + shift
 
 
-def use() -> np.ndarray:
+def use() -> npt.NDArray[np.float64]:
     model = Model(2.0)
     out = model.apply(np.ones(2), 1.0)
-    assert_type(out, np.ndarray)
+    assert_type(out, npt.NDArray[np.float64])
     return out

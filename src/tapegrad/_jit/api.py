@@ -23,7 +23,7 @@ from tapegrad._jit.program import Program
 from tapegrad._jit.staging import abstractify, stage
 from tapegrad._owned import owned
 from tapegrad._params import recasts, write_back
-from tapegrad._value_checks import first_bad
+from tapegrad._value_checks import first_bad, made
 
 _SCALARS = (bool, int, float, complex)
 P = ParamSpec("P")
@@ -269,8 +269,7 @@ def _check_outputs(outs, n_out: int) -> None:
         bad = first_bad(out)
         if bad is not None:
             what = f"output {k}" if k < n_out else f"the new value of Parameter {k - n_out} it writes"
-            raise _BadOutput(f"{what} holds {'a NaN' if bad == 'NaN' else 'an infinity'} (shape "
-                             f"{tuple(out.shape)}, {out.dtype})")
+            raise _BadOutput(f"{what} holds {made(bad)} (shape {np.shape(out)}, {np.result_type(out)})")
 
 
 DEFAULT_CACHE_SIZE = 128
