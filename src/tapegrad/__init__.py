@@ -28,17 +28,17 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use, spelled out fo
     from tapegrad._jit import jit, make_program
     from tapegrad._serialization import load, load_checkpoint, save, save_checkpoint
     from tapegrad._sparse_jacobians import sparse_hessian, sparse_jacfwd, sparse_jacrev
+    from tapegrad._sparsity import hessian_sparsity, jacobian_sparsity
     from tapegrad._vmap_api import vmap
 
 __all__ = [
-    "Array",
-    "Parameter", "ParameterTuple", "ShapeDtypeStruct", "blas_threads", "checkpoint", "cond", "config", "custom_jvp",
-    "custom_linear_solve", "custom_root", "custom_vjp", "debug", "distributed", "errors", "extend", "flatten_util",
-    "fori_loop", "get_grad", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "load",
-    "load_checkpoint", "make_program", "map", "nn", "numpy", "optim", "pure_callback", "random", "save",
-    "save_checkpoint", "scan", "scipy", "set_backend", "set_blas_threads", "sparse", "sparse_hessian", "sparse_jacfwd",
-    "sparse_jacrev", "stop_gradient", "switch", "testing",
-    "tree", "value_and_grad", "vmap", "vjp", "while_loop"
+    "Array", "Parameter", "ParameterTuple", "ShapeDtypeStruct", "blas_threads", "checkpoint", "cond", "config",
+    "custom_jvp", "custom_linear_solve", "custom_root", "custom_vjp", "debug", "distributed", "errors", "extend",
+    "flatten_util", "fori_loop", "get_grad", "grad", "hessian", "hessian_sparsity", "hvp", "jacfwd",
+    "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "linearize", "load", "load_checkpoint", "make_program",
+    "map", "nn", "numpy", "optim", "pure_callback", "random", "save", "save_checkpoint", "scan", "scipy",
+    "set_backend", "set_blas_threads", "sparse", "sparse_hessian", "sparse_jacfwd", "sparse_jacrev",
+    "stop_gradient", "switch", "testing", "tree", "value_and_grad", "vmap", "vjp", "while_loop"
 ]
 
 # imported on first use (PEP 562), so that `import tapegrad` stays a small fraction of NumPy's own import:
@@ -52,7 +52,8 @@ _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dic
     "_control_flow"),
     **dict.fromkeys(("load", "load_checkpoint", "save", "save_checkpoint"), "_serialization"),
     **dict.fromkeys(("ShapeDtypeStruct", "pure_callback"), "_callback"),
-    **dict.fromkeys(("sparse_hessian", "sparse_jacfwd", "sparse_jacrev"), "_sparse_jacobians")}
+    **dict.fromkeys(("sparse_hessian", "sparse_jacfwd", "sparse_jacrev"), "_sparse_jacobians"),
+    **dict.fromkeys(("hessian_sparsity", "jacobian_sparsity"), "_sparsity")}
 # a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
 defer_registrations("scipy", f"{__name__}.scipy")
 # extend.primitives() imports these first: the lazy modules that declare primitives
