@@ -45,22 +45,35 @@ class ArrayOperators:
         def carries_derivative(self) -> bool: ...
         def __len__(self) -> int: ...
 
-    # arithmetic
-    def __add__(self, other): return bind(ew.add_p, self, other)
+    # arithmetic. An operand whose class sets ``__array_ufunc__ = None`` (a tapegrad.sparse array) opts out
+    # of NumPy's protocols (NEP 13): the forward operator returns NotImplemented, so its reflected method
+    # (``A.__rmatmul__`` for ``y @ A``) runs. One getattr on the type: this is the hottest path.
+    def __add__(self, other):
+        return NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None else bind(ew.add_p, self, other)
     def __radd__(self, other): return bind(ew.add_p, other, self)
-    def __sub__(self, other): return bind(ew.subtract_p, self, other)
+    def __sub__(self, other):
+        return (NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None
+                else bind(ew.subtract_p, self, other))
     def __rsub__(self, other): return bind(ew.subtract_p, other, self)
-    def __mul__(self, other): return bind(ew.multiply_p, self, other)
+    def __mul__(self, other):
+        return (NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None
+                else bind(ew.multiply_p, self, other))
     def __rmul__(self, other): return bind(ew.multiply_p, other, self)
-    def __truediv__(self, other): return bind(ew.divide_p, self, other)
+    def __truediv__(self, other):
+        return (NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None
+                else bind(ew.divide_p, self, other))
     def __rtruediv__(self, other): return bind(ew.divide_p, other, self)
-    def __floordiv__(self, other): return floor_divide(self, other)
+    def __floordiv__(self, other):
+        return NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None else floor_divide(self, other)
     def __rfloordiv__(self, other): return floor_divide(other, self)
-    def __mod__(self, other): return uf.remainder(self, other)
+    def __mod__(self, other):
+        return NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None else uf.remainder(self, other)
     def __rmod__(self, other): return uf.remainder(other, self)
-    def __pow__(self, other): return bind(ew.power_p, self, other)
+    def __pow__(self, other):
+        return NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None else bind(ew.power_p, self, other)
     def __rpow__(self, other): return bind(ew.power_p, other, self)
-    def __matmul__(self, other): return _linalg.matmul(self, other)
+    def __matmul__(self, other):
+        return NotImplemented if getattr(type(other), "__array_ufunc__", 0) is None else _linalg.matmul(self, other)
     def __rmatmul__(self, other): return _linalg.matmul(other, self)
     def __neg__(self): return bind(ew.negative_p, self)
     def __pos__(self): return self
