@@ -28,7 +28,7 @@ from _timing import format_table, interleaved, met, standalone_main  # noqa: E40
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
-from tapegrad._sparse_jacobians import _color_columns, _pattern  # noqa: E402
+from tapegrad._colouring import color_columns, pattern_of  # noqa: E402
 
 EVAL, FWD, FWD1, REV, DENSE = (
     "one evaluation", "sparse_jacfwd", "sparse_jacfwd(chunk_size=1)", "sparse_jacrev", "dense jacfwd")
@@ -55,7 +55,7 @@ def _size(k: int, quick: bool):
     colouring_s = time.perf_counter() - t0
     fwd1 = tg.sparse_jacfwd(stencil, pattern, chunk_size=1)
     rev = tg.sparse_jacrev(stencil, pattern)
-    colours = int(_color_columns(_pattern(pattern, "bench")).max()) + 1
+    colours = int(color_columns(pattern_of(pattern, "bench")).max()) + 1
     contestants = {EVAL: lambda: stencil(u), FWD: lambda: fwd(u), FWD1: lambda: fwd1(u), REV: lambda: rev(u)}
     if k == SIZES[0]:  # the dense route for scale, at a size it can hold (timed beside this size's others)
         small = u[:DENSE_SIDE, :DENSE_SIDE]

@@ -1,6 +1,7 @@
-"""sparse_jacfwd, sparse_jacrev and sparse_hessian for a given pattern: the colourings are valid, the
-five-point stencil takes 5 colours, and the recovered Jacobians equal the dense ones (tg.jacfwd,
-tg.jacrev, tg.hessian) entry for entry, with exactly the pattern's entries stored."""
+"""sparse_jacfwd, sparse_jacrev and sparse_hessian for a given pattern: the colourings are valid (column
+colourings proper, star colourings with no two-coloured path on four vertices), the five-point stencil
+takes 5 colours, and the recovered Jacobians and Hessians equal the dense ones (tg.jacfwd, tg.jacrev,
+tg.hessian) entry for entry, with exactly the pattern's entries stored."""
 import numpy as np
 import pytest
 
@@ -8,7 +9,9 @@ sp = pytest.importorskip("scipy.sparse")
 
 import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
-from tapegrad._sparse_jacobians import _color_columns, _pattern  # noqa: E402
+from tapegrad._colouring import color_columns as _color_columns  # noqa: E402
+from tapegrad._colouring import pattern_of as _pattern  # noqa: E402
+from tapegrad._colouring import star_colouring, symmetric_gather  # noqa: E402
 
 
 def stencil_pattern(k: int):
@@ -259,3 +262,144 @@ def test_sparse_hessian_in_chunks():
     pattern = banded_pattern(9, 2, 2)
     assert_recovered(tg.sparse_hessian(objective, pattern, chunk_size=2)(x), np.asarray(tg.hessian(objective)(x)),
                      pattern, 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Star colouring and symmetric recovery (sparse_hessian)
+
+def arrow_pattern(n: int):
+    """The diagonal, the first row and the first column: column colouring needs n colours, star 2."""
+    mask = np.eye(n, dtype=bool)
+    mask[0] = mask[:, 0] = True
+    return mask
+
+
+def random_symmetric_pattern(n: int, density: float, seed: int):
+    mask = np.random.default_rng(seed).random((n, n)) < density
+    return mask | mask.T | np.eye(n, dtype=bool)
+
+
+SYMMETRIC = {
+    "band 1": lambda: banded_pattern(15, 1, 1),
+    "band 3": lambda: banded_pattern(20, 3, 3),
+    "arrow": lambda: arrow_pattern(12),
+    "arrow and band": lambda: arrow_pattern(12) | banded_pattern(12, 1, 1).toarray(),
+    "stencil": lambda: stencil_pattern(4),
+    "random": lambda: random_symmetric_pattern(25, 0.1, 0),
+    "random dense": lambda: random_symmetric_pattern(20, 0.3, 1),
+}
+
+
+def assert_star(pattern, colours):
+    """Adjacent vertices differ, and no path on four vertices a - b - c - d is two-coloured (colour of a
+    equal to c's and b's equal to d's): every such path is enumerated."""
+    pattern = _pattern(pattern, "test")
+    neighbours = [set(pattern.indices[pattern.indptr[v]:pattern.indptr[v + 1]].tolist()) - {v}
+                  for v in range(pattern.shape[0])]
+    for a, near in enumerate(neighbours):
+        for b in near:
+            assert colours[a] != colours[b], f"adjacent {a} and {b} share colour {colours[a]}"
+            for c in neighbours[b] - {a}:
+                for d in neighbours[c] - {a, b}:
+                    assert not (colours[a] == colours[c] and colours[b] == colours[d]), \
+                        f"the path {a} - {b} - {c} - {d} is two-coloured"
+
+
+def test_the_star_check_can_fail():
+    """A proper colouring of a path on four vertices with two colours is not a star colouring."""
+    path = banded_pattern(4, 1, 1)
+    assert_proper_adjacency = np.array([0, 1, 0, 1])
+    with pytest.raises(AssertionError, match="two-coloured"):
+        assert_star(path, assert_proper_adjacency)
+    with pytest.raises(AssertionError, match="share colour"):
+        assert_star(path, np.array([0, 0, 1, 2]))
+
+
+@pytest.mark.parametrize("name", SYMMETRIC)
+def test_star_colourings_are_star(name):
+    pattern = _pattern(SYMMETRIC[name](), "test")
+    colours = star_colouring(pattern)
+    assert colours.shape == (pattern.shape[0],) and colours.min() == 0
+    assert_star(pattern, colours)
+    assert colours.max() <= _color_columns(pattern).max()  # never more colours than column colouring
+
+
+@pytest.mark.parametrize("half", [1, 2, 3, 5])
+def test_star_colouring_of_a_band_takes_no_more_than_column_colouring(half):
+    """A band of half-bandwidth b: both take 2b + 1 (no direct recovery can do with fewer: an exhaustive
+    search for b = 2, 3 finds no star colouring with 2b colours)."""
+    pattern = _pattern(banded_pattern(60, half, half), "test")
+    star, column = star_colouring(pattern).max() + 1, _color_columns(pattern).max() + 1
+    assert star <= column == 2 * half + 1
+
+
+def test_star_colouring_of_an_arrow_takes_two():
+    pattern = _pattern(arrow_pattern(30), "test")
+    assert star_colouring(pattern).max() + 1 == 2
+    assert _color_columns(pattern).max() + 1 == 30
+
+
+def test_symmetric_recovery_refuses_a_colouring_that_is_not_star():
+    with pytest.raises(ValueError, match="not a star colouring"):
+        symmetric_gather(_pattern(banded_pattern(4, 1, 1), "test"), np.array([0, 1, 0, 1]))
+
+
+def pairwise_objective(pattern, seed: int):
+    """sum over the pattern's pairs i < j of a_ij sin(x_i x_j), plus sum x^4 / 4 + x_0 sum cos(x) when the
+    first row is in the pattern: a Hessian on the pattern (and the diagonal)."""
+    mask = np.triu(np.asarray(pattern.toarray() if sp.issparse(pattern) else pattern, dtype=float), 1)
+    a = mask * np.random.default_rng(seed).uniform(0.5, 1.5, mask.shape)
+    dense_first_row = bool(mask[0, 1:].all())
+
+    def objective(x):
+        value = tnp.sum(a * tnp.sin(x[:, None] * x[None, :])) + tnp.sum(x ** 4) / 4
+        return value + x[0] * tnp.sum(tnp.cos(x[1:])) if dense_first_row else value
+    return objective
+
+
+@pytest.mark.parametrize("colouring", ["star", "column"])
+@pytest.mark.parametrize("name", SYMMETRIC)
+def test_sparse_hessian_equals_the_dense_hessian(name, colouring):
+    pattern = SYMMETRIC[name]()
+    objective = pairwise_objective(pattern, seed=12)
+    x = np.random.default_rng(13).standard_normal(_pattern(pattern, "test").shape[0])
+    hess = tg.sparse_hessian(objective, pattern, colouring=colouring)(x)
+    assert_recovered(hess, np.asarray(tg.hessian(objective)(x)), pattern, 1e-12)
+    if colouring == "star":
+        assert abs(hess - hess.T).max() == 0  # each pair read once: exactly symmetric
+
+
+def test_star_hessian_under_jit_in_chunks_and_on_a_2d_input():
+    pattern = stencil_pattern(4)
+    objective = pairwise_objective(pattern, seed=14)
+    x = np.random.default_rng(15).standard_normal((4, 4))
+    flat_objective = lambda u: objective(tnp.reshape(u, (-1,)))
+    dense = np.asarray(tg.hessian(objective)(x.ravel()))
+    for hess_fn in (tg.sparse_hessian(tg.jit(flat_objective), pattern), tg.sparse_hessian(flat_objective, pattern,
+                                                                                          chunk_size=2)):
+        for _ in range(2):
+            assert_recovered(hess_fn(x), dense, pattern, 1e-12)
+
+
+def test_star_hessian_float32():
+    pattern = arrow_pattern(8)
+    objective = pairwise_objective(pattern, seed=16)
+    x = np.random.default_rng(17).standard_normal(8).astype(np.float32)
+    hess = tg.sparse_hessian(objective, pattern)(x)
+    assert hess.dtype == np.float32
+    assert_recovered(hess, np.asarray(tg.hessian(objective)(x)), pattern, 50 * np.finfo(np.float32).eps)
+
+
+def test_star_hessian_checks_the_pattern():
+    """An arrow Hessian given a tridiagonal pattern (3 colours): row 0 of the product holds a colour none
+    of its listed entries has."""
+    objective = pairwise_objective(arrow_pattern(6), seed=18)
+    with pytest.raises(ValueError, match="does not list"):
+        tg.sparse_hessian(objective, banded_pattern(6, 1, 1))(np.linspace(0.1, 0.6, 6))
+
+
+def test_sparse_hessian_options_are_checked():
+    with pytest.raises(ValueError, match="colouring must be 'star'"):
+        tg.sparse_hessian(lambda x: tnp.sum(x), np.eye(3, dtype=bool), colouring="acyclic")
+    with pytest.raises(TypeError, match="check_pattern must be a bool"):
+        tg.sparse_hessian(lambda x: tnp.sum(x), np.eye(3, dtype=bool), check_pattern="yes")

@@ -9,122 +9,79 @@ jvp passes as column colours (``sparse_jacfwd``), or as many vjp passes as row c
 passes are batched: ``fn`` runs once (``linearize`` or ``vjp``) and ``vmap`` sweeps the seed matrix,
 as :func:`tapegrad.jacfwd` sweeps the identity.
 
-The colouring is DSATUR (Brélaz 1979), greedy by saturation (the number of colours already next to a
-vertex), then degree, on the column intersection graph (columns ``j`` and ``k`` are adjacent when some
-row holds both: the pattern of ``SᵀS``). It is short, needs only SciPy, and finds 5 colours for the
-2-D five-point stencil, the optimum; greedy largest-first (networkx's default, SciPy's private
-``group_columns`` in natural order) finds 7 there. networkx's own DSATUR is not a dependency and is
-quadratic in practice (0.8 s for 900 columns), so it is written here with a heap.
+The colourings live in :mod:`tapegrad._colouring`: DSATUR (Brélaz 1979) on the column (row)
+intersection graph for Jacobians, 5 colours for the 2-D five-point stencil, the optimum, where greedy
+largest-first (networkx's default, SciPy's private ``group_columns``) finds 7; and for Hessians a star
+colouring with symmetric direct recovery, which never takes more colours than column colouring and often
+far fewer.
 
-The pattern is given (detecting it by tracing is a later piece of the same issue): a Boolean array or
-a SciPy sparse array/matrix of shape ``(out.size, x.size)``; its stored entries are the positions
-kept (explicit zeros stored in a sparse pattern count as entries). Results are SciPy ``csr_array``s
-with exactly the pattern's entries, in its canonical order.
+The pattern is given: a Boolean array or a SciPy sparse array/matrix of shape ``(out.size, x.size)``; its
+stored entries are the positions kept (explicit zeros stored in a sparse pattern count as entries).
+Results are SciPy ``csr_array``s with exactly the pattern's entries, in its canonical order; on CuPy,
+``cupyx.scipy.sparse.csr_matrix`` (``tapegrad._backend.scipy_module``'s convention), the values gathered
+on the device from the compressed Jacobian, the colouring and the gather indices made on the host once.
 """
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tapegrad._api import _differentiable_leaf, grad, linearize, vjp
-from tapegrad._backend import namespace_of
+from tapegrad._backend import namespace_of, scipy_module, to_host
+from tapegrad._colouring import color_columns, pattern_of, star_colouring, symmetric_gather
 from tapegrad._core import Tracer
 from tapegrad._structural import reshape
 
 
-def _pattern(sparsity, api: str):
-    """``sparsity`` as a canonical Boolean ``csr_array`` (sorted indices, no duplicates): its stored
-    entries are the positions a Jacobian may hold."""
-    import scipy.sparse as sp  # SciPy is needed here only: `import tapegrad` stays without it
-    if sp.issparse(sparsity):
-        pattern = sp.csr_array(sparsity, copy=True)
-        pattern.data = np.ones(pattern.nnz, dtype=bool)  # a stored zero is still a position of the pattern
-    else:
-        dense = np.asarray(sparsity)
-        if dense.ndim != 2 or dense.dtype != bool:
-            raise TypeError(f"{api}: sparsity must be a scipy.sparse array or matrix or a 2-D Boolean array of "
-                            f"shape (out.size, x.size), got {type(sparsity).__name__} with dtype {dense.dtype} "
-                            f"and shape {dense.shape}; pass e.g. jacobian != 0 or scipy.sparse.csr_array(mask)")
-        pattern = sp.csr_array(dense)
-    pattern.sum_duplicates()  # also sorts the indices: the layout the result shares
-    return pattern
-
-
-def _dsatur(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """A proper colouring of the graph with adjacency lists ``indices[indptr[v]:indptr[v + 1]]`` (self
-    loops ignored) by DSATUR: the next vertex is the uncoloured one with the most distinct colours
-    among its neighbours (ties: the higher degree, then the lower index), given the smallest colour
-    none of them has. A heap with lazy deletion keeps it O(E log V)."""
-    n = len(indptr) - 1
-    ptr, adj = indptr.tolist(), indices.tolist()
-    degree = np.diff(indptr).tolist()
-    colour = [-1] * n
-    near: list[set[int]] = [set() for _ in range(n)]  # colours of each vertex's coloured neighbours
-    heap = [(0, -degree[v], v) for v in range(n)]
-    heapq.heapify(heap)
-    while heap:
-        neg_saturation, _, v = heapq.heappop(heap)
-        if colour[v] >= 0 or -neg_saturation != len(near[v]):
-            continue  # coloured already, or an entry superseded by a later push
-        c = 0
-        while c in near[v]:
-            c += 1
-        colour[v] = c
-        for u in adj[ptr[v]:ptr[v + 1]]:
-            if colour[u] < 0 and c not in near[u]:
-                near[u].add(c)
-                heapq.heappush(heap, (-len(near[u]), -degree[u], u))
-    return np.asarray(colour, dtype=np.intp)
-
-
-def _color_columns(pattern) -> np.ndarray:
-    """A colour (0, 1, ...) for each column of the Boolean sparse ``pattern`` such that no two columns of
-    one colour have an entry in the same row, by DSATUR on the column intersection graph (``SᵀS``)."""
-    import scipy.sparse as sp
-    s = sp.csr_array(pattern, dtype=np.int32)  # int: a Boolean product would be fine, but SciPy upcasts anyway
-    s.data[:] = 1
-    graph = (s.T @ s).tocsr()
-    return _dsatur(graph.indptr, graph.indices)
-
-
-def _seeds(colours: np.ndarray, dtype) -> np.ndarray:
-    """The seed matrix as a batch: row ``k`` is the sum of the basis vectors of colour ``k``."""
-    count = int(colours.max()) + 1 if colours.size else 0
-    seeds = np.zeros((count, colours.size), dtype=dtype)
-    seeds[colours, np.arange(colours.size)] = 1
-    seeds.flags.writeable = False  # kept for the next call (_Compressed.seeds)
-    return seeds
-
-
 class _Compressed:
-    """A pattern, its colouring, and where each entry of the pattern lies in the compressed Jacobian
-    (colours x positions, read as one flat array): all computed once per pattern, not per call."""
+    """A pattern, its colouring, and where each of its entries lies in the compressed Jacobian (colours x
+    positions, read as one flat array): computed once per pattern, on the host, not per call.
 
-    def __init__(self, pattern, by_rows: bool):
-        self.pattern = pattern
-        self.by_rows = by_rows
+    ``kind`` is ``"column"`` (forward mode: ``compressed[k, i] = J[i, j]`` for the ``j`` of colour ``k``),
+    ``"row"`` (reverse mode: ``compressed[k, j] = J[i, j]`` for the ``i`` of colour ``k``) or ``"star"``
+    (a symmetric Hessian, forward over reverse: ``compressed[k, i] = (H S)[i, k]``, each entry read from
+    its own row or from its transpose's).
+    """
+
+    def __init__(self, pattern, kind: str):
+        self.pattern, self.kind, self.by_rows = pattern, kind, kind == "row"
         rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
-        # forward: compressed[k, i] = J[i, j] for j of colour k; reverse: compressed[k, j] = J[i, j] for i of colour k
-        self.colours = _color_columns(pattern.T if by_rows else pattern)
+        if kind == "star":
+            self.colours = star_colouring(pattern)
+        else:
+            self.colours = color_columns(pattern.T if self.by_rows else pattern)
         self.count = int(self.colours.max()) + 1 if self.colours.size else 0
-        self.width = pattern.shape[1] if by_rows else pattern.shape[0]
-        colour, position = (self.colours[rows], pattern.indices) if by_rows else \
-            (self.colours[pattern.indices], rows)
-        self.gather = colour * self.width + position  # flat index of each entry, in the pattern's layout
-        # compressed entries no pattern entry claims: zero unless the pattern misses a non-zero
-        self.unclaimed = np.setdiff1d(np.arange(self.count * self.width), self.gather, assume_unique=False)
-        self._seeds: dict[np.dtype, np.ndarray] = {}
+        self.width = pattern.shape[1] if self.by_rows else pattern.shape[0]
+        # the compressed entry each pattern entry is summed into (forward and star alike: H S is a product)
+        claimed = self.colours[rows] * self.width + pattern.indices if self.by_rows else \
+            self.colours[pattern.indices] * self.width + rows
+        self.gather = symmetric_gather(pattern, self.colours) if kind == "star" else claimed
+        # compressed entries no pattern entry is summed into: zero unless the pattern misses a non-zero
+        self.unclaimed = np.setdiff1d(np.arange(self.count * self.width), claimed)
+        self._seeds: dict[tuple, Any] = {}
+        self._indices: dict[Any, tuple] = {}
 
-    def seeds(self, dtype) -> np.ndarray:
-        """The seed matrix of this colouring in ``dtype``, made on the first call with that dtype."""
-        dtype = np.dtype(dtype)
-        if dtype not in self._seeds:
-            self._seeds[dtype] = _seeds(self.colours, dtype)
-        return self._seeds[dtype]
+    def seeds(self, xp, dtype):
+        """The seed matrix of this colouring, ``(colours, positions)`` in ``dtype`` on ``xp``'s device: row
+        ``k`` the sum of the basis vectors of colour ``k``; made on the first call with that dtype."""
+        key = (xp, np.dtype(dtype))
+        if key not in self._seeds:
+            seeds = np.zeros((self.count, self.colours.size), dtype=dtype)
+            seeds[self.colours, np.arange(self.colours.size)] = 1
+            seeds.flags.writeable = False  # kept for the next call
+            self._seeds[key] = seeds if xp is np else xp.asarray(seeds)
+        return self._seeds[key]
+
+    def indices(self, xp) -> tuple:
+        """``(gather, unclaimed, indices, indptr)`` on ``xp``'s device, copied there once: the colouring
+        runs on the host, the values stay on the device."""
+        if xp not in self._indices:
+            arrays = (self.gather, self.unclaimed, self.pattern.indices, self.pattern.indptr)
+            self._indices[xp] = arrays if xp is np else tuple(xp.asarray(a) for a in arrays)
+        return self._indices[xp]
 
 
 def _flat_fn(fn, x, args, kwargs):
@@ -143,33 +100,40 @@ def _check_shape(compressed, out_size: int, in_size: int, api: str):
                          f"pattern of that shape (rows: the flattened output, columns: the flattened input)")
 
 
-def _check_unclaimed(compressed, values, api: str):
-    """Raise where the compressed Jacobian holds a non-zero that no entry of the pattern claims: the
-    pattern misses a non-zero there (the misses that land on a claimed position cannot be seen)."""
-    stray = compressed.unclaimed[values.reshape(-1)[compressed.unclaimed] != 0]
-    if stray.size:
-        k, i = divmod(int(stray[0]), compressed.width)
-        members = np.flatnonzero(compressed.colours == k)[:8].tolist()
-        more = "..." if len(members) == 8 else ""
-        where = f"column {i}, in one of the rows {members}{more}" if compressed.by_rows else \
-            f"row {i}, in one of the columns {members}{more}"
-        raise ValueError(f"{api}: the Jacobian has a non-zero that the sparsity pattern does not list, at {where} "
-                         f"({stray.size} such compressed entries in all); pass a pattern that contains every "
-                         f"non-zero (a superset is fine), or check_pattern=False to drop them unchecked")
+def _check_unclaimed(compressed, flat, unclaimed, api: str):
+    """Raise where the compressed Jacobian ``flat`` holds a non-zero that no entry of the pattern is summed
+    into: the pattern misses a non-zero there (the misses that land on a claimed position cannot be
+    seen). On a device, one Boolean comes to the host; the positions only when there is an error."""
+    stray = flat[unclaimed] != 0
+    if not bool(stray.any()):
+        return
+    stray = compressed.unclaimed[to_host(stray)]
+    k, i = divmod(int(stray[0]), compressed.width)
+    members = np.flatnonzero(compressed.colours == k)[:8].tolist()
+    more = "..." if len(members) == 8 else ""
+    where = f"column {i}, in one of the rows {members}{more}" if compressed.by_rows else \
+        f"row {i}, in one of the columns {members}{more}"
+    raise ValueError(f"{api}: the Jacobian has a non-zero that the sparsity pattern does not list, at {where} "
+                     f"({stray.size} such compressed entries in all); pass a pattern that contains every "
+                     f"non-zero (a superset is fine), or check_pattern=False to drop them unchecked")
 
 
 def _to_csr(compressed, values, api: str, check_pattern: bool):
     """The pattern's entries read from the compressed Jacobian ``values`` (colours x positions), as a
-    SciPy ``csr_array`` sharing the pattern's layout."""
-    import scipy.sparse as sp
+    SciPy ``csr_array`` sharing the pattern's layout, or on CuPy a ``cupyx.scipy.sparse.csr_matrix`` (the
+    values never leave the device)."""
     _refuse_traced(values, api)
-    if namespace_of(values) is not np:
-        raise NotImplementedError(f"{api}: only NumPy arrays for now (the result is a scipy.sparse array); "
-                                  f"pass x as a NumPy array")
+    xp = namespace_of(values)
+    gather, unclaimed, indices, indptr = compressed.indices(xp)
+    flat = values.reshape(-1)
     if check_pattern:
-        _check_unclaimed(compressed, values, api)
-    p = compressed.pattern
-    return sp.csr_array((values.reshape(-1)[compressed.gather], p.indices.copy(), p.indptr.copy()), shape=p.shape)
+        _check_unclaimed(compressed, flat, unclaimed, api)
+    shape = compressed.pattern.shape
+    if xp is np:
+        import scipy.sparse as sp
+        return sp.csr_array((flat[gather], indices.copy(), indptr.copy()), shape=shape)
+    # cupyx.scipy.sparse has csr_matrix (no csr_array); copies, so that the cached indices stay ours
+    return scipy_module(xp, "sparse").csr_matrix((flat[gather], indices.copy(), indptr.copy()), shape=shape)
 
 
 def _sweep(fn, seeds: np.ndarray, chunk_size: int | None, empty, api: str):
@@ -232,7 +196,8 @@ def sparse_jacfwd(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
     Returns:
         A function of ``(x, *args, **kwargs)`` returning a ``scipy.sparse.csr_array`` of shape
         ``(out.size, x.size)`` holding exactly the pattern's entries (in its sorted layout), of the
-        dtype of ``fn``'s tangent output (``x``'s dtype for a float ``fn``). NumPy arrays only; the
+        dtype of ``fn``'s tangent output (``x``'s dtype for a float ``fn``); for a CuPy ``x``, a
+        ``cupyx.scipy.sparse.csr_matrix`` on its device (the values are not copied to the host). The
         result is a SciPy array, so the call cannot run under grad, vmap or jit itself, but ``fn`` may
         be jitted (``sparse_jacfwd(tg.jit(f), S)``).
 
@@ -256,17 +221,22 @@ def sparse_jacfwd(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
                [0., 0., 0., 5., 4.]])
     """
     _check_options(check_pattern, chunk_size, "sparse_jacfwd")
-    compressed = _Compressed(_pattern(sparsity, "sparse_jacfwd"), by_rows=False)
+    return _forward(fn, _Compressed(pattern_of(sparsity, "sparse_jacfwd"), "column"), check_pattern, chunk_size,
+                    "sparse_jacfwd")
 
+
+def _forward(fn, compressed, check_pattern: bool, chunk_size: int | None, api: str):
+    """The transform ``x -> J(x)`` of ``fn`` by forward mode on ``compressed``'s colouring (column or star)."""
     @functools.wraps(fn)
     def jac_fn(x, *args, **kwargs):
-        x = _differentiable_leaf(x, "sparse_jacfwd: x", "pass x as a float array")
+        x = _differentiable_leaf(x, f"{api}: x", "pass x as a float array")
         flat = reshape(x, (-1,)) if x.ndim != 1 else x
         out, jvp_fn = linearize(_flat_fn(fn, x, args, kwargs), flat)
-        _check_shape(compressed, out.size, flat.size, "sparse_jacfwd")
-        values = _sweep(jvp_fn, compressed.seeds(x.dtype), chunk_size,
-                        np.zeros((0, out.size), dtype=out.dtype), "sparse_jacfwd")
-        return _to_csr(compressed, values, "sparse_jacfwd", check_pattern)
+        _check_shape(compressed, out.size, flat.size, api)
+        xp = namespace_of(out)
+        values = _sweep(jvp_fn, compressed.seeds(xp, x.dtype), chunk_size, xp.zeros((0, out.size), dtype=out.dtype),
+                        api)
+        return _to_csr(compressed, values, api, check_pattern)
     return jac_fn
 
 
@@ -295,7 +265,7 @@ def sparse_jacrev(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
         As :func:`sparse_jacfwd`.
     """
     _check_options(check_pattern, chunk_size, "sparse_jacrev")
-    compressed = _Compressed(_pattern(sparsity, "sparse_jacrev"), by_rows=True)
+    compressed = _Compressed(pattern_of(sparsity, "sparse_jacrev"), "row")
 
     @functools.wraps(fn)
     def jac_fn(x, *args, **kwargs):
@@ -303,41 +273,58 @@ def sparse_jacrev(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
         flat = reshape(x, (-1,)) if x.ndim != 1 else x
         out, vjp_fn = vjp(_flat_fn(fn, x, args, kwargs), flat)
         _check_shape(compressed, out.size, flat.size, "sparse_jacrev")
-        values = _sweep(lambda u: vjp_fn(u)[0], compressed.seeds(out.dtype), chunk_size,
-                        np.zeros((0, flat.size), dtype=x.dtype), "sparse_jacrev")
+        xp = namespace_of(out)
+        values = _sweep(lambda u: vjp_fn(u)[0], compressed.seeds(xp, out.dtype), chunk_size,
+                        xp.zeros((0, flat.size), dtype=x.dtype), "sparse_jacrev")
         return _to_csr(compressed, values, "sparse_jacrev", check_pattern)
     return jac_fn
 
 
-def sparse_hessian(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool = True,
+_COLOURINGS = ("star", "column")
+
+
+def sparse_hessian(fn: Callable[..., Any], sparsity: Any, *, colouring: str = "star", check_pattern: bool = True,
                    chunk_size: int | None = None) -> Callable[..., Any]:
     """The Hessian of the scalar function ``fn`` with respect to its first argument, for a known
-    symmetric sparsity pattern: :func:`sparse_jacfwd` of ``tg.grad(fn)``, forward over reverse.
+    symmetric sparsity pattern, in as many Hessian-vector products (forward over reverse) as colours.
 
-    The colouring is **column** colouring of the Hessian's pattern, as for any Jacobian; it does not
-    exploit symmetry (star colouring, which can need fewer passes, e.g. about half for a wide band, is
-    not implemented). Each pass is one Hessian-vector product; a banded Hessian of half-bandwidth
-    ``b`` takes ``2b + 1`` passes, whatever its size.
+    ``colouring="star"`` (the default) exploits symmetry: a star colouring of the pattern's adjacency
+    graph (Gebremedhin, Manne and Pothen, SIAM Review 2005: adjacent vertices differ and every path on
+    four vertices has three colours) lets each ``H[i, j]`` be read from ``H S`` in row ``i`` at ``j``'s
+    colour when ``j`` is the only vertex of that colour in row ``i``, else in row ``j`` at ``i``'s colour
+    (symmetric direct recovery). It never needs more colours than column colouring, and often far
+    fewer: 2 for an arrow pattern (a dense row and column and the diagonal) where column colouring
+    needs ``n``. On a band of half-bandwidth ``b`` both take ``2b + 1``, the least any direct recovery
+    can (fewer, ``b + 1``, needs recovery by substitution, which is not implemented).
+    ``colouring="column"`` is :func:`sparse_jacfwd` of ``tg.grad(fn)``: column (distance-2) colouring,
+    no symmetry, each entry read in its own row.
 
     Args:
         fn: ``fn(x, *args, **kwargs)`` returning a real scalar; ``x`` a float array of any shape.
         sparsity: the Hessian's pattern, shape ``(x.size, x.size)`` and symmetric, as in
             :func:`sparse_jacfwd`.
-        check_pattern: as :func:`sparse_jacfwd`.
+        colouring: ``"star"`` or ``"column"``, as above; both give the same Hessian (up to rounding:
+            star recovery reads ``H[i, j]`` and ``H[j, i]`` from the same product).
+        check_pattern: as :func:`sparse_jacfwd`, on the ``colours x x.size`` product ``H S``.
         chunk_size: as :func:`sparse_jacfwd`.
 
     Returns:
-        A function of ``(x, *args, **kwargs)`` returning the Hessian as a ``scipy.sparse.csr_array`` of
-        shape ``(x.size, x.size)`` with exactly the pattern's entries.
+        A function of ``(x, *args, **kwargs)`` returning the Hessian as a ``scipy.sparse.csr_array`` (on
+        CuPy a ``cupyx.scipy.sparse.csr_matrix``) of shape ``(x.size, x.size)`` with exactly the
+        pattern's entries, exactly symmetric with ``colouring="star"``.
 
     Raises:
-        ValueError: the pattern not square or not symmetric (at ``sparse_hessian(...)``); as
-            :func:`sparse_jacfwd` (at the call).
+        ValueError: the pattern not square or not symmetric, or ``colouring`` not one of ``"star"``,
+            ``"column"`` (at ``sparse_hessian(...)``); as :func:`sparse_jacfwd` (at the call).
         TypeError: as :func:`sparse_jacfwd`; ``fn``'s output not a scalar (from ``tg.grad``).
     """
-    pattern = _pattern(sparsity, "sparse_hessian")
+    _check_options(check_pattern, chunk_size, "sparse_hessian")
+    if colouring not in _COLOURINGS:
+        raise ValueError(f"sparse_hessian: colouring must be 'star' (symmetric recovery, fewer passes) or 'column' "
+                         f"(as sparse_jacfwd of grad), got {colouring!r}")
+    pattern = pattern_of(sparsity, "sparse_hessian")
     if pattern.shape[0] != pattern.shape[1] or (pattern != pattern.T).nnz:
         raise ValueError(f"sparse_hessian: sparsity must be square and symmetric (a Hessian's pattern), got shape "
                          f"{pattern.shape}{'' if pattern.shape[0] != pattern.shape[1] else ', not symmetric'}; "
                          f"pass S + S.T (or S | S.T) for a pattern S of one triangle")
-    return sparse_jacfwd(grad(fn), pattern, check_pattern=check_pattern, chunk_size=chunk_size)
+    return _forward(grad(fn), _Compressed(pattern, colouring), check_pattern, chunk_size, "sparse_hessian")
