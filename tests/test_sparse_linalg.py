@@ -1,0 +1,226 @@
+"""tapegrad.scipy.sparse.linalg: values against SciPy; derivatives with respect to the stored values and
+the right-hand side against the dense route (``tnp.linalg.solve(A.toarray(), b)``) and finite
+differences, every order; vmap over right-hand sides and over data; jit; one factorisation per
+gradient; the errors."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+import tapegrad.sparse as ts
+from tapegrad.scipy.sparse import linalg as tsl
+from tapegrad.scipy.sparse.linalg import _factor
+from tapegrad.testing import check_grads
+
+EPS = np.finfo(np.float64).eps
+RTOL = 1e7 * EPS  # 2e-9: rounding of these small, well-conditioned systems, by two routes
+N = 7
+
+
+def _matrix(n=N, seed=0, symmetric=False, fmt="csr"):
+    """A diagonally dominant (so well-conditioned) sparse matrix, SciPy's and tapegrad's."""
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((n, n), density=0.35, random_state=rng)
+    if symmetric:
+        S = S + S.T
+    S = (S + sp.eye_array(n) * (n / 2.0)).asformat(fmt)
+    return S, ts.asarray(S)
+
+
+S0, A0 = _matrix()
+RNG = np.random.default_rng(3)
+B1, B2 = RNG.normal(size=N), RNG.normal(size=(N, 3))
+W = RNG.normal(size=N)  # weights of the scalar losses
+
+
+def _with(A, data):
+    """``A``'s pattern holding ``data``."""
+    return ts.csr_array((data, A.indices, A.indptr), shape=A.shape)
+
+
+def _close(got, want, rtol=RTOL):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+def _loss_sparse(data, b):
+    return tnp.sum(tnp.sin(tsl.spsolve(_with(A0, data), b)) * W)
+
+
+def _loss_dense(data, b):
+    return tnp.sum(tnp.sin(tnp.linalg.solve(_with(A0, data).toarray(), b)) * W)
+
+
+# ---- spsolve: values -----------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("b", [B1, B1[:, None], B2], ids=["vector", "column", "matrix"])
+def test_spsolve_matches_scipy(fmt, b):
+    S, A = _matrix(fmt=fmt)
+    want = sla.spsolve(S.tocsc(), b)
+    _close(tsl.spsolve(A, b), want)
+    _close(tsl.spsolve(S, b), want)  # a SciPy array converts
+    _close(tsl.spsolve(sp.csr_matrix(S), b), want)  # and a SciPy matrix
+
+
+@pytest.mark.parametrize("permc_spec", ["NATURAL", "MMD_ATA", "MMD_AT_PLUS_A", "COLAMD"])
+def test_spsolve_permc_spec(permc_spec):
+    _close(tsl.spsolve(A0, B1, permc_spec=permc_spec), sla.spsolve(S0.tocsc(), B1, permc_spec=permc_spec))
+
+
+def test_spsolve_integer_and_float32():
+    S = sp.csr_array(np.array([[4, 1, 0], [1, 3, 0], [0, 0, 2]]))
+    x = tsl.spsolve(S, np.array([1, 2, 3]))
+    assert x.dtype == np.float64
+    _close(x, np.linalg.solve(S.toarray(), [1.0, 2.0, 3.0]))
+    x32 = tsl.spsolve(ts.asarray(S.astype(np.float32)), np.ones(3, np.float32))
+    assert x32.dtype == np.float32
+    np.testing.assert_allclose(x32, np.linalg.solve(S.toarray(), np.ones(3)), rtol=100 * np.finfo(np.float32).eps)
+
+
+# ---- spsolve: derivatives ------------------------------------------------------------------------
+def test_spsolve_grad_matches_the_dense_route():
+    got = tg.grad(_loss_sparse, (0, 1))(A0.data, B1)
+    want = tg.grad(_loss_dense, (0, 1))(A0.data, B1)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_spsolve_grad_with_respect_to_a_sparse_argument_is_sparse():
+    g = tg.grad(lambda A: tnp.sum(tsl.spsolve(A, B1) * W))(A0)
+    assert isinstance(g, ts.csr_array) and g.pattern == A0.pattern
+    _close(g.data, tg.grad(lambda d: tnp.sum(tnp.linalg.solve(_with(A0, d).toarray(), B1) * W))(A0.data))
+
+
+def test_spsolve_jvp_matches_the_dense_route():
+    t_data, t_b = RNG.normal(size=A0.nnz), RNG.normal(size=N)
+
+    def solve(solver):
+        return lambda d, b: solver(_with(A0, d), b)
+    sparse = tg.jvp(solve(tsl.spsolve), (A0.data, B2[:, 0]), (t_data, t_b))
+    dense = tg.jvp(solve(lambda A, b: tnp.linalg.solve(A.toarray(), b)), (A0.data, B2[:, 0]), (t_data, t_b))
+    for g, w in zip(sparse, dense):
+        _close(g, w)
+
+
+def test_spsolve_matrix_rhs_derivatives():
+    def loss(solver):
+        return lambda d, b: tnp.sum(tnp.tanh(solver(_with(A0, d), b)))
+    got = tg.grad(loss(tsl.spsolve), (0, 1))(A0.data, B2)
+    want = tg.grad(loss(lambda A, b: tnp.linalg.solve(A.toarray(), b)), (0, 1))(A0.data, B2)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_spsolve_check_grads_order_2_both_modes():
+    check_grads(_loss_sparse, (A0.data, B1), order=2, modes=("fwd", "rev"))
+
+
+def test_spsolve_third_derivative_by_two_routes_and_the_dense_route():
+    """d^3/dt^3 of the loss along a line through (data, b): forward over forward over forward, reverse over
+    reverse over reverse, and the dense route's."""
+    d_data, d_b = RNG.normal(size=A0.nnz) / 4, RNG.normal(size=N)
+
+    def along(loss):
+        return lambda t: loss(A0.data + t * d_data, B1 + t * d_b)
+
+    def fwd3(f):
+        first = lambda t: tg.jvp(f, (t,), (1.0,))[1]  # noqa: E731
+        second = lambda t: tg.jvp(first, (t,), (1.0,))[1]  # noqa: E731
+        return tg.jvp(second, (0.0,), (1.0,))[1]
+    rev3 = tg.grad(tg.grad(tg.grad(along(_loss_sparse))))(0.0)
+    dense = tg.grad(tg.grad(tg.grad(along(_loss_dense))))(0.0)
+    _close(fwd3(along(_loss_sparse)), dense, rtol=1e8 * EPS)
+    _close(rev3, dense, rtol=1e8 * EPS)
+
+
+# ---- spsolve: vmap and jit -----------------------------------------------------------------------
+def test_spsolve_vmap_over_right_hand_sides_is_one_factorisation():
+    bs = RNG.normal(size=(4, N))
+    _factor.clear_cache()
+    before = _factor.factorisations
+    got = tg.vmap(lambda b: tsl.spsolve(A0, b))(bs)
+    assert _factor.factorisations - before == 1
+    _close(got, sla.spsolve(S0.tocsc(), bs.T).T)
+    grads = tg.vmap(lambda b: tg.grad(_loss_sparse, 1)(A0.data, b))(bs)
+    _close(grads, np.stack([tg.grad(_loss_dense, 1)(A0.data, b) for b in bs]))
+
+
+def test_spsolve_vmap_over_data():
+    datas = A0.data[None] * np.array([1.0, 1.5, 0.7])[:, None]
+    got = tg.vmap(lambda d: tsl.spsolve(_with(A0, d), B1))(datas)
+    _close(got, np.stack([sla.spsolve(_with(A0, d).to_scipy().tocsc(), B1) for d in datas]))
+    grads = tg.vmap(tg.grad(_loss_sparse), (0, None))(datas, B1)
+    _close(grads, np.stack([tg.grad(_loss_dense)(d, B1) for d in datas]))
+    both = tg.vmap(tg.grad(_loss_sparse, (0, 1)))(datas, RNG.normal(size=(3, N)))
+    assert both[0].shape == datas.shape and both[1].shape == (3, N)
+
+
+def test_spsolve_under_jit():
+    want = tg.grad(_loss_dense, (0, 1))(A0.data, B1)
+    for route in (tg.jit(tg.grad(_loss_sparse, (0, 1))), tg.grad(tg.jit(_loss_sparse), (0, 1))):
+        for g, w in zip(route(A0.data, B1), want):
+            _close(g, w)
+    _close(tg.jit(lambda d, b: tsl.spsolve(_with(A0, d), b))(A0.data, B1), sla.spsolve(S0.tocsc(), B1))
+
+
+# ---- one factorisation per gradient --------------------------------------------------------------
+def _count_splu(monkeypatch) -> list:
+    calls = []
+    real = sla.splu
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(sla, "splu", counting)
+    _factor.clear_cache()
+    return calls
+
+
+def test_a_gradient_through_spsolve_factorises_once(monkeypatch):
+    calls = _count_splu(monkeypatch)
+    tg.grad(_loss_sparse, (0, 1))(A0.data, B1)
+    assert len(calls) == 1
+    calls.clear()
+    tg.value_and_grad(_loss_sparse)(A0.data * 1.1, B1)  # new values: one more, reused by the adjoint
+    assert len(calls) == 1
+
+
+def test_a_jitted_gradient_factorises_once_per_call(monkeypatch):
+    step = tg.jit(tg.grad(_loss_sparse))
+    step(A0.data * 0.9, B1)  # compile
+    calls = _count_splu(monkeypatch)
+    step(A0.data, B1)
+    assert len(calls) == 1
+
+
+# ---- errors --------------------------------------------------------------------------------------
+def test_spsolve_singular_warns_and_gives_nan_like_scipy_when_not_differentiated():
+    S = sp.csr_array(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.warns(sla.MatrixRankWarning):
+        x = tsl.spsolve(S, np.ones(2))
+    assert np.isnan(x).all()
+
+
+def test_spsolve_singular_is_an_error_when_differentiated():
+    A = ts.asarray(sp.csr_array(np.array([[1.0, 2.0], [2.0, 4.0]])))
+    with pytest.raises(tsl.SingularMatrixError, match=r"spsolve: the matrix is singular.*derivative is being"):
+        tg.grad(lambda d: tnp.sum(tsl.spsolve(_with(A, d), np.ones(2))))(A.data)
+    with pytest.raises(np.linalg.LinAlgError):  # a LinAlgError, and a RuntimeError as SciPy's splu raises
+        tg.jvp(lambda b: tsl.spsolve(A, b), (np.ones(2),), (np.ones(2),))
+
+
+@pytest.mark.parametrize("A, b, error, match", [
+    (np.eye(3), np.ones(3), TypeError, "A must be a sparse array.*csr_array"),
+    (sp.random_array((3, 4), density=0.5, random_state=0), np.ones(3), ValueError, "A must be square"),
+    (sp.eye_array(3, dtype=complex), np.ones(3), TypeError, "complex ones are not"),
+    (sp.eye_array(3), np.ones(4), ValueError, r"b has shape \(4,\).*n = 3"),
+    (sp.eye_array(3), np.ones((3, 2, 1)), ValueError, "b has shape"),
+    (sp.eye_array(3), sp.eye_array(3), TypeError, "sparse right-hand side"),
+])
+def test_spsolve_errors_name_the_argument(A, b, error, match):
+    with pytest.raises(error, match="spsolve: .*" + match):
+        tsl.spsolve(A, b)
