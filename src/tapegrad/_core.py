@@ -71,6 +71,11 @@ class Primitive:
     ``nondiff`` marks primitives whose derivative is zero everywhere (comparisons, ``floor``,
     ``stop_gradient``): reverse mode then tapes nothing for them.
 
+    ``dependency``: optional, how its outputs depend on its inputs, for sparsity detection
+    (``tg.jacobian_sparsity``): ``rule(node) -> list``, one Boolean dependency matrix per result
+    (``tapegrad.extend.def_dependency``, ``tapegrad._dependency``); None, the default, means every
+    output depends on every input (the dense pattern, which detection reports).
+
     ``effectful`` marks primitives that do something besides computing their results (a host
     callback such as ``tapegrad.debug.print``): ``jit``'s passes keep such an equation even when
     nothing reads its results, never merge two of them, never run one at compile time, and its
@@ -99,7 +104,8 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "abstract_eval", "vjp_rules", "jvp_rule", "batch_rule", "nondiff", "out_impl",
-                 "fusion", "lowering", "multiple_results", "vjp_fwd", "effectful")
+                 "fusion", "lowering", "multiple_results", "vjp_fwd", "effectful",
+                 "dependency")
 
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
@@ -117,6 +123,7 @@ class Primitive:
         self.nondiff = False
         self.effectful = False
         self.vjp_fwd: Callable | None = None  # reverse mode's forward, keeping residuals (``defvjp_fwd``)
+        self.dependency: Callable | None = None  # sparsity detection's rule (``def_dependency``); None: dense
 
     def bind(self, *args: Any, **params: Any) -> Any:
         return bind(self, *args, **params)

@@ -25,6 +25,7 @@ import numpy as np
 from tapegrad import _lowerings
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._dependency import def_dependency
 from tapegrad._rules import (
     broadcast_shapes,
     def_fusion,
@@ -96,6 +97,7 @@ add_any_p = primitive("add_any", np.add)
 defvjp(add_any_p, lambda ct, ans, x, y: ct, lambda ct, ans, x, y: ct)
 deflinear(add_any_p)
 def_fusion(add_any_p, "add")  # a gradient's accumulations fuse with the rules' arithmetic
+def_dependency(add_any_p, "elementwise")
 
 
 def add_any(x, y):
@@ -125,6 +127,7 @@ def _astype_impl(x, *, dtype):
 astype_p = primitive("astype", _astype_impl)
 def_shape_rule(astype_p, lambda x, *, dtype: ShapedArray(tuple(x.shape), np.dtype(dtype)))
 defvjp(astype_p, lambda ct, ans, x, *, dtype: astype(ct, x.dtype))
+def_dependency(astype_p, "elementwise")  # to an integer dtype: no dependency (its derivative is zero)
 deflinear(astype_p)
 
 
@@ -153,6 +156,7 @@ def _reshape_aval(x, *, shape):
 
 
 def_shape_rule(reshape_p, _reshape_aval)
+def_dependency(reshape_p, "structural")
 defvjp(reshape_p, lambda ct, ans, x, *, shape: reshape(ct, shape_of(x)))
 deflinear(reshape_p)
 
@@ -182,6 +186,7 @@ transpose_p = primitive("transpose", lambda x, *, axes: namespace_of(x).transpos
 def_shape_rule(transpose_p, lambda x, *, axes: ShapedArray(tuple(x.shape[a] for a in axes), strong_dtype(x))
                if sorted(axes) == list(range(len(x.shape))) else None)
 defvjp(transpose_p, lambda ct, ans, x, *, axes: transpose(ct, tuple(int(i) for i in np.argsort(axes))))
+def_dependency(transpose_p, "structural")
 deflinear(transpose_p)
 
 
@@ -258,6 +263,7 @@ def _sum_vjp(ct, ans, x, *, axis, keepdims):
 
 
 defvjp(sum_p, _sum_vjp)
+def_dependency(sum_p, "reduction")
 deflinear(sum_p)
 
 
@@ -281,6 +287,7 @@ def_shape_rule(broadcast_to_p, lambda x, *, shape: ShapedArray(tuple(shape), str
                if broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape) else None)
 defvjp(broadcast_to_p, lambda ct, ans, x, *, shape: unbroadcast(ct, x))
 deflinear(broadcast_to_p)
+def_dependency(broadcast_to_p, "structural")
 
 
 def broadcast_to(array, shape):
@@ -337,6 +344,7 @@ def _concatenate_aval(*xs, axis):
 
 
 def_shape_rule(concatenate_p, _concatenate_aval)
+def_dependency(concatenate_p, "structural")
 
 
 def _concatenate_vjp(argnum, ct, ans, *xs, axis):

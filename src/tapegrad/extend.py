@@ -40,6 +40,10 @@ and hashable; rules are written in tapegrad operations, so derivatives different
   reshaped to broadcast against its operand);
 - ``out=`` form for jit's buffer reuse, ``out_impl(*arrays, out)`` (:func:`def_out_impl`);
 - fusion template for jit's elementwise fusion (:func:`def_fusion`);
+- dependency for sparsity detection (``tg.jacobian_sparsity``), how outputs depend on inputs: a kind
+  by name (``"elementwise"``, ``"structural"``, ``"reduction"``...) or a rule of a
+  :class:`DependencyNode` (:func:`def_dependency`, :class:`StructuralDependency`); without one a
+  primitive gets the dense pattern, which detection reports;
 - lowering for jit's compiled (numba) executor (:func:`def_lowering`; :func:`elementwise_lowering` of
   a fusion template for an elementwise primitive).
 
@@ -70,6 +74,9 @@ from tapegrad._batching import (
     to_front,
 )
 from tapegrad._core import Primitive, ShapedArray, bind
+from tapegrad._dependency import Node as DependencyNode
+from tapegrad._dependency import Structural as StructuralDependency
+from tapegrad._dependency import def_dependency
 from tapegrad._lowerings import NotLowerable
 from tapegrad._lowerings import elementwise as elementwise_lowering
 from tapegrad._rules import (
@@ -116,7 +123,8 @@ def primitives() -> tuple:
 
 
 __all__ = [
-    "ARITHMETIC_NS", "Fusion", "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
+    "ARITHMETIC_NS", "DependencyNode", "Fusion", "StructuralDependency", "def_dependency",
+    "Primitive", "ShapeRule", "ShapedArray", "all_at_front", "at_front", "aval_of",
     "batch_axis_map", "batch_size", "bind", "bind_batched", "broadcast_batch", "broadcast_shapes", "def_fusion",
     "def_lowering", "elementwise_lowering", "NotLowerable", "def_nondiff", "def_out_impl", "def_shape_rule",
     "defbatch", "defbatch_elementwise",

@@ -20,7 +20,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._structural import astype
 from tapegrad._typing import ArrayLike
-from tapegrad.extend import defbatch_elementwise, deflinear, defvjp, primitive
+from tapegrad.extend import def_dependency, defbatch_elementwise, deflinear, defvjp, primitive
 from tapegrad.numpy._creation import as_operand, zeros_like
 
 
@@ -41,6 +41,7 @@ conj_p = primitive("conjugate", lambda x: namespace_of(x).conjugate(x))
 defvjp(conj_p, lambda ct, ans, x: conj(ct))
 deflinear(conj_p)
 defbatch_elementwise(real_p, imag_p, conj_p)
+def_dependency(real_p, "elementwise", imag_p, conj_p)
 
 
 def real(val: ArrayLike) -> Array:

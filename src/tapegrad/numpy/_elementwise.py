@@ -21,6 +21,7 @@ from tapegrad import _lowerings
 from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import Primitive, ShapedArray, bind
+from tapegrad._dependency import Structural, elementwise
 from tapegrad._structural import astype as astype  # re-exported: tnp's names for them
 from tapegrad._structural import astype_p as astype_p
 from tapegrad._structural import shape_of
@@ -30,6 +31,7 @@ from tapegrad._typing import ArrayLike
 from tapegrad.extend import (
     ARITHMETIC_NS,
     broadcast_shapes,
+    def_dependency,
     def_fusion,
     def_lowering,
     def_nondiff,
@@ -72,6 +74,7 @@ def _unary(name: str, rule: Callable | None = None, jvp: Callable | None = None,
     abstract_eval = unary_abstract_eval if rule is not None and float_valued else None
     prim = primitive(name, _ufunc_impl(name), abstract_eval)
     defbatch_elementwise(prim)
+    def_dependency(prim, "elementwise")
     if fusion_ns is not None:
         def_fusion(prim, name, fusion_ns)
     if name in _lowerings.NUMBA_UFUNCS:
@@ -131,6 +134,7 @@ def _binary(name: str, dx: Callable | None = None, dy: Callable | None = None, n
     """
     prim = primitive(name, _ufunc_impl(name))
     defbatch_elementwise(prim)
+    def_dependency(prim, "elementwise")
     if fusion_ns is not None:
         def_fusion(prim, name, fusion_ns)
     if name in _lowerings.NUMBA_UFUNCS:
@@ -370,6 +374,8 @@ defvjp(where_p, None,
        lambda ct, ans, c, x, y: _shape.unbroadcast(where(c, 0.0, ct), y))
 defjvp_joint(where_p, _where_jvp)
 defbatch_elementwise(where_p)
+# a known condition selects exactly; a traced one (computed from x) may select either operand
+def_dependency(where_p, Structural(data=(1, 2), otherwise=elementwise))
 def_fusion(where_p, "where")
 def_lowering(where_p, _lowerings.elementwise("where"))
 
@@ -401,6 +407,7 @@ def_shape_rule(clip_p, lambda x, lo, hi: ShapedArray(broadcast_shapes(x.shape, l
 defvjp(clip_p, *[summed_to_operand(rule, i) for i, rule in enumerate((_clip_dx, _clip_dlo, _clip_dhi))])
 defjvp(clip_p, _clip_dx, _clip_dlo, _clip_dhi)
 defbatch_elementwise(clip_p)
+def_dependency(clip_p, "elementwise")
 def _clip_template(f, x, lo, hi):
     """``x`` kept where it ties a bound (as the Python executor's clip keeps a signed zero), and a NaN
     operand propagating."""

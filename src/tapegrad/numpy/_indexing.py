@@ -19,6 +19,7 @@ from tapegrad import _lowerings
 from tapegrad._array_type import Array
 from tapegrad._backend import is_array, namespace_of, zeros_like
 from tapegrad._core import Boxed, Primitive, ShapedArray, Tracer, bind
+from tapegrad._dependency import Structural, Update
 from tapegrad._structural import astype
 from tapegrad._typing import ArrayLike
 from tapegrad._vmap import loop_rule
@@ -28,6 +29,7 @@ from tapegrad.extend import (
     aval_of,
     batch_size,
     broadcast_shapes,
+    def_dependency,
     def_lowering,
     def_shape_rule,
     defbatch,
@@ -308,6 +310,7 @@ defvjp_argnum(getitem_p, lambda argnum, ct, ans, x, *arrays, idx: bind(
 defjvp_argnum(getitem_p, lambda argnum, t, ans, x, *arrays, idx:
               bind(getitem_p, t, *arrays, idx=idx) if argnum == 0 else None)
 defbatch(getitem_p, _getitem_batch)
+def_dependency(getitem_p, Structural(data=(0,)))  # a traced index array: every element may be read
 
 
 def _index_add_impl(x, y, *arrays, idx):
@@ -541,6 +544,7 @@ defvjp_argnum(scatter_add_p, lambda argnum, ct, ans, c, *arrays, idx, shape, dty
 defjvp_argnum(scatter_add_p, lambda argnum, t, ans, c, *arrays, idx, shape, dtype:
               bind(scatter_add_p, t, *arrays, idx=idx, shape=shape, dtype=dtype) if argnum == 0 else None)
 defbatch(scatter_add_p, _scatter_add_batch)
+def_dependency(scatter_add_p, Update(getitem_p, base=None, overwrite=False))
 
 
 # ---- lowerings for jit's compiled executor (tapegrad._jit.native) ----------------------------------
@@ -675,6 +679,8 @@ def _fit_rank(shape: tuple, rank: int) -> tuple:
 
 defbatch(index_add_p, _update_batch(index_add_p))
 defbatch(index_set_p, _update_batch(index_set_p))
+def_dependency(index_add_p, Update(getitem_p, base=0, overwrite=False))
+def_dependency(index_set_p, Update(getitem_p, base=0, overwrite=True))
 
 
 def getitem(x, idx):

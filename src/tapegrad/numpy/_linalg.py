@@ -12,9 +12,11 @@ from tapegrad import _lowerings
 from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._dependency import Contraction
 from tapegrad._typing import ArrayLike
 from tapegrad.extend import (
     broadcast_shapes,
+    def_dependency,
     def_lowering,
     def_out_impl,
     def_shape_rule,
@@ -141,6 +143,20 @@ def _as_product(other, basis):
 
 defbatch(matmul_p, _matmul_batch)
 def_out_impl(matmul_p, np.matmul)  # jit's buffer reuse: the product into a dead intermediate
+
+
+def _matmul_subscripts(node) -> tuple[tuple[str, str], str]:
+    """``matmul`` as an einsum term: ``...ik,...kj->...ij``, a 1-D operand without its ``i`` (``j``),
+    the batch axes aligned from the right (a length-1 one broadcasts: ``letter_map`` sees it)."""
+    sx, sy = (tuple(a.shape) for a in node.avals)
+    n_batch = len(node.out_avals[0].shape) - (len(sx) >= 2) - (len(sy) >= 2)
+    batch = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n_batch]
+    x = (batch[n_batch - (len(sx) - 2):] + "ik") if len(sx) >= 2 else "k"
+    y = (batch[n_batch - (len(sy) - 2):] + "kj") if len(sy) >= 2 else "k"
+    return (x, y), batch + ("i" if len(sx) >= 2 else "") + ("j" if len(sy) >= 2 else "")
+
+
+def_dependency(matmul_p, Contraction(_matmul_subscripts))
 
 
 def matmul(x1: ArrayLike, x2: ArrayLike) -> Array:
@@ -276,6 +292,8 @@ def _einsum_batch(vals, dims, *, subscripts, optimize):
 
 
 defbatch(einsum_p, _einsum_batch)
+def_dependency(einsum_p, Contraction(lambda node: (lambda ins, out: (ins.split(","), out))(
+    *node.params["subscripts"].split("->"))))
 
 
 def einsum(subscripts: str, *operands: ArrayLike, optimize: bool = False) -> Array:

@@ -16,6 +16,7 @@ from tapegrad._structural import keep_reduced, normalize_axis, reduce_impl, sum_
 from tapegrad._tape import vjp_flat
 from tapegrad._typing import ArrayLike, Axis, DTypeLike
 from tapegrad.extend import (
+    def_dependency,
     def_lowering,
     def_nondiff,
     def_shape_rule,
@@ -235,6 +236,9 @@ for _p, _kind in ((amax_p, "max"), (amin_p, "min"), (prod_p, "prod"), (all_p, "a
 def_lowering(cumsum_p, _lowerings.cumulative("sum"))
 def_lowering(cumprod_p, _lowerings.cumulative("prod"))
 defbatch_single_axis(argmax_p, argmin_p, cumsum_p, cumprod_p)
+# amax and amin conservatively: the derivative reaches only the extreme element, which values decide
+def_dependency(amax_p, "reduction", amin_p, prod_p)
+def_dependency(cumsum_p, "cumulative", cumprod_p)
 
 
 def _single_axis(axis, a, name):

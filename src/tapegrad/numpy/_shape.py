@@ -17,7 +17,7 @@ from tapegrad._core import Boxed, Tracer, bind
 from tapegrad._structural import normalize_axis, shape_of
 from tapegrad._structural import unbroadcast as unbroadcast  # re-exported for the rules of this package
 from tapegrad._typing import ArrayLike, Axis, ShapeLike
-from tapegrad.extend import defbatch_front, defjvp, defvjp, primitive
+from tapegrad.extend import def_dependency, defbatch_front, defjvp, defvjp, primitive
 from tapegrad.numpy._creation import as_operand
 
 
@@ -156,6 +156,7 @@ defvjp(pad_p, lambda ct, ans, x, *, pad_width, constant_values:
 defjvp(pad_p, lambda t, ans, x, *, pad_width, constant_values:
        bind(pad_p, t, pad_width=pad_width, constant_values=0))
 defbatch_front(pad_p, lambda params: dict(params, pad_width=((0, 0),) + params["pad_width"]))
+def_dependency(pad_p, "structural")
 
 
 def pad(array: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: ArrayLike = 0) -> Array:
