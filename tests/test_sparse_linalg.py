@@ -224,3 +224,70 @@ def test_spsolve_singular_is_an_error_when_differentiated():
 def test_spsolve_errors_name_the_argument(A, b, error, match):
     with pytest.raises(error, match="spsolve: .*" + match):
         tsl.spsolve(A, b)
+
+
+# ---- splu and factorized -------------------------------------------------------------------------
+def test_splu_matches_scipy_and_shows_its_factors():
+    lu, ref = tsl.splu(A0), sla.splu(S0.tocsc())
+    for trans in ("N", "T", "H"):
+        _close(lu.solve(B2, trans=trans), ref.solve(B2, trans=trans))
+        _close(lu.solve(B1, trans=trans), ref.solve(B1, trans=trans))
+    _close(lu.L.toarray(), ref.L.toarray())
+    _close(lu.U.toarray(), ref.U.toarray())
+    np.testing.assert_array_equal(lu.perm_r, ref.perm_r)
+    np.testing.assert_array_equal(lu.perm_c, ref.perm_c)
+    assert lu.nnz == ref.nnz and lu.shape == (N, N)
+    ref_natural = sla.splu(S0.tocsc(), permc_spec="NATURAL", options=dict(SymmetricMode=True))
+    natural = tsl.splu(S0, permc_spec="NATURAL", options=dict(SymmetricMode=True))
+    np.testing.assert_array_equal(natural.perm_c, ref_natural.perm_c)
+
+
+def test_splu_solves_reuse_one_factorisation_in_values_and_gradients(monkeypatch):
+    calls = _count_splu(monkeypatch)
+    lu = tsl.splu(A0)
+    for _ in range(3):
+        lu.solve(B1)
+    tg.grad(lambda b: tnp.sum(lu.solve(b, trans="T") * W))(B1)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("trans", ["N", "T"])
+def test_splu_solve_derivatives_match_the_dense_route(trans):
+    def loss(solver):
+        return lambda d, b: tnp.sum(tnp.sin(solver(_with(A0, d), b)) * W)
+
+    def dense(A, b):
+        M = A.toarray()
+        return tnp.linalg.solve(M if trans == "N" else M.T, b)
+    sparse = loss(lambda A, b: tsl.splu(A).solve(b, trans=trans))
+    for g, w in zip(tg.grad(sparse, (0, 1))(A0.data, B1), tg.grad(loss(dense), (0, 1))(A0.data, B1)):
+        _close(g, w)
+    check_grads(sparse, (A0.data, B1), order=2, modes=("fwd", "rev"))
+
+
+def test_splu_of_a_traced_matrix_has_no_factors_to_show():
+    def f(d):
+        lu = tsl.splu(_with(A0, d))
+        with pytest.raises(TypeError, match=r"SuperLU.L: the factors of a traced matrix.*stop_gradient"):
+            lu.L  # noqa: B018
+        return tnp.sum(lu.solve(B1))
+    tg.grad(f)(A0.data)
+
+
+def test_factorized_solves_and_differentiates():
+    solve = tsl.factorized(S0)
+    _close(solve(B1), sla.factorized(S0.tocsc())(B1))
+    g = tg.grad(lambda d: tnp.sum(tsl.factorized(_with(A0, d))(B1) * W))(A0.data)
+    _close(g, tg.grad(lambda d: tnp.sum(tnp.linalg.solve(_with(A0, d).toarray(), B1) * W))(A0.data))
+
+
+def test_splu_errors():
+    with pytest.raises(tsl.SingularMatrixError) as info:
+        tsl.splu(sp.csc_array(np.array([[1.0, 2.0], [2.0, 4.0]])))
+    assert isinstance(info.value, RuntimeError)  # what SciPy's splu raises
+    with pytest.raises(ValueError, match="SuperLU.solve: trans must be"):
+        tsl.splu(A0).solve(B1, trans="X")
+    with pytest.raises(ValueError, match=r"SuperLU.solve: rhs has shape \(3,\)"):
+        tsl.splu(A0).solve(np.ones(3))
+    with pytest.raises(TypeError, match="splu: options must be a dict"):
+        tsl.splu(A0, options=[1])

@@ -157,7 +157,7 @@ class SuperLU:
         """
         if trans not in ("N", "T", "H"):
             raise ValueError(f"SuperLU.solve: trans must be 'N', 'T' or 'H'; got {trans!r}")
-        b = dense_rhs(rhs, self.shape[0], "SuperLU.solve", matrix_rhs=True)
+        b = dense_rhs(rhs, self.shape[0], "SuperLU.solve", matrix_rhs=True, name="rhs")
         if self._lu is not None:
             _factor.remember(self._data, self._A.pattern, self._options, self._lu)
         return lu_solution(self._A, b, self._options, trans=trans != "N", where="SuperLU.solve")

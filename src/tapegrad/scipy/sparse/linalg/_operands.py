@@ -49,7 +49,7 @@ def float_dtype(*dtypes) -> np.dtype:
     return np.dtype(np.float64) if dtype.kind in "iub" else dtype
 
 
-def dense_rhs(b: Any, n: int, where: str, matrix_rhs: bool) -> Any:
+def dense_rhs(b: Any, n: int, where: str, matrix_rhs: bool, name: str = "b") -> Any:
     """``b`` as a dense tapegrad value, checked: ``(n,)``, ``(n, 1)`` or, with ``matrix_rhs``, ``(n, k)``.
 
     Raises:
@@ -57,16 +57,17 @@ def dense_rhs(b: Any, n: int, where: str, matrix_rhs: bool) -> Any:
         ValueError: ``b``'s first axis is not ``n`` long, or it has the wrong number of axes.
     """
     if isinstance(b, SparseArray) or hasattr(b, "tocoo"):
-        raise TypeError(f"{where}: b must be a dense array; a sparse right-hand side is not supported, pass "
-                        "b.toarray()")
+        raise TypeError(f"{where}: {name} must be a dense array; a sparse right-hand side is not supported, "
+                        f"pass {name}.toarray()")
     if not hasattr(b, "shape"):
         b = tnp.asarray(b)
     shape = tuple(b.shape)
     allowed = "(n,) or (n, k)" if matrix_rhs else "(n,) or (n, 1)"
     if len(shape) not in (1, 2) or shape[0] != n or (not matrix_rhs and len(shape) == 2 and shape[1] != 1):
-        raise ValueError(f"{where}: b has shape {shape}; with A of shape {(n, n)} it must be {allowed} with n = {n}")
+        raise ValueError(f"{where}: {name} has shape {shape}; with A of shape {(n, n)} it must be {allowed} "
+                         f"with n = {n}")
     if np.dtype(b.dtype).kind == "c":
-        raise TypeError(f"{where}: b is complex ({b.dtype}); complex systems are not supported yet")
+        raise TypeError(f"{where}: {name} is complex ({b.dtype}); complex systems are not supported yet")
     return b
 
 
