@@ -228,6 +228,13 @@ def register_alternatives(foreign: str, ours: str, names) -> None:
         _FOREIGN_MODULES.add(foreign)
 
 
+def register_hints(hints: dict) -> None:
+    """Name what to call instead of a foreign function (``"scipy.sparse.__matmul__"``, as
+    :func:`_foreign_hint` spells the outermost frame) in the error raised when it converts a traced
+    value: ``{"scipy.sparse.__matmul__": "tapegrad.sparse.asarray(A) @ x"}``."""
+    _ALTERNATIVES.update(hints)
+
+
 _FOREIGN_UFUNCS: dict = {}  # scipy.special.gammaln (the ufunc object) -> tapegrad.scipy.special.gammaln
 _PENDING_UFUNCS: dict = {}  # "scipy.special" -> our namespace, until that module has been imported
 

@@ -56,6 +56,23 @@ class Pattern:
     def __repr__(self) -> str:
         return f"Pattern({self.fmt}, shape={self.shape}, nnz={self.nnz})"
 
+    def on(self, xp, name: str):
+        """The index array ``name`` (``"row"``, ``"col"``, ``"indptr"``) in the array module ``xp``: the
+        host array itself for NumPy; for a device module, copied to the device on first use and kept
+        with the pattern, so that no operation copies indices from the host again."""
+        return self.device(xp, name, lambda: getattr(self, name))
+
+    def device(self, xp, key, host):
+        """``host()`` (an index array derived from this pattern, named by the hashable ``key``) in the
+        array module ``xp``: computed and, for a device module, copied once per pattern and module."""
+        if xp is np:
+            return host()
+        cache = self.__dict__.setdefault("_device", {})
+        found = cache.get((xp.__name__, key))
+        if found is None:
+            found = cache[(xp.__name__, key)] = xp.asarray(host())
+        return found
+
     # ---- derived static data, computed once per pattern (cached_property needs __dict__) ----------
     @functools.cached_property
     def indptr(self) -> np.ndarray:
@@ -104,6 +121,13 @@ def union(pa: Pattern, pb: Pattern) -> tuple[Pattern, np.ndarray, np.ndarray]:
     each entry of either lands in it."""
     keys = np.union1d(pa.keys, pb.keys)
     return from_keys("csr", pa.shape, keys), np.searchsorted(keys, pa.keys), np.searchsorted(keys, pb.keys)
+
+
+@functools.lru_cache(maxsize=256)
+def interned(p: Pattern) -> Pattern:
+    """The first pattern equal to ``p`` seen (of the last 256): a pattern read afresh from a SciPy or
+    cupyx argument at each call then keeps its device copies of the indices from call to call."""
+    return p
 
 
 def _unless_identity(order: np.ndarray) -> np.ndarray | None:
