@@ -408,5 +408,5 @@ def test_the_guide_runs():
     import re
     page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "sparse.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     exec(compile("\n".join(blocks), "sparse.md", "exec"), {"__name__": "sparse_guide"})
