@@ -291,3 +291,84 @@ def test_splu_errors():
         tsl.splu(A0).solve(np.ones(3))
     with pytest.raises(TypeError, match="splu: options must be a dict"):
         tsl.splu(A0, options=[1])
+
+
+# ---- cg, gmres, bicgstab, minres -----------------------------------------------------------------
+SSYM, ASYM = _matrix(symmetric=True, seed=5)
+KRYLOV = [("cg", SSYM, ASYM), ("minres", SSYM, ASYM), ("gmres", S0, A0), ("bicgstab", S0, A0)]
+TIGHT = 1e-14  # the solves' rtol where derivatives are compared at RTOL
+
+
+def _solution(method, A, b, **kwargs):
+    return getattr(tsl, method)(A, b, rtol=TIGHT, **kwargs)[0]
+
+
+@pytest.mark.parametrize("method, S, A", KRYLOV, ids=[k[0] for k in KRYLOV])
+def test_krylov_matches_scipy(method, S, A):
+    x, info = getattr(tsl, method)(A, B1, rtol=1e-10)
+    x_ref, info_ref = getattr(sla, method)(S, B1, rtol=1e-10)
+    _close(x, x_ref)
+    assert int(info) == info_ref == 0 and info.dtype == np.int64
+    _close(getattr(tsl, method)(S, B1[:, None], x0=np.ones(N), rtol=1e-10)[0],
+           getattr(sla, method)(S, B1[:, None], x0=np.ones(N), rtol=1e-10)[0])
+
+
+@pytest.mark.parametrize("method, S, A", KRYLOV, ids=[k[0] for k in KRYLOV])
+def test_krylov_derivatives_match_the_dense_route(method, S, A):
+    def loss(solver):
+        return lambda d, b: tnp.sum(tnp.sin(solver(_with(A, d), b)) * W)
+    sparse = loss(lambda M, b: _solution(method, M, b))
+    dense = loss(lambda M, b: tnp.linalg.solve(M.toarray(), b))
+    for g, w in zip(tg.grad(sparse, (0, 1))(A.data, B1), tg.grad(dense, (0, 1))(A.data, B1)):
+        _close(g, w)
+    tangents = (RNG.normal(size=A.nnz), RNG.normal(size=N))
+    _close(tg.jvp(sparse, (A.data, B1), tangents)[1], tg.jvp(dense, (A.data, B1), tangents)[1])
+    check_grads(sparse, (A.data, B1), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("method, S, A", KRYLOV, ids=[k[0] for k in KRYLOV])
+def test_krylov_under_vmap_and_jit(method, S, A):
+    bs = RNG.normal(size=(3, N))
+    got, infos = tg.vmap(lambda b: getattr(tsl, method)(A, b, rtol=TIGHT))(bs)
+    _close(got, np.linalg.solve(S.toarray(), bs.T).T)
+    assert infos.shape == (3,) and not infos.any()
+    datas = A.data[None] * np.array([1.0, 1.2])[:, None]
+    _close(tg.vmap(lambda d: _solution(method, _with(A, d), B1))(datas),
+           np.stack([np.linalg.solve(_with(A, d).toarray(), B1) for d in datas]))
+    loss = lambda d: tnp.sum(_solution(method, _with(A, d), B1) * W)  # noqa: E731
+    _close(tg.jit(tg.grad(loss))(A.data), tg.grad(lambda d: tnp.sum(tnp.linalg.solve(_with(A, d).toarray(), B1) * W))(
+        A.data))
+
+
+def test_minres_shift_is_part_of_the_system():
+    shifted = lambda d: _with(ASYM, d).toarray() - 0.5 * np.eye(N)  # noqa: E731
+    x = tsl.minres(ASYM, B1, shift=0.5, rtol=TIGHT)[0]
+    _close(x, np.linalg.solve(shifted(ASYM.data), B1))
+    g = tg.grad(lambda d: tnp.sum(tsl.minres(_with(ASYM, d), B1, shift=0.5, rtol=TIGHT)[0] * W))(ASYM.data)
+    _close(g, tg.grad(lambda d: tnp.sum(tnp.linalg.solve(shifted(d), B1) * W))(ASYM.data))
+
+
+@pytest.mark.parametrize("method, S, A", [KRYLOV[2], KRYLOV[3], KRYLOV[0]], ids=["gmres", "bicgstab", "cg"])
+def test_krylov_with_a_preconditioner(method, S, A):
+    jacobi = sp.diags_array(1.0 / S.diagonal()).tocsr()
+    _close(getattr(tsl, method)(A, B1, M=jacobi, rtol=1e-10)[0], getattr(sla, method)(S, B1, M=jacobi, rtol=1e-10)[0])
+    loss = lambda d: tnp.sum(_solution(method, _with(A, d), B1, M=ts.asarray(jacobi)) * W)  # noqa: E731
+    _close(tg.grad(loss)(A.data), tg.grad(lambda d: tnp.sum(tnp.linalg.solve(_with(A, d).toarray(), B1) * W))(A.data))
+
+
+def test_krylov_not_converged_returns_info_or_raises_when_differentiated():
+    x, info = tsl.gmres(A0, B1, restart=1, maxiter=1)
+    assert int(info) == sla.gmres(S0, B1, restart=1, maxiter=1)[1] > 0
+    with pytest.raises(tsl.ConvergenceError, match=r"gmres: the solve with gmres did not reach.*Raise maxiter"):
+        tg.grad(lambda b: tnp.sum(tsl.gmres(A0, b, restart=1, maxiter=1)[0]))(B1)
+    with pytest.raises(RuntimeError, match="cg: the solve with cg did not reach"):
+        tg.jvp(lambda d: tsl.cg(_with(ASYM, d), B1, maxiter=1)[0], (ASYM.data,), (ASYM.data,))
+
+
+def test_krylov_errors():
+    with pytest.raises(TypeError, match="cg: M is traced; a preconditioner gets no derivative"):
+        tg.grad(lambda d: tnp.sum(tsl.cg(ASYM, B1, M=_with(ASYM, d))[0]))(ASYM.data)
+    with pytest.raises(ValueError, match=r"gmres: b has shape \(7, 2\).*\(n,\) or \(n, 1\)"):
+        tsl.gmres(A0, B2[:, :2])
+    with pytest.raises(ValueError, match=r"cg: x0 has shape \(3,\)"):
+        tsl.cg(ASYM, B1, x0=np.ones(3))

@@ -8,5 +8,8 @@ there is one), never from the solver's iterations. The guide is ``docs/sparse_li
 """
 from tapegrad.scipy.sparse.linalg._direct import SuperLU, factorized, splu, spsolve
 from tapegrad.scipy.sparse.linalg._factor import SingularMatrixError
+from tapegrad.scipy.sparse.linalg._iterative import bicgstab, cg, gmres, minres
+from tapegrad.scipy.sparse.linalg._krylov import ConvergenceError
 
-__all__ = ["SingularMatrixError", "SuperLU", "factorized", "splu", "spsolve"]
+__all__ = ["ConvergenceError", "SingularMatrixError", "SuperLU", "bicgstab", "cg", "factorized", "gmres", "minres",
+           "splu", "spsolve"]
