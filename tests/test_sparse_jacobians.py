@@ -403,3 +403,47 @@ def test_sparse_hessian_options_are_checked():
         tg.sparse_hessian(lambda x: tnp.sum(x), np.eye(3, dtype=bool), colouring="acyclic")
     with pytest.raises(TypeError, match="check_pattern must be a bool"):
         tg.sparse_hessian(lambda x: tnp.sum(x), np.eye(3, dtype=bool), check_pattern="yes")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# jit=True: the passes staged as one program
+
+JIT_TRANSFORMS = {"fwd": tg.sparse_jacfwd, "rev": tg.sparse_jacrev}
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_staged_passes_give_the_eager_jacobian(mode):
+    k = 5
+    u = np.random.default_rng(19).standard_normal((k, k))
+    scaled = lambda v, s, power=1: laplacian_fn(v) * s ** power
+    staged = JIT_TRANSFORMS[mode](scaled, stencil_pattern(k), jit=True)
+    for s in (2.0, 3.0, np.full((k, k), 0.5)):  # a new value of an argument is an input, not a new program
+        dense = dense_jacobian(lambda v: scaled(v, s, power=2), u, mode)
+        assert_recovered(staged(u, s, power=2), dense, stencil_pattern(k), 1e-12)
+
+
+@pytest.mark.parametrize("colouring", ["star", "column"])
+def test_staged_hessian_in_chunks(colouring):
+    pattern = arrow_pattern(9) | banded_pattern(9, 1, 1).toarray()
+    objective = pairwise_objective(pattern, seed=20)
+    x = np.random.default_rng(21).standard_normal(9)
+    hess = tg.sparse_hessian(objective, pattern, colouring=colouring, jit=True, chunk_size=2)(x)
+    assert_recovered(hess, np.asarray(tg.hessian(objective)(x)), pattern, 1e-12)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_staged_passes_check_the_shape_and_the_pattern(mode):
+    with pytest.raises(ValueError, match=r"shape \(out.size, x.size\) = \(5, 5\)"):
+        JIT_TRANSFORMS[mode](lambda x: x * 2, np.eye(4, dtype=bool), jit=True)(np.ones(5))
+    fn = lambda x: x * tnp.concatenate([tnp.ones(1), x[:-1]])
+    pattern = np.eye(4, dtype=bool)
+    pattern[2, 2] = False
+    with pytest.raises(ValueError, match="does not list"):
+        JIT_TRANSFORMS[mode](fn, pattern, jit=True)(np.linspace(1.0, 2.0, 4))
+
+
+def test_staged_empty_pattern_and_a_bad_flag():
+    jac = tg.sparse_jacfwd(lambda x: 0 * x[:2], np.zeros((2, 3), bool), jit=True)(np.ones(3))
+    assert jac.shape == (2, 3) and jac.nnz == 0
+    with pytest.raises(TypeError, match="jit must be a bool"):
+        tg.sparse_jacfwd(lambda x: x, np.eye(2, dtype=bool), jit="yes")
