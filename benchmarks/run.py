@@ -64,6 +64,7 @@ import bench_mlp  # noqa: E402
 import bench_native  # noqa: E402
 import bench_odeint  # noqa: E402
 import bench_optimize  # noqa: E402
+import bench_poisson  # noqa: E402
 import bench_science  # noqa: E402
 import bench_sin10  # noqa: E402
 import bench_solve_ivp  # noqa: E402
@@ -80,7 +81,8 @@ BENCHMARKS = {"chain": bench_chain, "mlp": bench_mlp, "hessian": bench_hessian, 
               "distributed": bench_distributed, "implicit": bench_implicit, "while_rev": bench_while_rev,
               "native": bench_native, "solve_ivp": bench_solve_ivp, "odeint": bench_odeint,
               "optimize": bench_optimize, "science": bench_science, "minimize_traced": bench_minimize_traced,
-              "debug_nans": bench_debug_nans, "sparse_jacobian": bench_sparse_jacobian}
+              "debug_nans": bench_debug_nans, "sparse_jacobian": bench_sparse_jacobian,
+              "poisson": bench_poisson}
 
 
 def _peers() -> str:
