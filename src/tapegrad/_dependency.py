@@ -48,9 +48,10 @@ class Node:
         out_avals: one ``ShapedArray`` per result.
         params: the equation's static parameters.
         width: the number of input elements (the columns of every matrix).
-        propagate: ``propagate(program, deps, values) -> list``: the dependency matrices of a staged
-            sub-program's outputs given one matrix (or None) and one value (or None) per input
-            variable of the program (its constants are known to it): how control flow recurses.
+        propagate: ``propagate(program, deps, values) -> (deps, values)``: the dependency matrices
+            (or None) and known values (or None) of a staged sub-program's outputs, given one matrix
+            (or None) and one value (or None) per input variable of the program (its constants are
+            known to it): how control flow recurses.
     """
 
     __slots__ = ("prim", "deps", "values", "avals", "out_avals", "params", "width", "propagate")
@@ -263,8 +264,10 @@ def letter_map(letters: str, shape: Sequence[int], out_letters: str, out_shape: 
 
 class Contraction:
     """A sum of products (``matmul``, ``einsum``): each output element depends on every element of each
-    factor along the contracted letters. Conservative only where another factor is a known constant
-    with zeros (an entry then marked may be structurally zero); exact for generic values.
+    factor along the contracted letters. Of two factors, where the other is a known constant (a
+    matrix closed over), only the products with its non-zero elements count, so ``x @ A`` has the
+    pattern of ``A``; exact for generic values. Conservative where a constant with zeros meets two
+    or more traced factors.
 
     Args:
         subscripts: ``subscripts(node) -> (letters per operand, output letters)``.
@@ -276,9 +279,27 @@ class Contraction:
     def __call__(self, node: Node) -> list:
         ins, out = self.subscripts(node)
         out_shape = node.out_avals[0].shape
-        parts = [apply(letter_map(letters, aval.shape, out, out_shape), dep)
-                 for letters, aval, dep in zip(ins, node.avals, node.deps) if dep is not None]
+        parts = []
+        for k, (letters, aval, dep) in enumerate(zip(ins, node.avals, node.deps)):
+            if dep is not None:
+                m = letter_map(letters, aval.shape, out, out_shape)
+                if len(ins) == 2 and node.values[1 - k] is not None:
+                    m = self.through_constant(m, letters, aval.shape, ins[1 - k], node.values[1 - k], out, out_shape)
+                parts.append(apply(m, dep))
         return [union(parts)]
+
+    @staticmethod
+    def through_constant(m, letters, shape, other_letters, other, out, out_shape):
+        """``m`` (output on this factor) kept where some non-zero element of the known factor ``other``
+        agrees with both on their shared letters: ``m .* (P_out,other diag(other != 0) P_other,this)``."""
+        other = np.asarray(other)
+        mask = connection(*(np.flatnonzero(other.ravel() != 0),) * 2, (other.size, other.size))
+        with_other = letter_map(other_letters, other.shape, out, out_shape)  # (out, other)
+        other_this = letter_map(letters, shape, other_letters, other.shape)  # (other, this): shared letters agree
+        reach = with_other @ mask @ other_this
+        kept = m.multiply(reach).tocsr()
+        kept.eliminate_zeros()
+        return kept.astype(bool)
 
 
 class Update:

@@ -143,7 +143,7 @@ def _detect(program: Program, width: int, api: str):
     identity = sp.eye_array(width, dtype=bool, format="csr")
     fallbacks: set[str] = set()
     inputs = [identity] + [None] * (len(program.invars) - 1)  # captured values and Parameters: constants
-    (out,) = _propagate(program, inputs, [None] * len(program.invars), width, fallbacks)
+    (out,), _ = _propagate(program, inputs, [None] * len(program.invars), width, fallbacks)
     aval = program.outputs[0].aval if isinstance(program.outputs[0], Var) else None
     rows = 1 if aval is None else size_of(aval.shape)
     pattern = sp.csr_array((rows, width), dtype=bool) if out is None else sp.csr_array(out, dtype=bool)
@@ -167,9 +167,9 @@ def _live(program: Program) -> list:
     return live[::-1]
 
 
-def _propagate(program: Program, deps: list, values: list, width: int, fallbacks: set) -> list:
-    """The dependency matrices (None: none) of ``program``'s outputs, given those of its inputs and the
-    values known of them; primitives met without a rule are added to ``fallbacks``."""
+def _propagate(program: Program, deps: list, values: list, width: int, fallbacks: set) -> tuple[list, list]:
+    """The dependency matrices (None: none) of ``program``'s outputs and the values known of them (None:
+    unknown), given those of its inputs; primitives met without a rule are added to ``fallbacks``."""
     env: dict[int, Any] = {}
     known: dict[int, Any] = {}
     for v, dep, value in zip(program.invars, deps, values):
@@ -179,7 +179,7 @@ def _propagate(program: Program, deps: list, values: list, width: int, fallbacks
     for v, c in zip(program.constvars, program.consts):
         known[id(v)] = to_host(c)
 
-    def recurse(sub: Program, sub_deps: list, sub_values: list) -> list:
+    def recurse(sub: Program, sub_deps: list, sub_values: list) -> tuple[list, list]:
         return _propagate(sub, sub_deps, sub_values, width, fallbacks)
 
     for eqn in _live(program):
@@ -200,7 +200,8 @@ def _propagate(program: Program, deps: list, values: list, width: int, fallbacks
             outs = rule(node)
         for v, dep in zip(eqn.outs, outs):
             env[id(v)] = dep if dep is not None and is_inexact(v.aval) and dep.nnz else None
-    return [None if isinstance(x, Literal) else env.get(id(x)) for x in program.outputs]
+    return ([None if isinstance(x, Literal) else env.get(id(x)) for x in program.outputs],
+            [x.value if isinstance(x, Literal) else known.get(id(x)) for x in program.outputs])
 
 
 def _aval(x):

@@ -2,7 +2,7 @@
 ``cond``/``switch`` (``_switch.py``), ``scan``/``fori_loop``/``map`` (``_scan.py``), ``while_loop``
 (``_while.py``, its reverse mode in ``_while_rev.py``) and ``custom_root``/``custom_linear_solve``
 (``_solves.py``), built on the staged sub-programs of ``_closed.py``."""
-from tapegrad._control_flow import _while_rev  # noqa: F401 (the while primitive's reverse mode)
+from tapegrad._control_flow import _dependencies, _while_rev  # noqa: F401 (dependency rules; while's reverse mode)
 from tapegrad._control_flow._scan import fori_loop, map, scan
 from tapegrad._control_flow._solves import custom_linear_solve, custom_root
 from tapegrad._control_flow._switch import cond, switch
