@@ -16,7 +16,7 @@ from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import ArrayLike
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import def_dependency, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._creation import as_operand, with_dtype
 
 # Terms of the series I_n(x) = sum_k (x/2)^(2k+n) / (k! (k+n)!) peak near k = |x|/2 and are below
@@ -56,6 +56,7 @@ bessel_i_p = primitive("modified_bessel_i", _bessel_i_impl, lambda aval, *, n: u
 defvjp(bessel_i_p, _bessel_i_derivative)
 defjvp(bessel_i_p, _bessel_i_derivative)
 defbatch_elementwise(bessel_i_p)
+def_dependency(bessel_i_p, "elementwise")
 
 
 def bessel_i(x, n: int):

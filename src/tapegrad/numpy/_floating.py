@@ -23,7 +23,15 @@ import numpy as np
 from tapegrad._array_type import Array
 from tapegrad._core import bind
 from tapegrad._typing import ArrayLike
-from tapegrad.extend import def_nondiff, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import (
+    def_dependency,
+    def_nondiff,
+    defbatch_elementwise,
+    defjvp,
+    defvjp,
+    primitive,
+    unary_abstract_eval,
+)
 from tapegrad.numpy._creation import as_operand
 from tapegrad.numpy._elementwise import _binary, _unary, equal, summed_to_operand
 from tapegrad.numpy._operators import floor_divide
@@ -39,6 +47,7 @@ ldexp_p = primitive("ldexp", np.ldexp)
 defvjp(ldexp_p, summed_to_operand(_ldexp_dx, 0), None)
 defjvp(ldexp_p, _ldexp_dx, None)
 defbatch_elementwise(ldexp_p)
+def_dependency(ldexp_p, "elementwise")
 
 
 def ldexp(x1: ArrayLike, x2: ArrayLike) -> Array:
@@ -54,6 +63,7 @@ def ldexp(x1: ArrayLike, x2: ArrayLike) -> Array:
 frexp_exponent_p = primitive("frexp_exponent", lambda x: np.frexp(x)[1])
 def_nondiff(frexp_exponent_p)
 defbatch_elementwise(frexp_exponent_p)
+def_dependency(frexp_exponent_p, "elementwise")
 
 
 def frexp(x: ArrayLike) -> tuple[Array, ...]:
@@ -73,9 +83,11 @@ modf_fraction_p = primitive("modf_fraction", lambda x: np.modf(x)[0], unary_abst
 defvjp(modf_fraction_p, lambda ct, ans, x: ct)
 defjvp(modf_fraction_p, lambda t, ans, x: t)
 defbatch_elementwise(modf_fraction_p)
+def_dependency(modf_fraction_p, "elementwise")
 modf_integral_p = primitive("modf_integral", lambda x: np.modf(x)[1], unary_abstract_eval)
 def_nondiff(modf_integral_p)
 defbatch_elementwise(modf_integral_p)
+def_dependency(modf_integral_p, "elementwise")
 
 
 def modf(x: ArrayLike) -> tuple[Array, ...]:

@@ -22,9 +22,11 @@ import numpy as np
 from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
+from tapegrad._dependency import Lines, Structural
 from tapegrad._typing import ArrayLike, Axis
 from tapegrad.extend import (
     ShapedArray,
+    def_dependency,
     def_nondiff,
     defbatch_front,
     defbatch_single_axis,
@@ -90,6 +92,8 @@ for _prim, _transpose in ((permute_p, unpermute_p), (unpermute_p, permute_p)):
     defjvp_argnum(_prim, lambda argnum, t, ans, x, perm, *, axis, _p=_prim:
                   bind(_p, t, perm, axis=axis) if argnum == 0 else None)
     defbatch_front(_prim, lambda params: {"axis": params["axis"] + 1})
+    # a known permutation moves elements exactly; a traced one (a sort) may take any of the line's
+    def_dependency(_prim, Structural(data=(0,), otherwise=Lines("axis")))
 
 
 def _flat_or_axis(a, axis):

@@ -25,7 +25,7 @@ from tapegrad._array_type import Array
 from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import ArrayLike
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import def_dependency, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy import _complex
 from tapegrad.numpy._creation import as_operand, asarray
 from tapegrad.numpy._elementwise import (
@@ -86,6 +86,7 @@ sinc_p = primitive("sinc", lambda x: namespace_of(x).sinc(x), unary_abstract_eva
 defvjp(sinc_p, lambda g, ans, x: g * _sinc_derivative(x))
 defjvp(sinc_p, lambda g, ans, x: g * _sinc_derivative(x))
 defbatch_elementwise(sinc_p)
+def_dependency(sinc_p, "elementwise")
 
 
 def sinc(x: ArrayLike) -> Array:

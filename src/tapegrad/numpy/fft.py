@@ -36,8 +36,9 @@ import numpy as np
 from tapegrad._array_type import Array
 from tapegrad._backend import default_namespace, namespace_of
 from tapegrad._core import ShapedArray, bind
+from tapegrad._dependency import Lines
 from tapegrad._typing import ArrayLike, Axis, DTypeLike
-from tapegrad.extend import batch_axis_map, defbatch, deflinear, defvjp, primitive
+from tapegrad.extend import batch_axis_map, def_dependency, defbatch, deflinear, defvjp, primitive
 from tapegrad.numpy import _complex, _shape
 from tapegrad.numpy._creation import _contains_traced, as_operand, full_like
 from tapegrad.numpy._elementwise import astype
@@ -149,6 +150,8 @@ irfft_p = primitive("irfft", _irfft_impl, _irfft_aval)
 defvjp(irfft_p, _irfft_vjp)
 deflinear(irfft_p)
 defbatch(irfft_p, _transform_batch(irfft_p))  # lengths follow axes in order: unchanged
+# each output element mixes its whole line (block) along the transformed axes
+def_dependency(fft_p, Lines("axes"), rfft_p, irfft_p)
 
 
 # ---- arguments -----------------------------------------------------------------------------------

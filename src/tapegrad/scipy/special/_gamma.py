@@ -14,7 +14,7 @@ import numpy as np
 from tapegrad._backend import is_array, namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import Array, ArrayLike
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
+from tapegrad.extend import def_dependency, defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import binary, scipy_impl, unary
 
@@ -42,6 +42,7 @@ polygamma_p = primitive("polygamma", _polygamma_impl)
 defvjp(polygamma_p, None, lambda ct, ans, n, x: unbroadcast(ct * polygamma(n + 1, x), x))
 defjvp(polygamma_p, None, lambda t, ans, n, x: t * polygamma(n + 1, x))
 defbatch_elementwise(polygamma_p)
+def_dependency(polygamma_p, "elementwise")
 
 
 def gammaln(x: ArrayLike) -> Array:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from tapegrad._backend import namespace_of, scipy_module
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
+from tapegrad.extend import def_dependency, defbatch_elementwise, defjvp, defvjp, primitive, unary_abstract_eval
 from tapegrad.numpy._shape import unbroadcast
 
 
@@ -86,6 +86,7 @@ def unary(name: str, derivative, fallback=None):
     defvjp(prim, lambda ct, ans, x: ct * derivative(x, ans))
     defjvp(prim, lambda t, ans, x: t * derivative(x, ans))
     defbatch_elementwise(prim)
+    def_dependency(prim, "elementwise")
     return prim
 
 
@@ -98,6 +99,7 @@ def binary(name: str, d_x, d_y, impl=None):
     defjvp(prim, lambda t, ans, x, y: t * d_x(x, y, ans),
            None if d_y is None else (lambda t, ans, x, y: t * d_y(x, y, ans)))
     defbatch_elementwise(prim)
+    def_dependency(prim, "elementwise")
     return prim
 
 

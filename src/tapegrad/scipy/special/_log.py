@@ -12,6 +12,7 @@ from tapegrad._backend import namespace_of
 from tapegrad._core import bind
 from tapegrad._typing import Array, ArrayLike, Axis
 from tapegrad.extend import (
+    def_dependency,
     def_lowering,
     defbatch_elementwise,
     defjvp,
@@ -36,6 +37,7 @@ expit_p = primitive("expit", _expit_impl, unary_abstract_eval)
 defvjp(expit_p, lambda ct, ans, x: ct * (ans * (1.0 - ans)))
 defjvp(expit_p, lambda t, ans, x: t * (ans * (1.0 - ans)))
 defbatch_elementwise(expit_p)
+def_dependency(expit_p, "elementwise")
 def_lowering(expit_p, elementwise_lowering(lambda f, x: f.exp(-f.logaddexp(0.0, -x))))  # the impl's formula
 
 xlogy_p = binary("xlogy", lambda x, y, ans: ew.log(y), lambda x, y, ans: x / y)

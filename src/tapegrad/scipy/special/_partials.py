@@ -14,7 +14,7 @@ import operator
 
 from tapegrad._backend import namespace_of
 from tapegrad.errors import ConcretizationError
-from tapegrad.extend import defbatch_elementwise, defjvp, defvjp, primitive
+from tapegrad.extend import def_dependency, defbatch_elementwise, defjvp, defvjp, primitive
 from tapegrad.numpy._shape import unbroadcast
 from tapegrad.scipy.special._impl import _cast, float_dtype, scipy_impl, special_function
 
@@ -62,6 +62,7 @@ def elementwise(name: str, partials, impl=None, dtype_from=None):
     defvjp(prim, *[_vjp(d, i) for i, d in enumerate(partials)])
     defjvp(prim, *[_jvp(d) for d in partials])
     defbatch_elementwise(prim)
+    def_dependency(prim, "elementwise")
     return prim
 
 
