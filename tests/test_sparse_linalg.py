@@ -372,3 +372,90 @@ def test_krylov_errors():
         tsl.gmres(A0, B2[:, :2])
     with pytest.raises(ValueError, match=r"cg: x0 has shape \(3,\)"):
         tsl.cg(ASYM, B1, x0=np.ones(3))
+
+
+# ---- eigsh ---------------------------------------------------------------------------------------
+def _symmetric_with_gaps(n=12, seed=0):
+    """A symmetric sparse matrix whose top eigenvalues are simple and apart (so their vectors have
+    derivatives), SciPy's and tapegrad's."""
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((n, n), density=0.3, random_state=rng)
+    S = (S + S.T + sp.diags_array(np.arange(n, dtype=float) * 1.5)).tocsr()
+    return S, ts.asarray(S)
+
+
+SE, AE = _symmetric_with_gaps()
+V0 = np.ones(SE.shape[0])  # ARPACK's start: deterministic runs, as finite differences need
+C = np.random.default_rng(7).normal(size=(SE.shape[0], 3))
+
+
+def _eig_loss(eigen):
+    """A loss of the top three eigenpairs that does not depend on the eigenvectors' signs."""
+    def loss(d):
+        w, V = eigen(_with(AE, d))
+        return tnp.sum(w * np.array([1.0, 2.0, 3.0])) + tnp.sum(tnp.sum(V * C, axis=0) ** 2)
+    return loss
+
+
+def _dense_top3(A):
+    M = A.toarray()
+    w, V = tnp.linalg.eigh((M + M.T) / 2)
+    return w[-3:], V[:, -3:]
+
+
+EIG_SPARSE = _eig_loss(lambda A: tsl.eigsh(A, k=3, v0=V0))
+EIG_DENSE = _eig_loss(_dense_top3)
+
+
+def test_eigsh_matches_scipy():
+    w, V = tsl.eigsh(AE, k=3, v0=V0)
+    w_ref, V_ref = sla.eigsh(SE, k=3, v0=V0)
+    _close(w, w_ref)
+    _close(np.abs(V), np.abs(V_ref))
+    _close(tsl.eigsh(SE, k=2, which="SA", v0=V0, return_eigenvectors=False),  # ascending, where SciPy's are not
+           np.sort(sla.eigsh(SE, k=2, which="SA", v0=V0, return_eigenvectors=False)))
+    _close(tsl.eigsh(SE, k=2, sigma=1.0, v0=V0)[0], sla.eigsh(SE, k=2, sigma=1.0, v0=V0)[0])
+
+
+def test_eigsh_derivatives_match_the_dense_route():
+    rtol = 1e4 * RTOL  # the eigenvectors' derivatives divide by gaps of order 1 among values of order 10
+    _close(tg.grad(EIG_SPARSE)(AE.data), tg.grad(EIG_DENSE)(AE.data), rtol=rtol)
+    t = np.random.default_rng(8).normal(size=AE.nnz)
+    _close(tg.jvp(EIG_SPARSE, (AE.data,), (t,))[1], tg.jvp(EIG_DENSE, (AE.data,), (t,))[1], rtol=rtol)
+    values_only = lambda d: tnp.sum(tsl.eigsh(_with(AE, d), k=3, v0=V0, return_eigenvectors=False) ** 2)  # noqa
+    _close(tg.grad(values_only)(AE.data), tg.grad(lambda d: tnp.sum(_dense_top3(_with(AE, d))[0] ** 2))(AE.data))
+
+
+def test_eigsh_check_grads_order_2_both_modes():
+    check_grads(EIG_SPARSE, (AE.data,), order=2, modes=("fwd", "rev"))
+
+
+def test_eigsh_gradient_is_that_of_the_symmetric_part():
+    """One stored value of a pair (i, j), (j, i) moves both: the gradient is v_i v_j in either half."""
+    g = tg.grad(lambda d: tsl.eigsh(_with(AE, d), k=1, v0=V0, return_eigenvectors=False)[0])(AE.data)
+    v = sla.eigsh(SE, k=1, v0=V0)[1][:, 0]
+    row, col = AE.pattern.row, AE.pattern.col
+    _close(g, v[row] * v[col])
+
+
+def test_eigsh_under_vmap_and_jit():
+    datas = AE.data[None] * np.array([1.0, 1.1])[:, None]
+    want = np.stack([tg.grad(EIG_DENSE)(d) for d in datas])
+    _close(tg.vmap(tg.grad(EIG_SPARSE))(datas), want, rtol=1e4 * RTOL)
+    _close(tg.jit(tg.grad(EIG_SPARSE))(AE.data), want[0], rtol=1e4 * RTOL)
+
+
+def test_eigsh_repeated_eigenvalue_has_no_eigenvector_derivative():
+    S = sp.diags_array([1.0, 2.0, 2.0, 0.5, 0.1]).tocsr()  # 2 is double: its eigenvectors are any basis
+    A = ts.asarray(S)
+    with pytest.raises(tsl.SingularMatrixError, match="eigsh: eigenvalues 0 and 1 are equal to rounding"):
+        tg.grad(lambda d: tnp.sum(tsl.eigsh(_with(A, d), k=2, v0=np.ones(5))[1][0] ** 2))(A.data)
+    w = tsl.eigsh(A, k=2, v0=np.ones(5))[0]  # values without a derivative are fine
+    _close(w, [2.0, 2.0])
+
+
+def test_eigsh_errors():
+    with pytest.raises(NotImplementedError, match="eigsh: M .* not supported"):
+        tsl.eigsh(SE, k=2, M=sp.eye_array(SE.shape[0]))
+    with pytest.raises(ValueError, match="eigsh: k must satisfy 1 <= k < n = 12"):
+        tsl.eigsh(SE, k=12)

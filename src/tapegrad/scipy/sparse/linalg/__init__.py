@@ -7,9 +7,10 @@ from :func:`tapegrad.custom_linear_solve` (one solve with the transpose, reusing
 there is one), never from the solver's iterations. The guide is ``docs/sparse_linalg.md``.
 """
 from tapegrad.scipy.sparse.linalg._direct import SuperLU, factorized, splu, spsolve
+from tapegrad.scipy.sparse.linalg._eigsh import eigsh
 from tapegrad.scipy.sparse.linalg._factor import SingularMatrixError
 from tapegrad.scipy.sparse.linalg._iterative import bicgstab, cg, gmres, minres
 from tapegrad.scipy.sparse.linalg._krylov import ConvergenceError
 
-__all__ = ["ConvergenceError", "SingularMatrixError", "SuperLU", "bicgstab", "cg", "factorized", "gmres", "minres",
-           "splu", "spsolve"]
+__all__ = ["ConvergenceError", "SingularMatrixError", "SuperLU", "bicgstab", "cg", "eigsh", "factorized", "gmres",
+           "minres", "splu", "spsolve"]

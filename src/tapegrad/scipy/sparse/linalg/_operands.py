@@ -86,7 +86,9 @@ def csc_matrix(data, pattern, transpose: bool = False):
     indices, indptr = xp.asarray(pattern.row.astype(np.int32)), xp.asarray(pattern.indptr.astype(np.int32))
     cls = sparse.csr_matrix if transpose else sparse.csc_matrix
     shape = pattern.shape[::-1] if transpose else pattern.shape
-    return cls((data, indices, indptr), shape=shape)
+    # a batch rule's example (data[i] of a batch moved to the front) may be a strided view; SuperLU wants
+    # contiguous arrays
+    return cls((xp.ascontiguousarray(data), indices, indptr), shape=shape)
 
 
 def differentiating() -> bool:
