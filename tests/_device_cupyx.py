@@ -4,7 +4,8 @@ under the names it uses, behaving as CuPy's do where that matters to tapegrad (t
 fallback or error is what a test sees.
 
 ``install(xp, module)`` registers ``devicearrayx`` (with ``allow_synchronize`` and
-``DeviceSynchronized``), ``devicearrayx.scipy.special`` and ``.linalg`` in ``sys.modules``; tapegrad
+``DeviceSynchronized``), ``devicearrayx.scipy.special`` and ``.linalg`` in ``sys.modules``, and
+``.sparse`` and ``.sparse.linalg`` (``tests/_device_sparse.py``, CuPy's sparse classes and solvers); tapegrad
 finds them by its ``<module>x.scipy.<name>`` convention, as it finds ``cupyx.scipy``.
 
 What is CuPy's own here (CuPy 14.2, read in its source), beyond the list of names:
@@ -154,3 +155,5 @@ def install(xp, module) -> None:
     top.scipy, top.allow_synchronize, top.DeviceSynchronized = scipy_ns, allow_synchronize, DeviceSynchronized
     sys.modules.update({prefix: top, f"{prefix}.scipy": scipy_ns,
                         f"{prefix}.scipy.special": scipy_ns.special, f"{prefix}.scipy.linalg": scipy_ns.linalg})
+    import _device_sparse  # cupyx.scipy.sparse and .sparse.linalg, in a file of their own
+    _device_sparse.install(xp, scipy_ns)

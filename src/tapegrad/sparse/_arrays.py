@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad._backend import namespace_of, scipy_module, to_host
 from tapegrad._core import bind
 from tapegrad.numpy import _indexing
 from tapegrad.sparse import _pattern
@@ -21,8 +22,11 @@ from tapegrad.tree import register_node
 
 
 def _is_scipy_sparse(a) -> bool:
-    """A SciPy (or cupyx) sparse array or matrix, recognised without importing scipy.sparse."""
-    return type(a).__module__.startswith(("scipy.sparse", "cupyx.scipy.sparse")) and hasattr(a, "tocoo")
+    """A SciPy sparse array or matrix, or one of a device module's ``<module>x.scipy.sparse`` (cupyx's),
+    recognised without importing scipy.sparse."""
+    head, _, rest = type(a).__module__.partition(".")
+    return (head == "scipy" and rest.startswith("sparse") or head.endswith("x") and rest.startswith("scipy.sparse")
+            ) and hasattr(a, "tocoo")
 
 
 class SparseArray:
@@ -103,8 +107,8 @@ class SparseArray:
     # ---- conversions --------------------------------------------------------------------------------
     def toarray(self):
         """The dense ``(m, n)`` array (a scatter-add of ``data``: duplicates of a COO array add up)."""
-        p = self._pattern
-        return scatter_add(self.data, (p.row, p.col), p.shape, _dtype(self.data))
+        p, xp = self._pattern, namespace_of(self.data)
+        return scatter_add(self.data, (p.on(xp, "row"), p.on(xp, "col")), p.shape, _dtype(self.data))
 
     todense = toarray
 
@@ -124,21 +128,22 @@ class SparseArray:
     def _compress(self, fmt: str) -> SparseArray:
         if self._pattern.fmt == fmt:
             return self
-        target, inverse, order = _pattern.conversion(self._pattern, fmt)
-        data = self.data
+        p, data = self._pattern, self.data
+        target, inverse, order = _pattern.conversion(p, fmt)
+        xp = namespace_of(data)
         if inverse is not None:  # duplicates (COO only) add up into their position, as SciPy's tocsr does
-            data = scatter_add(data, inverse, (int(inverse.max()) + 1,), _dtype(data))
-        return self._make(data if order is None else data[order], target)
+            index = p.device(xp, (fmt, "inverse"), lambda: inverse)
+            data = scatter_add(data, index, (int(inverse.max()) + 1,), _dtype(data))
+        return self._make(data if order is None else data[p.device(xp, (fmt, "order"), lambda: order)], target)
 
     def to_scipy(self):
         """This array as the SciPy sparse array of its format (concrete ``data`` only: outside a transform
-        or after ``tg.stop_gradient``)."""
-        import scipy.sparse as sp
-        data, p = np.asarray(self.data), self._pattern
-        if p.fmt == "coo":
-            return sp.coo_array((data, (p.row, p.col)), shape=p.shape)
-        minor = p.col if p.fmt == "csr" else p.row
-        return getattr(sp, f"{p.fmt}_array")((data, minor.copy(), p.indptr.copy()), shape=p.shape)
+        or after ``tg.stop_gradient``); for device ``data``, the device module's (``cupyx.scipy.sparse``'s),
+        with ``data`` and indices left on the device."""
+        from tapegrad.sparse import _foreign
+        xp = namespace_of(self.data)
+        return _foreign.build(getattr(scipy_module(xp, "sparse"), f"{self._pattern.fmt}_array"), self.data,
+                              self._pattern)
 
     # ---- products -----------------------------------------------------------------------------------
     def __matmul__(self, other):
@@ -150,7 +155,8 @@ class SparseArray:
         if other.ndim not in (1, 2) or other.shape[0] != p.shape[1]:
             raise ValueError(f"matmul: A of shape {p.shape} @ x of shape {tuple(other.shape)}: x must be 1-D or "
                              f"2-D with {p.shape[1]} rows (A's columns)")
-        return _gather_scatter(self.data, p.row, p.col, p.shape[0], other)
+        xp = namespace_of(self.data, other)
+        return _gather_scatter(self.data, p.on(xp, "row"), p.on(xp, "col"), p.shape[0], other)
 
     def __rmatmul__(self, other):
         other = _dense(other)
@@ -158,9 +164,11 @@ class SparseArray:
         if other.ndim not in (1, 2) or other.shape[-1] != p.shape[0]:
             raise ValueError(f"matmul: x of shape {tuple(other.shape)} @ A of shape {p.shape}: x must be 1-D or "
                              f"2-D with {p.shape[0]} columns (A's rows)")
+        xp = namespace_of(self.data, other)
+        col, row = p.on(xp, "col"), p.on(xp, "row")
         if other.ndim == 1:
-            return _gather_scatter(self.data, p.col, p.row, p.shape[1], other)
-        return _gather_scatter(self.data, p.col, p.row, p.shape[1], other.T).T
+            return _gather_scatter(self.data, col, row, p.shape[1], other)
+        return _gather_scatter(self.data, col, row, p.shape[1], other.T).T
 
     def dot(self, other):
         """``self @ other``."""
@@ -205,10 +213,11 @@ class SparseArray:
         if other.ndim > 2 or any(o not in (1, s) for o, s in zip(other.shape[::-1], self.shape[::-1])):
             raise ValueError(f"multiply: an operand of shape {tuple(other.shape)} does not broadcast to "
                              f"{self.shape}")
-        p = self._pattern
+        p, xp = self._pattern, namespace_of(self.data, other)
         other2 = other.reshape((1,) * (2 - other.ndim) + tuple(other.shape))
-        rows = p.row if other2.shape[0] > 1 else np.zeros_like(p.row)
-        cols = p.col if other2.shape[1] > 1 else np.zeros_like(p.col)
+        zeros = p.device(xp, "zeros", lambda: np.zeros_like(p.row))  # a broadcast axis reads its one entry
+        rows = p.on(xp, "row") if other2.shape[0] > 1 else zeros
+        cols = p.on(xp, "col") if other2.shape[1] > 1 else zeros
         return self._make(self.data * other2[rows, cols], self._pattern)
 
     def __add__(self, other):
@@ -239,16 +248,17 @@ class SparseArray:
             return tnp.sum(self.data)
         if axis not in (0, 1, -1, -2):
             raise ValueError(f"sum: axis must be None, 0 or 1 for a 2-D sparse array; got {axis!r}")
-        index, size = (p.col, p.shape[1]) if axis in (0, -2) else (p.row, p.shape[0])
-        return scatter_add(self.data, index, (size,), _dtype(self.data))
+        index, size = ("col", p.shape[1]) if axis in (0, -2) else ("row", p.shape[0])
+        return scatter_add(self.data, p.on(namespace_of(self.data), index), (size,), _dtype(self.data))
 
     def diagonal(self, k: int = 0):
         """The ``k``-th diagonal as a dense 1-D array, as ``scipy.sparse``'s ``diagonal(k)``."""
         p = self._pattern
         m, n = p.shape
         length = max(0, min(m + min(k, 0), n - max(k, 0)))
-        on = np.flatnonzero(p.col - p.row == k)
-        index = np.minimum(p.row, p.col)[on]  # position along the diagonal
+        xp = namespace_of(self.data)
+        on = p.device(xp, ("diagonal", k), lambda: np.flatnonzero(p.col - p.row == k))
+        index = p.device(xp, ("along", k), lambda: np.minimum(p.row, p.col)[p.col - p.row == k])  # position on it
         return scatter_add(self.data[on], index, (length,), _dtype(self.data))
 
 
@@ -395,11 +405,13 @@ def asarray(a: Any) -> SparseArray:
                         f"array or a tapegrad.sparse array; got {type(a).__name__}. A traced dense array has no "
                         "static pattern: build csr_array((data, indices, indptr), shape) from a known pattern")
     fmt = a.format if a.format in _CLASSES else "csr"
-    a = a.asformat(fmt, copy=True)
+    a = getattr(a, f"to{fmt}")(copy=True)  # SciPy's and cupyx's spelling (cupyx's asformat takes no copy)
     if fmt == "coo":
-        return coo_array((np.asarray(a.data), (np.asarray(a.row), np.asarray(a.col))), shape=a.shape)
-    a.sum_duplicates()  # canonical (sorted, no duplicates): a copy, so the caller's array is untouched
-    return _CLASSES[fmt]((np.asarray(a.data), np.asarray(a.indices), np.asarray(a.indptr)), shape=a.shape)
+        pattern = _pattern.coordinates(a.shape, to_host(a.row), to_host(a.col))
+    else:
+        a.sum_duplicates()  # canonical (sorted, no duplicates): a copy, so the caller's array is untouched
+        pattern = _pattern.compressed(fmt, a.shape, to_host(a.indices), to_host(a.indptr))
+    return SparseArray._make(a.data, pattern)  # device data stays on its device
 
 
 def issparse(a: Any) -> bool:
@@ -451,9 +463,13 @@ def _union(a: SparseArray, b: SparseArray) -> SparseArray:
     """``a + b`` on the union of their patterns, as a canonical CSR array (as SciPy returns)."""
     if a.shape != b.shape:
         raise ValueError(f"add: shapes {a.shape} and {b.shape} differ; sparse addition needs equal shapes")
-    target, slots_a, slots_b = _pattern.union(a._pattern, b._pattern)
+    pa, pb = a._pattern, b._pattern
+    target, slots_a, slots_b = _pattern.union(pa, pb)
     dtype = np.result_type(_dtype(a.data), _dtype(b.data))
-    data = scatter_add(a.data, slots_a, (target.nnz,), dtype) + scatter_add(b.data, slots_b, (target.nnz,), dtype)
+    xp = namespace_of(a.data, b.data)
+    into_a = pa.device(xp, ("union", pb, "a"), lambda: slots_a)
+    into_b = pa.device(xp, ("union", pb, "b"), lambda: slots_b)
+    data = scatter_add(a.data, into_a, (target.nnz,), dtype) + scatter_add(b.data, into_b, (target.nnz,), dtype)
     return SparseArray._make(data, target)
 
 
