@@ -18,6 +18,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import _device
+import _device_sparse
 import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.sparse as ts
@@ -223,3 +224,18 @@ def test_the_stand_in_matches_scipy_and_refuses_as_cupy():
         warnings.simplefilter("ignore")
         with xpx.allow_synchronize(False):
             xlinalg.splu(M)
+
+
+@pytest.mark.gpu
+def test_the_stand_in_names_and_keywords_are_cupyx_s():
+    """The double's sparse names exist in the installed cupyx, with the tolerance keyword it models."""
+    import inspect
+    cupyx_sparse = pytest.importorskip("cupyx.scipy.sparse")
+    linalg = importlib.import_module("cupyx.scipy.sparse.linalg")
+    assert [n for n in _device_sparse._SPARSE if not hasattr(cupyx_sparse, n)] == []
+    assert [n for n in _device_sparse._LINALG if not hasattr(linalg, n)] == []
+    assert not hasattr(linalg, "expm_multiply")
+    for name in ("cg", "gmres", "bicgstab", "cgs"):
+        keywords = inspect.signature(getattr(linalg, name)).parameters
+        assert "rtol" in keywords and "tol" not in keywords, name
+    assert "tol" in inspect.signature(linalg.minres).parameters
