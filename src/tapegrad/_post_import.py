@@ -12,15 +12,14 @@ library, as ``wrapt.register_post_import_hook`` keeps them).
 """
 from __future__ import annotations
 
-import importlib.abc
+import _thread
 import sys
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 _WATCHED: dict[str, list[Callable[[ModuleType], Any]]] = {}  # module name -> callbacks not yet run
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()  # _thread, not threading: this module may load with `import tapegrad`
 
 
 def when_imported(name: str, callback: Callable[[ModuleType], Any]) -> None:
@@ -48,8 +47,10 @@ def _run(name: str, module: ModuleType) -> None:
         callback(module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: for a watched name, the spec the other finders give, its loader wrapped."""
+class _Finder:
+    """Finds nothing itself: for a watched name, the spec the other finders give, its loader wrapped.
+    (A meta path finder needs only ``find_spec``; ``importlib.abc`` is not imported, as it takes longer
+    than the rest of this module.)"""
 
     def find_spec(self, fullname, path, target=None):
         if fullname not in _WATCHED:
@@ -66,7 +67,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return None
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     """The module's own loader, with the watched callbacks run after its ``exec_module``; every other
     attribute (``get_resource_reader``, ``is_package``...) is the wrapped loader's."""
 
