@@ -264,9 +264,8 @@ def sparse_jacfwd(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
                [0., 0., 0., 5., 4.]])
     """
     _check_options(check_pattern, chunk_size, jit, "sparse_jacfwd")
-    compressed = _Compressed(pattern_of(sparsity, "sparse_jacfwd"), "column")
-    return _transform(fn, _forward_passes(fn, compressed, chunk_size, "sparse_jacfwd"), compressed, check_pattern,
-                      jit, "sparse_jacfwd")
+    return by_colouring(fn, sparsity, "forward", "sparse_jacfwd", check_pattern=check_pattern, chunk_size=chunk_size,
+                        jit=jit)
 
 
 def sparse_jacrev(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool = True,
@@ -295,9 +294,8 @@ def sparse_jacrev(fn: Callable[..., Any], sparsity: Any, *, check_pattern: bool 
         As :func:`sparse_jacfwd`.
     """
     _check_options(check_pattern, chunk_size, jit, "sparse_jacrev")
-    compressed = _Compressed(pattern_of(sparsity, "sparse_jacrev"), "row")
-    return _transform(fn, _reverse_passes(fn, compressed, chunk_size, "sparse_jacrev"), compressed, check_pattern,
-                      jit, "sparse_jacrev")
+    return by_colouring(fn, sparsity, "reverse", "sparse_jacrev", check_pattern=check_pattern, chunk_size=chunk_size,
+                        jit=jit)
 
 
 _COLOURINGS = ("star", "column")
@@ -344,12 +342,28 @@ def sparse_hessian(fn: Callable[..., Any], sparsity: Any, *, colouring: str = "s
     if colouring not in _COLOURINGS:
         raise ValueError(f"sparse_hessian: colouring must be 'star' (symmetric recovery, fewer passes) or 'column' "
                          f"(as sparse_jacfwd of grad), got {colouring!r}")
-    pattern = pattern_of(sparsity, "sparse_hessian")
+    return by_colouring(fn, sparsity, colouring, "sparse_hessian", check_pattern=check_pattern,
+                        chunk_size=chunk_size, jit=jit)
+
+
+def by_colouring(fn, sparsity, kind: str, api: str, *, check_pattern: bool = True, chunk_size: int | None = None,
+                 jit: bool = False):
+    """The transform behind :func:`sparse_jacfwd` (``kind="forward"``), :func:`sparse_jacrev`
+    (``"reverse"``) and :func:`sparse_hessian` (``"star"`` or ``"column"``), the options checked by the
+    caller; ``api`` names the caller in errors (``tapegrad.scipy.optimize`` calls it with its own name).
+
+    Raises:
+        TypeError: ``sparsity`` neither sparse nor a 2-D Boolean array.
+        ValueError: a Hessian's pattern not square and symmetric.
+    """
+    pattern = pattern_of(sparsity, api)
+    if kind in ("forward", "reverse"):
+        compressed = _Compressed(pattern, "column" if kind == "forward" else "row")
+        passes = (_forward_passes if kind == "forward" else _reverse_passes)(fn, compressed, chunk_size, api)
+        return _transform(fn, passes, compressed, check_pattern, jit, api)
     if pattern.shape[0] != pattern.shape[1] or (pattern != pattern.T).nnz:
-        raise ValueError(f"sparse_hessian: sparsity must be square and symmetric (a Hessian's pattern), got shape "
+        raise ValueError(f"{api}: sparsity must be square and symmetric (a Hessian's pattern), got shape "
                          f"{pattern.shape}{'' if pattern.shape[0] != pattern.shape[1] else ', not symmetric'}; "
                          f"pass S + S.T (or S | S.T) for a pattern S of one triangle")
-    compressed = _Compressed(pattern, colouring)
-    gradient = grad(fn)
-    return _transform(fn, _forward_passes(gradient, compressed, chunk_size, "sparse_hessian"), compressed,
-                      check_pattern, jit, "sparse_hessian")
+    compressed = _Compressed(pattern, kind)
+    return _transform(fn, _forward_passes(grad(fn), compressed, chunk_size, api), compressed, check_pattern, jit, api)
