@@ -160,6 +160,23 @@ def elementwise(node: Node) -> list:
     return [union(parts)] * len(node.out_avals)
 
 
+def product(node: Node) -> list:
+    """A product (``multiply``): elementwise, but a factor known to be zero at a position (a zero
+    cotangent in a gradient's program, a mask of zeros and ones) cuts the other factor's dependency
+    there, since the product is then zero whatever that factor is. Exact for generic values."""
+    out_shape = tuple(node.out_avals[0].shape)
+    parts = []
+    for k, (dep, aval) in enumerate(zip(node.deps, node.avals)):
+        if dep is None:
+            continue
+        index = broadcast_index(aval.shape, out_shape)
+        other = node.values[1 - k]
+        if other is not None:
+            index = np.where(np.broadcast_to(np.asarray(other) != 0, out_shape).ravel(), index, -1)
+        parts.append(gather(index, dep))
+    return [union(parts)]
+
+
 class Structural:
     """Copies: each output element is a copy of at most one element of one operand, where it is is
     found by running the primitive's own impl on index arrays.
@@ -336,8 +353,8 @@ class Update:
 
 
 KINDS: dict[str, Callable[[Node], list]] = {
-    "elementwise": elementwise, "structural": Structural(), "reduction": reduction, "cumulative": cumulative,
-    "dense": dense, "none": none}
+    "elementwise": elementwise, "product": product, "structural": Structural(), "reduction": reduction,
+    "cumulative": cumulative, "dense": dense, "none": none}
 
 
 def def_dependency(prim: Primitive, rule: str | Callable[[Node], list], *more: Primitive) -> None:
@@ -347,7 +364,8 @@ def def_dependency(prim: Primitive, rule: str | Callable[[Node], list], *more: P
     Args:
         prim: the primitive.
         rule: a kind by name: ``"elementwise"`` (each output element on the operand elements at its
-            position, after broadcasting), ``"structural"`` (copies: the map is found by running the
+            position, after broadcasting), ``"product"`` (elementwise, where a factor known to be zero
+            cuts the other's dependency: a binary product), ``"structural"`` (copies: the map is found by running the
             impl on index arrays; every operand is copied), ``"reduction"`` (``axis``/``keepdims``
             parameters), ``"cumulative"`` (``axis``), ``"dense"`` (every output on every input of
             every operand: what a primitive without a rule gets, but declared, so not reported) or

@@ -280,6 +280,7 @@ def _multiply_vjp(argnum: int):
 
 
 defvjp(multiply_p, _multiply_vjp(0), _multiply_vjp(1))  # in place of _binary's product-then-sum
+def_dependency(multiply_p, "product")  # a known zero factor (a zero cotangent) cuts the other's dependency
 divide_p, divide = _binary("divide", lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y,
                            fusion_ns=(0.6, 0.55))
 true_divide = divide
