@@ -1,6 +1,7 @@
 """``Rosenbrock23``: the stiff method of ``solve_ivp``, Shampine and Reichelt's L-stable Rosenbrock pair
 of orders 2 and 3 (MATLAB's ``ode23s``; "The MATLAB ODE Suite", SIAM J. Sci. Comput. 18, 1997, section 3),
-with the Jacobian ``df/dy`` from ``jacfwd`` and ``df/dt`` from one ``jvp``.
+with the Jacobian ``df/dy`` from ``jacfwd`` and ``df/dt`` from one ``jvp``; with ``jac_sparsity``, the Jacobian
+by colouring and ``W`` a sparse matrix (``_sparse_rosenbrock.py``).
 
 A Rosenbrock method is linearly implicit: each stage solves a linear system with ``W = I - h d J`` instead
 of iterating Newton's method to convergence, so a step is a fixed computation (three solves, two new
@@ -21,12 +22,13 @@ the step-size control are the explicit methods' (SciPy's RMS norm; ``error_order
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import tapegrad.numpy as tnp
 from tapegrad._api import jvp
 from tapegrad._jacobians import jacfwd
 from tapegrad.scipy.integrate._runge_kutta import rms
+from tapegrad.scipy.integrate._sparse_rosenbrock import sparse_solver
 
 D = 1.0 / (2.0 + math.sqrt(2.0))
 E32 = 6.0 + math.sqrt(2.0)
@@ -40,19 +42,23 @@ class Rosenbrock(NamedTuple):
     n_stages: int = 2  # new evaluations of fun per attempted step (F0 is the last step's F2)
     n_rows: int = 2  # the interpolant's coefficients: of s and s**2
     D: tuple = ()  # no DOP853-style interpolant: the rows weigh powers of s
+    sparsity: Any = None  # a _sparse_rosenbrock.SparseStructure: W is sparse, J by colouring
 
 
 ROSENBROCK23 = Rosenbrock()
 
 
-def rosenbrock_step(fun, t, y, f, h, rtol, atol):
-    """One step: ``(y_new, f_new, (k1, k2), error_norm)``."""
-    jacobian = jacfwd(lambda z: fun(t, z))(y)
-    _, f_t = jvp(lambda s: fun(s, y), (t,), (tnp.ones_like(t),))
-    w = tnp.eye(tnp.shape(y)[0], dtype=y.dtype) - (h * D) * jacobian
+def _dense_solver(fun, t, y, hd):
+    """``solve(b) = W^-1 b`` with ``W = I - hd * df/dy(t, y)``, dense."""
+    w = tnp.eye(tnp.shape(y)[0], dtype=y.dtype) - hd * jacfwd(lambda z: fun(t, z))(y)
+    return lambda b: tnp.linalg.solve(w, b)
 
-    def solve(b):
-        return tnp.linalg.solve(w, b)
+
+def rosenbrock_step(method, fun, t, y, f, h, rtol, atol):
+    """One step: ``(y_new, f_new, (k1, k2), error_norm)``."""
+    solve = (_dense_solver(fun, t, y, h * D) if method.sparsity is None
+             else sparse_solver(method.sparsity, fun, t, y, h * D))
+    _, f_t = jvp(lambda s: fun(s, y), (t,), (tnp.ones_like(t),))
     hdt = h * D * f_t
     k1 = solve(f + hdt)
     f1 = fun(t + 0.5 * h, y + 0.5 * h * k1)

@@ -38,7 +38,8 @@ from tapegrad._vmap_api import vmap
 from tapegrad.errors import ConcretizationError
 from tapegrad.flatten_util import ravel_pytree
 from tapegrad.scipy.integrate import _runge_kutta as rk
-from tapegrad.scipy.integrate._rosenbrock import ROSENBROCK23, rosenbrock_dense_rows, rosenbrock_step
+from tapegrad.scipy.integrate._rosenbrock import ROSENBROCK23, Rosenbrock, rosenbrock_dense_rows, rosenbrock_step
+from tapegrad.scipy.integrate._sparse_rosenbrock import sparse_structure
 
 METHODS = ("RK23", "RK45", "DOP853", "Rosenbrock23")
 _IMPLICIT = ("Radau", "BDF", "LSODA")
@@ -178,20 +179,20 @@ def _keeping_dtype(fun, dtype):
 
 def _step(method, fun, t, y, f, h, rtol, atol):
     """One step of ``method``: ``(y_new, f_new, stages, error_norm)``."""
-    if method is ROSENBROCK23:
-        return rosenbrock_step(fun, t, y, f, h, rtol, atol)
+    if isinstance(method, Rosenbrock):
+        return rosenbrock_step(method, fun, t, y, f, h, rtol, atol)
     return rk.rk_step(method, fun, t, y, f, h, rtol, atol)
 
 
 def _dense_rows(method, fun, t, y, y_new, f_new, h, k):
-    if method is ROSENBROCK23:
+    if isinstance(method, Rosenbrock):
         return rosenbrock_dense_rows(fun, t, y, y_new, f_new, h, k)
     return rk.dense_rows(method, fun, t, y, y_new, f_new, h, k)
 
 
 def _n_rows(method) -> int:
     """The number of rows of a step's interpolant (:func:`_dense_rows`)."""
-    if method is ROSENBROCK23:
+    if isinstance(method, Rosenbrock):
         return method.n_rows
     return len(method.P[0]) if method.P else len(method.D) + 3
 
@@ -336,7 +337,13 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
             ``t1`` by then stops with ``status = -1``. With ``adjoint=False`` under ``jit`` it also
             sizes the compiled loop's residual stacks.
         **options: ``rtol`` (1e-3), ``atol`` (1e-6, a scalar or ``(n,)``), ``max_step`` (inf),
-            ``first_step`` (None: SciPy's choice). Others warn and are ignored, as in SciPy.
+            ``first_step`` (None: SciPy's choice); for ``Rosenbrock23``, ``jac_sparsity`` (SciPy's option of
+            its implicit methods): the pattern of ``df/dy``, a SciPy sparse array or matrix or a Boolean
+            ``(n, n)`` array (``tg.jacobian_sparsity`` finds it). Each step then takes the Jacobian in as
+            many ``jvp`` passes as the pattern's columns need colours, and solves with ``W`` sparse by
+            ``tapegrad.scipy.sparse.linalg.spsolve``, one factorisation for the step's three solves; the
+            steps and solution are the dense method's up to rounding. Other options warn and are
+            ignored, as in SciPy.
 
     Returns:
         An :class:`OdeResult` with ``t`` ``(n_points,)`` (``t_eval``, or the accepted steps' times from
@@ -359,7 +366,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
                                   "is a root of the event function, which this solver does not differentiate); "
                                   "leave events=None, and locate events on the returned sol, or use "
                                   "scipy.integrate.solve_ivp for the forward solve only")
-    if adjoint and tableau is ROSENBROCK23:
+    if adjoint and isinstance(tableau, Rosenbrock):
         raise ValueError("solve_ivp: adjoint=True is not available with method='Rosenbrock23': the adjoint "
                          "method integrates the state backwards in time, where a stiff problem's decaying modes "
                          "grow without bound; use adjoint=False (through the steps)")
@@ -369,6 +376,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
     if tnp.ndim(y0) != 1:
         raise ValueError(f"solve_ivp: y0 must be a 1-D array of the n states, got shape {tnp.shape(y0)}")
     t0, t1 = (tnp.astype(tnp.asarray(t), y0.dtype) for t in t_span)
+    tableau = _with_sparsity(tableau, options, tnp.shape(y0)[0])
     settings = _settings(tableau, options, max_steps)
     solve = _solve_adjoint if adjoint else _solve_direct
     interpolated = t_eval is not None  # SciPy evaluates DOP853's interpolant (3 more calls) only then
@@ -392,6 +400,15 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK45
 def _solve_direct(fun, options, y0, t0, t1, t_eval, *args):
     ys, _, counts, status, _ = _integrate(lambda t, y: fun(t, y, *args), options, t0, t1, y0, t_eval)
     return ys, counts, status
+
+
+def _with_sparsity(tableau, options: dict, n: int):
+    """Rosenbrock23 with ``jac_sparsity`` (taken out of ``options``) becomes its sparse variant; SciPy's
+    explicit methods keep the option, to warn that it has no effect, as SciPy's do."""
+    if not isinstance(tableau, Rosenbrock) or "jac_sparsity" not in options:
+        return tableau
+    sparsity = options.pop("jac_sparsity")
+    return tableau if sparsity is None else tableau._replace(sparsity=sparse_structure(sparsity, n))
 
 
 def _check_method(method):
@@ -487,8 +504,10 @@ def _result(tableau, t_eval, ys, counts, status, sol, options, dense_output, int
     extra = (n_acc if dense_output else n_out if interpolated else 0) * 3 if tableau.D else 0
     nfev = (2 if options.first_step is None else 1) + tableau.n_stages * n_att + extra
     failed = status != _RUNNING
-    # Rosenbrock23: one Jacobian per attempt, and tnp.linalg.solve factors W for each of its 3 solves
-    njev, nlu = (n_att, 3 * n_att) if tableau is ROSENBROCK23 else (0, 0)
+    # Rosenbrock23: one Jacobian per attempt; tnp.linalg.solve factors W for each of its 3 solves, spsolve
+    # once for the three (its factorisation cache)
+    lus_per_attempt = 1 if getattr(tableau, "sparsity", None) is not None else 3
+    njev, nlu = (n_att, lus_per_attempt * n_att) if isinstance(tableau, Rosenbrock) else (0, 0)
     return OdeResult(t=t_eval, y=tnp.transpose(ys), sol=sol, t_events=None, y_events=None, nfev=nfev, njev=njev,
                      nlu=nlu, status=tnp.where(failed, -1, 0), message=_message(status, options),
                      success=~failed)
