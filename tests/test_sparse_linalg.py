@@ -459,3 +459,62 @@ def test_eigsh_errors():
         tsl.eigsh(SE, k=2, M=sp.eye_array(SE.shape[0]))
     with pytest.raises(ValueError, match="eigsh: k must satisfy 1 <= k < n = 12"):
         tsl.eigsh(SE, k=12)
+
+
+# ---- expm_multiply -------------------------------------------------------------------------------
+def _generator(n=8, seed=4):
+    rng = np.random.default_rng(seed)
+    S = (sp.random_array((n, n), density=0.4, random_state=rng) * 2 - sp.eye_array(n)).tocsr()
+    return S, ts.asarray(S)
+
+
+SX, AX = _generator()
+WX = np.random.default_rng(9).normal(size=(SX.shape[0], 2))
+
+
+def _expm_loss(expm):
+    return lambda d, b: tnp.sum(tnp.sin(expm(_with(AX, d), b)) * WX[:, : b.shape[1]] if b.ndim == 2
+                                else tnp.sin(expm(_with(AX, d), b)) * WX[:, 0])
+
+
+EXPM_SPARSE = _expm_loss(tsl.expm_multiply)
+EXPM_DENSE = _expm_loss(lambda A, b: tg.scipy.linalg.expm(A.toarray()) @ b)
+BX1, BX2 = RNG.normal(size=SX.shape[0]), RNG.normal(size=(SX.shape[0], 2))
+
+
+def test_expm_multiply_matches_scipy():
+    _close(tsl.expm_multiply(AX, BX1), sla.expm_multiply(SX, BX1))
+    _close(tsl.expm_multiply(SX, BX2), sla.expm_multiply(SX, BX2))
+    _close(tsl.expm_multiply(SX, BX1, start=0.0, stop=2.0, num=5, endpoint=False),
+           sla.expm_multiply(SX, BX1, start=0.0, stop=2.0, num=5, endpoint=False))
+
+
+@pytest.mark.parametrize("b", [BX1, BX2], ids=["vector", "matrix"])
+def test_expm_multiply_derivatives_match_the_dense_route(b):
+    rtol = 1e4 * RTOL  # SciPy's algorithm stops at its own tolerance of unit roundoff times its terms
+    for g, w in zip(tg.grad(EXPM_SPARSE, (0, 1))(AX.data, b), tg.grad(EXPM_DENSE, (0, 1))(AX.data, b)):
+        _close(g, w, rtol=rtol)
+    tangents = (RNG.normal(size=AX.nnz), RNG.normal(size=b.shape))
+    _close(tg.jvp(EXPM_SPARSE, (AX.data, b), tangents)[1], tg.jvp(EXPM_DENSE, (AX.data, b), tangents)[1], rtol=rtol)
+
+
+def test_expm_multiply_check_grads_order_2_both_modes():
+    check_grads(EXPM_SPARSE, (AX.data, BX1), order=2, modes=("fwd", "rev"))
+
+
+def test_expm_multiply_reverse_quadrature_follows_the_norm():
+    """A matrix of 1-norm 60 needs six panels: the gradient still agrees with the dense route."""
+    big = 60.0 / np.abs(SX.toarray()).sum(axis=0).max()
+    loss = lambda d: tnp.sum(tsl.expm_multiply(_with(AX, d * big), BX1) * WX[:, 0])  # noqa: E731
+    dense = lambda d: tnp.sum(tg.scipy.linalg.expm(_with(AX, d * big).toarray()) @ BX1 * WX[:, 0])  # noqa: E731
+    _close(tg.grad(loss)(AX.data), tg.grad(dense)(AX.data), rtol=1e6 * RTOL)
+
+
+def test_expm_multiply_under_vmap_and_jit():
+    bs = RNG.normal(size=(3, SX.shape[0]))
+    _close(tg.vmap(lambda b: tsl.expm_multiply(AX, b))(bs), sla.expm_multiply(SX, bs.T).T)
+    want = tg.grad(EXPM_DENSE)(AX.data, BX1)
+    _close(tg.jit(tg.grad(EXPM_SPARSE))(AX.data, BX1), want, rtol=1e4 * RTOL)
+    datas = AX.data[None] * np.array([1.0, 0.5])[:, None]
+    _close(tg.vmap(tg.grad(EXPM_SPARSE), (0, None))(datas, BX1),
+           np.stack([tg.grad(EXPM_DENSE)(d, BX1) for d in datas]), rtol=1e4 * RTOL)

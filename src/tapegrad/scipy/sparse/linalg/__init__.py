@@ -8,9 +8,10 @@ there is one), never from the solver's iterations. The guide is ``docs/sparse_li
 """
 from tapegrad.scipy.sparse.linalg._direct import SuperLU, factorized, splu, spsolve
 from tapegrad.scipy.sparse.linalg._eigsh import eigsh
+from tapegrad.scipy.sparse.linalg._expm import expm_multiply
 from tapegrad.scipy.sparse.linalg._factor import SingularMatrixError
 from tapegrad.scipy.sparse.linalg._iterative import bicgstab, cg, gmres, minres
 from tapegrad.scipy.sparse.linalg._krylov import ConvergenceError
 
-__all__ = ["ConvergenceError", "SingularMatrixError", "SuperLU", "bicgstab", "cg", "eigsh", "factorized", "gmres",
-           "minres", "splu", "spsolve"]
+__all__ = ["ConvergenceError", "SingularMatrixError", "SuperLU", "bicgstab", "cg", "eigsh", "expm_multiply",
+           "factorized", "gmres", "minres", "splu", "spsolve"]
