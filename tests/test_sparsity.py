@@ -353,3 +353,18 @@ def test_hessian_needs_a_scalar():
         tg.hessian_sparsity(tnp.sin, np.zeros(3))
     with pytest.raises(TypeError, match="hessian_sparsity: x must be"):
         tg.hessian_sparsity(tnp.sum, [1.0])
+
+
+def test_the_page_runs():
+    """docs/sparsity.md's code blocks, run in order: their asserts are the page's claims."""
+    import pathlib
+    import re
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "sparsity.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
+    assert len(blocks) == 3
+    exec(compile("\n".join(blocks), "sparsity.md", "exec"), {"__name__": "sparsity_guide"})
+
+
+def test_checkpoint_is_walked():
+    f = lambda x: tg.checkpoint(lambda y: tnp.sin(y[1:]) * y[:-1])(x)  # noqa: E731
+    check(f, np.zeros(5))
