@@ -8,7 +8,7 @@ import functools
 import importlib
 from typing import TYPE_CHECKING
 
-from tapegrad import _rules, errors, extend, numpy, tree
+from tapegrad import _post_import, _rules, errors, extend, numpy, tree
 from tapegrad._api import get_grad, grad, jvp, linearize, stop_gradient, value_and_grad, vjp
 from tapegrad._array_type import Array
 from tapegrad._backend import set_backend
@@ -56,6 +56,10 @@ _LAZY_NAMES = {"jit": "_jit", "make_program": "_jit", "vmap": "_vmap_api", **dic
     **dict.fromkeys(("hessian_sparsity", "jacobian_sparsity"), "_sparsity")}
 # a traced value meeting SciPy's ufuncs or functions first imports tapegrad.scipy, which registers ours
 defer_registrations("scipy", f"{__name__}.scipy")
+# SciPy's and cupyx's sparse arrays and matrices are pytrees (data the leaf, the pattern static) from the
+# moment the program imports them: tapegrad.sparse registers them, imported then, not at `import tapegrad`
+for _sparse_module in ("scipy.sparse", "cupyx.scipy.sparse"):
+    _post_import.when_imported(_sparse_module, lambda _: importlib.import_module(f"{__name__}.sparse"))
 # extend.primitives() imports these first: the lazy modules that declare primitives
 _rules.UNIMPORTED.extend(f"{__name__}.{name}" for name in ("_callback", "_control_flow", "nn", "random", "scipy"))
 
