@@ -368,3 +368,20 @@ def test_the_page_runs():
 def test_checkpoint_is_walked():
     f = lambda x: tg.checkpoint(lambda y: tnp.sin(y[1:]) * y[:-1])(x)  # noqa: E731
     check(f, np.zeros(5))
+
+
+def test_device_arrays_give_the_host_pattern():
+    """On the device double (CuPy's rules): x, a constant index array and a mask live on the device; the
+    constants are copied to the host explicitly for the rules that read them."""
+    import _device
+    xp = _device.xp
+    order, mask = np.arange(25)[::-1], (np.arange(25) % 2).astype(float)
+
+    def f(x, order, mask):
+        return stencil(5)(x)[order] * mask
+
+    host = tg.jacobian_sparsity(f, np.zeros(25), order, mask)
+    device = tg.jacobian_sparsity(f, xp.zeros(25), xp.asarray(order), xp.asarray(mask))
+    rows_kept = tg.jacobian_sparsity(stencil(5), np.zeros(25)).toarray()[order][mask != 0]  # zero rows dropped
+    assert (host != device).nnz == 0 and host.nnz == np.count_nonzero(rows_kept)
+    check(lambda x: f(x, order, mask), np.zeros(25))
