@@ -96,6 +96,8 @@ def gather(index: np.ndarray, dep):
     if dep is None:
         return None
     index = np.asarray(index, dtype=np.int64).ravel()
+    if index.size == dep.shape[0] and (index == np.arange(index.size)).all():
+        return dep  # every row in place (a reshape): nothing to copy
     if index.size and index.min() >= 0:
         return dep[index]  # row indexing of a csr_array: no product needed
     valid = np.flatnonzero(index >= 0)

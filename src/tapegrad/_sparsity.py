@@ -26,7 +26,7 @@ import numpy as np
 
 from tapegrad._api import grad
 from tapegrad._backend import is_array, to_host
-from tapegrad._core import Tracer, is_inexact
+from tapegrad._core import ShapedArray, Tracer, is_inexact
 from tapegrad._dependency import Node, dense, size_of
 from tapegrad._jit.api import make_program
 from tapegrad._jit.program import Literal, Program, Var
@@ -205,7 +205,6 @@ def _propagate(program: Program, deps: list, values: list, width: int, fallbacks
 
 
 def _aval(x):
-    from tapegrad._core import ShapedArray
     return ShapedArray((), type(x.value)) if isinstance(x, Literal) else x.aval
 
 
