@@ -110,7 +110,7 @@ def _bordered(data, pattern, lam, v) -> SparseArray:
     idx, last = np.arange(n), np.full(n, n)
     rows = np.concatenate([pattern.row, idx, idx, last])
     cols = np.concatenate([pattern.col, idx, last, idx])
-    values = tnp.concatenate([data, -lam * tnp.ones(n, data.dtype), v, v])
+    values = tnp.concatenate([data, -lam * tnp.ones_like(v), v, v])
     return coo_array((values, (rows, cols)), shape=(n + 1, n + 1))
 
 
@@ -118,7 +118,7 @@ def _pseudo_solve(data, pattern, lam, v, r):
     """``(A - λI)^+ r`` for ``r`` orthogonal to ``v``: the first ``n`` entries of the bordered system's
     solution for ``[r; 0]`` (its last row keeps the result orthogonal to ``v``)."""
     n = pattern.shape[0]
-    return spsolve(_bordered(data, pattern, lam, v), tnp.concatenate([r, tnp.zeros(1, r.dtype)]))[:n]
+    return spsolve(_bordered(data, pattern, lam, v), tnp.concatenate([r, tnp.zeros_like(r[:1])]))[:n]
 
 
 def _eigsh_jvp(t, ans, data, *, pattern, k, options, strict):
@@ -199,7 +199,7 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
         v0 = tuple(np.asarray(v0, float).ravel().tolist())  # hashable, as a static parameter must be
     options = tuple((key, value) for key, value in (
         ("sigma", sigma), ("which", which), ("v0", v0), ("ncv", ncv), ("maxiter", maxiter), ("tol", tol),
-        ("mode", mode), ("rng", rng)) if value is not None)
+        ("mode", None if mode == "normal" else mode), ("rng", rng)) if value is not None)  # cupyx has no mode
     w, V = bind(eigsh_p, A.data, pattern=A.pattern, k=int(k), options=options, strict=differentiating())
     return (w, V) if return_eigenvectors else w
 

@@ -50,7 +50,7 @@ def _krylov(method: str, A: Any, b: Any, x0: Any, rtol: float, atol: float, maxi
     dtype = float_dtype(A.dtype, b.dtype)
     A = A if np.dtype(A.dtype) == dtype else type(A)._make(A.data.astype(dtype), A.pattern)
     b = b if np.dtype(b.dtype) == dtype else tnp.asarray(b, dtype=dtype)
-    x0 = tnp.zeros(n, dtype) if x0 is None else tnp.reshape(dense_rhs(x0, n, method, False, "x0"), (n,))
+    x0 = tnp.zeros_like(b) if x0 is None else tnp.reshape(dense_rhs(x0, n, method, False, "x0"), (n,))
     x0 = stop_gradient(x0).astype(dtype)  # only where the iterations start: no derivative
     data, strict, symmetric = A.data, differentiating(), method in ("cg", "minres")
     params = dict(pattern=A.pattern, method=method, rtol=float(rtol), atol=float(atol), maxiter=maxiter,

@@ -37,11 +37,11 @@ class _Static:
 
 
 def _tolerances(xp, method: str, rtol, atol) -> dict:
-    """SciPy's keywords (``rtol``, ``atol``; ``minres`` has no ``atol``) or cupyx's (``tol``, ``atol``)."""
-    kwargs = {"rtol": rtol} if xp is np else {"tol": rtol}
-    if method != "minres":
-        kwargs["atol"] = atol
-    return kwargs
+    """The tolerance keywords: ``rtol`` and ``atol`` (SciPy's, and CuPy 14's ``cg``/``gmres``/``bicgstab``);
+    ``minres`` has no ``atol``, and CuPy's calls its ``rtol`` ``tol``."""
+    if method == "minres":
+        return {"rtol" if xp is np else "tol": rtol}
+    return {"rtol": rtol, "atol": atol}
 
 
 def _iterative_impl(data, b, x0, *, pattern, method, trans, rtol, atol, maxiter, extra, M, callback, strict, where):

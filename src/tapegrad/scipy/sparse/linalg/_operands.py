@@ -83,7 +83,9 @@ def csc_matrix(data, pattern, transpose: bool = False):
     SciPy and cupyx have (cupyx's solvers take ``spmatrix`` only)."""
     xp = namespace_of(data)
     sparse = scipy_module(xp, "sparse")
-    indices, indptr = xp.asarray(pattern.row.astype(np.int32)), xp.asarray(pattern.indptr.astype(np.int32))
+    # int32, SuperLU's index type; on a device copied once per pattern and kept with it
+    indices = pattern.device(xp, "row int32", lambda: pattern.row.astype(np.int32))
+    indptr = pattern.device(xp, "indptr int32", lambda: pattern.indptr.astype(np.int32))
     cls = sparse.csr_matrix if transpose else sparse.csc_matrix
     shape = pattern.shape[::-1] if transpose else pattern.shape
     # a batch rule's example (data[i] of a batch moved to the front) may be a strided view; SuperLU wants
