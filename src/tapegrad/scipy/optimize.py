@@ -29,6 +29,11 @@ from tapegrad._core import Tracer
 from tapegrad._jacobians import jacfwd
 from tapegrad.numpy import asarray, linalg, reshape
 from tapegrad.scipy._minimize_traced import minimize_traced
+from tapegrad.scipy._sparse_optimize import (
+    check_hess_sparsity,
+    sparse_hessian_for_scipy,
+    sparse_jacobian_for_scipy,
+)
 from tapegrad.scipy._staged import Route
 
 ImplicitSolve = Literal["auto", "dense", "cg", "gmres"]
@@ -228,7 +233,7 @@ def _float_like(x0) -> Any:
 def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method: str | None = None,
              jac: Any = None, hess: Any = None, hessp: Any = None, bounds: Any = None, constraints: Any = (),
              tol: float | None = None, callback: Callable[..., Any] | None = None, options: dict | None = None,
-             *, implicit_solve: ImplicitSolve = "auto") -> Any:
+             *, implicit_solve: ImplicitSolve = "auto", hess_sparsity: Any = None) -> Any:
     """SciPy's ``scipy.optimize.minimize``, with a solution differentiable with respect to ``args``.
 
     SciPy's solver runs on host values (any ``method``); tapegrad supplies ``jac`` (the gradient, by
@@ -254,6 +259,13 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
             ``"dense"`` (forms ``H`` by forward over reverse mode, and solves it), ``"cg"`` or ``"gmres"``
             (SciPy's, matrix-free through Hessian-vector products), ``"auto"``: dense up to 200 unknowns,
             ``cg`` above.
+        hess_sparsity: the pattern of the Hessian, for ``method="trust-constr"`` (named after
+            ``least_squares``' ``jac_sparsity``: SciPy's ``minimize`` has no such keyword): a SciPy
+            sparse array or matrix (its stored entries) or a dense array (its non-zeros), ``(n, n)`` and
+            symmetric for the flattened ``x``. ``hess`` is then the Hessian by star colouring
+            (:func:`tapegrad.sparse_hessian`: as many Hessian-vector products as colours, staged by
+            ``jit`` for the solve), a ``scipy.sparse.csr_array`` that ``trust-constr`` uses as it is,
+            in place of the matrix-free ``hessp`` tapegrad gives it otherwise. None (the default): not.
 
     Returns:
         SciPy's ``OptimizeResult``; its ``x`` has ``x0``'s shape, dtype and backend and is differentiable
@@ -273,10 +285,15 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
             derivative: a ``RuntimeWarning``), the solution lies on a bound (the unconstrained
             optimality condition does not hold there), ``constraints`` given (the condition is not a
             gradient), or the Hessian at the solution is singular; a bad ``implicit_solve``.
+        ValueError: ``hess_sparsity`` with a method other than ``trust-constr`` or with ``hess`` or
+            ``hessp``; a pattern not square and symmetric, of the wrong shape, or missing a non-zero
+            that the colouring exposes.
     """
     from scipy import optimize
     where = "tapegrad.scipy.optimize.minimize"
     _check_implicit_solve(implicit_solve, where)
+    if hess_sparsity is not None:
+        check_hess_sparsity(method, hess, hessp, where)
     args = tuple(args)
     if _held_by_vmap_or_jit(x0, args):  # SciPy needs host values: BFGS and L-BFGS in tapegrad's own loop
         return minimize_traced(fun, x0, args, method, tol, options, bounds=bounds, constraints=constraints, jac=jac,
@@ -290,12 +307,17 @@ def minimize(fun: Callable[..., Any], x0: Any, args: Sequence[Any] = (), method:
     route = Route(fun, host_args)
     jac, hess, hessp = (_with_args(fn, kind, shape, host_args) for fn, kind in ((jac, "grad"), (hess, "hess"),
                                                                                 (hessp, "hessp")))
+    if hess_sparsity is not None:  # a sparse Hessian by colouring, which trust-constr takes as it is
+        hess = sparse_hessian_for_scipy(fun, hess_sparsity, shape, host_args, where)
     if jac is None and name not in _GRADIENT_FREE:
         host_fun, jac = route.host("value_and_grad", _value_and_flat_grad, shape), True
     else:
         host_fun = route.host("value", float, shape)
     if hess is None and hessp is None and name in _HESSP:
-        hessp = route.host("hessp", _flat_float, shape)
+        host_hessp = route.host("hessp", _flat_float, shape)
+
+        def hessp(x, p, *_):  # trust-constr's first product is with an int8 zero vector: p in x's dtype
+            return host_hessp(x, np.asarray(p, dtype=x.dtype))
     elif hess is None and hessp is None and name in _HESS:
         hess = route.host("hessian", lambda h: np.asarray(h).reshape(n, n), shape)
     res = optimize.minimize(host_fun, x0_host.ravel(), args=(), method=method, jac=jac, hess=hess, hessp=hessp,
@@ -512,7 +534,14 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
             ``0.5 f_scale^2 sum rho((r / f_scale)^2)``; a callable loss is not.
         args, kwargs: extra arguments of ``fun``: arrays (traced ones are differentiated) or constants.
         jac, bounds, method, ftol, xtol, gtol, x_scale, f_scale: SciPy's.
-        diff_step, tr_solver, tr_options, jac_sparsity, max_nfev, verbose, callback, workers: SciPy's.
+        diff_step, tr_solver, tr_options, max_nfev, verbose, callback, workers: SciPy's.
+        jac_sparsity: SciPy's keyword, with tapegrad's derivative: with ``jac=None``, the Jacobian of
+            ``fun`` (flattened, in the flattened ``x``) is computed by column colouring of this pattern
+            (:func:`tapegrad.sparse_jacfwd`: as many jvp passes as colours, staged by ``jit`` for the
+            solve) and handed to SciPy as a ``scipy.sparse.csr_array``, so SciPy uses
+            ``tr_solver="lsmr"``, as with its own sparse finite differences. A SciPy sparse array or
+            matrix (its stored entries) or a dense array (its non-zeros), shape ``(m, n)``; not for
+            ``method="lm"``. With a ``jac`` given, it goes to SciPy unchanged.
         implicit_solve: the adjoint system's solve, as in :func:`minimize`: ``"dense"``, ``"cg"``,
             ``"gmres"`` or ``"auto"`` (dense up to 200 unknowns, ``cg`` above).
 
@@ -526,7 +555,8 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
         ValueError: when ``x`` is differentiated: the solver did not converge (``status <= 0``;
             otherwise a ``RuntimeWarning``), the solution lies on a bound, ``loss`` is a callable,
             or the Hessian of the cost at ``x*`` is singular (the
-            parameters are not identifiable); a bad ``implicit_solve``.
+            parameters are not identifiable); a bad ``implicit_solve``; ``jac_sparsity`` with
+            ``method="lm"``, of the wrong shape, or missing a non-zero that the colouring exposes.
     """
     from scipy import optimize
     where = "tapegrad.scipy.optimize.least_squares"
@@ -544,7 +574,10 @@ def least_squares(fun: Callable[..., Any], x0: Any, jac: Any = None, bounds: Any
 
     route = Route(fun, host_args, host_kwargs)
     host_fun = route.host("value", _flat_float, shape)
-    if jac is None:
+    if jac is None and jac_sparsity is not None:  # a sparse Jacobian by colouring; SciPy then picks lsmr
+        jac = sparse_jacobian_for_scipy(fun, jac_sparsity, shape, host_args, host_kwargs, method, where)
+        jac_sparsity = None  # it is for SciPy's finite differences, which no longer run
+    elif jac is None:
         n = int(np.prod(shape))
         jac = route.host("jacobian", lambda j: np.asarray(j, dtype=float).reshape(-1, n), shape)
     else:
