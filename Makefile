@@ -49,7 +49,7 @@ test-versions: $(VENV)/.installed-dev
 # invalidate each other's), and a check that it rejects tests/typing/bad_usage.py with exactly the errors
 # that file names (docs/decisions.md, "Types")
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage_page.py noxfile.py
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/conf.py docs/coverage_page.py docs/coverage_sparse.py noxfile.py
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy src/tapegrad tests/typing/good_usage.py
 	$(VENV)/bin/mypy --strict --follow-imports=silent --cache-dir .mypy_cache/strict tests/typing/strict_usage.py \

@@ -44,6 +44,9 @@ from tapegrad.extend import primitives
 from tapegrad.numpy._float16 import FLOAT32_ACCUMULATION
 from tapegrad.testing import check_grads
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import coverage_sparse  # noqa: E402  (the sparse rows, beside this file)
+
 HERE = pathlib.Path(__file__).resolve().parent
 PAGE = HERE / "coverage.md"
 # read from the installed package (a wheel or the editable install); --reference writes the source's copy
@@ -401,14 +404,30 @@ def _functions_section(module_name):
     if module is None:
         return [f"## `{module_name}`", "", "Not present.", ""]
     rows = [(name, probe(name, fn)) for name, fn in public_functions(module_name)]
+    return _table(f"## `{module_name}`", "functions", rows)
+
+
+def _table(title, what, rows):
+    """A section: its title, the tally of each mode, and one line per probed ``(name, result)``."""
     tally = {m: sum(r[m][0] == "✓" for _, r in rows) for m in MODES}
-    lines = [f"## `{module_name}`", "",
-             f"{len(rows)} functions; " + ", ".join(f"{m} {tally[m]}" for m in MODES) + ".", "",
+    lines = [title, "", f"{len(rows)} {what}; " + ", ".join(f"{m} {tally[m]}" for m in MODES) + ".", "",
              "| function | " + " | ".join(MODES) + " | notes |", "|---|" + "---|" * (len(MODES) + 1)]
     for name, result in rows:
         notes = sorted({f"{m}: {result[m][1]}" for m in MODES if result[m][1]})
         lines.append(f"| `{name}` | " + " | ".join(result[m][0] for m in MODES) + f" | {'; '.join(notes)} |")
     return lines + [""]
+
+
+def _sparse_sections():
+    """The sparse operations and solvers (``coverage_sparse.py``), each a function of the stored values
+    of a fixed pattern and a dense operand, probed as the functions above are."""
+    lines = []
+    for module_name, operations in coverage_sparse.sections():
+        EXAMPLES.update({name: example for name, _, example in operations})
+        rows = [(name, probe(name, fn)) for name, fn, _ in operations]
+        lines += _table(f"## `{module_name}` (operations on the stored values of a 4 x 4 tridiagonal pattern)",
+                        "operations", rows)
+    return lines
 
 
 def _registry_section():
@@ -461,6 +480,7 @@ def render() -> str:
     lines += _float16_section()
     for ours, _, _ in NAMESPACES:
         lines += _functions_section(ours)
+    lines += _sparse_sections()
     return "\n".join(lines).rstrip() + "\n"
 
 
