@@ -157,3 +157,11 @@ def test_hess_sparsity_needs_trust_constr_alone():
     with pytest.raises(ValueError, match="square and symmetric"):
         tgo.minimize(chained_rosenbrock, np.zeros(4), args=(1.0,), method="trust-constr",
                      hess_sparsity=sp.eye_array(4, k=1, format="csr") + sp.eye_array(4, format="csr"))
+
+
+def test_a_function_jit_cannot_stage_runs_eagerly():
+    """Python control flow on a value: jit refuses it (ConcretizationError), the eager passes take it."""
+    def branchy(x):
+        return x * x - 2 if x[0] < 100 else x
+    res = tgo.least_squares(branchy, np.ones(3), jac_sparsity=sp.eye_array(3, format="csr"))
+    np.testing.assert_allclose(res.x, np.sqrt(2.0), rtol=1e-8)
