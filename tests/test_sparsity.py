@@ -113,7 +113,25 @@ def test_exact_on_declared_primitives(name):
     check(f, np.zeros(shape))
 
 
+@tg.custom_vjp
+def _straight_through(x):
+    """round(x), differentiated as the identity (a straight-through estimator): the rule, not the
+    function, says what the Jacobian is."""
+    return tnp.round(x)
+
+
+_straight_through.defvjp(lambda x: (tnp.round(x), None), lambda residuals, g: (g,))
+EXACT["custom_vjp straight-through"] = (lambda x: _straight_through(x[::-1]) * x, (5,))
+
+
+def _diagonal_solve(x):
+    """A linear solve whose solver stops gradients: its derivative comes from custom_linear_solve's rule."""
+    d = np.arange(1.0, 6.0)
+    return tg.custom_linear_solve(lambda v: d * v, x ** 2, solve=lambda matvec, b: b / d, symmetric=True)
+
+
 CONSERVATIVE = {
+    "custom_linear_solve": (_diagonal_solve, (5,)),
     "amax": (lambda x: tnp.max(x.reshape(2, 3), axis=1) * x[:2], (6,)),
     "traced condition": (lambda x: tnp.where(x > 1.0, x, x[::-1]), (5,)),
     "traced index": (lambda x: x[tnp.argmax(x)] * x, (4,)),

@@ -62,6 +62,12 @@ class Node:
         self.out_avals, self.params, self.width, self.propagate = out_avals, params, width, propagate
 
 
+class Undetermined(Exception):
+    """Raised by a rule that cannot say how this equation's outputs depend on its inputs (a sub-program
+    that cannot be staged): detection then gives it the dense pattern and reports it, as for a
+    primitive without a rule."""
+
+
 # ---- matrices --------------------------------------------------------------------------------------
 def _sp():
     import scipy.sparse as sp  # SciPy is needed only here: `import tapegrad` stays without it

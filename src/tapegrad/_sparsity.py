@@ -27,7 +27,7 @@ import numpy as np
 from tapegrad._api import grad
 from tapegrad._backend import is_array, to_host
 from tapegrad._core import ShapedArray, Tracer, is_inexact
-from tapegrad._dependency import Node, dense, size_of
+from tapegrad._dependency import Node, Undetermined, dense, size_of
 from tapegrad._jit.api import make_program
 from tapegrad._jit.program import Literal, Program, Var
 
@@ -197,7 +197,11 @@ def _propagate(program: Program, deps: list, values: list, width: int, fallbacks
                 rule = dense
             avals = [_aval(x) for x in eqn.inputs]
             node = Node(eqn.prim, in_deps, in_values, avals, [v.aval for v in eqn.outs], eqn.params, width, recurse)
-            outs = rule(node)
+            try:
+                outs = rule(node)
+            except Undetermined as why:
+                fallbacks.add(f"{eqn.prim.name} ({why})")
+                outs = dense(node)
         for v, dep in zip(eqn.outs, outs):
             env[id(v)] = dep if dep is not None and is_inexact(v.aval) and dep.nnz else None
     return ([None if isinstance(x, Literal) else env.get(id(x)) for x in program.outputs],

@@ -9,18 +9,24 @@ docs/sparsity.md): each rule walks the staged sub-programs (``Node.propagate``).
   gives each step's ``ys`` the fixed point's (conservative).
 - ``while_loop``: the number of steps depends on values, so the carries get the union over any number
   of steps, iterated to a fixed point (conservative).
-- ``custom_call`` (a ``custom_vjp``, ``custom_jvp`` or ``custom_linear_solve`` staged whole): its
-  function staged on the operands' types and walked.
+- ``custom_call`` (a ``custom_vjp``, ``custom_jvp``, ``custom_root`` or ``custom_linear_solve``
+  staged whole): its derivative is its rule's, not its function's (which may stop gradients, as a
+  solver's does), so its forward-mode rule is staged on the operands' types, the tangents standing
+  for the operands' dependencies, and walked. Where that rule applies the same call again (a linear
+  solve's tangent is a solve with the same matrix), the inner application is dense on its operands.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
+from tapegrad._backend import zeros_like
 from tapegrad._control_flow._scan import scan_p
 from tapegrad._control_flow._switch import switch_p
 from tapegrad._control_flow._while import while_p
 from tapegrad._core import ShapedArray
-from tapegrad._dependency import Node, connection, def_dependency, same, size_of, union
+from tapegrad._dependency import Node, Undetermined, connection, def_dependency, dense, same, size_of, union
 from tapegrad._jit.custom_call import custom_call_p
 from tapegrad._jit.staging import stage
 
@@ -108,10 +114,39 @@ def _while(node: Node) -> list:
     return carry
 
 
+_walking = threading.local()  # the calls whose rule is being walked, in this thread
+
+
 def _custom_call(node: Node) -> list:
+    call = node.params["call"]
+    walking = _walking.__dict__.setdefault("calls", set())
+    if id(call) in walking:  # the call applied inside its own rule: dense on its operands
+        return dense(node)
+    live = [k for k, d in enumerate(node.deps) if d is not None]
+    n = len(node.avals)
+
+    def tangent_outputs(*args):
+        tangents: list = [None] * n
+        for k, t in zip(live, args[n:]):
+            tangents[k] = t
+        outs, out_tangents = call.jvp(list(args[:n]), tangents)
+        return [zeros_like(o) if t is None else t for o, t in zip(outs, out_tangents)]
+
     avals = [ShapedArray(tuple(a.shape), a.dtype) for a in node.avals]
-    program, _ = stage(node.params["call"].fun, avals, [np] * len(avals))
-    return node.propagate(program, node.deps, node.values)[0]
+    walking.add(id(call))
+    try:
+        program, _ = stage(tangent_outputs, avals + [avals[k] for k in live], [np] * (n + len(live)))
+    except Exception as error:  # noqa: BLE001 (a rule that cannot be staged: reported, dense)
+        raise Undetermined(f"its forward-mode rule could not be staged: {error}") from error
+    finally:
+        walking.discard(id(call))
+    walking.add(id(call))
+    try:
+        deps = [None] * n + [node.deps[k] for k in live] + [None] * (len(program.invars) - n - len(live))
+        values = list(node.values) + [None] * (len(program.invars) - n)
+        return node.propagate(program, deps, values)[0]
+    finally:
+        walking.discard(id(call))
 
 
 def_dependency(switch_p, _switch)
