@@ -403,3 +403,11 @@ def test_device_arrays_give_the_host_pattern():
     rows_kept = tg.jacobian_sparsity(stencil(5), np.zeros(25)).toarray()[order][mask != 0]  # zero rows dropped
     assert (host != device).nnz == 0 and host.nnz == np.count_nonzero(rows_kept)
     check(lambda x: f(x, order, mask), np.zeros(25))
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    import tapegrad._sparsity
+    result = doctest.testmod(tapegrad._sparsity)
+    assert result.attempted >= 1 and result.failed == 0
