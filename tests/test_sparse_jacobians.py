@@ -346,13 +346,15 @@ def test_symmetric_recovery_refuses_a_colouring_that_is_not_star():
 
 def pairwise_objective(pattern, seed: int):
     """sum over the pattern's pairs i < j of a_ij sin(x_i x_j), plus sum x^4 / 4 + x_0 sum cos(x) when the
-    first row is in the pattern: a Hessian on the pattern (and the diagonal)."""
-    mask = np.triu(np.asarray(pattern.toarray() if sp.issparse(pattern) else pattern, dtype=float), 1)
-    a = mask * np.random.default_rng(seed).uniform(0.5, 1.5, mask.shape)
+    first row is in the pattern: a Hessian on the pattern (and the diagonal). The pairs are index arrays,
+    so tg.hessian_sparsity finds exactly that pattern."""
+    mask = np.triu(np.asarray(pattern.toarray() if sp.issparse(pattern) else pattern, dtype=bool), 1)
+    first, second = np.nonzero(mask)
+    a = np.random.default_rng(seed).uniform(0.5, 1.5, first.size)
     dense_first_row = bool(mask[0, 1:].all())
 
     def objective(x):
-        value = tnp.sum(a * tnp.sin(x[:, None] * x[None, :])) + tnp.sum(x ** 4) / 4
+        value = tnp.sum(a * tnp.sin(x[first] * x[second])) + tnp.sum(x ** 4) / 4
         return value + x[0] * tnp.sum(tnp.cos(x[1:])) if dense_first_row else value
     return objective
 
@@ -418,7 +420,7 @@ def test_staged_passes_give_the_eager_jacobian(mode):
     scaled = lambda v, s, power=1: laplacian_fn(v) * s ** power
     staged = JIT_TRANSFORMS[mode](scaled, stencil_pattern(k), jit=True)
     for s in (2.0, 3.0, np.full((k, k), 0.5)):  # a new value of an argument is an input, not a new program
-        dense = dense_jacobian(lambda v: scaled(v, s, power=2), u, mode)
+        dense = dense_jacobian(lambda v, s=s: scaled(v, s, power=2), u, mode)
         assert_recovered(staged(u, s, power=2), dense, stencil_pattern(k), 1e-12)
 
 
@@ -447,3 +449,47 @@ def test_staged_empty_pattern_and_a_bad_flag():
     assert jac.shape == (2, 3) and jac.nnz == 0
     with pytest.raises(TypeError, match="jit must be a bool"):
         tg.sparse_jacfwd(lambda x: x, np.eye(2, dtype=bool), jit="yes")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sparsity="auto" (the default): the pattern detected by tracing, once per signature of the arguments
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_detected_pattern_gives_the_dense_jacobian(mode, jit):
+    u = np.random.default_rng(22).standard_normal((5, 5))
+    jac = SPARSE[mode](laplacian_fn, jit=jit)(u)
+    assert_recovered(jac, dense_jacobian(laplacian_fn, u, mode), stencil_pattern(5), 1e-12)
+
+
+@pytest.mark.parametrize("name", ["band 3", "arrow and band", "random"])
+def test_detected_hessian_pattern_gives_the_dense_hessian(name):
+    pattern = SYMMETRIC[name]()
+    objective = pairwise_objective(pattern, seed=23)
+    x = np.random.default_rng(24).standard_normal(_pattern(pattern, "test").shape[0])
+    hess = tg.sparse_hessian(objective)(x)
+    dense = np.asarray(tg.hessian(objective)(x))
+    np.testing.assert_allclose(hess.toarray(), dense, rtol=1e-12, atol=0)
+    given = _pattern(pattern, "test") + sp.eye_array(pattern.shape[0], format="csr") != 0
+    assert (hess != 0).nnz <= hess.nnz <= given.nnz  # exact: the pattern the objective was built on
+
+
+def test_detection_runs_once_per_signature(monkeypatch):
+    import tapegrad._sparsity as sparsity
+    calls = []
+    real = sparsity.jacobian_sparsity
+    monkeypatch.setattr(sparsity, "jacobian_sparsity", lambda *a, **k: calls.append(1) or real(*a, **k))
+    pick = lambda x, index, scale: x[index] * scale  # noqa: E731
+    jac = tg.sparse_jacfwd(pick)
+    x = np.linspace(1.0, 2.0, 5)
+    for scale in (1.0, 2.0, 3.0):  # a float argument is data: one detection
+        np.testing.assert_allclose(jac(x, np.array([0, 2]), scale).toarray(), scale * np.eye(5)[[0, 2]])
+    assert len(calls) == 1
+    np.testing.assert_allclose(jac(x, np.array([1, 4]), 1.0).toarray(), np.eye(5)[[1, 4]])  # new index values
+    jac(np.linspace(1.0, 2.0, 6), np.array([1, 4]), 1.0)  # a new shape of x
+    assert len(calls) == 3
+
+
+def test_an_unknown_sparsity_string_is_refused():
+    with pytest.raises(TypeError, match="'auto' to detect it by tracing"):
+        tg.sparse_jacfwd(lambda x: x, "detect")

@@ -33,9 +33,10 @@ def pattern_of(sparsity, api: str):
     else:
         dense = np.asarray(sparsity)
         if dense.ndim != 2 or dense.dtype != bool:
-            raise TypeError(f"{api}: sparsity must be a scipy.sparse array or matrix or a 2-D Boolean array of "
-                            f"shape (out.size, x.size), got {type(sparsity).__name__} with dtype {dense.dtype} "
-                            f"and shape {dense.shape}; pass e.g. jacobian != 0 or scipy.sparse.csr_array(mask)")
+            raise TypeError(f"{api}: sparsity must be 'auto', a scipy.sparse array or matrix or a 2-D Boolean array "
+                            f"of shape (out.size, x.size), got {type(sparsity).__name__} with dtype {dense.dtype} "
+                            f"and shape {dense.shape}; pass e.g. jacobian != 0, scipy.sparse.csr_array(mask), or "
+                            f"'auto' to detect it by tracing")
         pattern = sp.csr_array(dense)
     pattern.sum_duplicates()  # also sorts the indices: the layout the result shares
     return pattern
