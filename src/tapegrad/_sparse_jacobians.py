@@ -309,8 +309,9 @@ def sparse_jacrev(fn: Callable[..., Any], sparsity: Any = "auto", *, check_patte
 _COLOURINGS = ("star", "column")
 
 
-def sparse_hessian(fn: Callable[..., Any], sparsity: Any = "auto", *, colouring: str = "star", check_pattern: bool = True,
-                   chunk_size: int | None = None, jit: bool = False) -> Callable[..., Any]:
+def sparse_hessian(fn: Callable[..., Any], sparsity: Any = "auto", *, colouring: str = "star",
+                   check_pattern: bool = True, chunk_size: int | None = None,
+                   jit: bool = False) -> Callable[..., Any]:
     """The Hessian of the scalar function ``fn`` with respect to its first argument, on its symmetric
     sparsity pattern (given, or detected by tracing), in as many Hessian-vector products (forward over
     reverse) as colours.
