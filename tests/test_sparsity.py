@@ -209,12 +209,14 @@ def test_constant_output():
 # ---- random programs ------------------------------------------------------------------------------
 def random_program(seed: int, n: int = 6, steps: int = 8):
     """A program of exactly declared primitives (sin, tanh, multiply, add, slices, reshape and sum,
-    roll, concatenate, cumsum, a gather) applied at random to 1-D values; ``f`` returns the last two
-    values concatenated."""
+    roll, concatenate, cumsum, a gather, a product by a sparse constant, where with a constant mask,
+    an at-add, a short fori_loop) applied at random to 1-D values; ``f`` returns the last two values
+    concatenated."""
     rng = np.random.default_rng(seed)
     ops = []
     for _ in range(steps):
-        kind = rng.choice(["unary", "binary", "slice", "roll", "sum", "concat", "cumsum", "gather"])
+        kind = rng.choice(["unary", "binary", "slice", "roll", "sum", "concat", "cumsum", "gather", "matmul",
+                           "where", "at add", "loop"])
         ops.append((str(kind), int(rng.integers(1 << 30)), int(rng.integers(1 << 30))))
 
     def f(x):
@@ -238,6 +240,18 @@ def random_program(seed: int, n: int = 6, steps: int = 8):
                 out = tnp.cumsum(u)
             elif kind == "gather":
                 out = u[np.random.default_rng(b).integers(0, u.shape[0], 4)]
+            elif kind == "matmul":  # no row all zero: an output that is zero whatever x is has no dependency
+                r = np.random.default_rng(b)
+                kept = r.random((5, u.shape[0])) < 0.3
+                kept[np.arange(5), r.integers(0, u.shape[0], 5)] = True
+                out = (r.uniform(0.5, 1.5, kept.shape) * kept) @ u
+            elif kind == "where":
+                out = tnp.where(np.random.default_rng(b).random(u.shape[0]) < 0.5, u, tnp.roll(u, 1))
+            elif kind == "at add":
+                at = np.random.default_rng(b).integers(0, u.shape[0], min(3, v.shape[0]))
+                out = u.at[at].add(v[:at.size])
+            elif kind == "loop":
+                out = tg.fori_loop(0, 2, lambda i, y: y * tnp.roll(y, 1), u)
             else:
                 out = tnp.cos(u)
             values.append(out)
@@ -245,10 +259,16 @@ def random_program(seed: int, n: int = 6, steps: int = 8):
     return f, np.zeros(n)
 
 
-@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("seed", range(40))
 def test_random_programs_exact(seed):
     f, x = random_program(seed)
     check(f, x)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_hessian_exact(seed):
+    f, x = random_program(seed)
+    check(lambda x: tnp.sum(tnp.sin(f(x))), x, hessian=True)
 
 
 @pytest.mark.parametrize("seed", range(6))
