@@ -87,8 +87,8 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
             factors can be reused by the adjoint (SciPy itself uses UMFPACK only with scikit-umfpack).
 
     Returns:
-        ``x`` of dtype ``result_type(A, b)`` (float64 for integers): shape ``(n,)`` for ``b`` of shape
-        ``(n,)`` or ``(n, 1)`` (SciPy ravels the latter), ``(n, k)`` otherwise.
+        The solution ``x``, of dtype ``result_type(A, b)`` (float64 for integers) and shape ``(n,)`` for
+        ``b`` of shape ``(n,)`` or ``(n, 1)`` (SciPy ravels the latter), ``(n, k)`` otherwise.
 
     Raises:
         TypeError: ``A`` dense or complex, or ``b`` sparse or complex.
@@ -199,8 +199,8 @@ def factorized(A: Any) -> Callable[[Any], Any]:
         A: as :func:`splu`.
 
     Returns:
-        ``solve(b) -> x``: :meth:`SuperLU.solve` of :func:`splu`\\ ``(A)``, differentiable in ``A``'s stored
-        values and ``b`` (``(n,)`` or ``(n, k)``).
+        A function ``solve(b) -> x``, the :meth:`SuperLU.solve` of :func:`splu` of ``A``, differentiable in
+        ``A``'s stored values and ``b`` (``(n,)`` or ``(n, k)``).
     """
     lu = splu(A)
 

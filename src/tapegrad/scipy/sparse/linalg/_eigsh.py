@@ -173,7 +173,7 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
             ``rng`` is passed on (SciPy's seed of ``v0``).
 
     Returns:
-        ``(w, V)``: ``w`` of shape ``(k,)`` in ascending order (SciPy's), ``V`` of shape ``(n, k)`` with
+        The pair ``(w, V)``, ``w`` of shape ``(k,)`` in ascending order (SciPy's), ``V`` of shape ``(n, k)`` with
         unit columns (their signs are ARPACK's); only ``w`` without ``return_eigenvectors``, also in
         ascending order (SciPy's order then is ARPACK's, not sorted). The dtype is ``A``'s float dtype.
 

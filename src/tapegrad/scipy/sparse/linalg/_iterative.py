@@ -87,9 +87,9 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
         callback: SciPy's ``callback(xk)``, called on the forward solve's iterates only.
 
     Returns:
-        ``(x, info)``: ``x`` of shape ``(n,)`` in the common float dtype (float64 for integers),
-        differentiable in ``A``'s stored values and ``b`` (the adjoint solve is ``cg`` on ``A`` again);
-        ``info``, SciPy's (0: converged; > 0: iterations run without converging; < 0: breakdown), an
+        The pair ``(x, info)``. ``x`` has shape ``(n,)`` and the common float dtype (float64 for
+        integers), differentiable in ``A``'s stored values and ``b`` (the adjoint solve is ``cg`` on
+        ``A`` again); ``info`` is SciPy's (0 converged, > 0 the iterations ran out, < 0 a breakdown), an
         int64 0-d array with no derivative.
 
     Raises:
