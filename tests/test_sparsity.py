@@ -201,6 +201,23 @@ def test_float32_and_2d_input():
     np.testing.assert_array_equal(got.toarray(), np.tile(np.eye(4, dtype=bool), 3))
 
 
+def test_scalars_and_complex():
+    np.testing.assert_array_equal(tg.jacobian_sparsity(lambda x: tnp.sin(x) * 2.0, np.float64(1.0)).toarray(), [[True]])
+    np.testing.assert_array_equal(tg.jacobian_sparsity(tnp.sum, np.zeros(3)).toarray(), [[True] * 3])
+    check(lambda x: x * 1j + tnp.conj(x[::-1]), np.zeros(3, complex), exact=False)  # conj: not holomorphic
+    got = tg.jacobian_sparsity(lambda x: x * 1j + tnp.conj(x[::-1]), np.zeros(3, complex)).toarray()
+    np.testing.assert_array_equal(got, np.eye(3, dtype=bool) | np.eye(3, dtype=bool)[::-1])
+
+
+def test_hessian_through_while_loop_reports_its_reverse_mode():
+    """A while_loop's reverse mode under staging (while_grad) has no rule: dense, and named."""
+    f = lambda x: tnp.sum(tg.while_loop(lambda c: c[1] < 2, lambda c: (c[0] * tnp.roll(c[0], 1), c[1] + 1),  # noqa: E731
+                                        (x, 0))[0])
+    with pytest.warns(UserWarning, match="while_grad"):
+        got = tg.hessian_sparsity(f, np.zeros(4))
+    assert got.nnz == 16 and not (true_pattern(f, np.zeros(4), hessian=True) & ~got.toarray()).any()
+
+
 def test_constant_output():
     got = tg.jacobian_sparsity(lambda x: np.ones(3) + tnp.floor(x), np.zeros(3))
     assert got.shape == (3, 3) and got.nnz == 0

@@ -42,7 +42,7 @@ def jacobian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
 
     Args:
         f: a function of an array returning one array (its other arguments are ``args`` and ``kwargs``).
-        x: a NumPy or CuPy array of a float or complex dtype (its values are not read).
+        x: a NumPy or CuPy array (or NumPy scalar) of a float or complex dtype (its values are not read).
         *args: further positional arguments of ``f``, held fixed.
         **kwargs: keyword arguments of ``f``, held fixed.
 
@@ -67,7 +67,7 @@ def jacobian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
                [0, 1, 1, 0],
                [0, 0, 1, 1]])
     """
-    _check_input(x, "jacobian_sparsity")
+    x = _check_input(x, "jacobian_sparsity")
     program = _stage(lambda x: f(x, *args, **kwargs), x, "jacobian_sparsity")
     return _detect(program, size_of(np.shape(x)), "jacobian_sparsity")
 
@@ -96,7 +96,7 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
         UserWarning: primitives of the gradient's program without a dependency rule (see
             :func:`jacobian_sparsity`).
     """
-    _check_input(x, "hessian_sparsity")
+    x = _check_input(x, "hessian_sparsity")
 
     def scalar(x):
         out = f(x, *args, **kwargs)
@@ -114,13 +114,17 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
 
 
 # ---- arguments -----------------------------------------------------------------------------------
-def _check_input(x, api: str) -> None:
+def _check_input(x, api: str):
+    """``x`` as an array (a NumPy scalar as a 0-d one), checked."""
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
     if not is_array(x) or isinstance(x, Tracer):
         raise TypeError(f"{api}: x must be a NumPy or CuPy array (its shape and dtype are traced, its values "
                         f"unused), got {type(x).__name__}; pass e.g. numpy.zeros(n)")
     if not is_inexact(x):
         raise TypeError(f"{api}: x must have a float or complex dtype (a Jacobian is taken with respect to "
                         f"it), got {x.dtype}; pass x.astype(float)")
+    return x
 
 
 def _check_output(out, api: str) -> None:
