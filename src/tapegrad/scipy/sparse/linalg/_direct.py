@@ -22,7 +22,7 @@ from tapegrad.scipy.sparse.linalg._operands import dense_rhs, differentiating, f
 from tapegrad.sparse import SparseArray
 
 
-def _cast(A: SparseArray, b, where: str):
+def _cast(A: SparseArray, b):
     """``A`` (canonical CSC) and ``b`` in their common float dtype."""
     dtype = float_dtype(A.dtype, b.dtype)
     if np.dtype(A.dtype) != dtype:
@@ -38,7 +38,7 @@ def lu_solution(A: SparseArray, b, options: tuple, trans: bool, where: str):
 
     A solve that meets a singular matrix raises while a derivative is being taken (``strict``) and
     otherwise warns and returns NaN, as SciPy's ``spsolve`` does; the adjoint's solve always raises."""
-    A, b = _cast(A, b, where)
+    A, b = _cast(A, b)
     data, pattern, strict = A.data, A.pattern, differentiating()
 
     def solver(transposed: bool) -> Callable:
@@ -60,10 +60,6 @@ def _options(**kwargs) -> tuple:
     if extra:
         items.append(("options", tuple(sorted(extra.items()))))
     return tuple(sorted(items))
-
-
-def _splu_kwargs(options: tuple) -> dict:
-    return {k: (dict(v) if k == "options" else v) for k, v in options}
 
 
 def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
@@ -123,9 +119,11 @@ class SuperLU:
         self._A, self._options, self.shape = A, options, A.shape
         self._lu = None
         if not isinstance(A.data, Tracer):
-            data, _ = _cast(A, A.data, "splu")
-            self._data = data.data
-            self._lu = _factor.factor(self._data, A.pattern, options)
+            self._data = _cast(A, A.data)[0].data  # the values every solve of a float rhs binds
+            try:
+                self._lu = _factor.factor(self._data, A.pattern, options)
+            except _factor.SingularMatrixError:
+                raise _factor.SingularMatrixError(_factor.singular("splu")) from None
 
     def _factors(self, name: str):
         if self._lu is None:

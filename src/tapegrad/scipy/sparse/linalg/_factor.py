@@ -19,6 +19,7 @@ the solution by the implicit function theorem.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -30,6 +31,7 @@ from tapegrad.scipy.sparse.linalg._operands import csc_matrix, linalg_module
 
 CACHE_SIZE = 4  # factorisations kept: a batch of up to this many matrices reuses its factors in the adjoint
 _cache: list = []  # (backend, pattern, dtype, options), a copy of data, the factors; the most recent last
+_lock = threading.Lock()  # the cache is shared by threads (a factorisation itself runs outside the lock)
 factorisations = 0  # how many factorisations this process made (a test reads it; so can a benchmark)
 
 
@@ -40,17 +42,20 @@ def _key(data, pattern, options: tuple) -> tuple:
 def _lookup(key: tuple, data):
     """The cached factors of ``key`` whose stored values equal ``data`` (made the most recent), or None."""
     xp = namespace_of(data)
-    for k, (other, stored, lu) in enumerate(_cache):
-        # the key first (a pattern compares by hash), then the values: one synchronisation on a device
-        if other == key and bool(xp.array_equal(stored, data)):
-            _cache.append(_cache.pop(k))
-            return lu
+    with _lock:
+        for k, (other, stored, lu) in enumerate(_cache):
+            # the key first (a pattern compares by hash), then the values: one synchronisation on a device
+            if other == key and bool(xp.array_equal(stored, data)):
+                _cache.append(_cache.pop(k))
+                return lu
     return None
 
 
 def _store(key: tuple, data, lu) -> None:
-    _cache.append((key, data.copy(), lu))  # a copy: the caller may write to its array afterwards
-    del _cache[:-CACHE_SIZE]
+    entry = (key, data.copy(), lu)  # a copy: the caller may write to its array afterwards
+    with _lock:
+        _cache.append(entry)
+        del _cache[:-CACHE_SIZE]
 
 
 def factor(data, pattern, options: tuple = ()):
@@ -85,7 +90,9 @@ def _factorise(data, pattern, options: tuple):
     global factorisations
     splu = linalg_module(data).splu
     try:
-        lu = splu(csc_matrix(data, pattern), **dict(options))
+        # options: SuperLU's keywords as sorted pairs, splu's own ``options`` dict among them as pairs too
+        kwargs = {k: (dict(v) if k == "options" else v) for k, v in options}
+        lu = splu(csc_matrix(data, pattern), **kwargs)
     except RuntimeError as error:  # SuperLU's "Factor is exactly singular"
         raise SingularMatrixError(str(error)) from None
     factorisations += 1
@@ -94,10 +101,11 @@ def _factorise(data, pattern, options: tuple):
 
 def clear_cache() -> None:
     """Drop every cached factorisation (their memory is the factors' fill-in)."""
-    _cache.clear()
+    with _lock:
+        _cache.clear()
 
 
-def _singular(where: str) -> str:
+def singular(where: str) -> str:
     return (f"{where}: the matrix is singular (SuperLU met an exactly zero pivot), so the solution and its "
             "derivative are undefined; check the assembly (an unconstrained node, a missing boundary "
             "condition), or regularise the system")
@@ -109,7 +117,7 @@ def _lu_solve_impl(data, b, *, pattern, trans, strict, options, where):
         lu = factor(data, pattern, options)
     except np.linalg.LinAlgError:
         if strict:
-            raise SingularMatrixError(_singular(where) + " (raised because a derivative is being taken, "
+            raise SingularMatrixError(singular(where) + " (raised because a derivative is being taken, "
                                         "where SciPy's NaN result would give a silently wrong gradient)") from None
         linalg = linalg_module(data)
         warnings.warn(linalg.MatrixRankWarning("Matrix is exactly singular") if hasattr(linalg, "MatrixRankWarning")
