@@ -75,6 +75,7 @@ def _sp():
 
 
 def size_of(shape: Sequence[int]) -> int:
+    """The number of elements of an array of ``shape``."""
     return int(np.prod(shape, dtype=np.int64))
 
 
