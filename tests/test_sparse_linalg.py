@@ -529,3 +529,13 @@ def test_the_guide_runs():
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     assert len(blocks) == 4
     exec(compile("\n".join(blocks), "sparse_linalg.md", "exec"), {"__name__": "sparse_linalg_guide"})
+
+
+def test_an_unconverged_adjoint_solve_is_an_error():
+    """The forward solve starts at the solution (converged at once); the adjoint's, from zeros, cannot
+    converge in one step: the gradient refuses rather than use it."""
+    exact = np.linalg.solve(S0.toarray(), B1)
+    x, info = tsl.gmres(A0, B1, x0=exact, restart=1, maxiter=1)
+    assert int(info) == 0
+    with pytest.raises(tsl.ConvergenceError, match=r"gmres: the adjoint's solve \(A\^T y = cotangent\) with gmres"):
+        tg.grad(lambda b: tnp.sum(tsl.gmres(A0, b, x0=exact, restart=1, maxiter=1)[0] * W))(B1)

@@ -60,7 +60,7 @@ def _krylov(method: str, A: Any, b: Any, x0: Any, rtol: float, atol: float, maxi
     def solver(transposed: bool):
         def solve(_matvec, rhs):
             start = tnp.zeros_like(rhs) if transposed else x0  # the adjoint's right-hand side is another vector
-            return bind(iterative_solve_p, data, rhs, start, trans=transposed and not symmetric,
+            return bind(iterative_solve_p, data, rhs, start, trans=transposed and not symmetric, adjoint=transposed,
                         strict=strict or transposed, callback=None if transposed else callback, **params)
         return solve
 

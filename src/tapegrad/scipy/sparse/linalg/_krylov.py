@@ -2,7 +2,8 @@
 solver (SciPy's, or cupyx's on CuPy, on the operands' own arrays).
 
 ``iterative_solve_p(data, b, x0, ...)`` runs ``method`` on the CSC matrix of ``pattern`` holding ``data``
-(``trans``: on its transpose, the same arrays read as CSR) and returns ``(x, info)``; with ``strict`` a
+(``trans``: on its transpose, the same arrays read as CSR; ``adjoint``: the solve is the adjoint's, for
+the error message) and returns ``(x, info)``; with ``strict`` a
 solve that did not converge raises :class:`ConvergenceError` instead of returning ``info != 0``. It has
 no derivative of its own (the solvers bind it on constants inside ``custom_linear_solve``), declines
 jit's compiled executor, and is batched by one call per example (a Krylov method takes one right-hand
@@ -44,7 +45,8 @@ def _tolerances(xp, method: str, rtol, atol) -> dict:
     return {"rtol": rtol, "atol": atol}
 
 
-def _iterative_impl(data, b, x0, *, pattern, method, trans, rtol, atol, maxiter, extra, M, callback, strict, where):
+def _iterative_impl(data, b, x0, *, pattern, method, trans, adjoint, rtol, atol, maxiter, extra, M, callback, strict,
+                    where):
     xp = namespace_of(data, b, x0)
     linalg = linalg_module(data, b)
     solver = getattr(linalg, method, None)
@@ -59,12 +61,12 @@ def _iterative_impl(data, b, x0, *, pattern, method, trans, rtol, atol, maxiter,
     x, info = solver(csc_matrix(data, pattern, transpose=trans), b, x0=x0, **kwargs)
     info = int(info)
     if info != 0 and strict:
-        raise ConvergenceError(_not_converged(where, method, trans, info, rtol, atol, maxiter))
+        raise ConvergenceError(_not_converged(where, method, adjoint, info, rtol, atol, maxiter))
     return [xp.asarray(x, dtype=b.dtype).reshape(b.shape), xp.asarray(info, dtype=np.int64)]
 
 
-def _not_converged(where, method, trans, info, rtol, atol, maxiter) -> str:
-    what = "the adjoint's solve (A^T y = cotangent)" if trans else "the solve"
+def _not_converged(where, method, adjoint, info, rtol, atol, maxiter) -> str:
+    what = "the adjoint's solve (A^T y = cotangent)" if adjoint else "the solve"
     how = (f"it stopped after {info} iterations (maxiter={maxiter})" if info > 0
            else f"it broke down or met an illegal input (info = {info})")
     return (f"{where}: {what} with {method} did not reach rtol={rtol}, atol={atol}: {how}. A derivative is being "
