@@ -15,8 +15,10 @@ largest-first (networkx's default, SciPy's private ``group_columns``) finds 7; a
 colouring with symmetric direct recovery, which never takes more colours than column colouring and often
 far fewer.
 
-The pattern is given: a Boolean array or a SciPy sparse array/matrix of shape ``(out.size, x.size)``; its
-stored entries are the positions kept (explicit zeros stored in a sparse pattern count as entries).
+The pattern is given (a Boolean array or a SciPy sparse array/matrix of shape ``(out.size, x.size)``,
+whose stored entries are the positions kept, explicit zeros included) or, with ``sparsity="auto"``,
+detected by :func:`tapegrad.jacobian_sparsity` / :func:`tapegrad.hessian_sparsity` once per signature of
+the arguments.
 Results are SciPy ``csr_array``s with exactly the pattern's entries, in its canonical order; on CuPy,
 ``cupyx.scipy.sparse.csr_matrix`` (``tapegrad._backend.scipy_module``'s convention), the values gathered
 on the device from the compressed Jacobian, the colouring and the gather indices made on the host once.
@@ -208,9 +210,10 @@ def sparse_jacfwd(fn: Callable[..., Any], sparsity: Any = "auto", *, check_patte
     detected by tracing), by forward mode in as many jvp passes as column colours.
 
     Columns of the pattern that share no row are coloured alike (DSATUR on the column intersection
-    graph, computed once here); ``fn`` runs once (:func:`tapegrad.linearize`) and the seeds, one per
-    colour, are swept forward in one ``vmap``-batched pass. It is the cheaper one when rows are dense
-    and columns sparse-ish, e.g. a stencil (5 colours for the 2-D five-point stencil, whatever ``n``).
+    graph, computed once: here for a given pattern, at the first call for a detected one); ``fn`` runs
+    once (:func:`tapegrad.linearize`) and the seeds, one per colour, are swept forward in one
+    ``vmap``-batched pass. It is the cheaper one when rows are dense and columns sparse-ish, e.g. a
+    stencil (5 colours for the 2-D five-point stencil, whatever ``n``).
 
     Args:
         fn: ``fn(x, *args, **kwargs)`` returning an array; ``x`` a float array of any shape (the
