@@ -73,3 +73,16 @@ def test_expm_multiply_is_refused_where_cupyx_lacks_it():
     A = ts.csr_array((xp.asarray(T.data), T.indices, T.indptr), shape=T.shape)
     with pytest.raises(NotImplementedError, match="expm_multiply: .* has no expm_multiply"):
         tsl.expm_multiply(A, xp.asarray(B))
+
+
+def test_the_device_classes_are_accepted():
+    """A cupyx sparse matrix (the double's) is converted keeping its data on the device."""
+    import importlib
+    xsparse = importlib.import_module(f"{xp.__name__}x.scipy.sparse")
+    M = xsparse.csr_matrix(T)
+    x = tsl.spsolve(M, xp.asarray(B))
+    assert type(x) is DeviceArray
+    np.testing.assert_allclose(x.get(), np.linalg.solve(T.toarray(), B), rtol=1e-12)
+    w, V = tsl.eigsh(xsparse.csr_matrix(TSYM), k=2, v0=np.ones(N))
+    assert type(w) is DeviceArray and type(V) is DeviceArray
+    np.testing.assert_allclose(w.get(), np.linalg.eigvalsh(TSYM.toarray())[-2:], rtol=1e-12)
