@@ -36,9 +36,10 @@ from tapegrad._core import Primitive
 
 
 class Node:
-    """What a dependency rule sees of one equation.
+    """What a dependency rule sees of one equation (detection makes it; a rule reads its attributes,
+    which are its arguments).
 
-    Attributes:
+    Args:
         prim: the primitive.
         deps: one per operand: its dependency matrix (a Boolean ``scipy.sparse.csr_array`` of shape
             ``(operand.size, width)``), or None where the operand depends on no input.
@@ -382,6 +383,9 @@ def def_dependency(prim: Primitive, rule: str | Callable[[Node], list], *more: P
             returning one dependency matrix (or None) per result, such as ``Structural(data=(0,))``
             for a gather whose other operands are indices, or ``Contraction(subscripts)``.
         *more: further primitives that get the same rule (a family declared in one line).
+
+    Returns:
+        None; ``prim.dependency`` (and each of ``more``'s) is set.
 
     Raises:
         ValueError: an unknown kind name.

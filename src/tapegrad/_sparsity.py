@@ -84,7 +84,7 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
         **kwargs: keyword arguments of ``f``, held fixed.
 
     Returns:
-        A symmetric Boolean SciPy ``csr_array`` of shape ``(x.size, x.size)``: True where the Hessian
+        A symmetric Boolean SciPy ``csr_array`` of shape ``(x.size, x.size)``, True where the Hessian
         may hold a non-zero (a superset of its non-zeros at every ``x``), the form
         ``tg.sparse_hessian(f, sparsity)`` takes.
 
