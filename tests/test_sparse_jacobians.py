@@ -324,6 +324,20 @@ def test_star_colourings_are_star(name):
     assert colours.max() <= _color_columns(pattern).max()  # never more colours than column colouring
 
 
+def test_star_colourings_of_random_patterns():
+    """Twenty random symmetric patterns from sparse to nearly dense: each colouring is star, takes no more
+    colours than column colouring, and leaves every entry a place of its own (symmetric_gather)."""
+    rng = np.random.default_rng(25)
+    for _ in range(20):
+        n, density = int(rng.integers(5, 40)), float(rng.uniform(0.02, 0.6))
+        pattern = _pattern(random_symmetric_pattern(n, density, int(rng.integers(1 << 30))), "test")
+        colours = star_colouring(pattern)
+        assert_star(pattern, colours)
+        assert colours.max() <= _color_columns(pattern).max()
+        gather = symmetric_gather(pattern, colours)
+        assert gather.shape == (pattern.nnz,) and gather.max() < (colours.max() + 1) * n
+
+
 @pytest.mark.parametrize("half", [1, 2, 3, 5])
 def test_star_colouring_of_a_band_takes_no_more_than_column_colouring(half):
     """A band of half-bandwidth b: both take 2b + 1 (no direct recovery can do with fewer: an exhaustive
