@@ -448,3 +448,16 @@ def test_docstring_example_runs():
     import tapegrad._sparsity
     result = doctest.testmod(tapegrad._sparsity)
     assert result.attempted >= 1 and result.failed == 0
+
+
+def test_structural_rule_whose_impl_refuses_integers_is_reported():
+    def floats_only(x):
+        if x.dtype.kind != "f":
+            raise TypeError("floats only")
+        return x[::-1].copy()
+    toy = _toy("floats_only", floats_only)
+    extend.deflinear(toy)
+    extend.def_dependency(toy, "structural")
+    with pytest.warns(UserWarning, match=r"floats_only \(its impl failed on index arrays: floats only\)"):
+        got = tg.jacobian_sparsity(lambda x: extend.bind(toy, x), np.zeros(3))
+    assert got.toarray().all()

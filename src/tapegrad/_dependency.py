@@ -228,7 +228,10 @@ class Structural:
             args = [np.zeros(tuple(a.shape), dtype=np.int64) if j in data else node.values[j]
                     for j, a in enumerate(node.avals)]
             args[k] = np.arange(1 + shift, n + 1 + shift, dtype=np.int64).reshape(tuple(node.avals[k].shape))
-            out = node.prim.impl(*args, **node.params)
+            try:
+                out = node.prim.impl(*args, **node.params)
+            except Exception as error:  # noqa: BLE001 (an impl that takes no integers: reported, dense)
+                raise Undetermined(f"its impl failed on index arrays: {error}") from error
             runs.append(out if node.prim.multiple_results else [out])
         return [np.where(np.asarray(b) - np.asarray(a) == n, np.asarray(a) - 1, -1).ravel()
                 for a, b in zip(*runs)]
