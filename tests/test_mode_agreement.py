@@ -228,6 +228,36 @@ CASES += [
 ]
 # ---- end block: scipy.special coverage ----
 
+# ---- block: sparse solvers (tapegrad.scipy.sparse.linalg): the stored values of a 4 x 4 tridiagonal pattern,
+# shifted to be diagonally dominant, and a dense right-hand side; the Krylov solvers at a tolerance
+# below the check's (a 4 x 4 system converges in 4 steps), in float64 where float32 cannot reach it
+
+
+def _sparse(data, symmetric=False):
+    import tapegrad.sparse as tsparse
+    indices, indptr = np.array([0, 1, 0, 1, 2, 1, 2, 3, 2, 3]), np.array([0, 2, 5, 8, 10])
+    a = tsparse.csr_array((data, indices, indptr), shape=(4, 4)) + 4.0 * tsparse.eye(4, dtype=data.dtype)
+    return 0.5 * (a + a.T) if symmetric else a
+
+
+def _sparse_case(name, solve, dtypes=REAL, symmetric=False, **kw):
+    return Case(name, lambda d, b: solve(_sparse(d, symmetric), b), ((10,), (4,)), ("real", "real"), dtypes, **kw)
+
+
+def _sparse_cases():
+    from tapegrad.scipy.sparse import linalg as ssl
+    return [
+        _sparse_case("spsolve", ssl.spsolve),
+        _sparse_case("cg", lambda a, b: ssl.cg(a, b, rtol=1e-15, atol=0.0)[0], (np.float64,), symmetric=True),
+        _sparse_case("gmres", lambda a, b: ssl.gmres(a, b, rtol=1e-15, atol=0.0)[0], (np.float64,)),
+        Case("eigsh", lambda d: ssl.eigsh(_sparse(d, True), k=2)[0], ((10,),), dtypes=(np.float64,), ulps=4096),
+        _sparse_case("expm_multiply", lambda a, b: ssl.expm_multiply(0.1 * a, b), (np.float64,), ulps=65536),
+    ]
+
+
+CASES += _sparse_cases()
+# ---- end block: sparse solvers ----
+
 
 def _inner(a, b) -> float:
     return float(sum(np.real(np.vdot(np.asarray(x, np.complex128), np.asarray(y, np.complex128)))

@@ -58,7 +58,7 @@ class Node:
     __slots__ = ("prim", "deps", "values", "avals", "out_avals", "params", "width", "propagate")
 
     def __init__(self, prim: Primitive, deps: list, values: list, avals: list, out_avals: list, params: dict,
-                 width: int, propagate: Callable):
+                 width: int, propagate: Callable) -> None:
         self.prim, self.deps, self.values, self.avals = prim, deps, values, avals
         self.out_avals, self.params, self.width, self.propagate = out_avals, params, width, propagate
 
@@ -203,7 +203,7 @@ class Structural:
             :func:`dense` by default.
     """
 
-    def __init__(self, data: Sequence[int] | None = None, otherwise: Callable = dense):
+    def __init__(self, data: Sequence[int] | None = None, otherwise: Callable = dense) -> None:
         self.data = None if data is None else tuple(data)
         self.otherwise = otherwise
 
@@ -219,7 +219,7 @@ class Structural:
         return outs
 
     @staticmethod
-    def sources(node: Node, k: int, data) -> list:
+    def sources(node: Node, k: int, data: Sequence[int]) -> list:
         """For each result, the flat index in operand ``k`` of the element each output element copies
         (-1: none)."""
         n = size_of(node.avals[k].shape)
@@ -303,7 +303,7 @@ class Contraction:
         subscripts: ``subscripts(node) -> (letters per operand, output letters)``.
     """
 
-    def __init__(self, subscripts: Callable[[Node], tuple[Sequence[str], str]]):
+    def __init__(self, subscripts: Callable[[Node], tuple[Sequence[str], str]]) -> None:
         self.subscripts = subscripts
 
     def __call__(self, node: Node) -> list:
@@ -343,7 +343,7 @@ class Update:
             written twice keeps both writes' (conservative: the last one wins).
     """
 
-    def __init__(self, gather_prim: Primitive, base: int | None, overwrite: bool):
+    def __init__(self, gather_prim: Primitive, base: int | None, overwrite: bool) -> None:
         self.gather_prim, self.base, self.overwrite = gather_prim, base, overwrite
 
     def __call__(self, node: Node) -> list:
@@ -409,7 +409,7 @@ class Lines:
     (``rfft``); the other axes are matched element to element. Exact for generic values of a transform
     that mixes its whole line (an FFT); conservative for a permutation."""
 
-    def __init__(self, param: str = "axis"):
+    def __init__(self, param: str = "axis") -> None:
         self.param = param
 
     def __call__(self, node: Node) -> list:

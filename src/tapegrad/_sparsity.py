@@ -32,7 +32,7 @@ from tapegrad._jit.api import make_program
 from tapegrad._jit.program import Literal, Program, Var
 
 
-def jacobian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
+def jacobian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> Any:
     """The sparsity pattern of the Jacobian of ``f`` at any ``x`` of its shape and dtype, by tracing.
 
     No value of ``x`` is used: ``f(x, *args, **kwargs)`` is staged on ``x``'s shape and dtype and its
@@ -72,7 +72,7 @@ def jacobian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
     return _detect(program, size_of(np.shape(x)), "jacobian_sparsity")
 
 
-def hessian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any):
+def hessian_sparsity(f: Callable[..., Any], x: Any, *args: Any, **kwargs: Any) -> Any:
     """The sparsity pattern of the Hessian of the scalar function ``f`` at any ``x`` of its shape and
     dtype, by tracing: the Jacobian pattern of ``tg.grad(f)`` (:func:`jacobian_sparsity` of the
     staged gradient), made symmetric (docs/sparsity.md says why this route).
