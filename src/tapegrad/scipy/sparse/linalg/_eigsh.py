@@ -35,7 +35,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
-from tapegrad.extend import NotLowerable, ShapedArray, bind, def_lowering, defbatch, defjvp, defvjp, primitive
+from tapegrad.extend import ShapedArray, bind, defbatch, defjvp, defvjp, primitive
 from tapegrad.scipy.sparse.linalg._direct import spsolve
 from tapegrad.scipy.sparse.linalg._factor import SingularMatrixError
 from tapegrad.scipy.sparse.linalg._operands import (
@@ -43,6 +43,7 @@ from tapegrad.scipy.sparse.linalg._operands import (
     differentiating,
     float_dtype,
     linalg_module,
+    refuse_lowering,
     square_matrix,
 )
 from tapegrad.sparse import SparseArray, coo_array
@@ -85,11 +86,7 @@ def _eigsh_aval(data, *, pattern, k, options, strict):
 eigsh_p = primitive("sparse_eigsh", _eigsh_impl, _eigsh_aval, multiple_results=True)
 
 
-def _refuse(ctx, *operands, **params):
-    raise NotLowerable("it calls SciPy's eigsh (ARPACK), which native code cannot")
-
-
-def_lowering(eigsh_p, _refuse)
+refuse_lowering(eigsh_p, "SciPy's eigsh (ARPACK)")
 
 
 def _eigsh_batch(vals, dims, **params):

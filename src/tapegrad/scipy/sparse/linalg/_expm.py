@@ -30,8 +30,8 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import Tracer
-from tapegrad.extend import NotLowerable, ShapedArray, bind, def_lowering, defbatch, defjvp, defvjp, primitive
-from tapegrad.scipy.sparse.linalg._operands import dense_rhs, float_dtype, linalg_module, square_matrix
+from tapegrad.extend import ShapedArray, bind, defbatch, defjvp, defvjp, primitive
+from tapegrad.scipy.sparse.linalg._operands import dense_rhs, float_dtype, linalg_module, refuse_lowering, square_matrix
 from tapegrad.sparse import Pattern
 from tapegrad.sparse import _pattern as patterns
 
@@ -129,11 +129,7 @@ defjvp(expm_multiply_p, _jvp_data, _jvp_b)
 defvjp(expm_multiply_p, _vjp_data, _vjp_b)
 
 
-def _refuse(ctx, *operands, **params):
-    raise NotLowerable("it calls SciPy's expm_multiply, which native code cannot")
-
-
-def_lowering(expm_multiply_p, _refuse)
+refuse_lowering(expm_multiply_p, "SciPy's expm_multiply")
 
 
 def _expm_batch(vals, dims, *, pattern):

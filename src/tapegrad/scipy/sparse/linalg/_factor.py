@@ -26,8 +26,8 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
-from tapegrad.extend import NotLowerable, ShapedArray, bind, def_lowering, defbatch, defvjp_argnum, primitive
-from tapegrad.scipy.sparse.linalg._operands import csc_matrix, linalg_module
+from tapegrad.extend import ShapedArray, bind, defbatch, primitive
+from tapegrad.scipy.sparse.linalg._operands import csc_matrix, host_solver, linalg_module
 
 CACHE_SIZE = 4  # factorisations kept: a batch of up to this many matrices reuses its factors in the adjoint
 _cache: list = []  # (backend, pattern, dtype, options), a copy of data, the factors; the most recent last
@@ -133,20 +133,7 @@ def _lu_solve_aval(data, b, **params):
 lu_solve_p = primitive("sparse_lu_solve", _lu_solve_impl, _lu_solve_aval)
 
 
-def _no_derivative(*args, **params):
-    raise TypeError("sparse_lu_solve has no derivative of its own: call tapegrad.scipy.sparse.linalg.spsolve "
-                    "(or splu), whose solution is differentiated by the adjoint method")
-
-
-lu_solve_p.jvp_rule = _no_derivative
-defvjp_argnum(lu_solve_p, _no_derivative)
-
-
-def _refuse(ctx, *operands, **params):
-    raise NotLowerable("it calls SciPy's SuperLU, which native code cannot")
-
-
-def_lowering(lu_solve_p, _refuse)
+host_solver(lu_solve_p, "SciPy's SuperLU", "tapegrad.scipy.sparse.linalg.spsolve (or splu)")
 
 
 def _lu_solve_batch(vals, dims, **params):

@@ -15,8 +15,8 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad._backend import namespace_of
-from tapegrad.extend import NotLowerable, ShapedArray, bind, def_lowering, defbatch, defvjp_argnum, primitive
-from tapegrad.scipy.sparse.linalg._operands import csc_matrix, linalg_module
+from tapegrad.extend import ShapedArray, bind, defbatch, primitive
+from tapegrad.scipy.sparse.linalg._operands import csc_matrix, host_solver, linalg_module
 
 
 class ConvergenceError(RuntimeError):
@@ -81,20 +81,7 @@ def _iterative_aval(data, b, x0, **params):
 iterative_solve_p = primitive("sparse_iterative_solve", _iterative_impl, _iterative_aval, multiple_results=True)
 
 
-def _no_derivative(*args, **params):
-    raise TypeError("sparse_iterative_solve has no derivative of its own: call tapegrad.scipy.sparse.linalg's "
-                    "cg/gmres/bicgstab/minres, whose solution is differentiated by the adjoint method")
-
-
-iterative_solve_p.jvp_rule = _no_derivative
-defvjp_argnum(iterative_solve_p, _no_derivative)
-
-
-def _refuse(ctx, *operands, **params):
-    raise NotLowerable("it calls SciPy's iterative solver, which native code cannot")
-
-
-def_lowering(iterative_solve_p, _refuse)
+host_solver(iterative_solve_p, "SciPy's iterative solver", "tapegrad.scipy.sparse.linalg's cg/gmres/bicgstab/minres")
 
 
 def _iterative_batch(vals, dims, **params):

@@ -17,6 +17,7 @@ from tapegrad._backend import namespace_of, scipy_module
 from tapegrad._core import trace_stack
 from tapegrad._jvp import JVPTrace
 from tapegrad._tape import VJPTrace
+from tapegrad.extend import NotLowerable, def_lowering, defvjp_argnum
 from tapegrad.sparse import SparseArray, asarray
 
 
@@ -98,3 +99,22 @@ def differentiating() -> bool:
     failed (singular, not converged) raises instead of returning SciPy's NaN or ``info``, since the
     implicit-function derivative would be computed at a wrong point without a word."""
     return any(main.trace_type in (JVPTrace, VJPTrace) for main in trace_stack())
+
+
+def refuse_lowering(prim, solver: str) -> None:
+    """Declare that ``prim`` has no native lowering: it calls ``solver`` on the host, which numba cannot,
+    so ``jit`` runs a program holding it on the Python executor (and ``explain`` says why)."""
+    def refuse(ctx, *operands, **params):
+        raise NotLowerable(f"it calls {solver}, which native code cannot")
+    def_lowering(prim, refuse)
+
+
+def host_solver(prim, solver: str, public: str) -> None:
+    """The rules of a primitive that runs ``solver`` on constants: no derivative of its own (``public``
+    differentiates its solution through ``custom_linear_solve``), no native lowering."""
+    def no_derivative(*args, **params):
+        raise TypeError(f"{prim.name} has no derivative of its own: call {public}, whose solution is "
+                        "differentiated by the adjoint method")
+    prim.jvp_rule = no_derivative
+    defvjp_argnum(prim, no_derivative)
+    refuse_lowering(prim, solver)
