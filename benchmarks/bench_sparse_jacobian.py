@@ -9,7 +9,8 @@ is called, and is timed apart (it is not part of a Jacobian's cost when the patt
 Newton's method). Timed: the eager passes in one batched sweep (the default) and one per colour
 (``chunk_size=1``), the passes staged by ``jit`` (``jit=True``), and ``tg.sparse_jacrev`` (5 row
 colours as well), eager and staged. For scale, the dense ``tg.jacfwd`` at a small grid (30 x 30 = 900
-unknowns: its n x n result at 10^4 unknowns would be 800 MB).
+unknowns), interleaved, and at 10^4 unknowns once (its n x n result is 800 MB; 10^4 basis tangents in
+batches of ``DENSE_CHUNK``), after the interleaved timings.
 
 The peer is ``sparsejac`` on JAX (when JAX and sparsejac are installed), for the same function and the
 same pattern given as a BCOO matrix: ``jax.jit(sparsejac.jacfwd(f, S))`` and ``jacrev``, float64. Their
@@ -45,6 +46,7 @@ import tapegrad as tg  # noqa: E402
 import tapegrad.numpy as tnp  # noqa: E402
 from tapegrad._colouring import color_columns, pattern_of, star_colouring  # noqa: E402
 
+DENSE_CHUNK = 1000  # basis tangents per batched pass of the dense jacfwd at 10^4 unknowns
 EVALJ = "one evaluation (jit)"  # for scale: the staged passes run on jit's executors, the baseline eagerly
 EVAL, FWD, FWD1, FWDJ, REV, REVJ, DENSE = (
     "one evaluation", "sparse_jacfwd", "sparse_jacfwd(chunk_size=1)", "sparse_jacfwd(jit=True)", "sparse_jacrev",
@@ -141,6 +143,11 @@ def _jacobian_size(k: int, quick: bool):
     base = timings[EVAL].best
     rows = [_row(k * k, name, t.best, base, colours) for name, t in timings.items()]
     rows.append(_row(k * k, "colouring (once per pattern)", colouring_s, base, colours))
+    if k == SIZES[0] and not quick:  # the dense route at this size, for scale: one call, 10^4 passes, 800 MB
+        t0 = time.perf_counter()
+        tg.jacfwd(stencil, chunk_size=DENSE_CHUNK)(u)
+        rows.append(_row(k * k, f"dense jacfwd (one call, chunk_size={DENSE_CHUNK})", time.perf_counter() - t0,
+                         base, k * k))
     rows.append(_row(k * k, "sparse_jacfwd(jit=True): first call (staging)", staging_s, base, colours))
     if peers is not None:
         ours = timings[FWDJ].best
