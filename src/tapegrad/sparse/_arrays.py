@@ -49,6 +49,10 @@ class SparseArray:
             source = asarray(arg1) if not isinstance(arg1, SparseArray) else arg1
             converted = getattr(source, f"to{self.format}")()
             data, pattern = converted.data, converted._pattern
+        elif isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple) and self.format != "coo":
+            # (data, (row, col)) for CSR/CSC: sorted and duplicates added, as SciPy's tocsr/tocsc do
+            converted = getattr(coo_array(arg1, shape=shape, dtype=dtype), f"to{self.format}")()
+            data, pattern = converted.data, converted._pattern
         elif isinstance(arg1, tuple) and len(arg1) == 2:
             data, pattern = arg1[0], self._pattern_of(arg1, shape)
         elif isinstance(arg1, tuple) and len(arg1) == 3 and self.format != "coo":
@@ -294,13 +298,6 @@ class csr_array(SparseArray):
     __slots__ = ()
     format = "csr"
 
-    def __init__(self, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
-        if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
-            converted = coo_array(arg1, shape=shape, dtype=dtype).tocsr()
-            self.data, self._pattern = converted.data, converted._pattern
-            return
-        super().__init__(arg1, shape, dtype, copy)
-
     @property
     def indices(self) -> np.ndarray:
         """Column index of each stored entry (read-only NumPy int64)."""
@@ -321,16 +318,6 @@ class csc_array(SparseArray):
 
     __slots__ = ()
     format = "csc"
-
-    def __init__(self, arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
-        if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
-            converted = coo_array(arg1, shape=shape, dtype=dtype).tocsc()
-            self.data, self._pattern = converted.data, converted._pattern
-            return
-        super().__init__(arg1, shape, dtype, copy)
-
-    def _spelling(self) -> str:
-        return "csc_array((data, indices, indptr), shape=(m, n))"
 
     @property
     def indices(self) -> np.ndarray:
