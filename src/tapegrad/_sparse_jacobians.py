@@ -39,7 +39,7 @@ from tapegrad._core import Tracer
 from tapegrad._structural import reshape
 
 
-class _Compressed:
+class Compressed:
     """A pattern, its colouring, and where each of its entries lies in the compressed Jacobian (colours x
     positions, read as one flat array): computed once per pattern, on the host, not per call.
 
@@ -375,14 +375,14 @@ def by_colouring(fn, sparsity, kind: str, api: str, *, check_pattern: bool = Tru
         return _detected(fn, kind, api, check_pattern=check_pattern, chunk_size=chunk_size, jit=jit)
     pattern = pattern_of(sparsity, api)
     if kind in ("forward", "reverse"):
-        compressed = _Compressed(pattern, "column" if kind == "forward" else "row")
+        compressed = Compressed(pattern, "column" if kind == "forward" else "row")
         passes = (_forward_passes if kind == "forward" else _reverse_passes)(fn, compressed, chunk_size, api)
         return _transform(fn, passes, compressed, check_pattern, jit, api)
     if pattern.shape[0] != pattern.shape[1] or (pattern != pattern.T).nnz:
         raise ValueError(f"{api}: sparsity must be square and symmetric (a Hessian's pattern), got shape "
                          f"{pattern.shape}{'' if pattern.shape[0] != pattern.shape[1] else ', not symmetric'}; "
                          f"pass S + S.T (or S | S.T) for a pattern S of one triangle")
-    compressed = _Compressed(pattern, kind)
+    compressed = Compressed(pattern, kind)
     return _transform(fn, _forward_passes(grad(fn), compressed, chunk_size, api), compressed, check_pattern, jit, api)
 
 

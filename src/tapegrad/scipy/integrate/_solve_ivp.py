@@ -39,7 +39,7 @@ from tapegrad.errors import ConcretizationError
 from tapegrad.flatten_util import ravel_pytree
 from tapegrad.scipy.integrate import _runge_kutta as rk
 from tapegrad.scipy.integrate._rosenbrock import ROSENBROCK23, Rosenbrock, rosenbrock_dense_rows, rosenbrock_step
-from tapegrad.scipy.integrate._sparse_rosenbrock import sparse_structure
+from tapegrad.scipy.integrate._sparse_rosenbrock import SparseStructure
 
 METHODS = ("RK23", "RK45", "DOP853", "Rosenbrock23")
 _IMPLICIT = ("Radau", "BDF", "LSODA")
@@ -408,7 +408,7 @@ def _with_sparsity(tableau, options: dict, n: int):
     if not isinstance(tableau, Rosenbrock) or "jac_sparsity" not in options:
         return tableau
     sparsity = options.pop("jac_sparsity")
-    return tableau if sparsity is None else tableau._replace(sparsity=sparse_structure(sparsity, n))
+    return tableau if sparsity is None else tableau._replace(sparsity=SparseStructure(sparsity, n))
 
 
 def _check_method(method):

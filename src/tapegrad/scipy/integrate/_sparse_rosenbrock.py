@@ -10,7 +10,7 @@ stays differentiable at every order: the Jacobian's values come from tapegrad op
 solves from ``custom_linear_solve``.
 
 Everything about the pattern (the colouring, the seeds, where each entry of ``J`` lands in ``W``) is
-computed once per solve, on the host, in :func:`sparse_structure`.
+computed once per solve, on the host, in :class:`SparseStructure`.
 """
 from __future__ import annotations
 
@@ -19,19 +19,26 @@ import numpy as np
 import tapegrad.numpy as tnp
 import tapegrad.sparse as tsp
 from tapegrad._api import jvp
-from tapegrad._colouring import color_columns, pattern_of
+from tapegrad._backend import namespace_of
+from tapegrad._colouring import pattern_of
+from tapegrad._sparse_jacobians import Compressed
 from tapegrad._vmap_api import vmap
 from tapegrad.scipy.sparse.linalg import spsolve
 
 
 class SparseStructure:
-    """The static parts of a sparse Rosenbrock step for an ``(n, n)`` Jacobian pattern.
+    """The static parts of a sparse Rosenbrock step for an ``(n, n)`` Jacobian pattern ``jac_sparsity``
+    (a SciPy sparse array or matrix, or a Boolean ``(n, n)`` array).
 
-    Attributes: ``seeds`` ``(colours, n)`` (row ``c`` is 1 on the columns of colour ``c``);
-    ``gather`` ``(nnz(W),)``, per stored value of ``W``, its index in the flattened compressed
-    Jacobian ``J S`` (``(colours, n)``), or ``colours * n`` (a zero appended) for a diagonal entry
-    ``J`` does not have; ``diagonal`` ``(nnz(W),)`` float 1 on the diagonal; ``indices``, ``indptr``:
-    ``W``'s canonical CSR pattern, ``J``'s pattern with the whole diagonal added.
+    Attributes: ``compressed``, the pattern's column colouring (``sparse_jacfwd``'s: its seeds, and
+    where each entry of ``J`` lies in the compressed Jacobian ``J S``); ``indices``, ``indptr``: ``W``'s
+    canonical CSR pattern, ``J``'s with the whole diagonal added; ``gather`` ``(nnz(W),)``, per stored
+    value of ``W``, its index in the flattened ``J S``, or ``colours * n`` (a zero appended) for a
+    diagonal entry ``J`` does not have; ``diagonal`` ``(nnz(W),)``, 1.0 on the diagonal.
+
+    Raises:
+        TypeError: ``jac_sparsity`` neither sparse nor a 2-D Boolean array.
+        ValueError: its shape is not ``(n, n)``.
     """
 
     def __init__(self, jac_sparsity, n: int):
@@ -40,33 +47,22 @@ class SparseStructure:
         if pattern.shape != (n, n):
             raise ValueError(f"solve_ivp: jac_sparsity must have shape (n, n) = ({n}, {n}) for y0 of {n} states, "
                              f"got {pattern.shape}")
-        colours = color_columns(pattern)
-        self.n_colours = int(colours.max()) + 1 if n else 0
-        self.seeds = (colours[None, :] == np.arange(self.n_colours)[:, None]).astype(np.float64)
+        self.compressed = Compressed(pattern, "column")
         w = sp.csr_array(pattern.astype(np.int8) + sp.eye_array(n, dtype=np.int8, format="csr"))
         w.sum_duplicates()
         self.indices, self.indptr = w.indices, w.indptr
         rows = np.repeat(np.arange(n), np.diff(w.indptr))
-        in_jacobian = np.asarray(pattern[rows, w.indices]).ravel().astype(bool)
-        self.gather = np.where(in_jacobian, colours[w.indices] * n + rows, self.n_colours * n)
+        # each entry of W: its position among J's entries, -1 where J has none (which picks the zero below)
+        positions = sp.csr_array((np.arange(1, pattern.nnz + 1), pattern.indices, pattern.indptr), shape=(n, n))
+        in_jacobian = np.asarray(positions[rows, w.indices]).ravel() - 1
+        self.gather = np.append(self.compressed.gather, self.compressed.count * n)[in_jacobian]
         self.diagonal = (rows == w.indices).astype(np.float64)
-
-
-def sparse_structure(jac_sparsity, n: int) -> SparseStructure:
-    """The :class:`SparseStructure` of ``jac_sparsity`` (a SciPy sparse array or matrix, or a Boolean
-    ``(n, n)`` array) for ``n`` states.
-
-    Raises:
-        TypeError: ``jac_sparsity`` neither sparse nor a 2-D Boolean array.
-        ValueError: its shape is not ``(n, n)``.
-    """
-    return SparseStructure(jac_sparsity, n)
 
 
 def sparse_solver(structure: SparseStructure, fun, t, y, hd):
     """``solve(b) = W^-1 b`` with ``W = I - hd * df/dy(t, y)``, the Jacobian taken by colouring."""
     dtype = y.dtype
-    seeds = tnp.asarray(structure.seeds, dtype=dtype)
+    seeds = structure.compressed.seeds(namespace_of(y), dtype)
     compressed = vmap(lambda s: jvp(lambda z: fun(t, z), (y,), (s,))[1])(seeds)  # (colours, n): J S
     flat = tnp.concatenate([tnp.reshape(compressed, (-1,)), tnp.zeros((1,), dtype=dtype)])
     jacobian_on_w = flat[structure.gather]
