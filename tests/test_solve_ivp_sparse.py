@@ -88,3 +88,20 @@ def test_an_explicit_method_warns_that_jac_sparsity_has_no_effect_as_scipy_does(
         warnings.simplefilter("always")
         solve_ivp(reaction_diffusion, (0.0, 0.01), Y0, method="RK45", args=(0.01, 1.0), jac_sparsity=PATTERN)
     assert any("no effect for a chosen solver: jac_sparsity" in str(w.message) for w in caught)
+
+
+def test_third_derivative_by_several_routes_matches_the_dense_method():
+    """d^3/d rate^3 of the end state's sum: grad of grad of grad, jacfwd of jacrev of grad, jit inside the
+    gradients and outside forward mode (a while_loop's reverse mode under jit is of first order), and vmap
+    outside, against the same solve with the dense Jacobian (the twin without jac_sparsity)."""
+    def end(rate, **kwargs):
+        return tnp.sum(solve(Y0, 1.0, rate, **kwargs).y[:, -1])
+
+    sparse = lambda r: end(r, jac_sparsity=PATTERN)  # noqa: E731
+    dense = tg.grad(tg.grad(tg.grad(end)))(2.0)
+    assert _rel(tg.grad(tg.grad(tg.grad(sparse)))(2.0), dense) < 1e-7
+    assert _rel(tg.jacfwd(tg.jacrev(tg.grad(sparse)))(2.0), dense) < 1e-7
+    assert _rel(tg.grad(tg.grad(tg.grad(tg.jit(sparse))))(2.0), dense) < 1e-7
+    assert _rel(tg.jit(tg.jacfwd(tg.jacfwd(tg.jacfwd(sparse))))(2.0), dense) < 1e-7
+    batched = tg.vmap(tg.grad(tg.grad(tg.grad(sparse))))(np.array([2.0, 2.0]))
+    assert _rel(batched, np.array([dense, dense])) < 1e-7
