@@ -112,7 +112,7 @@ def _check_unclaimed(compressed, flat, unclaimed, api: str):
         return
     stray = compressed.unclaimed[to_host(stray)]
     k, i = divmod(int(stray[0]), compressed.width)
-    members = np.flatnonzero(compressed.colours == k)[:8].tolist()
+    members = [int(j) for j in np.flatnonzero(compressed.colours == k)[:8]]
     more = "..." if len(members) == 8 else ""
     where = f"column {i}, in one of the rows {members}{more}" if compressed.by_rows else \
         f"row {i}, in one of the columns {members}{more}"

@@ -112,7 +112,7 @@ def _vjp_data(ct, ans, data, B, *, pattern):
     transposed = patterns.transposed(pattern)
     s, w = _nodes(_panels(data, pattern))
     total = None
-    for sj, wj in zip(s.tolist(), w.tolist()):
+    for sj, wj in zip(map(float, s), map(float, w)):  # Python floats: weak scalars, data keeps its dtype
         u = _expm(data * sj, ct, transposed)  # e^{s Aᵀ} ct
         v = _expm(data * (1.0 - sj), B, pattern)  # e^{(1-s) A} B
         term = u[pattern.row] * v[pattern.col]
